@@ -1,0 +1,85 @@
+package changedigest
+
+import "fmt"
+
+// ChangeType classifies a change (Goel and Aggarwal's four classes).
+type ChangeType string
+
+// Change types.
+const (
+	// ChangeContent is text inserted, deleted or updated.
+	ChangeContent ChangeType = "content"
+	// ChangeStructural is tags added, removed or moved, or link targets changed.
+	ChangeStructural ChangeType = "structural"
+	// ChangeCosmetic is a change of presentation attributes only (style,
+	// class, font, colour) with the same text.
+	ChangeCosmetic ChangeType = "cosmetic"
+	// ChangeBehavioural is a change of scripts, event handler attributes,
+	// iframes, objects or applets.
+	ChangeBehavioural ChangeType = "behavioural"
+)
+
+// ChangeTypes lists the types in display order.
+var ChangeTypes = []ChangeType{ChangeContent, ChangeStructural, ChangeCosmetic, ChangeBehavioural}
+
+// ParseChangeType checks a change type name.
+func ParseChangeType(s string) (ChangeType, error) {
+	for _, t := range ChangeTypes {
+		if string(t) == s {
+			return t, nil
+		}
+	}
+	return "", Errorf(EINVALID, "unknown change type %q (want content, structural, cosmetic or behavioural)", s)
+}
+
+// Op is the edit operation of a change.
+type Op string
+
+// Edit operations.
+const (
+	OpInsert Op = "insert"
+	OpDelete Op = "delete"
+	OpUpdate Op = "update"
+	OpMove   Op = "move"
+)
+
+// Change is one located, typed difference between two versions.
+type Change struct {
+	// Segment is the index of the segment in the new version (in the old
+	// one for a deletion); for feeds the item position.
+	Segment int        `json:"segment"`
+	Path    string     `json:"path"`
+	Type    ChangeType `json:"type"`
+	Op      Op         `json:"op"`
+	OldText string     `json:"old_text"`
+	NewText string     `json:"new_text"`
+
+	// Feed changes only: item positions in each version (-1 where absent),
+	// the item title, link and the old/new item similarity.
+	OldItem    *int     `json:"old_item,omitempty"`
+	NewItem    *int     `json:"new_item,omitempty"`
+	Title      string   `json:"title,omitempty"`
+	Link       string   `json:"link,omitempty"`
+	Similarity *float64 `json:"similarity,omitempty"`
+}
+
+func (c Change) String() string {
+	return fmt.Sprintf("%s %s at %s", c.Type, c.Op, c.Path)
+}
+
+// Diff is the result of comparing two versions of a document: the
+// `changedigest diff --json` contract.
+type Diff struct {
+	Kind            Kind         `json:"kind"`
+	Old             DocumentStat `json:"old"`
+	New             DocumentStat `json:"new"`
+	ChangedSegments int          `json:"changed_segments"`
+	Similarity      float64      `json:"similarity"`
+	Changes         []Change     `json:"changes"`
+}
+
+// DocumentStat is the size of one side of a Diff.
+type DocumentStat struct {
+	Segments int `json:"segments"`
+	Bytes    int `json:"bytes"`
+}

@@ -1,0 +1,57 @@
+package changedigest
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Error codes shared by every package. The HTTP edge maps them to statuses
+// and the command line to exit codes.
+const (
+	ECONFLICT     = "conflict"     // already exists
+	EINTERNAL     = "internal"     // a bug or an unexpected failure
+	EINVALID      = "invalid"      // bad input from the user
+	ENOTFOUND     = "not_found"    // no such thing, or not yours
+	EUNAUTHORIZED = "unauthorized" // not logged in or bad credentials
+	EFORBIDDEN    = "forbidden"    // logged in but not allowed
+	ETOOLARGE     = "too_large"    // input over a size limit
+	EUNAVAILABLE  = "unavailable"  // a remote side failed or refused
+	ERATELIMIT    = "rate_limited" // too many requests
+)
+
+// Error is an error meant for the user: its Message is safe to show.
+type Error struct {
+	Code    string
+	Message string
+}
+
+func (e *Error) Error() string { return e.Message }
+
+// Errorf returns an *Error with the code and a formatted message.
+func Errorf(code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// ErrorCode returns the code of the first *Error in err's chain, EINTERNAL
+// for any other error and "" for nil.
+func ErrorCode(err error) string {
+	var e *Error
+	if err == nil {
+		return ""
+	} else if errors.As(err, &e) {
+		return e.Code
+	}
+	return EINTERNAL
+}
+
+// ErrorMessage returns the message of the first *Error in err's chain, or
+// "internal error" for any other error, so internals never reach users.
+func ErrorMessage(err error) string {
+	var e *Error
+	if err == nil {
+		return ""
+	} else if errors.As(err, &e) {
+		return e.Message
+	}
+	return "internal error"
+}

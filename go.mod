@@ -1,0 +1,3 @@
+module github.com/changedigest/changedigest
+
+go 1.26

@@ -1,0 +1,66 @@
+package changedigest
+
+import "time"
+
+// Snapshot is one stored version of a watched page or feed: a row of the
+// Page Evolution Track.
+type Snapshot struct {
+	WatchID int64 `json:"watch_id"`
+	// Seq numbers the versions of a watch from 1, oldest first.
+	Seq       int       `json:"seq"`
+	FetchedAt time.Time `json:"fetched_at"`
+
+	Status       int    `json:"status"`
+	ETag         string `json:"etag,omitempty"`
+	LastModified string `json:"last_modified,omitempty"`
+	ContentType  string `json:"content_type,omitempty"`
+	// FinalURL is the address after redirects, when it differs from the watch URL.
+	FinalURL string `json:"final_url,omitempty"`
+
+	Kind  Kind   `json:"kind"`
+	Title string `json:"title,omitempty"`
+	// Size is the length of the raw body in bytes; BodyHash its MD5 in hex.
+	Size     int    `json:"size"`
+	BodyHash string `json:"body_hash"`
+
+	Segments []Segment `json:"segments"`
+	// Layout is the segmenter's serialised segment boundaries of this
+	// version, used to segment the next version along the same boundaries.
+	Layout []byte `json:"layout,omitempty"`
+
+	// Changes found against the track when the version was stored; empty
+	// for the first version.
+	Changes []Change `json:"changes,omitempty"`
+	// Similarity of this version to the previous one, 0..1 (1 = same).
+	Similarity float64 `json:"similarity"`
+}
+
+// Segment is one block of a page (or one item of a feed) with the MD5 of
+// its normalised content.
+type Segment struct {
+	Index int `json:"index"`
+	// Hash is the hex MD5 of the normalised content: insignificant
+	// whitespace, attribute order and comments do not change it.
+	Hash string `json:"hash"`
+	// Path is a readable location of the segment's root, e.g.
+	// "html|body|div-main|article[2]"; for a feed item its GUID or link.
+	Path string `json:"path"`
+	// Text is the segment's visible text, for search and matching.
+	Text string `json:"text"`
+	// Start and End are the segment's byte range in the raw body; -1 when
+	// unknown. Ranges of one snapshot are ordered and do not overlap.
+	Start int `json:"start"`
+	End   int `json:"end"`
+}
+
+// Hashes returns the segment hashes in order: one row of the signature matrix.
+func (s *Snapshot) Hashes() []string {
+	h := make([]string, len(s.Segments))
+	for i, seg := range s.Segments {
+		h[i] = seg.Hash
+	}
+	return h
+}
+
+// HasChanges reports whether the snapshot brought any change.
+func (s *Snapshot) HasChanges() bool { return len(s.Changes) > 0 }

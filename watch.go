@@ -1,0 +1,157 @@
+package changedigest
+
+import (
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// Kind says whether a document is an HTML page or a feed.
+type Kind string
+
+// Kinds of documents.
+const (
+	KindPage Kind = "page"
+	KindFeed Kind = "feed"
+)
+
+// Category is the kind of site a watch follows; it sets the first revisit
+// interval until the page's own change rate is known.
+type Category string
+
+// Categories and their first revisit intervals (CaSePer's revisit interval flag).
+const (
+	CategoryNews     Category = "news"     // 1 h
+	CategoryPersonal Category = "personal" // 24 h
+	CategoryAcademic Category = "academic" // 48 h
+)
+
+// Interval is the first revisit interval of the category; 24 h for an
+// unknown or empty category.
+func (c Category) Interval() time.Duration {
+	switch c {
+	case CategoryNews:
+		return time.Hour
+	case CategoryAcademic:
+		return 48 * time.Hour
+	default:
+		return 24 * time.Hour
+	}
+}
+
+// ParseCategory checks a category name; the empty string means personal.
+func ParseCategory(s string) (Category, error) {
+	switch c := Category(strings.ToLower(strings.TrimSpace(s))); c {
+	case "":
+		return CategoryPersonal, nil
+	case CategoryNews, CategoryPersonal, CategoryAcademic:
+		return c, nil
+	default:
+		return "", Errorf(EINVALID, "unknown category %q (want news, personal or academic)", s)
+	}
+}
+
+// Watch is one page or feed a user follows, with its schedule state.
+type Watch struct {
+	ID     int64  `json:"id"`
+	UserID int64  `json:"user_id"`
+	URL    string `json:"url"`
+	Title  string `json:"title,omitempty"`
+	// Kind is detected on the first successful fetch; empty until then.
+	Kind Kind `json:"kind,omitempty"`
+	// Zone is an optional CSS selector restricting detection to part of a page.
+	Zone     string   `json:"zone,omitempty"`
+	Category Category `json:"category,omitempty"`
+	// Interval, when set, overrides the category and the estimated change rate.
+	Interval time.Duration `json:"interval,omitempty"`
+	Tags     []string      `json:"tags,omitempty"`
+	Paused   bool          `json:"paused,omitempty"`
+
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+
+	// Schedule and fetch state, kept by the crawler.
+	NextCheck    time.Time `json:"next_check"`
+	LastCheck    time.Time `json:"last_check,omitzero"`
+	LastChange   time.Time `json:"last_change,omitzero"`
+	LastError    string    `json:"last_error,omitempty"`
+	LastErrorAt  time.Time `json:"last_error_at,omitzero"`
+	ErrorCount   int       `json:"error_count,omitempty"` // consecutive failed checks
+	Checks       int       `json:"checks"`                // successful checks
+	ChangeChecks int       `json:"change_checks"`         // successful checks that found a change
+	ETag         string    `json:"etag,omitempty"`
+	LastModified string    `json:"last_modified,omitempty"`
+	// RetryAfter is set from a 429 or 503 Retry-After header.
+	RetryAfter time.Time `json:"retry_after,omitzero"`
+}
+
+// Validate checks the fields a user sets and normalises them in place.
+func (w *Watch) Validate() error {
+	w.URL = strings.TrimSpace(w.URL)
+	if w.URL == "" {
+		return Errorf(EINVALID, "watch URL is required")
+	}
+	u, err := url.Parse(w.URL)
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		return Errorf(EINVALID, "watch URL %q is not an absolute http or https URL", w.URL)
+	}
+	c, err := ParseCategory(string(w.Category))
+	if err != nil {
+		return err
+	}
+	w.Category = c
+	if w.Interval < 0 {
+		return Errorf(EINVALID, "interval %s is negative", w.Interval)
+	}
+	if w.Interval != 0 && w.Interval < time.Minute {
+		return Errorf(EINVALID, "interval %s is shorter than one minute", w.Interval)
+	}
+	w.Tags = NormaliseTags(w.Tags)
+	for _, t := range w.Tags {
+		if len(t) > 64 {
+			return Errorf(EINVALID, "tag %q is longer than 64 characters", t)
+		}
+	}
+	if len(w.Zone) > 1024 {
+		return Errorf(EINVALID, "zone selector is longer than 1024 characters")
+	}
+	return nil
+}
+
+// NormaliseTags trims, lower-cases and de-duplicates tags, keeping their order.
+func NormaliseTags(tags []string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, t := range tags {
+		for _, part := range strings.Split(t, ",") {
+			p := strings.ToLower(strings.TrimSpace(part))
+			if p == "" || seen[p] {
+				continue
+			}
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// HasTag reports whether the watch carries tag t.
+func (w *Watch) HasTag(t string) bool {
+	for _, x := range w.Tags {
+		if x == t {
+			return true
+		}
+	}
+	return false
+}
+
+// Name is what to call the watch in lists: its title, else its URL.
+func (w *Watch) Name() string {
+	if w.Title != "" {
+		return w.Title
+	}
+	return w.URL
+}
+
+func (w *Watch) String() string { return fmt.Sprintf("watch %d (%s)", w.ID, w.URL) }
