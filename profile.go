@@ -11,8 +11,11 @@ type Profile struct {
 	Interests []Interest `json:"interests"`
 	// Pages are the documents the person links (homepage, weblog,
 	// workplace and school homepages); key terms are drawn from them.
-	Pages     []LinkedPage `json:"pages,omitempty"`
-	UpdatedAt time.Time    `json:"updated_at"`
+	Pages []LinkedPage `json:"pages,omitempty"`
+	// Excluded holds terms the user removed by hand; they stay out even
+	// when the FOAF document or a linked page yields them again.
+	Excluded  []string  `json:"excluded,omitempty"`
+	UpdatedAt time.Time `json:"updated_at"`
 }
 
 // Interest is one term of the profile bag.

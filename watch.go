@@ -67,6 +67,10 @@ type Watch struct {
 	Interval time.Duration `json:"interval,omitempty"`
 	Tags     []string      `json:"tags,omitempty"`
 	Paused   bool          `json:"paused,omitempty"`
+	// KeepVersions and KeepDays limit the stored history (0 = the store's
+	// default). The newest versions the signature matrix needs are always kept.
+	KeepVersions int `json:"keep_versions,omitempty"`
+	KeepDays     int `json:"keep_days,omitempty"`
 
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
@@ -112,6 +116,9 @@ func (w *Watch) Validate() error {
 		if len(t) > 64 {
 			return Errorf(EINVALID, "tag %q is longer than 64 characters", t)
 		}
+	}
+	if w.KeepVersions < 0 || w.KeepDays < 0 {
+		return Errorf(EINVALID, "retention must not be negative")
 	}
 	if len(w.Zone) > 1024 {
 		return Errorf(EINVALID, "zone selector is longer than 1024 characters")

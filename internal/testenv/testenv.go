@@ -1,0 +1,61 @@
+// Package testenv finds what tests need from outside the repository: the
+// shared corpus of real pages, feeds and profiles, and external programs
+// such as rapper or newsboat. When one is missing the test is skipped with
+// a message, except under CI=true, where a missing dependency fails it.
+package testenv
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"testing"
+)
+
+// InCI reports whether the tests run under continuous integration.
+func InCI() bool { return os.Getenv("CI") == "true" }
+
+// Corpus returns the directory of the shared test corpus (or of sub, a
+// path inside it): $CHANGEDIGEST_CORPUS, else ../shared/corpus beside the
+// repository. It skips the test when that is absent (fails it under CI).
+func Corpus(tb testing.TB, sub ...string) string {
+	tb.Helper()
+	dir := os.Getenv("CHANGEDIGEST_CORPUS")
+	if dir == "" {
+		dir = filepath.Join(repoRoot(), "..", "shared", "corpus")
+	}
+	dir = filepath.Join(append([]string{dir}, sub...)...)
+	if _, err := os.Stat(dir); err != nil {
+		missing(tb, "test corpus %s is absent: %v", dir, err)
+	}
+	return dir
+}
+
+// Tool returns the path of an external program, skipping the test when it
+// is not installed (failing it under CI).
+func Tool(tb testing.TB, name string) string {
+	tb.Helper()
+	p, err := exec.LookPath(name)
+	if err != nil {
+		missing(tb, "%s is not installed: %v", name, err)
+	}
+	return p
+}
+
+func missing(tb testing.TB, format string, args ...any) {
+	tb.Helper()
+	if InCI() {
+		tb.Fatalf(format, args...)
+	}
+	tb.Skipf(format+" (skipping)", args...)
+}
+
+// repoRoot is the directory holding go.mod, found from this file's path.
+func repoRoot() string {
+	_, file, _, ok := runtime.Caller(0)
+	if !ok {
+		wd, _ := os.Getwd()
+		return wd
+	}
+	return filepath.Join(filepath.Dir(file), "..", "..")
+}
