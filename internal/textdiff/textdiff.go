@@ -1,0 +1,281 @@
+// Package textdiff compares texts word by word: it splits text into
+// tokens (words, punctuation and whitespace runs) and finds a shortest
+// edit script between two token sequences with Myers' O(ND) algorithm.
+// The segmenter uses it to type and locate changes; render uses it to
+// mark insertions and deletions.
+package textdiff
+
+import (
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Op is the kind of an edit.
+type Op int8
+
+// Edit operations.
+const (
+	Equal Op = iota
+	Insert
+	Delete
+)
+
+func (o Op) String() string {
+	switch o {
+	case Insert:
+		return "insert"
+	case Delete:
+		return "delete"
+	}
+	return "equal"
+}
+
+// Edit is a run of tokens that are equal in both texts, only in the new
+// one (Insert) or only in the old one (Delete).
+type Edit struct {
+	Op   Op
+	Text string
+}
+
+// MaxEdits bounds the edit distance Diff searches for; past it the middle
+// part that differs is reported as one deletion and one insertion, so a
+// pathological input cannot take quadratic memory.
+const MaxEdits = 1000
+
+// Words splits s into tokens: runs of letters and digits (with inner
+// apostrophes), runs of whitespace, and single other characters. Joining
+// the tokens gives s back.
+func Words(s string) []string {
+	var out []string
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		j := i + n
+		switch {
+		case isWord(r):
+			for j < len(s) {
+				r2, n2 := utf8.DecodeRuneInString(s[j:])
+				if isWord(r2) {
+					j += n2
+					continue
+				}
+				// keep "don't" and "3.14" in one token
+				if (r2 == '\'' || r2 == '’' || r2 == '.' || r2 == ',') && j+n2 < len(s) {
+					r3, _ := utf8.DecodeRuneInString(s[j+n2:])
+					if isWord(r3) && (r2 == '\'' || r2 == '’' || unicode.IsDigit(r3)) {
+						j += n2
+						continue
+					}
+				}
+				break
+			}
+		case unicode.IsSpace(r):
+			for j < len(s) {
+				r2, n2 := utf8.DecodeRuneInString(s[j:])
+				if !unicode.IsSpace(r2) {
+					break
+				}
+				j += n2
+			}
+		}
+		out = append(out, s[i:j])
+		i = j
+	}
+	return out
+}
+
+func isWord(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.IsMark(r) }
+
+// IsSpace reports whether a token from Words is whitespace.
+func IsSpace(tok string) bool {
+	r, _ := utf8.DecodeRuneInString(tok)
+	return tok != "" && unicode.IsSpace(r)
+}
+
+// WordDiff compares two texts word by word.
+func WordDiff(old, new string) []Edit {
+	return Diff(Words(old), Words(new))
+}
+
+// Diff returns an edit script turning a into b, with adjacent tokens of the
+// same operation joined into one Edit. Within a changed run deletions come
+// before insertions.
+func Diff(a, b []string) []Edit {
+	var edits []Edit
+	emit := func(op Op, toks []string) {
+		if len(toks) == 0 {
+			return
+		}
+		s := strings.Join(toks, "")
+		if n := len(edits); n > 0 && edits[n-1].Op == op {
+			edits[n-1].Text += s
+			return
+		}
+		edits = append(edits, Edit{Op: op, Text: s})
+	}
+	// Common prefix and suffix first: most versions differ in a small middle.
+	p, s := affixes(a, b)
+	emit(Equal, a[:p])
+	for _, e := range myers(a[p:len(a)-s], b[p:len(b)-s]) {
+		switch e.op {
+		case Equal:
+			emit(Equal, a[p+e.ai:p+e.ai+e.n])
+		case Delete:
+			emit(Delete, a[p+e.ai:p+e.ai+e.n])
+		case Insert:
+			emit(Insert, b[p+e.bi:p+e.bi+e.n])
+		}
+	}
+	emit(Equal, a[len(a)-s:])
+	return reorder(edits)
+}
+
+// reorder puts each deletion before the insertion it pairs with, so a
+// replaced word reads "old new".
+func reorder(edits []Edit) []Edit {
+	for i := 0; i+1 < len(edits); i++ {
+		if edits[i].Op == Insert && edits[i+1].Op == Delete {
+			edits[i], edits[i+1] = edits[i+1], edits[i]
+		}
+	}
+	return edits
+}
+
+type span struct {
+	op     Op
+	ai, bi int // start in a (Equal, Delete) or b (Insert, Equal)
+	n      int
+}
+
+// myers finds a shortest edit script between a and b (Myers 1986),
+// keeping the V array of every step to trace the path back.
+func myers(a, b []string) []span {
+	n, m := len(a), len(b)
+	if n == 0 && m == 0 {
+		return nil
+	}
+	if n == 0 {
+		return []span{{op: Insert, n: m}}
+	}
+	if m == 0 {
+		return []span{{op: Delete, n: n}}
+	}
+	max := n + m
+	if max > MaxEdits {
+		max = MaxEdits
+	}
+	off := max + 1
+	v := make([]int, 2*max+3)
+	var trace [][]int
+	found := -1
+	for d := 0; d <= max && found < 0; d++ {
+		snap := make([]int, 2*d+3)
+		copy(snap, v[off-d-1:off+d+2])
+		trace = append(trace, snap)
+		for k := -d; k <= d; k += 2 {
+			var x int
+			if k == -d || (k != d && v[off+k-1] < v[off+k+1]) {
+				x = v[off+k+1]
+			} else {
+				x = v[off+k-1] + 1
+			}
+			y := x - k
+			for x < n && y < m && a[x] == b[y] {
+				x++
+				y++
+			}
+			v[off+k] = x
+			if x >= n && y >= m {
+				found = d
+				break
+			}
+		}
+	}
+	if found < 0 {
+		return []span{{op: Delete, n: n}, {op: Insert, n: m}}
+	}
+	// Trace back from (n, m).
+	var rev []span
+	x, y := n, m
+	for d := found; d > 0; d-- {
+		vp := trace[d] // V before step d, indexed k+d+1
+		k := x - y
+		get := func(k int) int { return vp[k+d+1] }
+		var pk int
+		if k == -d || (k != d && get(k-1) < get(k+1)) {
+			pk = k + 1 // came down: insertion
+		} else {
+			pk = k - 1 // came right: deletion
+		}
+		px := get(pk)
+		py := px - pk
+		// snake from the end of the edit to (x, y)
+		sx := px
+		if pk == k-1 {
+			sx = px + 1
+		}
+		sy := sx - k
+		if x > sx {
+			rev = append(rev, span{op: Equal, ai: sx, bi: sy, n: x - sx})
+		}
+		if pk == k+1 {
+			rev = append(rev, span{op: Insert, bi: py, n: 1})
+		} else {
+			rev = append(rev, span{op: Delete, ai: px, n: 1})
+		}
+		x, y = px, py
+	}
+	if x > 0 {
+		rev = append(rev, span{op: Equal, n: x})
+	}
+	out := make([]span, 0, len(rev))
+	for i := len(rev) - 1; i >= 0; i-- {
+		out = append(out, rev[i])
+	}
+	return out
+}
+
+// Similarity is 2·E/(A+B) over the word tokens (whitespace ignored) of two
+// texts, where E counts the words the diff keeps: 1 for equal texts, 0 for
+// texts with no word in common. Two empty texts are equal.
+func Similarity(a, b string) float64 {
+	wa, wb := nonSpace(Words(a)), nonSpace(Words(b))
+	if len(wa)+len(wb) == 0 {
+		return 1
+	}
+	return 2 * float64(Common(wa, wb)) / float64(len(wa)+len(wb))
+}
+
+// Common counts the tokens a shortest edit script keeps from a and b (the
+// length of their longest common subsequence, up to MaxEdits).
+func Common(a, b []string) int {
+	p, s := affixes(a, b)
+	eq := p + s
+	for _, sp := range myers(a[p:len(a)-s], b[p:len(b)-s]) {
+		if sp.op == Equal {
+			eq += sp.n
+		}
+	}
+	return eq
+}
+
+// affixes returns the lengths of the common prefix and suffix of a and b.
+func affixes(a, b []string) (p, s int) {
+	for p < len(a) && p < len(b) && a[p] == b[p] {
+		p++
+	}
+	for s < len(a)-p && s < len(b)-p && a[len(a)-1-s] == b[len(b)-1-s] {
+		s++
+	}
+	return p, s
+}
+
+func nonSpace(toks []string) []string {
+	out := toks[:0:0]
+	for _, t := range toks {
+		if !IsSpace(t) {
+			out = append(out, t)
+		}
+	}
+	return out
+}

@@ -1,0 +1,110 @@
+package textdiff
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestWordsRoundTrip(t *testing.T) {
+	for _, s := range []string{"", "a", "Hello,  world!\n", "don't stop 3.14 café", "  lead", "tail  "} {
+		if got := strings.Join(Words(s), ""); got != s {
+			t.Errorf("Words(%q) joined = %q", s, got)
+		}
+	}
+	if got := Words("don't 3.14 end."); len(got) != 6 {
+		t.Errorf("Words = %q, want 6 tokens", got)
+	}
+}
+
+// apply rebuilds both sides from an edit script.
+func apply(edits []Edit) (old, new string) {
+	var o, n strings.Builder
+	for _, e := range edits {
+		if e.Op != Insert {
+			o.WriteString(e.Text)
+		}
+		if e.Op != Delete {
+			n.WriteString(e.Text)
+		}
+	}
+	return o.String(), n.String()
+}
+
+func TestWordDiff(t *testing.T) {
+	tests := []struct {
+		name, old, new string
+		want           []Edit
+	}{
+		{"equal", "a b c", "a b c", []Edit{{Equal, "a b c"}}},
+		{"empty both", "", "", nil},
+		{"insert", "", "new text", []Edit{{Insert, "new text"}}},
+		{"delete", "old", "", []Edit{{Delete, "old"}}},
+		{"replace word", "the quick fox", "the slow fox", []Edit{{Equal, "the "}, {Delete, "quick"}, {Insert, "slow"}, {Equal, " fox"}}},
+		{"insert word", "a c", "a b c", []Edit{{Equal, "a "}, {Insert, "b "}, {Equal, "c"}}},
+		{"delete word", "a b c", "a c", []Edit{{Equal, "a "}, {Delete, "b "}, {Equal, "c"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := WordDiff(tt.old, tt.new)
+			if len(got) != len(tt.want) {
+				t.Fatalf("WordDiff = %q, want %q", got, tt.want)
+			}
+			for i := range got {
+				if got[i] != tt.want[i] {
+					t.Fatalf("WordDiff = %q, want %q", got, tt.want)
+				}
+			}
+		})
+	}
+}
+
+func TestDiffRebuildsBothSides(t *testing.T) {
+	pairs := [][2]string{
+		{"one two three four five", "zero one three four six five seven"},
+		{"a a a b b b", "b b b a a a"},
+		{strings.Repeat("x y ", 600), strings.Repeat("y x ", 600)}, // past MaxEdits
+	}
+	for _, p := range pairs {
+		o, n := apply(WordDiff(p[0], p[1]))
+		if o != p[0] || n != p[1] {
+			t.Errorf("diff of %.30q/%.30q does not rebuild: %.30q/%.30q", p[0], p[1], o, n)
+		}
+	}
+}
+
+func TestSimilarity(t *testing.T) {
+	if s := Similarity("a b c d", "a b c d"); s != 1 {
+		t.Errorf("equal: %v", s)
+	}
+	if s := Similarity("a b", "c d"); s != 0 {
+		t.Errorf("disjoint: %v", s)
+	}
+	if s := Similarity("a b c d", "a b x d"); s != 0.75 {
+		t.Errorf("one of four: %v", s)
+	}
+	if s := Similarity("a  b\n", "a b"); s != 1 {
+		t.Errorf("whitespace: %v", s)
+	}
+}
+
+func FuzzWordDiff(f *testing.F) {
+	f.Add("the quick brown fox", "the slow brown dog")
+	f.Add("", "x")
+	f.Fuzz(func(t *testing.T, a, b string) {
+		o, n := apply(WordDiff(a, b))
+		if o != a || n != b {
+			t.Fatalf("does not rebuild %q/%q: %q/%q", a, b, o, n)
+		}
+		if s := Similarity(a, a); s != 1 {
+			t.Fatalf("Similarity(a, a) = %v", s)
+		}
+	})
+}
+
+func BenchmarkWordDiff(b *testing.B) {
+	old := strings.Repeat("lorem ipsum dolor sit amet consectetur ", 200)
+	new := strings.Replace(old, "dolor", "color", 20)
+	for b.Loop() {
+		WordDiff(old, new)
+	}
+}
