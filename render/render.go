@@ -161,18 +161,16 @@ func hostName(hostport string) string {
 // Site returns the public base URL, without a trailing slash.
 func (e *Engine) Site() string { return e.site.String() }
 
-// URL returns the absolute URL of a path of the service, e.g.
-// e.URL("/watches/3") = "https://example.org/cd/watches/3".
+// URL returns the absolute URL of a path of the service, given escaped,
+// e.g. e.URL("/watches/3") = "https://example.org/cd/watches/3".
 func (e *Engine) URL(p string) string {
-	u := *e.site
-	u.Path = e.site.Path + "/" + strings.TrimLeft(p, "/")
-	return u.String()
+	return e.site.String() + "/" + strings.TrimLeft(p, "/")
 }
 
-// sitePath returns a path of the service relative to the host, for links
-// inside web pages.
+// sitePath returns a path of the service (given escaped) relative to the
+// host, for links inside web pages.
 func (e *Engine) sitePath(p string) string {
-	return e.site.Path + "/" + strings.TrimLeft(p, "/")
+	return e.site.EscapedPath() + "/" + strings.TrimLeft(p, "/")
 }
 
 func (e *Engine) parse(fsys fs.FS) error {

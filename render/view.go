@@ -436,14 +436,15 @@ func elide(ps []Piece, ctx int) []Piece {
 				words++
 			}
 		}
+		headWords := ctx
 		if !before && !after {
 			// Nothing changed next to it (a move, or a change without
-			// visible text change): keep the head.
-			before = true
+			// visible text change): keep a longer head.
+			before, headWords = true, 2*ctx
 		}
 		keep := 0
 		if before {
-			keep += ctx
+			keep += headWords
 		}
 		if after {
 			keep += ctx
@@ -454,7 +455,7 @@ func elide(ps []Piece, ctx int) []Piece {
 		}
 		head, tail := "", ""
 		if before {
-			head = firstWords(toks, ctx)
+			head = firstWords(toks, headWords)
 		}
 		if after {
 			tail = lastWords(toks, ctx)
