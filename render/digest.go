@@ -124,8 +124,16 @@ func (e *Engine) digestView(d DigestData) (*digestView, error) {
 		for id := range general {
 			watches[id] = true
 		}
-		v.Lead = summary(total, nprofile) + " on " + strconv.Itoa(len(watches)) + " " + plural(len(watches), "watch", "watches") + "."
-		v.Lead = strings.ToUpper(v.Lead[:1]) + v.Lead[1:]
+		v.Lead = strconv.Itoa(total) + " " + plural(total, "change", "changes") + " on " +
+			strconv.Itoa(len(watches)) + " " + plural(len(watches), "watch", "watches")
+		switch {
+		case nprofile == total:
+			v.Lead += ", all matching your interests."
+		case nprofile > 0:
+			v.Lead += ", " + strconv.Itoa(nprofile) + " matching your interests."
+		default:
+			v.Lead += "."
+		}
 	}
 	return v, nil
 }

@@ -286,7 +286,7 @@ func (e *Engine) textFuncs() texttemplate.FuncMap {
 		"plural": plural,
 		"pieces": textPieces,
 		"indent": indent,
-		"rule":   func(s string) string { return strings.Repeat("=", min(72, len([]rune(s)))) },
+		"rule":   func(s string) string { return strings.Repeat("-", min(72, len([]rune(s)))) },
 	}
 }
 
