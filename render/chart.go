@@ -47,9 +47,9 @@ func ChangeSize(changes []changedigest.Change) int {
 
 // Chart geometry, in SVG user units; the SVG scales to its container.
 const (
-	chartW, chartH    = 640, 200
+	chartW, chartH    = 640, 210
 	plotX0, plotX1    = 52, 628
-	plotY0, plotY1    = 14, 166
+	plotY0, plotY1    = 30, 176
 	chartMaxBars      = 160
 	chartBarMax       = 24.0
 	colourGeneral     = "#6e7781"
@@ -153,7 +153,7 @@ func ChangeChart(points []ChartPoint) template.HTML {
 			break
 		}
 	}
-	fmt.Fprintf(&b, `<text x="%d" y="%d" fill="#57606a">words</text>`, 4, plotY0-2)
+	fmt.Fprintf(&b, `<text x="%d" y="%d" fill="#57606a">words changed</text>`, 4, plotY0-12)
 
 	// Bars.
 	slot := float64(plotX1-plotX0) / float64(nb)
@@ -188,11 +188,11 @@ func ChangeChart(points []ChartPoint) template.HTML {
 	// Time axis: first and last day, and the middle one when they differ.
 	fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="#8c959f" stroke-width="1"/>`, plotX0, plotY1, plotX1, plotY1)
 	first, last := t0.UTC().Format(chartDay), t1.UTC().Format(chartDay)
-	fmt.Fprintf(&b, `<text x="%d" y="%d" fill="#57606a">%s</text>`, plotX0, plotY1+18, first)
+	fmt.Fprintf(&b, `<text x="%d" y="%d" fill="#57606a">%s</text>`, plotX0, plotY1+22, first)
 	if last != first {
-		fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="end" fill="#57606a">%s</text>`, plotX1, plotY1+18, last)
+		fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="end" fill="#57606a">%s</text>`, plotX1, plotY1+22, last)
 		if mid := t0.Add(span / 2).UTC().Format(chartDay); mid != first && mid != last {
-			fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="middle" fill="#57606a">%s</text>`, (plotX0+plotX1)/2, plotY1+18, mid)
+			fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="middle" fill="#57606a">%s</text>`, (plotX0+plotX1)/2, plotY1+22, mid)
 		}
 	}
 	b.WriteString(`</svg>`)

@@ -52,18 +52,20 @@ type digestGroup struct {
 	WatchName string
 	WatchURL  string
 	WatchPage string
-	Changes   []digestChange
+	// Versions hold the watch's changes, newest version first.
+	Versions []digestVersion
 	// More counts the watch's changes left out by DigestChanges.
-	More int
+	More  int
+	count int // changes kept and left out
 }
 
-// digestChange is one change with the version it came in.
-type digestChange struct {
-	ChangeView
-	Seq  int
-	When string // time of day in the digest's zone
-	URL  string // the version page
-	at   time.Time
+// digestVersion is one version's changes within a digest group.
+type digestVersion struct {
+	Seq     int
+	When    string // time of day in the digest's zone
+	URL     string // the version page
+	Changes []ChangeView
+	at      time.Time
 }
 
 func (e *Engine) digestView(d DigestData) (*digestView, error) {
@@ -98,12 +100,11 @@ func (e *Engine) digestView(d DigestData) (*digestView, error) {
 				g = &digestGroup{WatchID: ev2.WatchID, WatchName: ev2.WatchName, WatchURL: ev2.WatchURL, WatchPage: ev2.WatchPage}
 				groups[ev2.WatchID] = g
 			}
-			for _, c := range cs {
-				g.Changes = append(g.Changes, digestChange{
-					ChangeView: c, Seq: ev2.Seq, URL: ev2.URL, at: ev2.Detected,
-					When: ev2.Detected.In(loc).Format("15:04"),
-				})
-			}
+			g.Versions = append(g.Versions, digestVersion{
+				Seq: ev2.Seq, URL: ev2.URL, at: ev2.Detected, Changes: cs,
+				When: ev2.Detected.In(loc).Format("15:04"),
+			})
+			g.count += len(cs)
 		}
 		add(profile, ev2.Profile)
 		add(general, ev2.General)
@@ -143,20 +144,31 @@ func (e *Engine) digestView(d DigestData) (*digestView, error) {
 func (e *Engine) digestSection(groups map[int64]*digestGroup) ([]digestGroup, int) {
 	out := make([]digestGroup, 0, len(groups))
 	for _, g := range groups {
-		slices.SortStableFunc(g.Changes, func(a, b digestChange) int {
+		slices.SortStableFunc(g.Versions, func(a, b digestVersion) int {
 			if c := b.at.Compare(a.at); c != 0 {
 				return c
 			}
-			return cmp.Compare(a.Index, b.Index)
+			return cmp.Compare(b.Seq, a.Seq)
 		})
-		if n := e.DigestChanges; n > 0 && len(g.Changes) > n {
-			g.More = len(g.Changes) - n
-			g.Changes = g.Changes[:n]
+		if n := e.DigestChanges; n > 0 && g.count > n {
+			kept := 0
+			for i := range g.Versions {
+				v := &g.Versions[i]
+				if kept+len(v.Changes) > n {
+					v.Changes = v.Changes[:n-kept]
+				}
+				kept += len(v.Changes)
+				if kept == n {
+					g.Versions = g.Versions[:i+1]
+					break
+				}
+			}
+			g.More = g.count - n
 		}
 		out = append(out, *g)
 	}
 	slices.SortFunc(out, func(a, b digestGroup) int {
-		if c := cmp.Compare(len(b.Changes)+b.More, len(a.Changes)+a.More); c != 0 {
+		if c := cmp.Compare(b.count, a.count); c != 0 {
 			return c
 		}
 		if c := cmp.Compare(strings.ToLower(a.WatchName), strings.ToLower(b.WatchName)); c != 0 {

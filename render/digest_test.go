@@ -96,7 +96,7 @@ func TestDigestEmpty(t *testing.T) {
 	if err := e.DigestText(&text, d); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(page.String(), "Nothing changed on your watched pages.") || !strings.Contains(text.String(), "Nothing changed on your watched pages.") {
+	if !strings.Contains(page.String(), "None of your watched pages changed that day.") || !strings.Contains(text.String(), "None of your watched pages changed that day.") {
 		t.Errorf("empty digest:\n%s\n%s", page.String(), text.String())
 	}
 }

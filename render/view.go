@@ -182,6 +182,33 @@ func (c ChangeView) OpLabel() string {
 	return "changed"
 }
 
+// Kind says in words what kind of change it is, e.g. "Text changed",
+// "Structural change: element added", "Cosmetic change (style only)".
+func (c ChangeView) Kind() string {
+	switch c.Type {
+	case changedigest.ChangeStructural:
+		switch c.Op {
+		case changedigest.OpInsert, changedigest.OpDelete, changedigest.OpMove:
+			return "Structural change: element " + c.OpLabel()
+		}
+		return "Structural change"
+	case changedigest.ChangeCosmetic:
+		return "Cosmetic change (style only)"
+	case changedigest.ChangeBehavioural:
+		return "Behavioural change: script " + c.OpLabel()
+	case changedigest.ChangeContent:
+		return "Text " + c.OpLabel()
+	}
+	return string(c.Type) + " change, " + c.OpLabel()
+}
+
+// ShowMeta reports whether the change's kind line says more than its item
+// line: always for pages, for feed items only when the change is not a
+// plain text change or has a location of its own.
+func (c ChangeView) ShowMeta() bool {
+	return c.Item == nil || c.Type != changedigest.ChangeContent || c.Path != ""
+}
+
 // OldPieces returns the pieces of the old text (kept and deleted runs).
 func (c ChangeView) OldPieces() []Piece { return side(c.Pieces, "del") }
 
