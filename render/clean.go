@@ -56,10 +56,19 @@ func keepRune(r rune) bool {
 	return true
 }
 
-// oneLine cleans s and folds every run of white space (newlines included)
-// into one space: for titles, paths and labels.
+// maxLine caps one-line texts (titles, names, paths, labels): a page
+// cannot make a title fill a feed.
+const maxLine = 300
+
+// oneLine cleans s, folds every run of white space (newlines included)
+// into one space and cuts it to maxLine bytes with "…": for titles,
+// paths and labels.
 func oneLine(s string) string {
-	return strings.Join(strings.Fields(cleanText(s)), " ")
+	s = strings.Join(strings.Fields(cleanText(s)), " ")
+	if t, cut := clip(s, maxLine); cut {
+		return t + "…"
+	}
+	return s
 }
 
 // safeURL returns s when it is an absolute http or https URL with a host

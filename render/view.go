@@ -113,10 +113,12 @@ type ChangeView struct {
 	// Pieces is the text, word-level: runs kept, inserted, deleted, cut
 	// ("gap") and matched.
 	Pieces []Piece
-	// Labels are the distinct match labels ("matches your interest …");
-	// empty for a general change.
-	Labels    []string
-	Interests []string
+	// Labels are the distinct match labels ("matches your interest …"),
+	// at most maxLabels; MoreLabels counts the others. Labels is empty for
+	// a general change.
+	Labels     []string
+	MoreLabels int
+	Interests  []string
 	// Item is set for a change of a feed item.
 	Item       *ItemView
 	SideBySide bool
@@ -305,7 +307,11 @@ func changeView(i int, c changedigest.Change, ms []changedigest.Match, o ViewOpt
 	}
 	for _, m := range ms {
 		if l := oneLine(m.Label()); !slices.Contains(cv.Labels, l) {
-			cv.Labels = append(cv.Labels, l)
+			if len(cv.Labels) == maxLabels {
+				cv.MoreLabels++
+			} else {
+				cv.Labels = append(cv.Labels, l)
+			}
 		}
 		if in := oneLine(m.Interest); in != "" && !slices.Contains(cv.Interests, in) {
 			cv.Interests = append(cv.Interests, in)
@@ -324,6 +330,9 @@ func changeView(i int, c changedigest.Change, ms []changedigest.Match, o ViewOpt
 	cv.Pieces = pieces(c, ms, o)
 	return cv
 }
+
+// maxLabels caps the match labels shown per change.
+const maxLabels = 5
 
 // markedOld reports whether a change's matches are spans into its old text.
 func markedOld(c changedigest.Change) bool {

@@ -1,6 +1,7 @@
 package render
 
 import (
+	"bytes"
 	"errors"
 	"strings"
 	"testing"
@@ -256,5 +257,31 @@ func TestClassAttr(t *testing.T) {
 	// cd-profile's border-left overrides cd-change's, in cd-change's place.
 	if strings.Count(got, "border-left:") != 1 || !strings.Contains(got, "style=\"border-left:6px solid #e36209;") {
 		t.Errorf("inline: %s", got)
+	}
+}
+
+func TestLimits(t *testing.T) {
+	if got := oneLine(strings.Repeat("long title ", 100)); len(got) > maxLine+len("…") || !strings.HasSuffix(got, "title…") {
+		t.Errorf("oneLine of a long title: %d bytes, %q", len(got), got[len(got)-20:])
+	}
+	if got := oneLine(" a\n\tb  c "); got != "a b c" {
+		t.Errorf("oneLine folds space: %q", got)
+	}
+	text := "one two three four five six seven eight"
+	var ms []changedigest.Match
+	for _, w := range strings.Fields(text) {
+		ms = append(ms, at(text, w, w, "term"))
+	}
+	cv := changeView(0, changedigest.Change{Op: "insert", NewText: text}, ms, ViewOptions{}, false)
+	if len(cv.Labels) != maxLabels || cv.MoreLabels != 3 || len(cv.Interests) != 8 {
+		t.Errorf("%d labels, %d more, %d interests; want %d, 3, 8", len(cv.Labels), cv.MoreLabels, len(cv.Interests), maxLabels)
+	}
+	e := MustEngine(t)
+	var buf bytes.Buffer
+	if err := e.inline.ExecuteTemplate(&buf, "change", cv); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), "★ and 3 more interests</p>") {
+		t.Errorf("no “and 3 more interests” label:\n%s", buf.String())
 	}
 }
