@@ -1,3 +1,5 @@
 module github.com/changedigest/changedigest
 
 go 1.26
+
+require golang.org/x/net v0.57.0
