@@ -46,6 +46,9 @@ func newFeedError(kind error, format string, args ...any) error {
 	return &feedError{kind: kind, user: changedigest.Errorf(changedigest.EINVALID, "%s", msg)}
 }
 
+// feedBOM is the UTF-8 byte order mark, which JSON decoders refuse.
+var feedBOM = []byte("\ufeff")
+
 // Feed is a parsed RSS (0.9x, 1.0, 2.0), Atom or JSON feed, reduced to what
 // change detection needs.
 type Feed struct {
@@ -134,7 +137,7 @@ func ParseFeed(body []byte) (*Feed, error) {
 	}
 	ranges := feedItemRanges(body)
 	var warnings []string
-	input, note := feedUTF8(body)
+	input, note := feedUTF8(bytes.TrimPrefix(body, feedBOM))
 	if note != "" {
 		warnings = append(warnings, note)
 	}
@@ -186,7 +189,7 @@ func feedErrText(err error) string {
 
 // feedRootDescription says what a body that is not a feed starts with.
 func feedRootDescription(body []byte) string {
-	b := bytes.TrimSpace(bytes.TrimPrefix(body, []byte("\xef\xbb\xbf")))
+	b := bytes.TrimSpace(bytes.TrimPrefix(body, feedBOM))
 	if len(b) >= 2 && b[0] == 0x1f && b[1] == 0x8b {
 		return "the document is gzip-compressed"
 	}

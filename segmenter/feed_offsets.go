@@ -113,7 +113,15 @@ func feedIsItem(local string, ancestors []string) bool {
 func feedItemRanges(body []byte) [][2]int {
 	trimmed := bytes.TrimLeft(body, " \t\r\n\ufeff")
 	if len(trimmed) > 0 && trimmed[0] == '{' {
-		return feedJSONRanges(body)
+		if !bytes.HasPrefix(body, feedBOM) {
+			return feedJSONRanges(body)
+		}
+		out := feedJSONRanges(body[len(feedBOM):])
+		for i := range out {
+			out[i][0] += len(feedBOM)
+			out[i][1] += len(feedBOM)
+		}
+		return out
 	}
 	var out [][2]int
 	feedXMLScan(body, func(start, end int, _ []string) { out = append(out, [2]int{start, end}) })

@@ -362,3 +362,25 @@ func TestFeedHTMLText(t *testing.T) {
 		})
 	}
 }
+
+// TestParseFeedByteOrderMark: a UTF-8 byte order mark (which JSON decoders
+// refuse) is skipped, and byte ranges still count it.
+func TestParseFeedByteOrderMark(t *testing.T) {
+	for _, name := range []string{"json_v1.json", "atom_v1.xml"} {
+		t.Run(name, func(t *testing.T) {
+			plain := feedFixture(t, name)
+			body := append([]byte("\ufeff"), plain...)
+			f := mustParseFeed(t, body)
+			want := mustParseFeed(t, plain)
+			if len(f.Items) != len(want.Items) {
+				t.Fatalf("%d items, want %d", len(f.Items), len(want.Items))
+			}
+			for i, it := range f.Items {
+				w := want.Items[i]
+				if it.Key != w.Key || it.Start != w.Start+3 || it.End != w.End+3 {
+					t.Errorf("item %d: %q [%d,%d), want %q [%d,%d)+3", i, it.Key, it.Start, it.End, w.Key, w.Start, w.End)
+				}
+			}
+		})
+	}
+}
