@@ -1,7 +1,7 @@
 package segmenter
 
 import (
-	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/changedigest/changedigest/internal/testenv"
@@ -37,19 +37,20 @@ func BenchmarkParseFeed(b *testing.B) {
 	}
 }
 
-// BenchmarkDiffFeedsEdited diffs two versions where a long post was
-// edited, the case that runs the word diff.
+// BenchmarkDiffFeedsEdited diffs a feed against a copy with a few words
+// added in the middle of a long post, the case that runs the word diff.
 func BenchmarkDiffFeedsEdited(b *testing.B) {
-	dir := testenv.Corpus(b, "feeds", "history", "pandasthumb-atom", "timestamp_only_pairs")
-	files := feedCorpusFiles(b, dir, "pair1_*.xml")
-	old := feedRead(b, files[0])
+	old, _ := feedBenchPair(b)
 	f := mustParseFeed(b, old)
 	it := f.Items[0]
-	// Change one word in the middle of the first item's content.
-	raw := old[it.Start:it.End]
-	mid := len(raw) / 2
-	edited := append(append(append([]byte{}, old[:it.Start+mid]...), " inserted "...), old[it.Start+mid:]...)
-	_ = filepath.Base
+	raw := string(old[it.Start:it.End])
+	open, end := strings.Index(raw, "<content"), strings.Index(raw, "</content>")
+	cut := strings.Index(raw[open+(end-open)/2:], ". ")
+	if open < 0 || end < 0 || cut < 0 {
+		b.Fatal("first entry has no content with a sentence break")
+	}
+	at := it.Start + open + (end-open)/2 + cut + 2
+	edited := append(append(append([]byte{}, old[:at]...), "A few inserted words. "...), old[at:]...)
 	b.ReportAllocs()
 	for b.Loop() {
 		d, err := DiffFeeds(old, edited)
