@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/md5"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
@@ -160,6 +161,9 @@ func ParseFeed(body []byte) (*Feed, error) {
 		warnings = append(warnings, fmt.Sprintf("kept the %d complete items before an error: %s", len(gf2.Items), feedErrText(err)))
 		gf = gf2
 	}
+	if gf.FeedType == "json" && !strings.Contains(gf.FeedVersion, "jsonfeed.org") && len(gf.Items) == 0 {
+		return nil, newFeedError(ErrNotFeed, "%s", feedRootDescription(body))
+	}
 	f := feedAdapt(gf)
 	f.Warnings = warnings
 	if len(ranges) == len(f.Items) {
@@ -175,14 +179,27 @@ func ParseFeed(body []byte) (*Feed, error) {
 func feedParse(body []byte) (f *gofeed.Feed, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			f, err = nil, fmt.Errorf("parser failure: %v", r)
+			f, err = nil, errors.New("the parser could not make sense of the document's structure")
 		}
 	}()
 	return gofeed.NewParser().Parse(bytes.NewReader(body))
 }
 
-// feedErrText is a parser error as one line without Go package prefixes.
+// feedErrText is a parser error as one line a user can read: JSON errors
+// without Go type names, no package prefixes.
 func feedErrText(err error) string {
+	var typeErr *json.UnmarshalTypeError
+	var syntaxErr *json.SyntaxError
+	switch {
+	case errors.As(err, &typeErr):
+		field := typeErr.Field
+		if i := strings.LastIndex(field, "alias."); i >= 0 {
+			field = field[i+len("alias."):]
+		}
+		return fmt.Sprintf("JSON field %q has the wrong type (%s)", field, typeErr.Value)
+	case errors.As(err, &syntaxErr):
+		return fmt.Sprintf("JSON syntax error at byte %d: %s", syntaxErr.Offset, strings.TrimPrefix(syntaxErr.Error(), "json: "))
+	}
 	s := strings.TrimPrefix(err.Error(), "gofeed: ")
 	return strings.Join(strings.Fields(s), " ")
 }
@@ -196,8 +213,8 @@ func feedRootDescription(body []byte) string {
 	if name := feedRootElement(b); name != "" {
 		return fmt.Sprintf("the root element is <%s>, not <rss>, <rdf:RDF> or <feed>", name)
 	}
-	if len(b) > 0 && b[0] == '{' {
-		return "the JSON document is not a JSON Feed"
+	if len(b) > 0 && (b[0] == '{' || b[0] == '[') {
+		return "the JSON document is not a JSON Feed (no jsonfeed.org version, no items)"
 	}
 	start := b
 	if len(start) > 20 {

@@ -209,7 +209,10 @@ func TestParseFeedErrors(t *testing.T) {
 		{"plain text", []byte("hello\nworld"), ErrNotFeed, `not a feed: the document starts with "hello\nworld"`},
 		{"json that is not a feed", []byte(`[1,2,3]`), ErrNotFeed, "not a feed"},
 		{"broken before any item", feedFixture(t, "broken.xml"), ErrBadFeed, "malformed feed: XML syntax error on line 6: unexpected EOF"},
-		{"broken json feed", []byte(`{"version":"https://jsonfeed.org/version/1.1","items":[{"id":`), ErrBadFeed, "malformed feed:"},
+		{"json object that is not a feed", []byte(`{"status":"ok"}`), ErrNotFeed, "not a feed: the JSON document is not a JSON Feed"},
+		{"broken json feed", []byte(`{"version":"https://jsonfeed.org/version/1.1","items":[{"id":`), ErrBadFeed, "malformed feed: JSON syntax error at byte"},
+		{"json feed items of the wrong type", []byte(`{"version":"https://jsonfeed.org/version/1.1","items":{}}`), ErrBadFeed, `malformed feed: JSON field "items" has the wrong type (object)`},
+		{"json feed with a null item", []byte(`{"version":"https://jsonfeed.org/version/1.1","items":[null]}`), ErrBadFeed, "malformed feed: the parser could not make sense"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
