@@ -174,8 +174,8 @@ func ParseFeed(body []byte) (*Feed, error) {
 	return f, nil
 }
 
-// feedParse runs gofeed on a body, turning its panics (none are known, but
-// the input is hostile) into errors.
+// feedParse runs gofeed on a body, turning its panics into errors (a
+// JSON Feed item that is null makes it dereference nil).
 func feedParse(body []byte) (f *gofeed.Feed, err error) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -228,8 +228,12 @@ func feedRootDescription(body []byte) string {
 
 // feedAdapt turns gofeed's universal feed into a Feed.
 func feedAdapt(gf *gofeed.Feed) *Feed {
+	version := gf.FeedVersion
+	if v, ok := strings.CutPrefix(version, "https://jsonfeed.org/version/"); ok {
+		version = v
+	}
 	f := &Feed{
-		Format: strings.TrimSpace(gf.FeedType + " " + gf.FeedVersion),
+		Format: strings.TrimSpace(gf.FeedType + " " + version),
 		Title:  feedHTMLText(gf.Title, true),
 		Link:   strings.TrimSpace(gf.Link),
 	}

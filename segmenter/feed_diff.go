@@ -397,6 +397,12 @@ func feedExcerpts(oi, ni *FeedItem) (string, string) {
 		}
 	}
 	oldS, newS := strings.TrimSpace(ob.String()), strings.TrimSpace(nb.String())
+	if oldS == newS && oi.Link == ni.Link {
+		// The words are the same but sit in other fields (text moved
+		// into the title): show the fields.
+		oldS = strings.TrimSpace("Title: " + oi.Title + "\n" + oi.Text)
+		newS = strings.TrimSpace("Title: " + ni.Title + "\n" + ni.Text)
+	}
 	if oi.Link != ni.Link {
 		oldS = strings.TrimSpace(oldS + "\nLink: " + oi.Link)
 		newS = strings.TrimSpace(newS + "\nLink: " + ni.Link)

@@ -325,6 +325,13 @@ func TestFeedExcerpts(t *testing.T) {
 			wantNew: "Beta\nword word word word word word word word … word word word word word word word word end",
 		},
 		{
+			name:    "words moved from the text into the title",
+			old:     FeedItem{Text: "Only a description"},
+			new:     FeedItem{Title: "Only a description"},
+			wantOld: "Title: \nOnly a description",
+			wantNew: "Title: Only a description",
+		},
+		{
 			name:    "link only",
 			old:     FeedItem{Title: "T", Link: "https://x/a", Text: "same"},
 			new:     FeedItem{Title: "T", Link: "https://x/b", Text: "same"},

@@ -65,7 +65,7 @@ func TestParseFeed(t *testing.T) {
 			},
 		},
 		{
-			name: "json feed", file: "json_v1.json", format: "json https://jsonfeed.org/version/1.1", title: "Allotment Diary", link: "https://allotment.example/",
+			name: "json feed", file: "json_v1.json", format: "json 1.1", title: "Allotment Diary", link: "https://allotment.example/",
 			items: []item{
 				{"guid:42", "https://allotment.example/posts/42", "Beans are up", "The runner beans are up, a week later than last year."},
 				{"guid:41", "https://allotment.example/posts/41", "Slug patrol", "Went out with a torch at ten and collected forty slugs."},
