@@ -479,3 +479,78 @@ func TestFeedMatchThresholdOnCorpus(t *testing.T) {
 	}
 	t.Logf("%d pairs of different stories with the same title score ≥ %.2f", sameTitleAbove, feedRepublishThreshold)
 }
+
+// TestFeedCorpusDetectFlipBack runs stretches of pandasthumb's history
+// through DetectFeed as the track would, with the hashes of the last five
+// versions: changes are those of DiffFeeds less the items whose new text
+// the track has seen before. In version 80 a post drops the <div> that
+// version 79 wrapped around its text, going back to its text of version
+// 78: no change; in version 162 a post returns to an earlier wording.
+func TestFeedCorpusDetectFlipBack(t *testing.T) {
+	if testing.Short() {
+		t.Skip("unpacks the full pandasthumb history")
+	}
+	dir := testenv.Corpus(t, "feeds", "history", "pandasthumb-atom")
+	files := feedCorpusFiles(t, feedUnpack(t, filepath.Join(dir, "all_246_versions.tar.xz")), "versions/*.xml")
+	if len(files) != 246 {
+		t.Fatalf("%d versions, want 246", len(files))
+	}
+	wantDropped := map[string]string{
+		"0080": "Jason Rosenhouse and Phil Halper: creationist information theory",
+		"0162": "The DI site S&C says something sensible",
+	}
+	dropped := map[string]string{}
+	for _, window := range [][2]int{{70, 85}, {150, 165}} {
+		var prev *changedigest.Snapshot
+		var prevBody []byte
+		var history [][]string
+		for _, f := range files[window[0]:window[1]] {
+			body := feedRead(t, f)
+			snap, err := DetectFeed(Input{Body: body, Prev: prev, PrevBody: prevBody, History: history})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if prev != nil {
+				d, err := DiffFeeds(prevBody, body)
+				if err != nil {
+					t.Fatal(err)
+				}
+				seen := map[string]bool{}
+				for _, row := range history {
+					for _, h := range row {
+						seen[h] = true
+					}
+				}
+				kept := map[string]bool{}
+				for _, c := range snap.Changes {
+					kept[c.Path+string(c.Op)] = true
+				}
+				for _, c := range d.Changes {
+					switch {
+					case kept[c.Path+string(c.Op)]:
+					case c.Op != changedigest.OpDelete && seen[snap.Segments[*c.NewItem].Hash]:
+						dropped[filepath.Base(f)[:4]] = c.Title
+					default:
+						t.Errorf("%s: %s of %q dropped though new", filepath.Base(f), c.Op, c.Title)
+					}
+				}
+				if len(snap.Changes) > len(d.Changes) {
+					t.Errorf("%s: detect found %d changes, diff %d", filepath.Base(f), len(snap.Changes), len(d.Changes))
+				}
+			}
+			history = append([][]string{snap.Hashes()}, history...)
+			if len(history) > 5 {
+				history = history[:5]
+			}
+			prev, prevBody = snap, body
+		}
+	}
+	if len(dropped) != len(wantDropped) {
+		t.Errorf("dropped %q, want %q", dropped, wantDropped)
+	}
+	for v, title := range wantDropped {
+		if dropped[v] != title {
+			t.Errorf("version %s: dropped %q, want %q", v, dropped[v], title)
+		}
+	}
+}
