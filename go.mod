@@ -2,4 +2,12 @@ module github.com/changedigest/changedigest
 
 go 1.26
 
-require golang.org/x/net v0.57.0
+require (
+	github.com/mmcdole/gofeed v1.4.2
+	golang.org/x/net v0.57.0
+)
+
+require (
+	github.com/mmcdole/goxpp/v2 v2.0.0 // indirect
+	golang.org/x/text v0.40.0 // indirect
+)
