@@ -37,8 +37,10 @@ type triple struct {
 
 func iri(s string) term   { return term{kind: iriTerm, value: s} }
 func blank(s string) term { return term{kind: blankTerm, value: s} }
+// literal makes a literal term. Language tags are case-insensitive (BCP
+// 47); they are kept in lower case, as raptor writes them.
 func literal(s, lang, datatype string) term {
-	return term{kind: literalTerm, value: s, lang: lang, datatype: datatype}
+	return term{kind: literalTerm, value: s, lang: strings.ToLower(lang), datatype: datatype}
 }
 
 func (t term) isIRI() bool     { return t.kind == iriTerm }
@@ -53,7 +55,7 @@ func (t term) String() string {
 	case blankTerm:
 		return "_:" + t.value
 	case literalTerm:
-		s := strconv.Quote(t.value)
+		s := `"` + escapeLiteral(t.value) + `"`
 		if t.lang != "" {
 			return s + "@" + t.lang
 		}
@@ -67,6 +69,32 @@ func (t term) String() string {
 
 func (t triple) String() string {
 	return t.s.String() + " " + t.p.String() + " " + t.o.String() + " ."
+}
+
+// escapeLiteral escapes a literal's lexical form for N-Triples.
+func escapeLiteral(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch r {
+		case '"':
+			b.WriteString(`\"`)
+		case '\\':
+			b.WriteString(`\\`)
+		case '\n':
+			b.WriteString(`\n`)
+		case '\r':
+			b.WriteString(`\r`)
+		case '\t':
+			b.WriteString(`\t`)
+		default:
+			if r < ' ' || r == 0x7f {
+				b.WriteString(`\u` + strconv.FormatInt(int64(0x10000+r), 16)[1:])
+				continue
+			}
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }
 
 func escapeIRI(s string) string {

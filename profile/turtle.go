@@ -176,13 +176,17 @@ func (p *turtleParser) statement() {
 		if p.nt() {
 			p.fail("directives are not allowed in N-Triples")
 		}
-		switch {
-		case strings.HasPrefix(p.src[p.pos:], "@prefix"):
-			p.pos += len("@prefix")
+		end := p.pos + 1
+		for end < len(p.src) && isAlpha(p.src[end]) {
+			end++
+		}
+		switch p.src[p.pos:end] {
+		case "@prefix":
+			p.pos = end
 			p.prefixDecl()
 			p.expect('.', "after @prefix")
-		case strings.HasPrefix(p.src[p.pos:], "@base"):
-			p.pos += len("@base")
+		case "@base":
+			p.pos = end
 			p.baseDecl()
 			p.expect('.', "after @base")
 		default:

@@ -168,7 +168,12 @@ func readXMLTree(data []byte, base string) (*xelem, error) {
 				if x.ns == xmlNS {
 					switch x.local {
 					case "lang":
-						el.lang = x.value
+						lang, ok := languageTag(x.value)
+						if !ok {
+							return nil, &SyntaxError{Format: FormatRDFXML, Line: line, Column: col,
+								Msg: fmt.Sprintf("xml:lang=%q is not a language tag", x.value)}
+						}
+						el.lang = lang
 					case "base":
 						el.base = resolveIRI(el.base, x.value)
 					}
@@ -240,6 +245,28 @@ func readXMLTree(data []byte, base string) (*xelem, error) {
 		return nil, fmt.Errorf("%w: no XML element in the document", ErrEmpty)
 	}
 	return root, nil
+}
+
+// languageTag checks an xml:lang value against the BCP 47 syntax
+// (letters, then '-'-separated letters and digits), accepting '_' for '-'
+// as some documents write "en_GB". The empty value is valid: it removes
+// the language in scope.
+func languageTag(s string) (string, bool) {
+	if s == "" {
+		return "", true
+	}
+	s = strings.ReplaceAll(strings.TrimSpace(s), "_", "-")
+	for i, part := range strings.Split(s, "-") {
+		if part == "" || len(part) > 8 {
+			return "", false
+		}
+		for j := 0; j < len(part); j++ {
+			if !isAlpha(part[j]) && (i == 0 || !isDigit(part[j])) {
+				return "", false
+			}
+		}
+	}
+	return s, true
 }
 
 // normaliseAttr applies XML 1.0 attribute-value normalisation (section
