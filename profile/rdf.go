@@ -37,6 +37,7 @@ type triple struct {
 
 func iri(s string) term   { return term{kind: iriTerm, value: s} }
 func blank(s string) term { return term{kind: blankTerm, value: s} }
+
 // literal makes a literal term. Language tags are case-insensitive (BCP
 // 47); they are kept in lower case, as raptor writes them.
 func literal(s, lang, datatype string) term {
