@@ -4,12 +4,15 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/changedigest/changedigest"
 	"github.com/changedigest/changedigest/internal/testenv"
 )
 
@@ -126,4 +129,55 @@ func firstLine(s string) string {
 		return s[:i]
 	}
 	return s
+}
+
+// TestCorpusProfiles reads every corpus file into a profile. Files rapper
+// rejects must give an EINVALID error; the others a profile, except
+// documents that describe no person (vocabularies), which must say so.
+// A few profiles are printed to the test log (go test -v).
+func TestCorpusProfiles(t *testing.T) {
+	dir, files := corpusFiles(t)
+	b := NewBuilder()
+	profiles, noPerson, failed := 0, 0, 0
+	for _, c := range files {
+		t.Run(c.Local, func(t *testing.T) {
+			path := filepath.Join(dir, c.Local)
+			f, err := os.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			p, err := b.Parse(Document{Body: f, Name: path})
+			if err != nil {
+				if code := changedigest.ErrorCode(err); code != changedigest.EINVALID {
+					t.Fatalf("error code %q: %v", code, err)
+				}
+				if errors.Is(err, ErrNoPerson) {
+					noPerson++
+				} else {
+					failed++
+				}
+				t.Logf("error: %s", changedigest.ErrorMessage(err))
+				return
+			}
+			profiles++
+			if p.Name == "" && p.Nick == "" && len(p.Interests) == 0 && len(p.Pages) == 0 {
+				t.Errorf("empty profile")
+			}
+			t.Logf("%s", describeProfile(p))
+		})
+	}
+	t.Logf("%d profiles, %d documents without a person, %d rejected", profiles, noPerson, failed)
+}
+
+func describeProfile(p *changedigest.Profile) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "name %q nick %q", p.Name, p.Nick)
+	for _, in := range p.Interests {
+		fmt.Fprintf(&b, "\n    interest %q (%s) %s", in.Term, in.Source, in.URI)
+	}
+	for _, pg := range p.Pages {
+		fmt.Fprintf(&b, "\n    page %s %s", pg.Property, pg.URL)
+	}
+	return b.String()
 }

@@ -85,11 +85,13 @@ func sniffFormat(data []byte) Format {
 			end = len(s)
 		}
 		tag := s[1:end]
-		if bytes.ContainsAny(tag, " \t\r\n=\"") || bytes.HasSuffix(tag, []byte("/")) {
-			return FormatRDFXML
-		}
-		if !bytes.ContainsAny(tag, "/#") && bytes.Contains(s, []byte("</")) {
-			return FormatRDFXML
+		switch {
+		case bytes.ContainsAny(tag, " \t\r\n=\""):
+			return FormatRDFXML // an element with attributes
+		case len(tag) == 0 || tag[0] == '#' || bytes.Contains(tag, []byte(":/")):
+			return FormatTurtle // <>, <#me>, <http://...>
+		case bytes.HasSuffix(tag, []byte("/")) || bytes.Contains(s, []byte("</")):
+			return FormatRDFXML // <foaf:Person/> or an element with an end tag
 		}
 	}
 	return FormatTurtle

@@ -66,6 +66,8 @@ func TestRDFXMLConstructs(t *testing.T) {
 func TestRDFXMLConstructsAgainstRapper(t *testing.T) {
 	rapper := testenv.Tool(t, "rapper")
 	files, _ := filepath.Glob("testdata/rdfxml/*.rdf")
+	more, _ := filepath.Glob("testdata/foaf/*.rdf")
+	files = append(files, more...)
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
 			data, err := os.ReadFile(f)
