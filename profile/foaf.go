@@ -149,10 +149,14 @@ const (
 //     the one that is the subject of the most statements; ties go to the
 //     one described first.
 func (g *graph) findPerson(docIRI string) (term, string, bool) {
-	// A topic the document says nothing about (a PersonalProfileDocument
-	// pointing at #me while the person is written with rdf:ID="alex", as
-	// FOAF-a-matic output often is) does not count.
-	described := func(o term) bool { return !o.isLiteral() && len(g.bySubject[o]) > 0 }
+	// A topic the document says nothing about, or that is the document
+	// itself (a PersonalProfileDocument pointing at #me while the person
+	// is written with rdf:ID="alex", as FOAF-a-matic output sometimes
+	// is), does not count.
+	described := func(o term) bool {
+		return !o.isLiteral() && len(g.bySubject[o]) > 0 &&
+			!g.hasType(o, foafNS+"PersonalProfileDocument", foafNS+"Document")
+	}
 	for _, s := range g.subjects {
 		if !g.hasType(s, foafNS+"PersonalProfileDocument") {
 			continue
