@@ -181,3 +181,40 @@ func describeProfile(p *changedigest.Profile) string {
 	}
 	return b.String()
 }
+
+// BenchmarkParseLargestCorpusFile reads the largest FOAF file of the
+// corpus into triples and into a profile.
+func BenchmarkParseLargestCorpusFile(b *testing.B) {
+	dir, files := corpusFiles(b)
+	largest := files[0]
+	for _, c := range files {
+		if c.Bytes > largest.Bytes {
+			largest = c
+		}
+	}
+	path := filepath.Join(dir, largest.Local)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("%s, %d bytes", largest.Local, len(data))
+	b.Run("triples", func(b *testing.B) {
+		b.SetBytes(int64(len(data)))
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := parseRDFXML(data, "file://"+path); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("profile", func(b *testing.B) {
+		pb := NewBuilder()
+		b.SetBytes(int64(len(data)))
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := pb.Parse(Document{Body: bytes.NewReader(data), Name: path}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

@@ -296,7 +296,7 @@ func contentRuns(text string, runs [][]string) [][]string {
 
 // isContentWord reports whether a lower-case word may be a key term.
 func isContentWord(w string) bool {
-	if len(w) < 3 || stopWords[w] {
+	if len(w) < 3 || utf8.RuneCountInString(w) < 3 || stopWords[w] {
 		return false
 	}
 	letters, digits := 0, 0

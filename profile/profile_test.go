@@ -110,6 +110,10 @@ func TestParseProfile(t *testing.T) {
 			pages:     []string{"foaf:weblog http://frank.example/weblog"},
 		},
 		{
+			file: "ppd-self.rdf", name: "Henry Selfie",
+			pages: []string{"foaf:homepage http://henry.example/"},
+		},
+		{
 			file: "untyped.nt", name: "Grace Untyped", nick: "grace",
 			interests: []string{"Compilers|http://en.wikipedia.org/wiki/Compiler|foaf:interest"},
 			pages:     []string{"foaf:schoolHomepage https://school.example/"},
@@ -158,6 +162,7 @@ func TestParseErrors(t *testing.T) {
 		{"text.txt", "Just some notes about me.", "", changedigest.EINVALID, ErrSyntax, []string{"read as Turtle, guessed", "expected a subject"}},
 		{"served.xml", "<notes><note>hi</note></notes>", "application/xml", changedigest.EINVALID, ErrNotRDF, []string{"root element <notes> is neither rdf:RDF nor an RDF node element"}},
 		{"vocab.ttl", string(noPerson), "", changedigest.EINVALID, ErrNoPerson, []string{"vocab.ttl (Turtle, 4 statements) describes no person"}},
+		{"nameless.rdf", mustRead("testdata/foaf/nameless.rdf"), "", changedigest.EINVALID, ErrNoPerson, []string{"describes a person (an unnamed node) but gives no name, nick, interest or linked page"}},
 		{"nothing.ttl", "# only a comment\n", "", changedigest.EINVALID, ErrEmpty, []string{"nothing.ttl holds no RDF statements"}},
 	}
 	for _, tt := range tests {
@@ -183,6 +188,14 @@ func TestParseErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+func mustRead(path string) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		panic(err)
+	}
+	return string(data)
 }
 
 func TestDetectFormat(t *testing.T) {
