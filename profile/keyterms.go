@@ -84,8 +84,8 @@ const (
 // Words are lower-cased runs of letters and digits; stop words (English
 // function words and the boilerplate of web pages), words of fewer than
 // three characters and numbers are dropped, and a plural is folded onto
-// its singular when either the singular occurs in the texts or the
-// glosses use it more. A word scores (1 + ln tf) · idf · (1 + ln df),
+// its singular when the singular occurs in the texts or is a word the
+// glosses know ("bees": bee, but "physics" stays). A word scores (1 + ln tf) · idf · (1 + ln df),
 // where tf counts it in all texts, df is the number of texts holding it
 // and idf = ln((N+1)/(g+1)) weighs it against the g of the N WordNet 3.0
 // glosses that use it: words common in general English score low, words
@@ -310,35 +310,40 @@ func isContentWord(w string) bool {
 	return letters > digits
 }
 
-// pluralFolds maps plural words of the texts to their singular: "networks"
-// to "network" when "network" occurs too or the glosses use it more,
-// "technologies" to "technology", "boxes" to "box" likewise; a word
-// unknown to the glosses loses a final s after a consonant ("parsers").
+// pluralFolds maps plural words of the texts to their singular: a
+// candidate singular ("networks": network; "technologies": technology;
+// "boxes", "churches": box, church) is taken when it occurs in the texts
+// too, or when the glosses know it and do not use the plural far more
+// (so "physics" stays, the glosses using "physic" rarely). A word the
+// glosses do not know loses a final s after a consonant ("parsers").
 func pluralFolds(inText func(string) bool, words []string, bg *background) map[string]string {
 	fold := map[string]string{}
 	for _, w := range words {
-		if len(w) < 4 || !strings.HasSuffix(w, "s") || strings.HasSuffix(w, "ss") ||
+		n := len(w)
+		if n < 4 || w[n-1] != 's' || strings.HasSuffix(w, "ss") ||
 			strings.HasSuffix(w, "us") || strings.HasSuffix(w, "is") {
 			continue
 		}
 		var sg []string
 		if strings.HasSuffix(w, "ies") {
-			sg = append(sg, w[:len(w)-3]+"y")
+			sg = append(sg, w[:n-3]+"y")
 		}
-		sg = append(sg, w[:len(w)-1])
-		if strings.HasSuffix(w, "es") {
-			sg = append(sg, w[:len(w)-2])
+		sg = append(sg, w[:n-1])
+		if stem := w[:n-2]; strings.HasSuffix(w, "es") && (strings.HasSuffix(stem, "s") || strings.HasSuffix(stem, "x") ||
+			strings.HasSuffix(stem, "z") || strings.HasSuffix(stem, "ch") || strings.HasSuffix(stem, "sh") || strings.HasSuffix(stem, "o")) {
+			sg = append(sg, stem)
 		}
 		for _, s := range sg {
-			if inText(s) || bg.df[s] > bg.df[w] {
+			if len(s) < 3 || stopWords[s] {
+				continue
+			}
+			if inText(s) || (bg.df[s] > 0 && bg.df[w] <= 4*bg.df[s]) {
 				fold[w] = s
 				break
 			}
 		}
-		// Words the glosses do not know ("parsers"): a consonant before
-		// the final s marks a regular plural.
-		if _, ok := fold[w]; !ok && bg.df[w] == 0 && bg.df[w[:len(w)-1]] == 0 && !strings.ContainsRune("aeiousy", rune(w[len(w)-2])) {
-			fold[w] = w[:len(w)-1]
+		if _, ok := fold[w]; !ok && bg.df[w] == 0 && bg.df[w[:n-1]] == 0 && !strings.ContainsRune("aeiousy", rune(w[n-2])) {
+			fold[w] = w[:n-1]
 		}
 	}
 	return fold

@@ -156,3 +156,16 @@ func BenchmarkKeyTerms100KB(b *testing.B) {
 		KeyTerms(texts, 20)
 	}
 }
+
+func TestPluralFolds(t *testing.T) {
+	words := []string{"bees", "physics", "boxes", "series", "parsers", "news", "technologies", "graphs", "churches", "glass", "gas", "kubernetes", "mites", "notes"}
+	inText := func(w string) bool { return w == "note" }
+	got := pluralFolds(inText, words, loadBackground())
+	want := map[string]string{"bees": "bee", "boxes": "box", "parsers": "parser", "technologies": "technology",
+		"graphs": "graph", "churches": "church", "mites": "mite", "notes": "note"}
+	for _, w := range words {
+		if got[w] != want[w] {
+			t.Errorf("%q folds to %q, want %q", w, got[w], want[w])
+		}
+	}
+}
