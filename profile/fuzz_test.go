@@ -1,11 +1,15 @@
 package profile
 
 import (
+	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/changedigest/changedigest"
 )
 
 // addSeeds adds the test documents matching pattern to the fuzz corpus.
@@ -96,6 +100,42 @@ func FuzzTurtle(f *testing.F) {
 				continue
 			}
 			checkWellFormed(t, ts)
+		}
+	})
+}
+
+// FuzzParse reads any input as a FOAF document: it gives a profile whose
+// interests all have a term, or an EINVALID or ETOOLARGE error.
+func FuzzParse(f *testing.F) {
+	addSeeds(f, "testdata/foaf/*")
+	addSeeds(f, "testdata/rdfxml/*.rdf")
+	b := NewBuilder()
+	b.MaxSize = 1 << 16
+	f.Fuzz(func(t *testing.T, data []byte) {
+		p, err := b.Parse(Document{Body: bytes.NewReader(data), Name: "upload"})
+		if err != nil {
+			code := changedigest.ErrorCode(err)
+			if code != changedigest.EINVALID && code != changedigest.ETOOLARGE {
+				t.Fatalf("error code %q: %v", code, err)
+			}
+			if !errors.Is(err, ErrSyntax) && !errors.Is(err, ErrNotRDF) && !errors.Is(err, ErrEmpty) &&
+				!errors.Is(err, ErrNoPerson) && !errors.Is(err, ErrTooLarge) {
+				t.Fatalf("error wraps no sentinel: %v", err)
+			}
+			return
+		}
+		if p.Interests == nil {
+			t.Fatal("nil interests")
+		}
+		for _, in := range p.Interests {
+			if in.Term == "" || in.Weight != 1 || !strings.HasPrefix(in.Source, "foaf:") {
+				t.Fatalf("bad interest %+v", in)
+			}
+		}
+		for _, pg := range p.Pages {
+			if !isWebURL(pg.URL) {
+				t.Fatalf("page %q is not a web URL", pg.URL)
+			}
 		}
 	})
 }

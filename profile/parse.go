@@ -49,12 +49,7 @@ func (d Document) baseIRI() string {
 	if name == "" {
 		name = "profile"
 	}
-	if abs, err := filepath.Abs(name); err == nil && filepath.IsAbs(name) {
-		name = abs
-	}
-	name = filepath.ToSlash(name)
-	name = strings.TrimPrefix(name, "/")
-	return "file:///" + escapePath(name)
+	return "file:///" + escapePath(strings.TrimPrefix(filepath.ToSlash(name), "/"))
 }
 
 // escapePath percent-encodes the characters a file name may hold that an

@@ -365,11 +365,10 @@ var (
 // whose use would expand the document beyond maxEntityExpansion.
 func declaredEntities(data []byte) (map[string]string, error) {
 	ents := map[string]string{}
-	head := data
-	if i := bytes.Index(head, []byte("<!DOCTYPE")); i < 0 {
+	if !bytes.Contains(data, []byte("<!DOCTYPE")) {
 		return ents, nil
 	}
-	m := doctypeRE.FindSubmatch(head)
+	m := doctypeRE.FindSubmatch(data)
 	if m == nil {
 		return ents, nil
 	}
