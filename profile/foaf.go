@@ -29,9 +29,28 @@ type graph struct {
 	subjects  []term
 }
 
+// foafAliases are misspellings of the FOAF namespace that real documents
+// use; terms in them are read as FOAF terms.
+var foafAliases = []string{"http://xmlns.com/foaf/0.1#", "https://xmlns.com/foaf/0.1/"}
+
+func foafTerm(t term) term {
+	if t.isIRI() {
+		for _, a := range foafAliases {
+			if strings.HasPrefix(t.value, a) {
+				return iri(foafNS + t.value[len(a):])
+			}
+		}
+	}
+	return t
+}
+
 func newGraph(ts []triple) *graph {
 	g := &graph{triples: ts, bySubject: map[term][]int{}}
 	for i, t := range ts {
+		if t.p = foafTerm(t.p); t.p.value == rdfType {
+			t.o = foafTerm(t.o)
+		}
+		ts[i] = t
 		if _, ok := g.bySubject[t.s]; !ok {
 			g.subjects = append(g.subjects, t.s)
 		}

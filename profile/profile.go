@@ -21,6 +21,9 @@
 //   - Pages are the http(s) objects of foaf:homepage, foaf:weblog,
 //     foaf:workplaceHomepage and foaf:schoolHomepage.
 //
+// Terms in the misspelt namespaces http://xmlns.com/foaf/0.1# and
+// https://xmlns.com/foaf/0.1/ are read as FOAF terms.
+//
 // A Builder with a Fetch function also reads each linked page's main text
 // and adds its key terms (KeyTerms: TF-IDF against word frequencies of the
 // WordNet 3.0 glosses) as weaker interests with Source

@@ -114,6 +114,10 @@ func TestParseProfile(t *testing.T) {
 			pages: []string{"foaf:homepage http://henry.example/"},
 		},
 		{
+			file: "namespace-typo.rdf", name: "Jos Typo",
+			interests: []string{"namespace|http://en.wikipedia.org/wiki/Namespace|foaf:interest"},
+		},
+		{
 			file: "untyped.nt", name: "Grace Untyped", nick: "grace",
 			interests: []string{"Compilers|http://en.wikipedia.org/wiki/Compiler|foaf:interest"},
 			pages:     []string{"foaf:schoolHomepage https://school.example/"},
