@@ -5,9 +5,7 @@ go 1.26
 require (
 	github.com/mmcdole/gofeed v1.4.2
 	golang.org/x/net v0.57.0
+	golang.org/x/text v0.40.0
 )
 
-require (
-	github.com/mmcdole/goxpp/v2 v2.0.0 // indirect
-	golang.org/x/text v0.40.0 // indirect
-)
+require github.com/mmcdole/goxpp/v2 v2.0.0 // indirect

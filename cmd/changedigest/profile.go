@@ -1,0 +1,221 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"mime"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"golang.org/x/net/html"
+
+	"github.com/changedigest/changedigest"
+	"github.com/changedigest/changedigest/profile"
+)
+
+func init() {
+	commands["profile"] = command{summary: "read a FOAF file and print the interest profile", run: runProfile}
+}
+
+func runProfile(ctx context.Context, e *env) error {
+	flags := newFlagSet(e, "profile", "FOAF_FILE [--json] [--fetch]")
+	asJSON := flags.Bool("json", false, "print the profile as JSON")
+	fetch := flags.Bool("fetch", false, "also read the linked pages and add their key terms")
+	args, err := parseFlags(flags, e.args)
+	if err != nil {
+		return err
+	}
+	if len(args) != 1 {
+		flags.Usage()
+		return usagef("want one FOAF file (or - for standard input), got %d arguments", len(args))
+	}
+	doc, closeDoc, err := openFOAF(args[0], e.stdin)
+	if err != nil {
+		return err
+	}
+	defer closeDoc()
+
+	b := profile.NewBuilder()
+	b.Logger = slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	if *fetch {
+		b.Fetch = fetchPageText
+	}
+	p, pageErrs, err := b.Build(ctx, doc)
+	if err != nil {
+		return err
+	}
+	view := profileView{Profile: p}
+	for _, pe := range pageErrs {
+		view.PageErrors = append(view.PageErrors, pe.URL+": "+pe.Err.Error())
+	}
+	// WordNet expansions of the interests go into view.Expansions here
+	// once the expand package is wired in; both printers show them.
+	if *asJSON {
+		enc := json.NewEncoder(e.stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(view)
+	}
+	return view.print(e.stdout)
+}
+
+// openFOAF opens the FOAF file named on the command line ("-" is standard input).
+func openFOAF(name string, stdin io.Reader) (profile.Document, func(), error) {
+	if name == "-" {
+		return profile.Document{Body: stdin, Name: "standard input"}, func() {}, nil
+	}
+	f, err := os.Open(name)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {
+			return profile.Document{}, nil, usagef("cannot read %s: %v", name, errors.Unwrap(err))
+		}
+		return profile.Document{}, nil, err
+	}
+	if st, err := f.Stat(); err == nil && st.IsDir() {
+		f.Close()
+		return profile.Document{}, nil, usagef("%s is a directory, not a FOAF file", name)
+	}
+	if abs, err := filepath.Abs(name); err == nil {
+		name = abs
+	}
+	return profile.Document{Body: f, Name: name}, func() { f.Close() }, nil
+}
+
+// profileView is what `changedigest profile` prints: the profile, the
+// linked pages that could not be read and, once the expand package is
+// wired in, the WordNet expansions of each interest (keyed by term).
+type profileView struct {
+	*changedigest.Profile
+	PageErrors []string            `json:"page_errors,omitempty"`
+	Expansions map[string][]string `json:"expansions,omitempty"`
+}
+
+func (v profileView) print(w io.Writer) error {
+	p := v.Profile
+	fmt.Fprintf(w, "Name: %s\n", orNone(p.Name))
+	fmt.Fprintf(w, "Nick: %s\n", orNone(p.Nick))
+	fmt.Fprintf(w, "\nInterests (%d):\n", len(p.Interests))
+	tw := tabwriter.NewWriter(w, 2, 8, 2, ' ', 0)
+	for _, in := range p.Interests {
+		source := in.Source
+		if in.Weight != 1 {
+			source = fmt.Sprintf("%s %.2f", in.Source, in.Weight)
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\n", in.Term, source, in.URI)
+		if ex := v.Expansions[in.Term]; len(ex) > 0 {
+			fmt.Fprintf(tw, "    ~ %s\t\t\n", strings.Join(ex, ", "))
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(p.Excluded) > 0 {
+		fmt.Fprintf(w, "\nExcluded: %s\n", strings.Join(p.Excluded, ", "))
+	}
+	fmt.Fprintf(w, "\nLinked pages (%d):\n", len(p.Pages))
+	tw = tabwriter.NewWriter(w, 2, 8, 2, ' ', 0)
+	for _, pg := range p.Pages {
+		fmt.Fprintf(tw, "  %s\t%s\n", pg.Property, pg.URL)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(v.PageErrors) > 0 {
+		fmt.Fprintf(w, "\nPages not read (%d):\n", len(v.PageErrors))
+		for _, pe := range v.PageErrors {
+			fmt.Fprintf(w, "  %s\n", pe)
+		}
+	}
+	return nil
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return s
+}
+
+// maxPageBytes bounds a linked page read by --fetch.
+const maxPageBytes = 2 << 20
+
+var pageClient = &http.Client{Timeout: 20 * time.Second}
+
+// fetchPageText returns the visible text of a linked page for --fetch:
+// a plain GET with a timeout and a size cap, and the text of the HTML
+// outside scripts, styles and navigation. The service proper reads pages
+// through its guarded fetcher and the segmenter's main-text extraction.
+func fetchPageText(ctx context.Context, url string) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return "", err
+	}
+	req.Header.Set("User-Agent", "changedigest-profile")
+	resp, err := pageClient.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("HTTP status %s", resp.Status)
+	}
+	body := io.LimitReader(resp.Body, maxPageBytes)
+	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	if mt == "text/plain" {
+		data, err := io.ReadAll(body)
+		return string(data), err
+	}
+	if mt != "" && mt != "text/html" && mt != "application/xhtml+xml" {
+		return "", fmt.Errorf("not a web page (%s)", mt)
+	}
+	return htmlText(body)
+}
+
+var blocks = map[string]bool{"p": true, "div": true, "li": true, "ul": true, "ol": true, "h1": true, "h2": true,
+	"h3": true, "h4": true, "h5": true, "h6": true, "td": true, "th": true, "tr": true, "section": true,
+	"article": true, "blockquote": true, "pre": true, "dd": true, "dt": true, "table": true, "title": true}
+
+// htmlText returns the text of an HTML document outside elements that
+// hold no prose.
+func htmlText(r io.Reader) (string, error) {
+	skip := map[string]bool{"script": true, "style": true, "noscript": true, "template": true, "nav": true,
+		"header": true, "footer": true, "aside": true, "form": true, "svg": true, "head": true}
+	z := html.NewTokenizer(r)
+	var b strings.Builder
+	depth := 0
+	for {
+		switch z.Next() {
+		case html.ErrorToken:
+			if errors.Is(z.Err(), io.EOF) {
+				return b.String(), nil
+			}
+			return b.String(), z.Err()
+		case html.StartTagToken:
+			name, _ := z.TagName()
+			if skip[string(name)] {
+				depth++
+			}
+			b.WriteByte(' ')
+		case html.EndTagToken:
+			name, _ := z.TagName()
+			if skip[string(name)] && depth > 0 {
+				depth--
+			}
+			if blocks[string(name)] {
+				b.WriteString(".\n") // the end of a block ends a phrase
+			}
+		case html.TextToken:
+			if depth == 0 {
+				b.Write(z.Text())
+			}
+		}
+	}
+}
