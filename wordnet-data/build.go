@@ -52,6 +52,40 @@ func (p POS) String() string {
 	return "pos(" + strconv.Itoa(int(p)) + ")"
 }
 
+// MarshalText writes the part of speech as its name ("noun").
+func (p POS) MarshalText() ([]byte, error) {
+	if p.index() < 0 {
+		return nil, fmt.Errorf("wordnetdata: no part of speech %d", byte(p))
+	}
+	return []byte(p.String()), nil
+}
+
+// UnmarshalText reads a part of speech by name ("noun") or letter ("n").
+func (p *POS) UnmarshalText(b []byte) error {
+	q, ok := ParsePOS(string(b))
+	if !ok {
+		return fmt.Errorf("wordnetdata: unknown part of speech %q", b)
+	}
+	*p = q
+	return nil
+}
+
+// ParsePOS reads a part of speech by name ("noun", "adj") or letter ("n",
+// "s" for adjective satellites).
+func ParsePOS(s string) (POS, bool) {
+	switch strings.ToLower(s) {
+	case "n", "noun":
+		return Noun, true
+	case "v", "verb":
+		return Verb, true
+	case "a", "s", "adj", "adjective":
+		return Adjective, true
+	case "r", "adv", "adverb":
+		return Adverb, true
+	}
+	return 0, false
+}
+
 // index returns p's position in POSes, or -1.
 func (p POS) index() int {
 	switch p {
