@@ -29,8 +29,16 @@ type entry struct {
 // phrase is one surface form of a term, as tokens.
 type phrase struct {
 	rest  []string // tokens after the first
+	gaps  []byte   // before each of rest: gapLoose, gapHyphen or gapDot
 	entry int32
 }
+
+// Kinds of gap between the words of a term, and what they match in text.
+const (
+	gapLoose  byte = 0 // a space: white space, hyphens or underscores
+	gapHyphen byte = 1 // a hyphen ("A-list", "e-mail"): hyphens only
+	gapDot    byte = 2 // a full stop ("S.U.V."): a full stop only
+)
 
 // New compiles a matcher for profile p over the embedded WordNet with the
 // default knobs. Errors are those of Load and Expander.Expand.
@@ -75,11 +83,18 @@ func (wn *WordNet) Compile(exps []Expansion) *Matcher {
 				}
 			}
 			for _, f := range variants {
-				toks := termTokens(f)
+				toks, gaps := termTokens(f)
 				if len(toks) == 0 {
 					continue
 				}
-				key := strings.Join(toks, "\x00")
+				var kb strings.Builder
+				for i, tk := range toks {
+					if i > 0 {
+						kb.WriteByte(gaps[i-1])
+					}
+					kb.WriteString(tk)
+				}
+				key := kb.String()
 				if i, ok := byForm[key]; ok {
 					if m.entries[i].weight >= en.weight {
 						continue
@@ -94,9 +109,19 @@ func (wn *WordNet) Compile(exps []Expansion) *Matcher {
 		}
 	}
 	for i, key := range forms {
-		toks := strings.Split(key, "\x00")
+		var toks []string
+		var gaps []byte
+		start := 0
+		for k := 0; k < len(key); k++ {
+			if key[k] <= gapDot {
+				toks = append(toks, key[start:k])
+				gaps = append(gaps, key[k])
+				start = k + 1
+			}
+		}
+		toks = append(toks, key[start:])
 		m.first[toks[0]] = append(m.first[toks[0]], int32(len(m.phrases)))
-		m.phrases = append(m.phrases, phrase{rest: toks[1:], entry: int32(i)})
+		m.phrases = append(m.phrases, phrase{rest: toks[1:], gaps: gaps, entry: int32(i)})
 	}
 	return m
 }
@@ -155,13 +180,25 @@ func fold(w string) string {
 	return w
 }
 
-// termTokens splits a term's form into folded tokens.
-func termTokens(f string) []string {
-	var out []string
-	for _, t := range tokens(f, nil) {
-		out = append(out, t.norm)
+// termTokens splits a term's form into folded tokens and the kinds of the
+// gaps between them.
+func termTokens(f string) (toks []string, gaps []byte) {
+	ts := tokens(f, nil)
+	for i, t := range ts {
+		if i > 0 {
+			gap := f[ts[i-1].end:t.start]
+			switch {
+			case gap == ".":
+				gaps = append(gaps, gapDot)
+			case strings.ContainsAny(gap, "-‐‑"):
+				gaps = append(gaps, gapHyphen)
+			default:
+				gaps = append(gaps, gapLoose)
+			}
+		}
+		toks = append(toks, t.norm)
 	}
-	return out
+	return toks, gaps
 }
 
 // possessive returns a word without a final 's or ’s, and the byte length
@@ -177,15 +214,19 @@ func possessive(norm, orig string) (string, int, bool) {
 	return base, 2, true
 }
 
-// gapOK reports whether two words of a phrase may be separated by gap:
-// white space, hyphens, underscores and apostrophes, or a single full stop
-// ("S.U.V."), but not other punctuation.
-func gapOK(gap string) bool {
+// gapOK reports whether two words of a phrase may be separated by gap in
+// text: for a space in the term, white space, hyphens, underscores and
+// apostrophes but no other punctuation; for a hyphen, hyphens only; for a
+// full stop, a full stop.
+func gapOK(gap string, kind byte) bool {
 	if gap == "" {
 		return false
 	}
-	if gap == "." {
-		return true
+	switch kind {
+	case gapDot:
+		return gap == "."
+	case gapHyphen:
+		return gap == "-" || gap == "‐" || gap == "‑"
 	}
 	for _, r := range gap {
 		switch {
@@ -205,8 +246,9 @@ type candidate struct {
 }
 
 // Match finds the profile's terms in text: whole words and phrases
-// (words of a phrase may be separated by white space, hyphens or
-// underscores), case-insensitively, across the inflections of each term
+// (words a term separates by a space may be separated by white space,
+// hyphens or underscores; a hyphen in a term, as in "A-list", must be one
+// in the text), case-insensitively, across the inflections of each term
 // and with a possessive 's allowed at the end. Where matches overlap, the
 // one with more words wins, then the heavier, then the earlier. The result
 // is sorted by position; spans are byte offsets into text, on rune
@@ -269,7 +311,7 @@ func (m *Matcher) extend(text string, toks []token, i int, pi int32, end int) (c
 	j := i
 	for k, w := range ph.rest {
 		j++
-		if j >= len(toks) || !gapOK(text[toks[j-1].end:toks[j].start]) {
+		if j >= len(toks) || !gapOK(text[toks[j-1].end:toks[j].start], ph.gaps[k]) {
 			return candidate{}, false
 		}
 		tk := toks[j]

@@ -36,6 +36,7 @@ func TestMatch(t *testing.T) {
 		hand("geese", Term{Text: "goose", Relation: RelTerm, Weight: 1, POS: Noun}),
 		hand("semantic web", Term{Text: "semantic web", Relation: RelTerm, Weight: 1}),
 		hand("mail", Term{Text: "e-mail", Relation: RelTerm, Weight: 1, POS: Noun}),
+		hand("fame", Term{Text: "A-list", Relation: RelHyponym, Weight: 0.45, POS: Noun}),
 		hand("elections", Term{Text: "general election", Relation: RelHyponym, Weight: 0.6, POS: Noun},
 			Term{Text: "election", Relation: RelTerm, Weight: 1, POS: Noun}),
 	})
@@ -59,6 +60,8 @@ func TestMatch(t *testing.T) {
 		{"possessive phrase", "motor vehicle's", "motor vehicle=car/hypernym/motor vehicle"},
 		{"hyphenated term written solid", "email and e-mails", "email=mail/term/e-mail e-mails=mail/term/e-mail"},
 		{"acronym with dots", "an S.U.V. here", "S.U.V=car/hyponym/S.U.V."},
+		{"acronym needs its dots", "S U V, S-U-V", ""},
+		{"a hyphen in the term must be one in the text", "a list, A-lists, a_list", "A-lists=fame/hyponym/A-list"},
 		{"longer phrase over its term", "general elections", "general elections=elections/hyponym/general election"},
 		{"non-ASCII around", "naïve «car» — élection", "car=car/term/car"},
 		{"sorted by position", "elections, cars", "elections=elections/term/election cars=car/term/car"},

@@ -13,14 +13,18 @@ func TestRealExpansions(t *testing.T) {
 		term  string
 		sense string            // synset ID
 		want  map[string]string // term → relation
+		not   []string
 	}{
 		// football n.1, "any of various games played with a ball ...":
 		// American football, rugby and soccer are its hyponyms.
-		{"football", "n00468480", map[string]string{"soccer": RelHyponym, "rugby": RelHyponym, "American football": RelHyponym, "association football": RelHyponym, "football game": RelSynonym}},
-		{"car", "n02958343", map[string]string{"automobile": RelSynonym, "auto": RelSynonym, "motorcar": RelSynonym, "motor vehicle": RelHypernym, "sports car": RelHyponym, "taxi": RelHyponym}},
-		{"election", "n00181781", map[string]string{"primary": RelHyponym, "general election": RelHyponym, "by-election": RelHyponym, "reelection": RelHyponym}},
-		{"general election", "n00182435", map[string]string{"general election": RelTerm, "election": RelHypernym}},
-		{"geese", "n01855672", map[string]string{"goose": RelTerm, "gander": RelHyponym, "gosling": RelHyponym}},
+		{"football", "n00468480", map[string]string{"soccer": RelHyponym, "rugby": RelHyponym, "American football": RelHyponym, "association football": RelHyponym, "football game": RelSynonym}, nil},
+		{"car", "n02958343", map[string]string{"automobile": RelSynonym, "auto": RelSynonym, "motorcar": RelSynonym, "motor vehicle": RelHypernym, "sports car": RelHyponym, "taxi": RelHyponym}, nil},
+		{"election", "n00181781", map[string]string{"primary": RelHyponym, "general election": RelHyponym, "by-election": RelHyponym, "reelection": RelHyponym}, nil},
+		// Its hypernym, election, is tagged 68 times to its once: too
+		// common a word to stand for it.
+		{"general election", "n00182435", map[string]string{"general election": RelTerm}, nil},
+		{"database", "n06637824", map[string]string{"electronic database": RelHyponym}, []string{"information", "list"}},
+		{"geese", "n01855672", map[string]string{"goose": RelTerm, "gander": RelHyponym, "gosling": RelHyponym}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.term, func(t *testing.T) {
@@ -31,6 +35,11 @@ func TestRealExpansions(t *testing.T) {
 			for text, rel := range tt.want {
 				if got, ok := term(x, text); !ok || got.Relation != rel {
 					t.Errorf("term %q = %+v, %v; want %s", text, got, ok, rel)
+				}
+			}
+			for _, text := range tt.not {
+				if got, ok := term(x, text); ok {
+					t.Errorf("term %q = %+v should be left out", text, got)
 				}
 			}
 		})
@@ -59,6 +68,9 @@ func TestRealSenseChoice(t *testing.T) {
 		{[]string{"plant", "flower", "garden"}, "(botany) a living organism"},
 		{[]string{"crane", "heron", "stork"}, "large long-necked wading bird"},
 		{[]string{"run"}, "move fast by using one's feet"},
+		{[]string{"birds", "football", "tennis", "cricket", "rugby", "cycling", "badminton"}, "warm-blooded egg-laying vertebrates"},
+		{[]string{"gardening", "cooking", "wine"}, "the cultivation of plants"},
+		{[]string{"marathon", "cycling", "football", "running"}, "a footrace"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.terms, ","), func(t *testing.T) {
