@@ -454,10 +454,12 @@ func (st *state) intern(f string) int32 {
 	return id
 }
 
-// Caps on what a signature takes from long pointer lists.
+// Caps on what a signature takes from long pointer lists, and the size
+// above which an ancestor is too general to be a feature of it.
 const (
 	sigHyponyms = 20
 	sigMembers  = 30
+	sigGeneral  = 5000
 )
 
 // signature is the set of features a synset is known by: the content words
@@ -486,7 +488,7 @@ func (st *state) signature(s int) []int32 {
 					continue
 				}
 				next = append(next, p.Target)
-				if st.wn.hyponymCount(p.Target) > 5000 {
+				if st.wn.hyponymCount(p.Target) > sigGeneral {
 					continue
 				}
 				sig = append(sig, st.intern("#"+st.t.ID(p.Target)))

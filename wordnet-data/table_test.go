@@ -247,3 +247,79 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+// TestEmbeddedCounts checks the embedded table against WordNet 3.0's
+// published statistics (wnstats(7WN)): 117,659 synsets and 206,941
+// word-sense pairs; 155,287 index entries over the four parts of speech.
+func TestEmbeddedCounts(t *testing.T) {
+	tab, err := Embedded()
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := tab.Stats()
+	if st.Synsets != 117659 || st.Senses != 206941 {
+		t.Errorf("stats %+v, want 117659 synsets and 206941 senses", st)
+	}
+	entries := 0
+	var refs []SenseRef
+	for i := range tab.NumLemmas() {
+		for _, p := range POSes {
+			if refs = tab.Senses(refs[:0], i, p); len(refs) > 0 {
+				entries++
+			}
+		}
+	}
+	if entries != 155287 {
+		t.Errorf("%d lemma/POS entries, want 155287", entries)
+	}
+	core, gloss, _, err := splitFile(embedded)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("table file %d bytes (%d lemmas, %d pointers); core part %d bytes uncompressed, gloss part %d bytes compressed",
+		EmbeddedSize(), st.Lemmas, st.Pointers, len(core), len(gloss))
+}
+
+func BenchmarkDecode(b *testing.B) {
+	for b.Loop() {
+		if _, err := Decode(embedded); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkDecodeWithGlosses(b *testing.B) {
+	for b.Loop() {
+		tab, err := Decode(embedded)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := tab.LoadGlosses(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkBuild parses the dict files the way the generator does: what
+// start-up would cost without the table.
+func BenchmarkBuild(b *testing.B) {
+	dir := dictDir(b)
+	for b.Loop() {
+		if _, err := Build(dir); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkLookup(b *testing.B) {
+	tab, err := Embedded()
+	if err != nil {
+		b.Fatal(err)
+	}
+	words := []string{"car", "motor vehicle", "football", "zyzzyva", "not a lemma", "election"}
+	for b.Loop() {
+		for _, w := range words {
+			tab.LookupLemma(w)
+		}
+	}
+}
