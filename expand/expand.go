@@ -672,18 +672,19 @@ func (st *state) mostUsed(ss []int, n int) []int {
 	ss = slices.Clone(ss)
 	slices.Sort(ss)
 	ss = slices.Compact(ss)
-	used := func(s int) int {
-		u := 0
+	used := make(map[int]int, len(ss))
+	var senses []wordnetdata.SenseRef
+	for _, s := range ss {
 		for w := range st.t.NumWords(s) {
-			for _, x := range st.t.Senses(nil, st.t.WordLemma(s, w), st.t.POS(s)) {
+			senses = st.t.Senses(senses[:0], st.t.WordLemma(s, w), st.t.POS(s))
+			for _, x := range senses {
 				if x.Synset == s {
-					u += x.TagCount
+					used[s] += x.TagCount
 				}
 			}
 		}
-		return u
 	}
-	slices.SortStableFunc(ss, func(a, b int) int { return cmp.Compare(used(b), used(a)) })
+	slices.SortStableFunc(ss, func(a, b int) int { return cmp.Compare(used[b], used[a]) })
 	if len(ss) > n {
 		ss = ss[:n]
 	}

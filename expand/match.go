@@ -31,6 +31,9 @@ type phrase struct {
 	rest  []string // tokens after the first
 	gaps  []byte   // before each of rest: gapLoose, gapHyphen or gapDot
 	entry int32
+	// head and tail are symbols the term has before its first word or
+	// after its last (".NET", "C++", "C#"), which the text must have too.
+	head, tail string
 }
 
 // Kinds of gap between the words of a term, and what they match in text.
@@ -66,8 +69,9 @@ func (e *Expander) Matcher(p changedigest.Profile) (*Matcher, error) {
 // equal weight the earlier.
 func (wn *WordNet) Compile(exps []Expansion) *Matcher {
 	m := &Matcher{exps: slices.Clone(exps), first: map[string][]int32{}}
-	byForm := map[string]int32{} // tokens joined by NUL → entry
-	var forms []string
+	byForm := map[string]int32{} // form key → entry
+	var forms []phrase
+	var firsts []string
 	for _, x := range exps {
 		for _, t := range x.Terms {
 			pos := t.POS
@@ -83,45 +87,28 @@ func (wn *WordNet) Compile(exps []Expansion) *Matcher {
 				}
 			}
 			for _, f := range variants {
-				toks, gaps := termTokens(f)
-				if len(toks) == 0 {
+				ph, first, ok := termPhrase(f)
+				if !ok {
 					continue
 				}
-				var kb strings.Builder
-				for i, tk := range toks {
-					if i > 0 {
-						kb.WriteByte(gaps[i-1])
-					}
-					kb.WriteString(tk)
-				}
-				key := kb.String()
+				key := ph.head + "\x03" + first + string(ph.gaps) + "\x03" + strings.Join(ph.rest, "\x00") + "\x03" + ph.tail
 				if i, ok := byForm[key]; ok {
-					if m.entries[i].weight >= en.weight {
-						continue
+					if m.entries[i].weight < en.weight {
+						m.entries[i] = en
 					}
-					m.entries[i] = en
 					continue
 				}
 				byForm[key] = int32(len(m.entries))
+				ph.entry = int32(len(m.entries))
 				m.entries = append(m.entries, en)
-				forms = append(forms, key)
+				forms = append(forms, ph)
+				firsts = append(firsts, first)
 			}
 		}
 	}
-	for i, key := range forms {
-		var toks []string
-		var gaps []byte
-		start := 0
-		for k := 0; k < len(key); k++ {
-			if key[k] <= gapDot {
-				toks = append(toks, key[start:k])
-				gaps = append(gaps, key[k])
-				start = k + 1
-			}
-		}
-		toks = append(toks, key[start:])
-		m.first[toks[0]] = append(m.first[toks[0]], int32(len(m.phrases)))
-		m.phrases = append(m.phrases, phrase{rest: toks[1:], gaps: gaps, entry: int32(i)})
+	for i, ph := range forms {
+		m.first[firsts[i]] = append(m.first[firsts[i]], int32(len(m.phrases)))
+		m.phrases = append(m.phrases, ph)
 	}
 	return m
 }
@@ -180,25 +167,36 @@ func fold(w string) string {
 	return w
 }
 
-// termTokens splits a term's form into folded tokens and the kinds of the
-// gaps between them.
-func termTokens(f string) (toks []string, gaps []byte) {
+// termPhrase splits a term's form into its first folded token and a
+// phrase: the other tokens, the kinds of the gaps between them, and the
+// symbols before and after.
+// ok is false if the form has no word.
+func termPhrase(f string) (ph phrase, first string, ok bool) {
 	ts := tokens(f, nil)
-	for i, t := range ts {
-		if i > 0 {
-			gap := f[ts[i-1].end:t.start]
-			switch {
-			case gap == ".":
-				gaps = append(gaps, gapDot)
-			case strings.ContainsAny(gap, "-‐‑"):
-				gaps = append(gaps, gapHyphen)
-			default:
-				gaps = append(gaps, gapLoose)
-			}
-		}
-		toks = append(toks, t.norm)
+	if len(ts) == 0 {
+		return phrase{}, "", false
 	}
-	return toks, gaps
+	for i, t := range ts {
+		if i == 0 {
+			continue
+		}
+		gap := f[ts[i-1].end:t.start]
+		switch {
+		case gap == ".":
+			ph.gaps = append(ph.gaps, gapDot)
+		case strings.ContainsAny(gap, "-‐‑"):
+			ph.gaps = append(ph.gaps, gapHyphen)
+		default:
+			ph.gaps = append(ph.gaps, gapLoose)
+		}
+		ph.rest = append(ph.rest, t.norm)
+	}
+	// A final full stop or apostrophe is punctuation more often than
+	// part of the term ("S.U.V." in "an S.U.V"); a leading one is not
+	// (".NET").
+	ph.head = strings.TrimSpace(f[:ts[0].start])
+	ph.tail = strings.TrimRight(strings.TrimSpace(f[ts[len(ts)-1].end:]), ".'’ ")
+	return ph, ts[0].norm, true
 }
 
 // possessive returns a word without a final 's or ’s, and the byte length
@@ -267,7 +265,7 @@ func (m *Matcher) Match(text string) []changedigest.Match {
 		}
 		if base, n, ok := possessive(tk.norm, text[tk.start:tk.end]); ok {
 			for _, pi := range m.first[base] {
-				if len(m.phrases[pi].rest) == 0 {
+				if ph := m.phrases[pi]; len(ph.rest) == 0 && ph.head == "" && ph.tail == "" {
 					cands = append(cands, candidate{first: i, last: i + 1, start: tk.start, end: tk.end - n, entry: m.phrases[pi].entry})
 				}
 			}
@@ -328,5 +326,18 @@ func (m *Matcher) extend(text string, toks []token, i int, pi int32, end int) (c
 			return candidate{}, false
 		}
 	}
-	return candidate{first: i, last: j + 1, start: toks[i].start, end: end, entry: ph.entry}, true
+	start := toks[i].start
+	if ph.head != "" {
+		if start < len(ph.head) || !strings.EqualFold(text[start-len(ph.head):start], ph.head) {
+			return candidate{}, false
+		}
+		start -= len(ph.head)
+	}
+	if ph.tail != "" {
+		if end != toks[j].end || len(text)-end < len(ph.tail) || !strings.EqualFold(text[end:end+len(ph.tail)], ph.tail) {
+			return candidate{}, false
+		}
+		end += len(ph.tail)
+	}
+	return candidate{first: i, last: j + 1, start: start, end: end, entry: ph.entry}, true
 }

@@ -37,6 +37,9 @@ func TestMatch(t *testing.T) {
 		hand("semantic web", Term{Text: "semantic web", Relation: RelTerm, Weight: 1}),
 		hand("mail", Term{Text: "e-mail", Relation: RelTerm, Weight: 1, POS: Noun}),
 		hand("fame", Term{Text: "A-list", Relation: RelHyponym, Weight: 0.45, POS: Noun}),
+		hand("C++", Term{Text: "C++", Relation: RelTerm, Weight: 1}),
+		hand(".NET", Term{Text: ".NET", Relation: RelTerm, Weight: 1}),
+		hand("node", Term{Text: "Node.js", Relation: RelTerm, Weight: 1}),
 		hand("elections", Term{Text: "general election", Relation: RelHyponym, Weight: 0.6, POS: Noun},
 			Term{Text: "election", Relation: RelTerm, Weight: 1, POS: Noun}),
 	})
@@ -62,6 +65,7 @@ func TestMatch(t *testing.T) {
 		{"acronym with dots", "an S.U.V. here", "S.U.V=car/hyponym/S.U.V."},
 		{"acronym needs its dots", "S U V, S-U-V", ""},
 		{"a hyphen in the term must be one in the text", "a list, A-lists, a_list", "A-lists=fame/hyponym/A-list"},
+		{"symbols of a term must be in the text", "C, C#, c++ and .net, a net, node.js", "c++=C++/term/C++ .net=.NET/term/.NET node.js=node/term/Node.js"},
 		{"longer phrase over its term", "general elections", "general elections=elections/hyponym/general election"},
 		{"non-ASCII around", "naïve «car» — élection", "car=car/term/car"},
 		{"sorted by position", "elections, cars", "elections=elections/term/election cars=car/term/car"},
@@ -153,7 +157,7 @@ func checkMatches(t *testing.T, text string, ms []changedigest.Match) {
 }
 
 func FuzzMatch(f *testing.F) {
-	m, err := New(profile("football", "car", "election", "geese", "semantic web", "run", "e-mail", "rock 'n' roll", "S.U.V."))
+	m, err := New(profile("football", "car", "election", "geese", "semantic web", "run", "e-mail", "rock 'n' roll", "S.U.V.", "C++", ".NET"))
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -162,6 +166,7 @@ func FuzzMatch(f *testing.F) {
 		"motor-vehicle's e-mails ran; GEESE, Semantic-Webs",
 		"naïve «car» — élection \xff\xfe car's’s ’ '",
 		"rock 'n' roll, rock-'n'-roll, S.U.V.s",
+		"C++ .NET c++, x.net .net's c+",
 		"",
 	} {
 		f.Add(s)
