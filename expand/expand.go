@@ -86,8 +86,11 @@ type Expander struct {
 	Context float64
 }
 
-// DefaultTooGeneral are the tops of WordNet's noun hierarchy and the most
-// general verbs, whose words say nothing about an interest.
+// DefaultTooGeneral are the tops of WordNet's noun hierarchy (the unique
+// beginners and the synsets just below them) and the most general verbs,
+// whose words say nothing about an interest. GeneralLimit catches most of
+// them by size; the list catches those that are small in some sense ("act"
+// as a law) or in the shallow verb hierarchy.
 var DefaultTooGeneral = []string{
 	"entity", "physical entity", "abstraction", "abstract entity", "object", "physical object",
 	"whole", "unit", "thing", "group", "grouping", "act", "deed", "human action", "human activity",
@@ -100,7 +103,7 @@ var DefaultTooGeneral = []string{
 	"instrumentality", "instrumentation", "collection", "aggregation", "accumulation",
 	"assemblage", "social group", "substance", "happening", "occurrence", "occurrent",
 	"natural event", "action", "change", "property", "condition", "status", "shape", "form",
-	"be", "have", "do", "make", "get", "go", "move", "change state", "turn", "act", "move",
+	"be", "have", "do", "make", "get", "go", "move", "change state", "turn",
 }
 
 // NewExpander returns an Expander over wn with the default knobs.

@@ -170,10 +170,12 @@ func (wn *WordNet) irregular(base string, pos POS) []string {
 // and its regular forms by English spelling rules (plurals of nouns; -s,
 // -ed and -ing forms of verbs, with a doubled final consonant after a
 // short vowel; comparatives and superlatives of one-word adjectives). A
-// multi-word noun inflects its last word, a verb its first. Every regular
-// form is one that morphy's detachment rules, or the exception lists, take
-// back to the lemma, except doubled consonants ("jogged"), which morphy
-// knows only from the exception lists.
+// multi-word noun inflects its last word, a verb its first. Most regular
+// forms are ones morphy's detachment rules take back to the lemma; those
+// it knows only from its exception lists (doubled consonants, "jogged";
+// -ied and -ier, "tried", "happier") are made by rule here as well, so
+// that forms the lists miss still match. Forms that are no English word
+// ("gooses" beside "geese") may be among them: they match nothing.
 func (wn *WordNet) Inflections(lemma string, pos POS) []string {
 	l := normalize(lemma)
 	if l == "" {

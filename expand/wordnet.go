@@ -11,6 +11,13 @@
 // finds those terms in text across inflections, as whole words and
 // phrases, case-insensitively.
 //
+// A multi-word term WordNet lacks is kept as a literal phrase, matched
+// with its last word inflected ("semantic webs"). If its ending of two
+// words or more is a WordNet lemma ("online stock exchange" → "stock
+// exchange"), that sense's words are added as hypernyms, the term being a
+// kind of it. A single head word is never used: "semantic web" widened
+// through "web" would match "network" and "entanglement".
+//
 // WordNet comes from the table embedded by package wordnetdata (Load), or
 // from other dict files (LoadDir); the raw files are never parsed on the
 // default path.
