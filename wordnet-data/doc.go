@@ -18,7 +18,8 @@
 // topic domains); and the morphological exception lists. It is stored as
 // one string table and arrays of integers, in two gzip members: the core
 // (lemmas, senses, synsets, pointers, exceptions), decoded on open, and the
-// definitions, decoded the first time one is asked for.
+// definitions, coded as word numbers and decoded the first time one is
+// asked for.
 //
 // WordNet is Copyright 2006 by Princeton University; see the LICENSE file
 // beside this one.
