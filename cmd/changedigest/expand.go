@@ -39,14 +39,8 @@ func runExpand(ctx context.Context, e *env) error {
 			return usagef("term %d is longer than %d bytes", i+1, expand.MaxTermBytes)
 		}
 	}
-	var wn *expand.WordNet
-	source := "embedded"
-	if *dir != "" {
-		source = *dir
-		if wn, err = expand.LoadDir(*dir); err != nil {
-			return changedigest.Errorf(changedigest.EINVALID, "--wordnet-dir: %v", err)
-		}
-	} else if wn, err = expand.Load(); err != nil {
+	wn, source, err := loadWordNet(*dir)
+	if err != nil {
 		return err
 	}
 	exps, err := expand.NewExpander(wn).ExpandTerms(terms...)
@@ -107,4 +101,18 @@ func printExpansion(w io.Writer, x expand.Expansion) {
 			fmt.Fprintf(w, "  %-10s %s\n", rel.name+":", strings.Join(parts, ", "))
 		}
 	}
+}
+
+// loadWordNet loads the embedded WordNet table, or the dict files in dir
+// when it is set (--wordnet-dir), and says which it used.
+func loadWordNet(dir string) (*expand.WordNet, string, error) {
+	if dir == "" {
+		wn, err := expand.Load()
+		return wn, "embedded", err
+	}
+	wn, err := expand.LoadDir(dir)
+	if err != nil {
+		return nil, "", changedigest.Errorf(changedigest.EINVALID, "--wordnet-dir: %v", err)
+	}
+	return wn, dir, nil
 }

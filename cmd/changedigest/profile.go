@@ -19,6 +19,7 @@ import (
 	"golang.org/x/net/html"
 
 	"github.com/changedigest/changedigest"
+	"github.com/changedigest/changedigest/expand"
 	"github.com/changedigest/changedigest/profile"
 )
 
@@ -30,6 +31,7 @@ func runProfile(ctx context.Context, e *env) error {
 	flags := newFlagSet(e, "profile", "FOAF_FILE [--json] [--fetch]")
 	asJSON := flags.Bool("json", false, "print the profile as JSON")
 	fetch := flags.Bool("fetch", false, "also read the linked pages and add their key terms")
+	wordnetDir := flags.String("wordnet-dir", "", "read WordNet from these dict files instead of the embedded table (slow)")
 	args, err := parseFlags(flags, e.args)
 	if err != nil {
 		return err
@@ -57,8 +59,22 @@ func runProfile(ctx context.Context, e *env) error {
 	for _, pe := range pageErrs {
 		view.PageErrors = append(view.PageErrors, pe.URL+": "+pe.Err.Error())
 	}
-	// WordNet expansions of the interests go into view.Expansions here
-	// once the expand package is wired in; both printers show them.
+	wn, _, err := loadWordNet(*wordnetDir)
+	if err != nil {
+		return err
+	}
+	exps, err := expand.NewExpander(wn).Expand(*p)
+	if err != nil {
+		return err
+	}
+	view.Expansions = map[string][]expand.Term{}
+	for _, x := range exps {
+		for _, t := range x.Terms {
+			if t.Relation != expand.RelTerm && t.Relation != expand.RelKeyTerm {
+				view.Expansions[x.Interest.Term] = append(view.Expansions[x.Interest.Term], t)
+			}
+		}
+	}
 	if *asJSON {
 		enc := json.NewEncoder(e.stdout)
 		enc.SetIndent("", "  ")
@@ -90,12 +106,12 @@ func openFOAF(name string, stdin io.Reader) (profile.Document, func(), error) {
 }
 
 // profileView is what `changedigest profile` prints: the profile, the
-// linked pages that could not be read and, once the expand package is
-// wired in, the WordNet expansions of each interest (keyed by term).
+// linked pages that could not be read and the WordNet expansions of each
+// interest (keyed by term).
 type profileView struct {
 	*changedigest.Profile
-	PageErrors []string            `json:"page_errors,omitempty"`
-	Expansions map[string][]string `json:"expansions,omitempty"`
+	PageErrors []string                 `json:"page_errors,omitempty"`
+	Expansions map[string][]expand.Term `json:"expansions,omitempty"`
 }
 
 func (v profileView) print(w io.Writer) error {
@@ -110,12 +126,23 @@ func (v profileView) print(w io.Writer) error {
 			source = fmt.Sprintf("%s %.2f", in.Source, in.Weight)
 		}
 		fmt.Fprintf(tw, "  %s\t%s\t%s\n", in.Term, source, in.URI)
-		if ex := v.Expansions[in.Term]; len(ex) > 0 {
-			fmt.Fprintf(tw, "    ~ %s\t\t\n", strings.Join(ex, ", "))
-		}
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	if len(v.Expansions) > 0 {
+		fmt.Fprintf(w, "\nWordNet expansions:\n")
+		for _, in := range p.Interests {
+			ex := v.Expansions[in.Term]
+			if len(ex) == 0 {
+				continue
+			}
+			words := make([]string, len(ex))
+			for i, t := range ex {
+				words[i] = t.Text + " (" + t.Relation + ")"
+			}
+			fmt.Fprintf(w, "  %s: %s\n", in.Term, strings.Join(words, ", "))
+		}
 	}
 	if len(p.Excluded) > 0 {
 		fmt.Fprintf(w, "\nExcluded: %s\n", strings.Join(p.Excluded, ", "))

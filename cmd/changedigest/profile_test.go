@@ -138,3 +138,29 @@ func TestProfileCommandFetch(t *testing.T) {
 		t.Errorf("script text became a key term")
 	}
 }
+
+func TestProfileCommandExpansions(t *testing.T) {
+	code, out, errOut := runCmd(t, "", "profile", "--json", "../../demo/profile.ttl")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var v struct {
+		Expansions map[string][]struct{ Text, Relation string }
+	}
+	if err := json.Unmarshal([]byte(out), &v); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, out)
+	}
+	has := func(interest, text, rel string) bool {
+		for _, t := range v.Expansions[interest] {
+			if t.Text == text && t.Relation == rel {
+				return true
+			}
+		}
+		return false
+	}
+	for _, c := range [][3]string{{"football", "soccer", "hyponym"}, {"election", "general election", "hyponym"}} {
+		if !has(c[0], c[1], c[2]) {
+			t.Errorf("expansions of %s lack %s (%s): %v", c[0], c[1], c[2], v.Expansions[c[0]])
+		}
+	}
+}
