@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/url"
 	"runtime/debug"
 	"strings"
@@ -141,7 +142,9 @@ func (sum *Summary) add(r Report) {
 // and port) and HostGap between the end of one and the
 // start of the next. A watch whose host is busy does not hold a worker:
 // its NextCheck is moved to the host's next free slot and saved, so
-// watches of one host are staggered HostGap apart.
+// watches of one host are staggered HostGap apart (the staggered crawl
+// gaps of Meegahapola et al.), and the policy's jitter keeps watches
+// added together from staying in step.
 //
 // Set the knobs before Run or CheckNow. Run and CheckNow may run at the
 // same time; a watch is never checked by both at once.
@@ -151,6 +154,10 @@ type Scheduler struct {
 	Policy  Policy
 	// Workers bounds the checks running at once (default 16).
 	Workers int
+	// CheckTimeout bounds one check, so that a stuck one cannot hold a
+	// worker for ever (default 5 min; the fetcher's own timeouts are
+	// shorter). A check that runs out of time is recorded as failed.
+	CheckTimeout time.Duration
 	// HostGap is the least time between two requests to one host (default 1 s).
 	HostGap time.Duration
 	// ThrottleGap is how long a host is left alone after a 429 or 503
@@ -184,6 +191,7 @@ func NewScheduler(store Store, checker Checker) *Scheduler {
 		Checker:      checker,
 		Policy:       NewPolicy(),
 		Workers:      16,
+		CheckTimeout: 5 * time.Minute,
 		HostGap:      time.Second,
 		ThrottleGap:  time.Minute,
 		MaxHostDelay: time.Hour,
@@ -212,11 +220,13 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	return nil
 }
 
-// CheckNow checks the given watches once, whether due or not, with the
-// same pool bound and host politeness as Run, saves their new schedule
-// state, and calls progress (if not nil, from one goroutine) after each
-// check. Watches being checked by Run at the time are skipped. It returns
-// when all are done, or ctx's error when ctx is cancelled first.
+// CheckNow checks the given watches once, whether due or not (paused
+// ones too), with the same pool bound and host politeness as Run. It
+// updates the watches in place, saves their schedule state (not for a
+// watch with ID 0, which is checked only), and calls progress (if not
+// nil, from one goroutine) after each check. Watches being checked by Run
+// at the time are skipped. It returns when all are done, or ctx's error
+// when ctx is cancelled first.
 func (s *Scheduler) CheckNow(ctx context.Context, progress func(Report), watches ...*changedigest.Watch) (Summary, error) {
 	if s.Checker == nil {
 		return Summary{}, errors.New("crawl: scheduler needs a Checker")
@@ -441,14 +451,19 @@ type job struct {
 	canceled bool
 }
 
-// hostKey is the politeness key of a URL: its host name and port, if any
-// (http and https of one name count as one server).
+// hostKey is the politeness key of a URL: its host name, and its port
+// when not the scheme's default (http and https of one name count as one
+// server).
 func hostKey(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" {
 		return raw
 	}
-	return strings.ToLower(u.Host)
+	host := strings.ToLower(u.Hostname())
+	if p := u.Port(); p != "" && !(p == "80" && u.Scheme == "http") && !(p == "443" && u.Scheme == "https") {
+		return net.JoinHostPort(host, p)
+	}
+	return host
 }
 
 // loop is the scheduling loop shared by Run and CheckNow: a ticker, a
@@ -689,7 +704,13 @@ func (l *loopState) sweep(now time.Time) {
 func (s *Scheduler) check(ctx context.Context, j *job) {
 	w := j.w
 	start := s.now()
-	o, err := s.runChecker(ctx, w)
+	cctx := ctx
+	if s.CheckTimeout > 0 {
+		var cancel context.CancelFunc
+		cctx, cancel = context.WithTimeout(ctx, s.CheckTimeout)
+		defer cancel()
+	}
+	o, err := s.runChecker(cctx, w)
 	if err != nil && ctx.Err() != nil {
 		j.canceled = true
 		return
@@ -697,7 +718,7 @@ func (s *Scheduler) check(ctx context.Context, j *job) {
 	end := s.now()
 	s.Policy.Apply(w, o, err, end)
 	j.rep = Report{Watch: w, Outcome: o, Err: err, Start: start, Duration: end.Sub(start)}
-	if s.Store != nil {
+	if s.Store != nil && w.ID != 0 {
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		if serr := s.Store.SaveSchedule(sctx, w); serr != nil {
 			s.logger().Error("crawl: saving schedule", "watch_id", w.ID, "err", serr)

@@ -351,6 +351,20 @@ func TestRunHonoursRetryAfter(t *testing.T) {
 	})
 }
 
+func TestRunCheckTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := crawltest.NewMemStore(watches(1, 1, changedigest.CategoryNews)...)
+		rec := newRecorder()
+		rec.took = func(*changedigest.Watch) time.Duration { return time.Hour }
+		s := newScheduler(store, rec)
+		s.CheckTimeout = time.Minute
+		runFor(t, s, 2*time.Minute)
+		if w := store.Watch(1); w.ErrorCount != 1 || !strings.Contains(w.LastError, "deadline exceeded") {
+			t.Errorf("stuck check: errors %d, last %q", w.ErrorCount, w.LastError)
+		}
+	})
+}
+
 func TestRunSurvivesPanickingChecker(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := crawltest.NewMemStore(watches(2, 2, changedigest.CategoryNews)...)
