@@ -62,7 +62,7 @@ func TestScheduleFarm(t *testing.T) {
 			if i < static {
 				return 0
 			}
-			return 20 // changes per second: every check sees one
+			return 100 // changes per second: every check sees one
 		}})
 	ws := farm.Watches(changedigest.CategoryNews)
 	for _, w := range ws {

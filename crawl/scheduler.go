@@ -139,12 +139,13 @@ func (sum *Summary) add(r Report) {
 
 // Scheduler runs checks when they are due, with a bounded pool of workers
 // and per-host politeness: at most one request at a time to a host (name
-// and port) and HostGap between the end of one and the
-// start of the next. A watch whose host is busy does not hold a worker:
-// its NextCheck is moved to the host's next free slot and saved, so
-// watches of one host are staggered HostGap apart (the staggered crawl
-// gaps of Meegahapola et al.), and the policy's jitter keeps watches
-// added together from staying in step.
+// and port) and HostGap between the end of one and the start of the
+// next. A watch whose host is taken does not hold a worker: the next one
+// for that host waits in memory until the host is free, and any others
+// get their NextCheck moved to slots HostGap apart, saved to the store.
+// So the watches of one host are staggered (the staggered crawl gaps of
+// Meegahapola et al.), and the policy's jitter keeps watches added
+// together from staying in step.
 //
 // Set the knobs before Run or CheckNow. Run and CheckNow may run at the
 // same time; a watch is never checked by both at once.
@@ -233,10 +234,12 @@ func (s *Scheduler) CheckNow(ctx context.Context, progress func(Report), watches
 	}
 	src := &listSource{s: s}
 	var sum Summary
+	seen := map[*changedigest.Watch]bool{}
 	for _, w := range watches {
-		if w == nil {
+		if w == nil || seen[w] {
 			continue
 		}
+		seen[w] = true
 		if !s.claim(w) {
 			sum.Skipped++
 			continue
@@ -375,7 +378,7 @@ type listItem struct {
 type listSource struct {
 	s       *Scheduler
 	items   []*listItem
-	waiting []*listItem // not yet taken, in order
+	waiting []*listItem // from the first not taken, in order
 	byWatch map[*changedigest.Watch]*listItem
 	ndone   int
 }
@@ -391,19 +394,18 @@ func (src *listSource) item(w *changedigest.Watch) *listItem {
 }
 
 func (src *listSource) due(_ context.Context, now time.Time, limit int) ([]*changedigest.Watch, error) {
+	for len(src.waiting) > 0 && src.waiting[0].taken {
+		src.waiting = src.waiting[1:]
+	}
 	var out []*changedigest.Watch
-	keep := src.waiting[:0]
 	for _, it := range src.waiting {
-		if it.taken {
-			continue
+		if len(out) == limit {
+			break
 		}
-		keep = append(keep, it)
-		if len(out) < limit && !now.Before(it.notBefore) {
+		if !it.taken && !now.Before(it.notBefore) {
 			out = append(out, it.w)
 		}
 	}
-	clear(src.waiting[len(keep):])
-	src.waiting = keep
 	return out, nil
 }
 
