@@ -30,7 +30,7 @@ var (
 	ErrTooLarge = errors.New("response body too large")
 	// ErrCompressionBomb: the decoded body grew more than Fetcher.MaxRatio
 	// times its encoded size. It is also an ErrTooLarge.
-	ErrCompressionBomb = fmt.Errorf("decompression ratio over limit: %w", ErrTooLarge)
+	ErrCompressionBomb error = &subError{"decompression bomb", ErrTooLarge}
 	// ErrBadEncoding: the Content-Encoding is unknown or the compressed
 	// stream is corrupt.
 	ErrBadEncoding = errors.New("bad content encoding")
@@ -38,13 +38,22 @@ var (
 	ErrTooManyRedirects = errors.New("too many redirects")
 	// ErrRedirectLoop: a redirect led back to an address already visited.
 	// It is also an ErrTooManyRedirects.
-	ErrRedirectLoop = fmt.Errorf("redirect loop: %w", ErrTooManyRedirects)
+	ErrRedirectLoop error = &subError{"redirect loop", ErrTooManyRedirects}
 	// ErrEmptyBody: a successful response had no content (or only white space).
 	ErrEmptyBody = errors.New("empty response body")
 	// ErrErrorPage: the server answered 200 with what is evidently an
 	// error page (a soft 404); see IsErrorPage for the rules.
 	ErrErrorPage = errors.New("error page served with status 200")
 )
+
+// subError is a sentinel that is also a kind of a broader one.
+type subError struct {
+	msg    string
+	parent error
+}
+
+func (e *subError) Error() string { return e.msg }
+func (e *subError) Unwrap() error { return e.parent }
 
 // HTTPError is a response with a status of 400 or more (or a 3xx that was
 // not followed). Use errors.As to get it from a Fetch error.

@@ -24,6 +24,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/cookiejar"
 	"net/netip"
 	"net/url"
 	"runtime/debug"
@@ -34,6 +35,7 @@ import (
 	"time"
 
 	"github.com/changedigest/changedigest"
+	"golang.org/x/net/publicsuffix"
 )
 
 // Defaults of the Fetcher knobs.
@@ -183,14 +185,19 @@ func (f *Fetcher) now() time.Time {
 }
 
 // checkRedirect allows at most MaxRedirects redirects to http or https
-// URLs and reports a loop when a hop comes back to a URL already visited.
+// URLs and reports a loop when a hop comes back to a URL visited twice
+// already (once is allowed: sites redirect to themselves after setting a
+// cookie).
 func (f *Fetcher) checkRedirect(req *http.Request, via []*http.Request) error {
 	if req.URL.Scheme != "http" && req.URL.Scheme != "https" {
 		return fmt.Errorf("%w: redirect to %q", ErrBadURL, req.URL.Redacted())
 	}
-	next := req.URL.String()
+	next, visits := req.URL.String(), 0
 	for _, v := range via {
 		if v.URL.String() == next {
+			visits++
+		}
+		if visits == 2 {
 			chain := make([]string, 0, len(via)+1)
 			for _, v := range via {
 				chain = append(chain, v.URL.Redacted())
@@ -232,7 +239,12 @@ func (f *Fetcher) Fetch(ctx context.Context, req Request) (*Response, error) {
 	}
 	name := u.Redacted()
 
-	resp, err := f.client.Do(hreq)
+	// A fresh cookie jar per fetch: sites that set a cookie and redirect
+	// to themselves to check it would loop without one, and nothing is
+	// kept from one fetch to the next.
+	client := *f.client
+	client.Jar, _ = cookiejar.New(&cookiejar.Options{PublicSuffixList: publicsuffix.List})
+	resp, err := client.Do(hreq)
 	if err != nil {
 		return nil, f.classify(ctx, name, err)
 	}

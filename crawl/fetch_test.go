@@ -285,6 +285,14 @@ func TestFetchRedirects(t *testing.T) {
 	mux.HandleFunc("/ftp", func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "ftp://example.org/file", http.StatusFound)
 	})
+	mux.HandleFunc("/cookie-check", func(w http.ResponseWriter, r *http.Request) {
+		if _, err := r.Cookie("seen"); err != nil {
+			http.SetCookie(w, &http.Cookie{Name: "seen", Value: "1", Path: "/"})
+			http.Redirect(w, r, "/cookie-check", http.StatusFound)
+			return
+		}
+		fmt.Fprint(w, "<p>welcome back</p>")
+	})
 	mux.HandleFunc("/noloc", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusMovedPermanently) })
 	srv := serve(t, mux.ServeHTTP)
 	f := testFetcher(t)
@@ -292,6 +300,9 @@ func TestFetchRedirects(t *testing.T) {
 	res := mustFetch(t, f, Request{URL: srv.URL + "/hop/10"})
 	if res.FinalURL != srv.URL+"/hop/0" || string(res.Body) != "<p>arrived</p>" {
 		t.Errorf("10 redirects: FinalURL=%q Body=%q", res.FinalURL, res.Body)
+	}
+	if res := mustFetch(t, f, Request{URL: srv.URL + "/cookie-check"}); string(res.Body) != "<p>welcome back</p>" {
+		t.Errorf("cookie-checking redirect: Body=%q", res.Body)
 	}
 	tests := []struct {
 		path string
