@@ -1,19 +1,3 @@
-// Package crawl fetches watched pages and decides when to fetch them again.
-//
-// The Fetcher is a guarded HTTP client: one client with dial, TLS,
-// response-header and overall timeouts, conditional GET, its own content
-// decoding with a decompression-bomb guard, charset conversion to UTF-8,
-// a body cap, a redirect limit, and a dial-time refusal of non-public
-// addresses (checked on the resolved IP of every connection, so neither a
-// redirect nor DNS rebinding gets around it). Its failures are typed
-// errors (see ErrDNS and the rest, and *HTTPError).
-//
-// The Scheduler keeps every watch's due time: first from its category or
-// explicit interval, then from the page's estimated Poisson change rate
-// (Cho and Garcia-Molina's estimators, see EstimateRate), with jitter,
-// exponential back-off on errors, Retry-After, and per-host politeness. A
-// bounded pool of workers runs the checks. The store and the check
-// pipeline are seen through the Store and Checker interfaces declared here.
 package crawl
 
 import (

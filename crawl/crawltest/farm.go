@@ -11,7 +11,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"testing"
 	"time"
 
 	"github.com/changedigest/changedigest"
@@ -39,10 +38,11 @@ type FarmConfig struct {
 // controllable rates, with ETag and Last-Modified validators and 304
 // answers to conditional requests.
 type Farm struct {
-	Servers []*httptest.Server
-	Pages   []*Page
-	cfg     FarmConfig
-	hosts   []*hostStats
+	Servers   []*httptest.Server
+	Pages     []*Page
+	cfg       FarmConfig
+	hosts     []*hostStats
+	closeOnce sync.Once
 }
 
 type hostStats struct {
@@ -69,8 +69,15 @@ type Page struct {
 	Requests, Full, NotModified atomic.Int64
 }
 
-// NewFarm starts the farm's servers; they are closed when the test ends.
-func NewFarm(tb testing.TB, cfg FarmConfig) *Farm {
+// TB is the part of testing.TB a farm needs.
+type TB interface {
+	Helper()
+	Cleanup(func())
+}
+
+// NewFarm starts the farm's servers; they are closed when the test ends
+// (tb.Cleanup) or by Close.
+func NewFarm(tb TB, cfg FarmConfig) *Farm {
 	tb.Helper()
 	if cfg.Hosts <= 0 {
 		cfg.Hosts = 1
@@ -117,11 +124,13 @@ func NewFarm(tb testing.TB, cfg FarmConfig) *Farm {
 	return f
 }
 
-// Close stops the servers.
+// Close stops the servers; it may be called more than once.
 func (f *Farm) Close() {
-	for _, s := range f.Servers {
-		s.Close()
-	}
+	f.closeOnce.Do(func() {
+		for _, s := range f.Servers {
+			s.Close()
+		}
+	})
 }
 
 // URL is the address of page i.
