@@ -80,6 +80,7 @@ func ExampleScheduler() {
 		fmt.Println(pass, sum.Checked, sum.FirstVersion, sum.NotModified, err)
 	}
 	// Run(ctx) would keep checking the watches as they fall due.
+
 	// Output:
 	// 0 3 3 0 <nil>
 	// 1 3 0 3 <nil>
