@@ -163,21 +163,25 @@ func TestRateMLESolvesLikelihood(t *testing.T) {
 func BenchmarkEstimateRate(b *testing.B) {
 	page := newPoissonPage(1.0/3600, 1)
 	rng := rand.New(rand.NewPCG(1, 2))
-	regular := make([]changedigest.CheckSample, 32)
-	irregular := make([]changedigest.CheckSample, 32)
+	regular := make([]changedigest.CheckSample, 64)
+	irregular := make([]changedigest.CheckSample, 64)
 	for i := range regular {
 		regular[i] = changedigest.CheckSample{Interval: 30 * time.Minute, Changed: page.advance(30 * time.Minute)}
 		d := time.Duration(float64(time.Hour) * (0.1 + 3*rng.Float64()))
 		irregular[i] = changedigest.CheckSample{Interval: d, Changed: page.advance(d)}
 	}
-	b.Run("regular-32", func(b *testing.B) {
+	b.Run("regular-64", func(b *testing.B) {
+		cpu := CPUTime()
 		for b.Loop() {
 			EstimateRate(regular)
 		}
+		b.ReportMetric(float64(CPUTime()-cpu)/float64(b.N), "cpu-ns/op")
 	})
-	b.Run("irregular-32", func(b *testing.B) {
+	b.Run("irregular-64", func(b *testing.B) {
+		cpu := CPUTime()
 		for b.Loop() {
 			EstimateRate(irregular)
 		}
+		b.ReportMetric(float64(CPUTime()-cpu)/float64(b.N), "cpu-ns/op")
 	})
 }

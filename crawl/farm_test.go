@@ -6,7 +6,6 @@ import (
 	"errors"
 	"runtime"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -118,18 +117,11 @@ func TestScheduleFarm(t *testing.T) {
 	}
 }
 
-// cpuTime is the process's user and system CPU time so far.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
 // BenchmarkSchedulerLoop measures the scheduling loop alone: 10,000 due
 // watches on 100 hosts, a checker that answers at once, an in-memory store.
 func BenchmarkSchedulerLoop(b *testing.B) {
 	const n, hosts = 10000, 100
-	cpu := cpuTime()
+	cpu := crawl.CPUTime()
 	for b.Loop() {
 		store := crawltest.NewMemStore(watches(n, hosts, changedigest.CategoryNews)...)
 		checker := crawl.CheckFunc(func(context.Context, *changedigest.Watch) (crawl.Outcome, error) {
@@ -149,7 +141,7 @@ func BenchmarkSchedulerLoop(b *testing.B) {
 		cancel()
 	}
 	b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "checks/s")
-	b.ReportMetric(float64(cpuTime()-cpu)/float64(n*b.N), "cpu-ns/check")
+	b.ReportMetric(float64(crawl.CPUTime()-cpu)/float64(n*b.N), "cpu-ns/check")
 }
 
 // BenchmarkFarmFetch checks 10,000 watches spread over 100 loopback hosts
@@ -160,7 +152,7 @@ func BenchmarkFarmFetch(b *testing.B) {
 	const n, hosts = 10000, 100
 	farm := crawltest.NewFarm(b, crawltest.FarmConfig{Hosts: hosts, Pages: n, Rate: func(int) float64 { return 0 }})
 	var peak uint64
-	cpu := cpuTime()
+	cpu := crawl.CPUTime()
 	for b.Loop() {
 		ws := farm.Watches(changedigest.CategoryNews)
 		store := crawltest.NewMemStore(ws...)
@@ -182,6 +174,6 @@ func BenchmarkFarmFetch(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(2*n*b.N)/b.Elapsed().Seconds(), "checks/s")
-	b.ReportMetric(float64(cpuTime()-cpu)/float64(2*n*b.N), "cpu-ns/check")
+	b.ReportMetric(float64(crawl.CPUTime()-cpu)/float64(2*n*b.N), "cpu-ns/check")
 	b.ReportMetric(float64(peak)/(1<<20), "sys-MiB")
 }

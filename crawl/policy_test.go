@@ -288,6 +288,7 @@ func BenchmarkPolicyApply(b *testing.B) {
 	w := &changedigest.Watch{Category: changedigest.CategoryNews}
 	now := t0
 	p.Apply(w, Outcome{Result: FirstVersion}, nil, now)
+	cpu := CPUTime()
 	for b.Loop() {
 		d := w.NextCheck.Sub(now)
 		now = w.NextCheck
@@ -298,4 +299,5 @@ func BenchmarkPolicyApply(b *testing.B) {
 		p.Apply(w, Outcome{Result: res}, nil, now)
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "decisions/s")
+	b.ReportMetric(float64(CPUTime()-cpu)/float64(b.N), "cpu-ns/op")
 }

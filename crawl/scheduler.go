@@ -1,6 +1,7 @@
 package crawl
 
 import (
+	"container/heap"
 	"context"
 	"errors"
 	"fmt"
@@ -203,9 +204,9 @@ func NewScheduler(store Store, checker Checker) *Scheduler {
 	}
 }
 
-// busyWait is how far a watch is postponed when its host is busy and the
-// host gap is shorter: the request in flight has to end first.
-const busyWait = 100 * time.Millisecond
+// minStep is the least time between two slots handed out for one host,
+// so that a host gap of zero does not make postponed watches churn.
+const minStep = 10 * time.Millisecond
 
 // Run checks due watches until ctx is cancelled, then cancels the checks
 // in flight, waits for its workers and returns nil. A check cut short by
@@ -434,8 +435,10 @@ func (src *listSource) finished() bool { return src.ndone == len(src.items) }
 
 // hostState is the politeness state of one host.
 type hostState struct {
-	busy bool
-	free time.Time // earliest start of the next request
+	busy    bool
+	started time.Time     // start of the check in flight
+	took    time.Duration // moving average of the host's check durations
+	free    time.Time     // earliest start of the next request
 	// parked is the watch that goes next once the host is free: claimed,
 	// held in memory, not postponed.
 	parked *changedigest.Watch
@@ -555,11 +558,29 @@ type loopState struct {
 	inflight int
 	hosts    map[string]*hostState
 	parked   map[string]*hostState // hosts with a parked watch
+	// slots holds the future times watches were postponed to, so that
+	// the loop wakes up for each.
+	slots timeHeap
+}
+
+// timeHeap is a min-heap of times.
+type timeHeap []time.Time
+
+func (h timeHeap) Len() int           { return len(h) }
+func (h timeHeap) Less(i, j int) bool { return h[i].Before(h[j]) }
+func (h timeHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *timeHeap) Push(x any)        { *h = append(*h, x.(time.Time)) }
+func (h *timeHeap) Pop() any {
+	old := *h
+	t := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return t
 }
 
 // start hands w to a worker and marks its host busy.
 func (l *loopState) start(w *changedigest.Watch, key string, h *hostState) {
 	h.busy = true
+	h.started = l.s.now()
 	l.inflight++
 	l.jobs <- &job{w: w, host: key}
 }
@@ -577,6 +598,14 @@ func (l *loopState) dispatch(ctx context.Context) (wake time.Time) {
 			wake = t
 		}
 	}
+	for len(l.slots) > 0 && !l.slots[0].After(now) {
+		heap.Pop(&l.slots)
+	}
+	defer func() {
+		if len(l.slots) > 0 {
+			soon(l.slots[0])
+		}
+	}()
 	// Parked watches go first, as soon as their host is ready.
 	for key, h := range l.parked {
 		switch {
@@ -643,7 +672,7 @@ func (l *loopState) dispatch(ctx context.Context) (wake time.Time) {
 			}
 			postponed++
 			progressed = true
-			soon(until)
+			heap.Push(&l.slots, until)
 		}
 		if !progressed || len(ws) < limit {
 			break
@@ -652,17 +681,23 @@ func (l *loopState) dispatch(ctx context.Context) (wake time.Time) {
 	return wake
 }
 
-// slot reserves a turn for a watch whose host is taken (busy, or with a
-// watch parked): HostGap after the later of the host's next free time and
-// its last reserved slot.
+// slot reserves a turn for a watch whose host is taken (busy, or in its
+// gap, with a watch parked for it). The host is expected free at the end
+// of its gap, or, when busy, its usual check duration after the check in
+// flight started; the parked watch takes that turn, and each further
+// watch comes one step (usual duration + HostGap) after the last slot.
 func (l *loopState) slot(h *hostState, now time.Time) time.Time {
-	step := max(l.s.HostGap, busyWait)
+	gap := l.s.HostGap
+	step := max(h.took+gap, minStep)
 	t := now
 	if h.free.After(t) {
 		t = h.free
 	}
-	t = t.Add(step) // the parked or running watch goes first
-	if h.slot.After(now) && !t.After(h.slot) {
+	if est := h.started.Add(h.took + gap); h.busy && est.After(t) {
+		t = est
+	}
+	t = t.Add(step) // the parked watch goes first
+	if h.slot.After(now) && t.Before(h.slot.Add(step)) {
 		t = h.slot.Add(step)
 	}
 	h.slot = t
@@ -678,6 +713,13 @@ func (l *loopState) release(j *job) {
 	}
 	h.busy = false
 	end := l.s.now()
+	if !j.canceled {
+		if d := j.rep.Duration; h.took == 0 {
+			h.took = d
+		} else {
+			h.took = (7*h.took + 3*d) / 10
+		}
+	}
 	h.free = end.Add(l.s.HostGap)
 	if j.rep.Err != nil && Throttled(j.rep.Err) {
 		until := RetryAfter(j.rep.Err)

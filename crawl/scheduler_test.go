@@ -215,6 +215,7 @@ func TestRunHostPoliteness(t *testing.T) {
 		s := newScheduler(store, rec)
 		s.Workers = 4
 		s.HostGap = 2 * time.Second
+		s.Tick = time.Hour // only completions and slot timers wake the loop
 		runFor(t, s, 2*time.Minute)
 
 		if rec.hostPeak != 1 {
@@ -241,6 +242,29 @@ func TestRunHostPoliteness(t *testing.T) {
 		// worker never sat waiting for the busy host.
 		if last := busy[len(busy)-1].start.Sub(start); last > 70*time.Second {
 			t.Errorf("10 checks of 3 s with 2 s gaps took until %s", last)
+		}
+	})
+}
+
+// TestRunWakesForPostponedWatches checks that a watch postponed to a
+// later slot is checked at that slot even when nothing else wakes the
+// loop (no check in flight, no tick for an hour).
+func TestRunWakesForPostponedWatches(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		ws := watches(3, 1, changedigest.CategoryNews)
+		store := crawltest.NewMemStore(ws...)
+		rec := newRecorder()
+		s := newScheduler(store, rec)
+		s.HostGap = 2 * time.Second
+		s.Tick = time.Hour
+		runFor(t, s, 10*time.Second)
+		var got []time.Duration
+		for _, e := range rec.snapshot() {
+			got = append(got, e.start.Sub(start))
+		}
+		if len(got) != 3 || got[2] > 5*time.Second {
+			t.Errorf("checks started at %v, want three within 5 s", got)
 		}
 	})
 }
