@@ -74,13 +74,15 @@ type Fetcher struct {
 	UserAgent string
 	// DialTimeout bounds DNS lookup and TCP connect; TLSTimeout the TLS
 	// handshake; HeaderTimeout the wait for the response header after the
-	// request is sent; Timeout the whole fetch, body included.
+	// request is sent; Timeout the whole fetch, redirects and body
+	// included. Zero means no limit.
 	DialTimeout   time.Duration
 	TLSTimeout    time.Duration
 	HeaderTimeout time.Duration
 	Timeout       time.Duration
 	KeepAlive     time.Duration
-	// MaxBodySize caps the body, both as sent and after decoding.
+	// MaxBodySize caps the body, both as sent and after decoding (0 or
+	// less: DefaultMaxBodySize).
 	MaxBodySize int64
 	// MaxRatio caps decoded/encoded size once a decoded body passes
 	// 1 MiB (0: no ratio guard; MaxBodySize still applies).
@@ -204,6 +206,10 @@ func (f *Fetcher) checkRedirect(req *http.Request, via []*http.Request) error {
 func (f *Fetcher) Fetch(ctx context.Context, req Request) (*Response, error) {
 	f.init()
 	start := f.now()
+	maxBody := f.MaxBodySize
+	if maxBody <= 0 {
+		maxBody = DefaultMaxBodySize
+	}
 	u, err := url.Parse(strings.TrimSpace(req.URL))
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("crawl: fetch %q: %w", req.URL, ErrBadURL)
@@ -258,17 +264,17 @@ func (f *Fetcher) Fetch(ctx context.Context, req Request) (*Response, error) {
 		return nil, &HTTPError{URL: name, StatusCode: resp.StatusCode, RetryAfter: parseRetryAfter(resp.Header.Get("Retry-After"), f.now())}
 	}
 
-	if resp.ContentLength > f.MaxBodySize {
-		return nil, fmt.Errorf("crawl: GET %s: %w: Content-Length %d is over the %s limit", name, ErrTooLarge, resp.ContentLength, formatBytes(f.MaxBodySize))
+	if resp.ContentLength > maxBody {
+		return nil, fmt.Errorf("crawl: GET %s: %w: Content-Length %d is over the %s limit", name, ErrTooLarge, resp.ContentLength, formatBytes(maxBody))
 	}
-	wire, err := readCapped(resp.Body, f.MaxBodySize, "body")
+	wire, err := readCapped(resp.Body, maxBody, "body")
 	if err != nil {
 		if errors.Is(err, ErrTooLarge) {
 			return nil, fmt.Errorf("crawl: GET %s: %w", name, err)
 		}
 		return nil, f.classify(ctx, name, err)
 	}
-	raw, err := decodeContent(wire, resp.Header.Get("Content-Encoding"), f.MaxBodySize, f.MaxRatio)
+	raw, err := decodeContent(wire, resp.Header.Get("Content-Encoding"), maxBody, f.MaxRatio)
 	if err != nil {
 		return nil, fmt.Errorf("crawl: GET %s: %w", name, err)
 	}
