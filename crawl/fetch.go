@@ -75,7 +75,7 @@ type Fetcher struct {
 	// DialTimeout bounds DNS lookup and TCP connect; TLSTimeout the TLS
 	// handshake; HeaderTimeout the wait for the response header after the
 	// request is sent; Timeout the whole fetch, redirects and body
-	// included. Zero means no limit.
+	// included; KeepAlive the TCP keep-alive period. Zero means no limit.
 	DialTimeout   time.Duration
 	TLSTimeout    time.Duration
 	HeaderTimeout time.Duration
