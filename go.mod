@@ -3,6 +3,7 @@ module github.com/changedigest/changedigest
 go 1.26
 
 require (
+	github.com/andybalholm/brotli v1.2.0
 	github.com/fluhus/gostuff v1.4.0
 	github.com/mmcdole/gofeed v1.4.2
 	golang.org/x/net v0.57.0

@@ -88,6 +88,18 @@ type Watch struct {
 	LastModified string    `json:"last_modified,omitempty"`
 	// RetryAfter is set from a 429 or 503 Retry-After header.
 	RetryAfter time.Time `json:"retry_after,omitzero"`
+	// Samples are the most recent successful checks, oldest first, as the
+	// change-rate estimator needs them; the crawler keeps the list short.
+	Samples []CheckSample `json:"samples,omitempty"`
+}
+
+// CheckSample is one successful check as the change-rate estimator sees
+// it: the time since the previous successful check and whether a change
+// was found in between. A page is only observed at check times, so several
+// changes within one interval count as one.
+type CheckSample struct {
+	Interval time.Duration `json:"i"`
+	Changed  bool          `json:"c,omitempty"`
 }
 
 // Validate checks the fields a user sets and normalises them in place.

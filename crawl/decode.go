@@ -1,0 +1,102 @@
+package crawl
+
+import (
+	"bytes"
+	"compress/flate"
+	"compress/gzip"
+	"compress/zlib"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/andybalholm/brotli"
+)
+
+// acceptEncoding is what Fetch offers; it decodes these itself so that it
+// can cap the decoded size (the standard transport decodes gzip only, and
+// without a cap).
+const acceptEncoding = "gzip, deflate, br"
+
+// ratioFloor is the decoded size under which the ratio guard is not
+// applied: small, very repetitive pages compress far better than 100:1.
+const ratioFloor = 1 << 20
+
+// readCapped reads r to the end, failing with ErrTooLarge as soon as more
+// than limit bytes arrive (it reads at most limit+1 bytes).
+func readCapped(r io.Reader, limit int64, what string) ([]byte, error) {
+	var buf bytes.Buffer
+	n, err := buf.ReadFrom(io.LimitReader(r, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if n > limit {
+		return nil, fmt.Errorf("%w: %s is over the %s limit", ErrTooLarge, what, formatBytes(limit))
+	}
+	return buf.Bytes(), nil
+}
+
+// decodeContent undoes the Content-Encoding header's codings, last applied
+// first. The decoded size is capped at limit and, once over a megabyte,
+// at maxRatio times the encoded size (maxRatio <= 0: no ratio guard).
+func decodeContent(body []byte, contentEncoding string, limit int64, maxRatio float64) ([]byte, error) {
+	var codings []string
+	for _, c := range strings.Split(contentEncoding, ",") {
+		if c = strings.ToLower(strings.TrimSpace(c)); c != "" && c != "identity" {
+			codings = append(codings, c)
+		}
+	}
+	encoded := len(body)
+	for i := len(codings) - 1; i >= 0; i-- {
+		var (
+			r   io.Reader
+			err error
+		)
+		switch codings[i] {
+		case "gzip", "x-gzip":
+			r, err = gzip.NewReader(bytes.NewReader(body))
+		case "deflate":
+			// RFC 9110 deflate is zlib-wrapped; some servers send raw deflate.
+			r, err = zlib.NewReader(bytes.NewReader(body))
+			if err != nil {
+				r, err = flate.NewReader(bytes.NewReader(body)), nil
+			}
+		case "br":
+			r = brotli.NewReader(bytes.NewReader(body))
+		default:
+			return nil, fmt.Errorf("%w: unsupported Content-Encoding %q", ErrBadEncoding, codings[i])
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s: %w", ErrBadEncoding, codings[i], err)
+		}
+		ceiling := limit
+		if maxRatio > 0 {
+			ceiling = min(limit, max(int64(maxRatio*float64(encoded)), ratioFloor))
+		}
+		out, err := readCapped(r, ceiling, "decoded body")
+		if errors.Is(err, ErrTooLarge) {
+			if ceiling < limit {
+				return nil, fmt.Errorf("%w: %s body of %s decodes to more than %s", ErrCompressionBomb, codings[i], formatBytes(int64(encoded)), formatBytes(ceiling))
+			}
+			return nil, fmt.Errorf("%w: decoded body is over the %s limit", ErrTooLarge, formatBytes(limit))
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s: %w", ErrBadEncoding, codings[i], err)
+		}
+		body = out
+	}
+	return body, nil
+}
+
+func formatBytes(n int64) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	default:
+		return fmt.Sprintf("%d bytes", n)
+	}
+}

@@ -1,0 +1,366 @@
+package crawl
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/cookiejar"
+	"net/netip"
+	"net/url"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/changedigest/changedigest"
+	"golang.org/x/net/publicsuffix"
+)
+
+// Defaults of the Fetcher knobs.
+const (
+	DefaultMaxBodySize  = 10 << 20
+	DefaultMaxRedirects = 10
+	DefaultMaxRatio     = 100
+	DefaultSoftErrorMax = 8 << 10
+)
+
+// Request is one fetch: the URL and the validators of the version already
+// held, for a conditional GET.
+type Request struct {
+	URL          string
+	ETag         string
+	LastModified string
+}
+
+// WatchRequest returns the request for a check of w: its URL and the
+// validators of its last fetch.
+func WatchRequest(w *changedigest.Watch) Request {
+	return Request{URL: w.URL, ETag: w.ETag, LastModified: w.LastModified}
+}
+
+// Response is a successful fetch. When NotModified is set (status 304) the
+// body fields are empty and ETag and LastModified are the server's new
+// validators, or the request's when it sent none.
+type Response struct {
+	Status int
+	// Raw is the body as served, after content decoding (gzip, deflate,
+	// br) and before charset conversion: what the track stores byte for byte.
+	Raw []byte
+	// Body is Raw in UTF-8: the same slice when Raw was already UTF-8
+	// (a UTF-8 BOM aside), else a converted copy.
+	Body []byte
+	// ContentType is the Content-Type header; Charset the canonical name
+	// of the encoding Raw was in ("utf-8", "windows-1252", ...).
+	ContentType  string
+	Charset      string
+	ETag         string
+	LastModified string
+	// FinalURL is the URL after redirects.
+	FinalURL    string
+	NotModified bool
+	Duration    time.Duration
+}
+
+// Fetcher fetches pages defensively. Set the knobs before the first
+// Fetch; a Fetcher is safe for concurrent use.
+type Fetcher struct {
+	// UserAgent is sent with every request.
+	UserAgent string
+	// DialTimeout bounds DNS lookup and TCP connect; TLSTimeout the TLS
+	// handshake; HeaderTimeout the wait for the response header after the
+	// request is sent; Timeout the whole fetch, redirects and body
+	// included; KeepAlive the TCP keep-alive period. Zero means no limit.
+	DialTimeout   time.Duration
+	TLSTimeout    time.Duration
+	HeaderTimeout time.Duration
+	Timeout       time.Duration
+	KeepAlive     time.Duration
+	// MaxBodySize caps the body, both as sent and after decoding (0 or
+	// less: DefaultMaxBodySize).
+	MaxBodySize int64
+	// MaxRatio caps decoded/encoded size once a decoded body passes
+	// 1 MiB (0: no ratio guard; MaxBodySize still applies).
+	MaxRatio float64
+	// MaxRedirects is the number of redirects followed.
+	MaxRedirects int
+	// SoftErrorMaxBytes is the size under which a 200 page whose title is
+	// an error phrase is reported as ErrErrorPage (0: never).
+	SoftErrorMaxBytes int
+	// AllowPrivate lets fetches reach private, loopback, link-local and
+	// other non-public addresses. Off by default; tests and the
+	// --allow-private flag turn it on.
+	AllowPrivate bool
+	// Resolver looks host names up (default net.DefaultResolver).
+	Resolver Resolver
+	// Now is the clock, used for Duration and Retry-After dates.
+	Now func() time.Time
+
+	// allowAddr, when set by tests, replaces the address policy.
+	allowAddr func(netip.Addr) bool
+
+	once   sync.Once
+	client *http.Client
+}
+
+// NewFetcher returns a Fetcher with the default knobs: 10 s to connect,
+// 10 s for TLS, 20 s for the response header, 60 s overall, 10 MiB
+// bodies, 10 redirects, no private addresses.
+func NewFetcher() *Fetcher {
+	return &Fetcher{
+		UserAgent:         DefaultUserAgent(),
+		DialTimeout:       10 * time.Second,
+		TLSTimeout:        10 * time.Second,
+		HeaderTimeout:     20 * time.Second,
+		Timeout:           60 * time.Second,
+		KeepAlive:         30 * time.Second,
+		MaxBodySize:       DefaultMaxBodySize,
+		MaxRatio:          DefaultMaxRatio,
+		MaxRedirects:      DefaultMaxRedirects,
+		SoftErrorMaxBytes: DefaultSoftErrorMax,
+		Now:               time.Now,
+	}
+}
+
+// DefaultUserAgent is "changedigest/VERSION (+https://github.com/changedigest/changedigest)",
+// VERSION being the module version the binary was built from ("dev" when unknown).
+func DefaultUserAgent() string {
+	v := "dev"
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		v = strings.TrimPrefix(bi.Main.Version, "v")
+	}
+	return "changedigest/" + v + " (+https://github.com/changedigest/changedigest)"
+}
+
+func (f *Fetcher) init() {
+	f.once.Do(func() {
+		t := &http.Transport{
+			// No proxy: a proxy would connect on our behalf and bypass the
+			// address check.
+			Proxy:                  nil,
+			DialContext:            f.dialContext,
+			TLSHandshakeTimeout:    f.TLSTimeout,
+			ResponseHeaderTimeout:  f.HeaderTimeout,
+			ExpectContinueTimeout:  time.Second,
+			MaxIdleConns:           512,
+			MaxIdleConnsPerHost:    4,
+			IdleConnTimeout:        90 * time.Second,
+			MaxResponseHeaderBytes: 1 << 20,
+			ForceAttemptHTTP2:      true,
+			// Compression is requested and decoded by Fetch itself.
+			DisableCompression: true,
+		}
+		f.client = &http.Client{
+			Transport:     t,
+			Timeout:       f.Timeout,
+			CheckRedirect: f.checkRedirect,
+		}
+	})
+}
+
+func (f *Fetcher) now() time.Time {
+	if f.Now != nil {
+		return f.Now()
+	}
+	return time.Now()
+}
+
+// checkRedirect allows at most MaxRedirects redirects to http or https
+// URLs and reports a loop when a hop comes back to a URL visited twice
+// already (once is allowed: sites redirect to themselves after setting a
+// cookie).
+func (f *Fetcher) checkRedirect(req *http.Request, via []*http.Request) error {
+	if req.URL.Scheme != "http" && req.URL.Scheme != "https" {
+		return fmt.Errorf("%w: redirect to %q", ErrBadURL, req.URL.Redacted())
+	}
+	next, visits := req.URL.String(), 0
+	for _, v := range via {
+		if v.URL.String() == next {
+			visits++
+		}
+		if visits == 2 {
+			chain := make([]string, 0, len(via)+1)
+			for _, v := range via {
+				chain = append(chain, v.URL.Redacted())
+			}
+			chain = append(chain, req.URL.Redacted())
+			return fmt.Errorf("%w: %s", ErrRedirectLoop, strings.Join(chain, " -> "))
+		}
+	}
+	if len(via) > f.MaxRedirects {
+		return fmt.Errorf("%w: more than %d, last to %s", ErrTooManyRedirects, f.MaxRedirects, req.URL.Redacted())
+	}
+	return nil
+}
+
+// Fetch gets req.URL with a conditional GET and returns the decoded body.
+// A 304 answer is a Response with NotModified set. Every failure is an
+// error naming the URL and wrapping one of the Err* sentinels of this
+// package, or an *HTTPError for a status of 400 and above (3xx that could
+// not be followed included), or ctx's error when ctx was cancelled.
+func (f *Fetcher) Fetch(ctx context.Context, req Request) (*Response, error) {
+	f.init()
+	start := f.now()
+	maxBody := f.MaxBodySize
+	if maxBody <= 0 {
+		maxBody = DefaultMaxBodySize
+	}
+	u, err := url.Parse(strings.TrimSpace(req.URL))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("crawl: fetch %q: %w", req.URL, ErrBadURL)
+	}
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return nil, fmt.Errorf("crawl: fetch %q: %w: %w", req.URL, ErrBadURL, err)
+	}
+	hreq.Header.Set("User-Agent", f.UserAgent)
+	hreq.Header.Set("Accept", "text/html,application/xhtml+xml,application/atom+xml,application/rss+xml,application/xml;q=0.9,*/*;q=0.8")
+	hreq.Header.Set("Accept-Encoding", acceptEncoding)
+	if req.ETag != "" {
+		hreq.Header.Set("If-None-Match", req.ETag)
+	}
+	if req.LastModified != "" {
+		hreq.Header.Set("If-Modified-Since", req.LastModified)
+	}
+	name := u.Redacted()
+
+	// A fresh cookie jar per fetch: sites that set a cookie and redirect
+	// to themselves to check it would loop without one, and nothing is
+	// kept from one fetch to the next.
+	client := *f.client
+	client.Jar, _ = cookiejar.New(&cookiejar.Options{PublicSuffixList: publicsuffix.List})
+	resp, err := client.Do(hreq)
+	if err != nil {
+		return nil, f.classify(ctx, name, err)
+	}
+	defer resp.Body.Close()
+	res := &Response{
+		Status:       resp.StatusCode,
+		ContentType:  resp.Header.Get("Content-Type"),
+		ETag:         resp.Header.Get("ETag"),
+		LastModified: resp.Header.Get("Last-Modified"),
+		FinalURL:     resp.Request.URL.String(),
+	}
+	name = resp.Request.URL.Redacted()
+
+	switch {
+	case resp.StatusCode == http.StatusNotModified:
+		res.NotModified = true
+		if res.ETag == "" {
+			res.ETag = req.ETag
+		}
+		if res.LastModified == "" {
+			res.LastModified = req.LastModified
+		}
+		res.Duration = f.now().Sub(start)
+		return res, nil
+	case resp.StatusCode < 200 || resp.StatusCode >= 300:
+		io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // lets the connection be reused
+		return nil, &HTTPError{URL: name, StatusCode: resp.StatusCode, RetryAfter: parseRetryAfter(resp.Header.Get("Retry-After"), f.now())}
+	}
+
+	if resp.ContentLength > maxBody {
+		return nil, fmt.Errorf("crawl: GET %s: %w: Content-Length %d is over the %s limit", name, ErrTooLarge, resp.ContentLength, formatBytes(maxBody))
+	}
+	wire, err := readCapped(resp.Body, maxBody, "body")
+	if err != nil {
+		if errors.Is(err, ErrTooLarge) {
+			return nil, fmt.Errorf("crawl: GET %s: %w", name, err)
+		}
+		return nil, f.classify(ctx, name, err)
+	}
+	raw, err := decodeContent(wire, resp.Header.Get("Content-Encoding"), maxBody, f.MaxRatio)
+	if err != nil {
+		return nil, fmt.Errorf("crawl: GET %s: %w", name, err)
+	}
+	if isBlank(raw) {
+		return nil, fmt.Errorf("crawl: GET %s: %w (status %d)", name, ErrEmptyBody, resp.StatusCode)
+	}
+	body, cs, err := toUTF8(raw, res.ContentType)
+	if err != nil {
+		return nil, fmt.Errorf("crawl: GET %s: %w", name, err)
+	}
+	if reason, bad := IsErrorPage(body, res.ContentType, f.SoftErrorMaxBytes); bad {
+		return nil, fmt.Errorf("crawl: GET %s: %w: %s", name, ErrErrorPage, reason)
+	}
+	res.Raw, res.Body, res.Charset = raw, body, cs
+	res.Duration = f.now().Sub(start)
+	return res, nil
+}
+
+func isBlank(b []byte) bool {
+	for _, c := range b {
+		switch c {
+		case ' ', '\t', '\r', '\n', '\f', '\v':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// classify turns a transport error into one of the package's errors.
+func (f *Fetcher) classify(ctx context.Context, name string, err error) error {
+	switch cerr := ctx.Err(); {
+	case errors.Is(cerr, context.Canceled):
+		return fmt.Errorf("crawl: GET %s: %w", name, cerr)
+	case cerr != nil:
+		return fmt.Errorf("crawl: GET %s: %w: %w", name, ErrTimeout, cerr)
+	}
+	for _, sentinel := range []error{ErrPrivateAddress, ErrDNS, ErrTooManyRedirects, ErrBadURL, ErrTimeout, ErrConnect} {
+		if errors.Is(err, sentinel) {
+			return fmt.Errorf("crawl: GET %s: %w", name, unwrapURLError(err))
+		}
+	}
+	var (
+		ne   net.Error
+		cert *tls.CertificateVerificationError
+		rec  tls.RecordHeaderError
+		alrt tls.AlertError
+	)
+	switch {
+	case errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout():
+		return fmt.Errorf("crawl: GET %s: %w: %w", name, ErrTimeout, unwrapURLError(err))
+	case errors.As(err, &cert) || errors.As(err, &rec) || errors.As(err, &alrt):
+		return fmt.Errorf("crawl: GET %s: %w: %w", name, ErrTLS, unwrapURLError(err))
+	case errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET),
+		errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH),
+		errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+		return fmt.Errorf("crawl: GET %s: %w: %w", name, ErrConnect, unwrapURLError(err))
+	}
+	return fmt.Errorf("crawl: GET %s: %w: %w", name, ErrConnect, unwrapURLError(err))
+}
+
+// unwrapURLError drops the *url.Error layer, whose message repeats the URL.
+func unwrapURLError(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
+}
+
+// parseRetryAfter reads a Retry-After header: delay seconds or an HTTP
+// date. It returns the zero time when the header is absent or malformed.
+func parseRetryAfter(v string, now time.Time) time.Time {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return time.Time{}
+	}
+	if secs, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if secs < 0 {
+			return time.Time{}
+		}
+		secs = min(secs, int64(365*24*time.Hour/time.Second))
+		return now.Add(time.Duration(secs) * time.Second)
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return t
+	}
+	return time.Time{}
+}

@@ -1,0 +1,795 @@
+package crawl
+
+import (
+	"container/heap"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/changedigest/changedigest"
+)
+
+// Result is what a successful check found.
+type Result int
+
+// Results of a check.
+const (
+	// NotModified: the server answered 304; nothing was downloaded.
+	NotModified Result = iota + 1
+	// Unchanged: a body was fetched and held no new change.
+	Unchanged
+	// Changed: a new version with changes was stored.
+	Changed
+	// FirstVersion: the first version of the watch was stored. It is not
+	// a change, and it gives the change-rate estimator no sample.
+	FirstVersion
+)
+
+func (r Result) String() string {
+	switch r {
+	case NotModified:
+		return "not modified"
+	case Unchanged:
+		return "unchanged"
+	case Changed:
+		return "changed"
+	case FirstVersion:
+		return "first version"
+	}
+	return fmt.Sprintf("Result(%d)", int(r))
+}
+
+// Outcome is what the scheduler needs to know of a successful check.
+type Outcome struct {
+	Result Result
+	// ETag and LastModified are the validators of the fetched version,
+	// sent back on the next check. For NotModified, empty values keep the
+	// ones the watch has.
+	ETag         string
+	LastModified string
+	// RetryAfter, when later than the next due time, delays the next check.
+	RetryAfter time.Time
+}
+
+// Outcome returns what the response means to the scheduler when the
+// pipeline found res (Unchanged, Changed or FirstVersion) in its body; a
+// not-modified response is NotModified whatever res says.
+func (r *Response) Outcome(res Result) Outcome {
+	if r.NotModified {
+		res = NotModified
+	}
+	return Outcome{Result: res, ETag: r.ETag, LastModified: r.LastModified}
+}
+
+// Store is the watch store as the scheduler sees it.
+type Store interface {
+	// DueWatches returns at most limit watches that are not paused and
+	// whose NextCheck is at or before now (a zero NextCheck is due),
+	// earliest first. The scheduler modifies the returned watches, so
+	// they must not be shared with other readers.
+	DueWatches(ctx context.Context, now time.Time, limit int) ([]*changedigest.Watch, error)
+	// SaveSchedule persists the fields of w the crawler owns: NextCheck,
+	// LastCheck, LastChange, LastError, LastErrorAt, ErrorCount, Checks,
+	// ChangeChecks, ETag, LastModified, RetryAfter and Samples. Fields a
+	// user edits must be left as stored, so that an edit made while a
+	// check ran is not lost. A watch deleted meanwhile is not an error.
+	SaveSchedule(ctx context.Context, w *changedigest.Watch) error
+}
+
+// Checker runs one check of a watch (fetch, segment, compare, store) as
+// the scheduler sees it. A check that fails returns an error; it is
+// recorded on the watch (LastError, back-off) and must not have stored a
+// version. Check must return promptly once ctx is cancelled.
+type Checker interface {
+	Check(ctx context.Context, w *changedigest.Watch) (Outcome, error)
+}
+
+// CheckFunc adapts a function to the Checker interface.
+type CheckFunc func(ctx context.Context, w *changedigest.Watch) (Outcome, error)
+
+// Check calls f(ctx, w).
+func (f CheckFunc) Check(ctx context.Context, w *changedigest.Watch) (Outcome, error) {
+	return f(ctx, w)
+}
+
+// Report describes one finished check.
+type Report struct {
+	// Watch is the watch with its schedule state updated (NextCheck, ...).
+	Watch   *changedigest.Watch
+	Outcome Outcome
+	// Err is the check's error (nil when it succeeded), or the error of
+	// saving the schedule.
+	Err      error
+	Start    time.Time
+	Duration time.Duration
+	// Done and Total count the checks of a CheckNow pass (0 under Run).
+	Done, Total int
+}
+
+// Summary counts the results of a CheckNow pass.
+type Summary struct {
+	Checked, NotModified, Unchanged, Changed, FirstVersion, Failed int
+	// Skipped counts watches already being checked by Run.
+	Skipped int
+}
+
+func (sum *Summary) add(r Report) {
+	sum.Checked++
+	if r.Err != nil {
+		sum.Failed++
+		return
+	}
+	switch r.Outcome.Result {
+	case NotModified:
+		sum.NotModified++
+	case Unchanged:
+		sum.Unchanged++
+	case Changed:
+		sum.Changed++
+	case FirstVersion:
+		sum.FirstVersion++
+	}
+}
+
+// Scheduler runs checks when they are due, with a bounded pool of workers
+// and per-host politeness: at most one request at a time to a host (name
+// and port) and HostGap between the end of one and the start of the
+// next. A watch whose host is taken does not hold a worker: the next one
+// for that host waits in memory until the host is free, and any others
+// get their NextCheck moved to slots HostGap apart, saved to the store.
+// So the watches of one host are staggered (the staggered crawl gaps of
+// Meegahapola et al.), and the policy's jitter keeps watches added
+// together from staying in step.
+//
+// Set the knobs before Run or CheckNow. Run and CheckNow may run at the
+// same time; a watch is never checked by both at once.
+type Scheduler struct {
+	Store   Store
+	Checker Checker
+	Policy  Policy
+	// Workers bounds the checks running at once (default 16).
+	Workers int
+	// CheckTimeout bounds one check, so that a stuck one cannot hold a
+	// worker for ever (default 5 min; the fetcher's own timeouts are
+	// shorter). A check that runs out of time is recorded as failed.
+	CheckTimeout time.Duration
+	// HostGap is the least time between two requests to one host (default 1 s).
+	HostGap time.Duration
+	// ThrottleGap is how long a host is left alone after a 429 or 503
+	// without Retry-After (default 1 min); MaxHostDelay caps a host's
+	// Retry-After for the other watches on it (default 1 h). The watch
+	// that got the answer honours its Retry-After in full (see Policy).
+	ThrottleGap  time.Duration
+	MaxHostDelay time.Duration
+	// Tick is how often Run looks for due watches when nothing else wakes
+	// it (default 1 s).
+	Tick time.Duration
+	// MaxPostpone is how many busy-host watches one pass may postpone
+	// before it lets the loop breathe (default 256).
+	MaxPostpone int
+	// OnCheck, if set, is called after every check of Run, from the
+	// scheduling goroutine (keep it short).
+	OnCheck func(Report)
+	// Now is the clock (default time.Now). Timers use the runtime clock:
+	// tests of the loop run inside testing/synctest.
+	Now    func() time.Time
+	Logger *slog.Logger
+
+	mu      sync.Mutex
+	claimed map[int64]bool
+}
+
+// NewScheduler returns a Scheduler with the default knobs.
+func NewScheduler(store Store, checker Checker) *Scheduler {
+	return &Scheduler{
+		Store:        store,
+		Checker:      checker,
+		Policy:       NewPolicy(),
+		Workers:      16,
+		CheckTimeout: 5 * time.Minute,
+		HostGap:      time.Second,
+		ThrottleGap:  time.Minute,
+		MaxHostDelay: time.Hour,
+		Tick:         time.Second,
+		MaxPostpone:  256,
+		Now:          time.Now,
+		Logger:       slog.Default(),
+	}
+}
+
+// minStep is the least time between two slots handed out for one host,
+// so that a host gap of zero does not make postponed watches churn.
+const minStep = 10 * time.Millisecond
+
+// Run checks due watches until ctx is cancelled, then cancels the checks
+// in flight, waits for its workers and returns nil. A check cut short by
+// the cancellation leaves its watch's state as it was (still due). Run
+// returns an error only for a bad configuration; store errors are logged
+// and retried on the next tick.
+func (s *Scheduler) Run(ctx context.Context) error {
+	if s.Store == nil || s.Checker == nil {
+		return errors.New("crawl: scheduler needs a Store and a Checker")
+	}
+	src := &storeSource{s: s}
+	s.loop(ctx, src, s.OnCheck)
+	return nil
+}
+
+// CheckNow checks the given watches once, whether due or not (paused
+// ones too), with the same pool bound and host politeness as Run. It
+// updates the watches in place, saves their schedule state (not for a
+// watch with ID 0, which is checked only), and calls progress (if not
+// nil, from one goroutine) after each check. Watches being checked by Run
+// at the time are skipped. It returns when all are done, or ctx's error
+// when ctx is cancelled first.
+func (s *Scheduler) CheckNow(ctx context.Context, progress func(Report), watches ...*changedigest.Watch) (Summary, error) {
+	if s.Checker == nil {
+		return Summary{}, errors.New("crawl: scheduler needs a Checker")
+	}
+	src := &listSource{s: s}
+	var sum Summary
+	seen := map[*changedigest.Watch]bool{}
+	for _, w := range watches {
+		if w == nil || seen[w] {
+			continue
+		}
+		seen[w] = true
+		if !s.claim(w) {
+			sum.Skipped++
+			continue
+		}
+		src.items = append(src.items, &listItem{w: w})
+	}
+	src.waiting = append([]*listItem(nil), src.items...)
+	defer func() {
+		for _, it := range src.items {
+			if !it.done {
+				s.release(it.w)
+			}
+		}
+	}()
+	s.loop(ctx, src, func(r Report) {
+		sum.add(r)
+		if progress != nil {
+			r.Done, r.Total = sum.Checked, len(src.items)
+			progress(r)
+		}
+	})
+	if err := ctx.Err(); err != nil {
+		return sum, fmt.Errorf("crawl: check interrupted after %d of %d: %w", sum.Checked, len(src.items), err)
+	}
+	return sum, nil
+}
+
+// claim marks w as being checked; false if it already is.
+func (s *Scheduler) claim(w *changedigest.Watch) bool {
+	if w.ID == 0 {
+		return true
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.claimed[w.ID] {
+		return false
+	}
+	if s.claimed == nil {
+		s.claimed = map[int64]bool{}
+	}
+	s.claimed[w.ID] = true
+	return true
+}
+
+func (s *Scheduler) release(w *changedigest.Watch) {
+	if w.ID == 0 {
+		return
+	}
+	s.mu.Lock()
+	delete(s.claimed, w.ID)
+	s.mu.Unlock()
+}
+
+func (s *Scheduler) isClaimed(w *changedigest.Watch) bool {
+	if w.ID == 0 {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.claimed[w.ID]
+}
+
+func (s *Scheduler) now() time.Time {
+	if s.Now != nil {
+		return s.Now()
+	}
+	return time.Now()
+}
+
+func (s *Scheduler) logger() *slog.Logger {
+	if s.Logger != nil {
+		return s.Logger
+	}
+	return slog.Default()
+}
+
+// source is where the loop finds work: the store (Run) or a list (CheckNow).
+type source interface {
+	// due returns up to limit watches due at now; the loop skips those
+	// claimed already.
+	due(ctx context.Context, now time.Time, limit int) ([]*changedigest.Watch, error)
+	// postpone moves w's turn to until.
+	postpone(ctx context.Context, w *changedigest.Watch, until time.Time) error
+	// claimed reports whether the loop must skip w.
+	claimed(w *changedigest.Watch) bool
+	// take claims w for a check; false if someone else has it.
+	take(w *changedigest.Watch) bool
+	// finish marks w's check as done.
+	finish(w *changedigest.Watch)
+	// untake gives back a claim that was never checked.
+	untake(w *changedigest.Watch)
+	// finished reports that nothing is left to do.
+	finished() bool
+}
+
+type storeSource struct{ s *Scheduler }
+
+func (src *storeSource) due(ctx context.Context, now time.Time, limit int) ([]*changedigest.Watch, error) {
+	ws, err := src.s.Store.DueWatches(ctx, now, limit)
+	if err != nil {
+		return nil, err
+	}
+	out := ws[:0]
+	for _, w := range ws {
+		if w != nil && !w.Paused {
+			out = append(out, w)
+		}
+	}
+	return out, nil
+}
+
+func (src *storeSource) postpone(ctx context.Context, w *changedigest.Watch, until time.Time) error {
+	if !src.s.claim(w) {
+		return nil
+	}
+	defer src.s.release(w)
+	w.NextCheck = until
+	return src.s.Store.SaveSchedule(ctx, w)
+}
+
+func (src *storeSource) claimed(w *changedigest.Watch) bool { return src.s.isClaimed(w) }
+func (src *storeSource) take(w *changedigest.Watch) bool    { return src.s.claim(w) }
+func (src *storeSource) finish(w *changedigest.Watch)       { src.s.release(w) }
+func (src *storeSource) untake(w *changedigest.Watch)       { src.s.release(w) }
+func (src *storeSource) finished() bool                     { return false }
+
+type listItem struct {
+	w         *changedigest.Watch
+	notBefore time.Time
+	taken     bool
+	done      bool
+}
+
+// listSource serves CheckNow's watches, all due at once, in order. They
+// are claimed in the Scheduler for the whole pass.
+type listSource struct {
+	s       *Scheduler
+	items   []*listItem
+	waiting []*listItem // from the first not taken, in order
+	byWatch map[*changedigest.Watch]*listItem
+	ndone   int
+}
+
+func (src *listSource) item(w *changedigest.Watch) *listItem {
+	if src.byWatch == nil {
+		src.byWatch = make(map[*changedigest.Watch]*listItem, len(src.items))
+		for _, it := range src.items {
+			src.byWatch[it.w] = it
+		}
+	}
+	return src.byWatch[w]
+}
+
+func (src *listSource) due(_ context.Context, now time.Time, limit int) ([]*changedigest.Watch, error) {
+	for len(src.waiting) > 0 && src.waiting[0].taken {
+		src.waiting = src.waiting[1:]
+	}
+	var out []*changedigest.Watch
+	for _, it := range src.waiting {
+		if len(out) == limit {
+			break
+		}
+		if !it.taken && !now.Before(it.notBefore) {
+			out = append(out, it.w)
+		}
+	}
+	return out, nil
+}
+
+func (src *listSource) postpone(_ context.Context, w *changedigest.Watch, until time.Time) error {
+	src.item(w).notBefore = until
+	return nil
+}
+
+func (src *listSource) claimed(w *changedigest.Watch) bool { return src.item(w).taken }
+
+func (src *listSource) take(w *changedigest.Watch) bool {
+	src.item(w).taken = true
+	return true
+}
+
+func (src *listSource) finish(w *changedigest.Watch) {
+	it := src.item(w)
+	it.done = true
+	src.ndone++
+	src.s.release(w)
+}
+
+func (src *listSource) untake(w *changedigest.Watch) { src.item(w).taken = false }
+
+func (src *listSource) finished() bool { return src.ndone == len(src.items) }
+
+// hostState is the politeness state of one host.
+type hostState struct {
+	busy    bool
+	started time.Time     // start of the check in flight
+	took    time.Duration // moving average of the host's check durations
+	free    time.Time     // earliest start of the next request
+	// parked is the watch that goes next once the host is free: claimed,
+	// held in memory, not postponed.
+	parked *changedigest.Watch
+	slot   time.Time // the last slot handed to a postponed watch
+}
+
+func (h *hostState) ready(now time.Time) bool { return !h.busy && !now.Before(h.free) }
+
+// job is one check handed to a worker.
+type job struct {
+	w    *changedigest.Watch
+	host string
+	rep  Report
+	// canceled: the check was cut short by shutdown; nothing was saved.
+	canceled bool
+}
+
+// hostKey is the politeness key of a URL: its host name, and its port
+// when not the scheme's default (http and https of one name count as one
+// server).
+func hostKey(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return raw
+	}
+	host := strings.ToLower(u.Hostname())
+	if p := u.Port(); p != "" && !(p == "80" && u.Scheme == "http") && !(p == "443" && u.Scheme == "https") {
+		return net.JoinHostPort(host, p)
+	}
+	return host
+}
+
+// loop is the scheduling loop shared by Run and CheckNow: a ticker, a
+// timer for the next known free slot and the workers' completions in a
+// select, dispatching due watches to a bounded pool of workers.
+func (s *Scheduler) loop(ctx context.Context, src source, report func(Report)) {
+	workers := max(s.Workers, 1)
+	jobs := make(chan *job, workers)
+	done := make(chan *job, workers)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for j := range jobs {
+				if ctx.Err() != nil {
+					j.canceled = true
+				} else {
+					s.check(ctx, j)
+				}
+				done <- j
+			}
+		})
+	}
+	l := &loopState{s: s, src: src, jobs: jobs, workers: workers,
+		hosts: map[string]*hostState{}, parked: map[string]*hostState{}}
+	finish := func(j *job) {
+		l.inflight--
+		src.finish(j.w)
+		l.release(j)
+		if !j.canceled && report != nil {
+			report(j.rep)
+		}
+	}
+
+	tick := s.Tick
+	if tick <= 0 {
+		tick = time.Second
+	}
+	ticker := time.NewTicker(tick)
+	defer ticker.Stop()
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
+
+	for ctx.Err() == nil {
+		if wake := l.dispatch(ctx); !wake.IsZero() {
+			timer.Reset(max(wake.Sub(s.now()), time.Millisecond))
+		}
+		if src.finished() && l.inflight == 0 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+		case <-ticker.C:
+			l.sweep(s.now())
+		case <-timer.C:
+		case j := <-done:
+			finish(j)
+			for more := true; more; {
+				select {
+				case j := <-done:
+					finish(j)
+				default:
+					more = false
+				}
+			}
+		}
+	}
+	close(jobs)
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	for j := range done {
+		finish(j)
+	}
+	for _, h := range l.parked {
+		src.untake(h.parked)
+	}
+}
+
+// loopState is the loop's own state, touched by its goroutine only.
+type loopState struct {
+	s        *Scheduler
+	src      source
+	jobs     chan<- *job
+	workers  int
+	inflight int
+	hosts    map[string]*hostState
+	parked   map[string]*hostState // hosts with a parked watch
+	// slots holds the future times watches were postponed to, so that
+	// the loop wakes up for each.
+	slots timeHeap
+}
+
+// timeHeap is a min-heap of times.
+type timeHeap []time.Time
+
+func (h timeHeap) Len() int           { return len(h) }
+func (h timeHeap) Less(i, j int) bool { return h[i].Before(h[j]) }
+func (h timeHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *timeHeap) Push(x any)        { *h = append(*h, x.(time.Time)) }
+func (h *timeHeap) Pop() any {
+	old := *h
+	t := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return t
+}
+
+// start hands w to a worker and marks its host busy.
+func (l *loopState) start(w *changedigest.Watch, key string, h *hostState) {
+	h.busy = true
+	h.started = l.s.now()
+	l.inflight++
+	l.jobs <- &job{w: w, host: key}
+}
+
+// dispatch hands due watches to free workers. A watch whose host is not
+// ready is parked in memory when the host has none parked yet (it goes
+// as soon as the host is free), else postponed to a slot HostGap after
+// the host's last one. It returns when the loop should look again (zero:
+// on the next tick or completion).
+func (l *loopState) dispatch(ctx context.Context) (wake time.Time) {
+	s := l.s
+	now := s.now()
+	soon := func(t time.Time) {
+		if wake.IsZero() || t.Before(wake) {
+			wake = t
+		}
+	}
+	for len(l.slots) > 0 && !l.slots[0].After(now) {
+		heap.Pop(&l.slots)
+	}
+	defer func() {
+		if len(l.slots) > 0 {
+			soon(l.slots[0])
+		}
+	}()
+	// Parked watches go first, as soon as their host is ready.
+	for key, h := range l.parked {
+		switch {
+		case h.ready(now) && l.inflight < l.workers:
+			w := h.parked
+			h.parked = nil
+			delete(l.parked, key)
+			l.start(w, key, h)
+		case !h.busy:
+			soon(h.free)
+		}
+	}
+
+	postponed := 0
+	maxPostpone := s.MaxPostpone
+	if maxPostpone <= 0 {
+		maxPostpone = 256
+	}
+	skip := map[*changedigest.Watch]bool{}
+	for l.inflight < l.workers && postponed < maxPostpone && ctx.Err() == nil {
+		limit := (l.workers - l.inflight) + l.inflight + len(l.parked) + len(skip)
+		ws, err := l.src.due(ctx, now, limit)
+		if err != nil {
+			if ctx.Err() == nil {
+				s.logger().Error("crawl: listing due watches", "err", err)
+			}
+			return wake
+		}
+		progressed := false
+		for _, w := range ws {
+			if l.inflight >= l.workers || postponed >= maxPostpone {
+				break
+			}
+			if skip[w] || l.src.claimed(w) {
+				continue
+			}
+			key := hostKey(w.URL)
+			h := l.hosts[key]
+			if h == nil {
+				h = &hostState{}
+				l.hosts[key] = h
+			}
+			if h.ready(now) || h.parked == nil {
+				if !l.src.take(w) {
+					continue
+				}
+				progressed = true
+				if h.ready(now) {
+					l.start(w, key, h)
+					continue
+				}
+				h.parked = w
+				l.parked[key] = h
+				if !h.busy {
+					soon(h.free)
+				}
+				continue
+			}
+			until := l.slot(h, now)
+			if err := l.src.postpone(ctx, w, until); err != nil {
+				s.logger().Error("crawl: postponing watch", "watch_id", w.ID, "err", err)
+				skip[w] = true
+				continue
+			}
+			postponed++
+			progressed = true
+			heap.Push(&l.slots, until)
+		}
+		if !progressed || len(ws) < limit {
+			break
+		}
+	}
+	return wake
+}
+
+// slot reserves a turn for a watch whose host is taken (busy, or in its
+// gap, with a watch parked for it). The host is expected free at the end
+// of its gap, or, when busy, its usual check duration after the check in
+// flight started; the parked watch takes that turn, and each further
+// watch comes one step (usual duration + HostGap) after the last slot.
+func (l *loopState) slot(h *hostState, now time.Time) time.Time {
+	gap := l.s.HostGap
+	step := max(h.took+gap, minStep)
+	t := now
+	if h.free.After(t) {
+		t = h.free
+	}
+	if est := h.started.Add(h.took + gap); h.busy && est.After(t) {
+		t = est
+	}
+	t = t.Add(step) // the parked watch goes first
+	if h.slot.After(now) && t.Before(h.slot.Add(step)) {
+		t = h.slot.Add(step)
+	}
+	h.slot = t
+	return t
+}
+
+// release frees the host of a finished check and starts its gap, longer
+// after a 429 or 503.
+func (l *loopState) release(j *job) {
+	h := l.hosts[j.host]
+	if h == nil {
+		return
+	}
+	h.busy = false
+	end := l.s.now()
+	if !j.canceled {
+		if d := j.rep.Duration; h.took == 0 {
+			h.took = d
+		} else {
+			h.took = (7*h.took + 3*d) / 10
+		}
+	}
+	h.free = end.Add(l.s.HostGap)
+	if j.rep.Err != nil && Throttled(j.rep.Err) {
+		until := RetryAfter(j.rep.Err)
+		if until.IsZero() {
+			until = end.Add(l.s.ThrottleGap)
+		}
+		if limit := end.Add(l.s.MaxHostDelay); l.s.MaxHostDelay > 0 && until.After(limit) {
+			until = limit
+		}
+		if until.After(h.free) {
+			h.free = until
+		}
+	}
+}
+
+// sweep forgets idle hosts whose gap and slots are over.
+func (l *loopState) sweep(now time.Time) {
+	for k, h := range l.hosts {
+		if !h.busy && h.parked == nil && h.free.Before(now) && h.slot.Before(now) {
+			delete(l.hosts, k)
+		}
+	}
+}
+
+// check runs one check on a worker and saves the watch's new state.
+func (s *Scheduler) check(ctx context.Context, j *job) {
+	w := j.w
+	start := s.now()
+	cctx := ctx
+	if s.CheckTimeout > 0 {
+		var cancel context.CancelFunc
+		cctx, cancel = context.WithTimeout(ctx, s.CheckTimeout)
+		defer cancel()
+	}
+	o, err := s.runChecker(cctx, w)
+	if err != nil && ctx.Err() != nil {
+		j.canceled = true
+		return
+	}
+	end := s.now()
+	s.Policy.Apply(w, o, err, end)
+	j.rep = Report{Watch: w, Outcome: o, Err: err, Start: start, Duration: end.Sub(start)}
+	if s.Store != nil && w.ID != 0 {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		if serr := s.Store.SaveSchedule(sctx, w); serr != nil {
+			s.logger().Error("crawl: saving schedule", "watch_id", w.ID, "err", serr)
+			if j.rep.Err == nil {
+				j.rep.Err = fmt.Errorf("crawl: saving schedule of watch %d: %w", w.ID, serr)
+			}
+		}
+		cancel()
+	}
+	lg := s.logger()
+	if err != nil {
+		lg.Info("crawl: check failed", "watch_id", w.ID, "url", w.URL, "err", err,
+			"errors", w.ErrorCount, "next_check", w.NextCheck)
+	} else {
+		lg.Debug("crawl: checked", "watch_id", w.ID, "url", w.URL, "result", o.Result.String(),
+			"took", j.rep.Duration, "next_check", w.NextCheck)
+	}
+}
+
+// runChecker calls the Checker, turning a panic into an error so that one
+// bad page cannot bring the service down.
+func (s *Scheduler) runChecker(ctx context.Context, w *changedigest.Watch) (o Outcome, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			s.logger().Error("crawl: check panicked", "watch_id", w.ID, "url", w.URL, "panic", r, "stack", string(debug.Stack()))
+			o, err = Outcome{}, fmt.Errorf("crawl: check of %s failed: internal error (%v)", w.URL, r)
+		}
+	}()
+	return s.Checker.Check(ctx, w)
+}
