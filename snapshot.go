@@ -19,6 +19,8 @@ type Snapshot struct {
 
 	Kind  Kind   `json:"kind"`
 	Title string `json:"title,omitempty"`
+	// Zone is the CSS selector the version was segmented under, if any.
+	Zone string `json:"zone,omitempty"`
 	// Size is the length of the raw body in bytes; BodyHash its MD5 in hex.
 	Size     int    `json:"size"`
 	BodyHash string `json:"body_hash"`
