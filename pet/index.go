@@ -250,6 +250,9 @@ func (s *Store) openIndex(ctx context.Context) error {
 		return s.syncIndex()
 	}
 	if !rebuild {
+		if n := s.pendingCount(); n > 0 {
+			s.Logger.Info("replaying pending index updates", "markers", n)
+		}
 		if err := s.syncIndex(); err != nil {
 			s.Logger.Warn("replaying pending index updates failed; rebuilding the index", "err", err)
 			rebuild = true
@@ -262,6 +265,16 @@ func (s *Store) openIndex(ctx context.Context) error {
 		return s.rebuildIndex(ctx)
 	}
 	return nil
+}
+
+// pendingCount counts the pending index markers.
+func (s *Store) pendingCount() int {
+	n := 0
+	s.db.View(func(tx *bolt.Tx) error {
+		n = tx.Bucket(bPending).Stats().KeyN
+		return nil
+	})
+	return n
 }
 
 // indexableCount counts the segment records that have an index document.
