@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/analysis/lang/en"
@@ -20,17 +21,23 @@ import (
 // (segRec), not one per segment per version: an unchanged segment is
 // indexed once however many versions hold it. A document has no stored
 // fields; hits are resolved in pet.db.
+//
+// Times are indexed as calendar buckets (year, month, day and hour terms
+// in UTC) rather than as Bleve numbers, which cost sixteen terms a value:
+// a range query is the union of the fewest whole buckets covering it, so
+// ranges are applied at whole hours.
 const (
 	fText  = "text"  // the segment text, English analysis, term vectors for phrases and snippets
 	fUser  = "user"  // owner's user id, keyword
 	fWatch = "watch" // watch id, keyword
 	fTypes = "types" // change types that brought the segment, keywords
-	fFirst = "first" // ms since 1970 of the first version holding it
-	fLast  = "last"  // ms of the last version holding it; liveMillis while live
+	fFirst = "first" // buckets of the first version holding it
+	fLast  = "last"  // buckets of the last version holding it; liveTerm while live
+	fSort  = "sort"  // first time as fixed-width digits, for newest-first order
 )
 
-// liveMillis stands for "still in the latest version" in fLast.
-const liveMillis = float64(1 << 50)
+// liveTerm in fLast stands for "still in the latest version".
+const liveTerm = "live"
 
 func indexMapping() mapping.IndexMapping {
 	im := bleve.NewIndexMapping()
@@ -40,17 +47,13 @@ func indexMapping() mapping.IndexMapping {
 	text := bleve.NewTextFieldMapping()
 	text.Analyzer = en.AnalyzerName
 	text.Store, text.IncludeInAll, text.IncludeTermVectors, text.DocValues = false, false, true, false
+	text.SkipFreqNorm = true // hits are ordered by time, not score
 	dm.AddFieldMappingsAt(fText, text)
-	for _, name := range []string{fUser, fWatch, fTypes} {
+	for _, name := range []string{fUser, fWatch, fTypes, fFirst, fLast, fSort} {
 		kw := bleve.NewKeywordFieldMapping()
-		kw.Store, kw.IncludeInAll, kw.IncludeTermVectors, kw.DocValues = false, false, false, false
+		kw.Store, kw.IncludeInAll, kw.IncludeTermVectors = false, false, false
+		kw.DocValues = name == fSort
 		dm.AddFieldMappingsAt(name, kw)
-	}
-	for _, name := range []string{fFirst, fLast} {
-		n := bleve.NewNumericFieldMapping()
-		n.Store, n.IncludeInAll = false, false
-		n.DocValues = name == fFirst // sorting
-		dm.AddFieldMappingsAt(name, n)
 	}
 	im.DefaultMapping = dm
 	return im
@@ -70,13 +73,105 @@ func parseDocID(id string) (int64, uint64, bool) {
 	return wid, sid, err1 == nil && err2 == nil
 }
 
-func millis(t int64) float64 { return float64(t / 1e6) }
+// Bucket terms: a prefix letter and the UTC calendar fields.
+const (
+	yearLayout  = "y2006"
+	monthLayout = "m200601"
+	dayLayout   = "d20060102"
+	hourLayout  = "h2006010215"
+)
+
+// Times outside [minTime, maxTime] are clamped into it for indexing.
+var (
+	minTime = time.Date(1970, 1, 1, 0, 0, 0, 0, time.UTC)
+	maxTime = time.Date(2099, 12, 31, 23, 0, 0, 0, time.UTC)
+)
+
+func clampTime(t time.Time) time.Time {
+	t = t.UTC()
+	if t.Before(minTime) {
+		return minTime
+	}
+	if t.After(maxTime) {
+		return maxTime
+	}
+	return t
+}
+
+// buckets are the terms indexed for time t.
+func buckets(t time.Time) []string {
+	t = clampTime(t)
+	return []string{t.Format(yearLayout), t.Format(monthLayout), t.Format(dayLayout), t.Format(hourLayout)}
+}
+
+// cover returns the fewest bucket terms whose union is the hours from
+// the one holding a to the one holding b, inclusive.
+func cover(a, b time.Time) []string {
+	a, b = clampTime(a).Truncate(time.Hour), clampTime(b).Truncate(time.Hour)
+	var terms []string
+	for p := a; !p.After(b); {
+		y, m, d := p.Date()
+		units := []struct {
+			start, next time.Time
+			layout      string
+		}{
+			{time.Date(y, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(y+1, 1, 1, 0, 0, 0, 0, time.UTC), yearLayout},
+			{time.Date(y, m, 1, 0, 0, 0, 0, time.UTC), time.Date(y, m+1, 1, 0, 0, 0, 0, time.UTC), monthLayout},
+			{time.Date(y, m, d, 0, 0, 0, 0, time.UTC), time.Date(y, m, d+1, 0, 0, 0, 0, time.UTC), dayLayout},
+			{p, p.Add(time.Hour), hourLayout},
+		}
+		for _, u := range units {
+			if u.start.Equal(p) && !u.next.After(b.Add(time.Hour)) {
+				terms = append(terms, p.Format(u.layout))
+				p = u.next
+				break
+			}
+		}
+	}
+	return terms
+}
+
+// timeSpan returns the oldest and newest fetch times ever stored, which
+// bound the open ends of a search range.
+func timeSpan(tx *bolt.Tx) (time.Time, time.Time) {
+	m := tx.Bucket(bMeta)
+	lo, hi := minTime, maxTime
+	if v := m.Get(metaMinTime); v != nil {
+		lo = time.Unix(0, at(v, 0)).UTC()
+	}
+	if v := m.Get(metaMaxTime); v != nil {
+		hi = time.Unix(0, at(v, 0)).UTC()
+	}
+	return lo, hi
+}
+
+// widenSpan records a fetch time in the span timeSpan returns.
+func widenSpan(tx *bolt.Tx, t time.Time) error {
+	n := unixNano(clampTime(t))
+	m := tx.Bucket(bMeta)
+	if v := m.Get(metaMinTime); v == nil || n < at(v, 0) {
+		if err := m.Put(metaMinTime, id64(n)); err != nil {
+			return err
+		}
+	}
+	if v := m.Get(metaMaxTime); v == nil || n > at(v, 0) {
+		return m.Put(metaMaxTime, id64(n))
+	}
+	return nil
+}
+
+var (
+	metaMinTime = []byte("min_time")
+	metaMaxTime = []byte("max_time")
+)
+
+func sortKey(t time.Time) string { return fmt.Sprintf("%020d", unixNano(clampTime(t))) }
 
 // document is the index document of a segment record.
 func document(userID, watchID int64, r *segRec) map[string]any {
-	last := liveMillis
+	last := []string{liveTerm}
 	if !r.Live {
-		last = millis(unixNano(r.LastTime))
+		last = buckets(r.LastTime)
 	}
 	var types []string
 	for _, t := range r.Types.types() {
@@ -87,8 +182,9 @@ func document(userID, watchID int64, r *segRec) map[string]any {
 		fUser:  strconv.FormatInt(userID, 10),
 		fWatch: strconv.FormatInt(watchID, 10),
 		fTypes: types,
-		fFirst: millis(unixNano(r.FirstTime)),
+		fFirst: buckets(r.FirstTime),
 		fLast:  last,
+		fSort:  sortKey(r.FirstTime),
 	}
 }
 

@@ -31,7 +31,8 @@ type Query struct {
 	WatchID int64
 	// Since and Until keep segments that were on the page at some time in
 	// [Since, Until]: first seen at or before Until and last seen at or
-	// after Since (or still there). Zero means unbounded.
+	// after Since (or still there). They apply at whole hours (UTC): the
+	// hours holding Since and Until count in full. Zero means unbounded.
 	Since, Until time.Time
 	// Types keeps segments brought by a change of one of these types.
 	Types []changedigest.ChangeType
@@ -151,21 +152,30 @@ func (s *Store) Search(ctx context.Context, q Query) (*Results, error) {
 		}
 		conj = append(conj, bleve.NewDisjunctionQuery(dis...))
 	}
-	yes := true
-	if !q.Since.IsZero() {
-		min := millis(unixNano(q.Since))
-		rq := bleve.NewNumericRangeInclusiveQuery(&min, nil, &yes, nil)
-		rq.SetField(fLast)
-		conj = append(conj, rq)
+	terms := func(field string, values []string) query.Query {
+		dis := make([]query.Query, len(values))
+		for i, v := range values {
+			dis[i] = term(field, v)
+		}
+		return bleve.NewDisjunctionQuery(dis...)
 	}
-	if !q.Until.IsZero() {
-		max := millis(unixNano(q.Until))
-		rq := bleve.NewNumericRangeInclusiveQuery(nil, &max, nil, &yes)
-		rq.SetField(fFirst)
-		conj = append(conj, rq)
+	if !q.Since.IsZero() || !q.Until.IsZero() {
+		var lo, hi time.Time
+		s.db.View(func(tx *bolt.Tx) error {
+			lo, hi = timeSpan(tx)
+			return nil
+		})
+		if !q.Since.IsZero() {
+			// Last seen at or after Since, or still there.
+			conj = append(conj, terms(fLast, append(cover(q.Since, hi), liveTerm)))
+		}
+		if !q.Until.IsZero() {
+			// First seen at or before Until.
+			conj = append(conj, terms(fFirst, cover(lo, q.Until)))
+		}
 	}
 	req := bleve.NewSearchRequestOptions(bleve.NewConjunctionQuery(conj...), limit, q.Offset, false)
-	req.SortBy([]string{"-" + fFirst, "-_id"})
+	req.SortBy([]string{"-" + fSort, "-_id"})
 	req.IncludeLocations = true
 
 	s.idxMu.RLock()

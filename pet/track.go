@@ -340,7 +340,7 @@ func (t *trackTx) add(snap *changedigest.Snapshot, body []byte, pieces []piece, 
 		}
 	}
 	t.meta.Latest = seq
-	return seq, nil
+	return seq, widenSpan(t.tx, fetched)
 }
 
 // retention returns the version and day limits of the watch.
