@@ -156,8 +156,9 @@ func (c *chunkStore) lookup(sum [16]byte) uint64 {
 }
 
 // ref adds one reference to the chunk with bytes p (hash sum), storing it
-// if new; packed, when not nil, is p already compressed.
-func (c *chunkStore) ref(sum [16]byte, p, packed []byte) (uint64, error) {
+// if new. packed, when not nil, is p already encoded, as a delta against
+// chunk base when base is not 0 (see deltaPack).
+func (c *chunkStore) ref(sum [16]byte, p, packed []byte, base uint64) (uint64, error) {
 	if id := c.lookup(sum); id != 0 {
 		k := key(id)
 		n, _ := uvarint(c.refs.Get(k))
@@ -167,8 +168,17 @@ func (c *chunkStore) ref(sum [16]byte, p, packed []byte) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
+	if base != 0 && c.data.Get(key(base)) == nil {
+		packed = nil // the base went away meanwhile
+	}
 	if packed == nil {
-		packed = pack(p)
+		packed, base = pack(p), 0
+	}
+	if base != 0 {
+		// The delta keeps its base alive.
+		if err := c.addRef(base); err != nil {
+			return 0, err
+		}
 	}
 	k := key(id)
 	if err := c.data.Put(k, packed); err != nil {
@@ -180,36 +190,117 @@ func (c *chunkStore) ref(sum [16]byte, p, packed []byte) (uint64, error) {
 	return id, c.refs.Put(k, append(putUvarint(nil, 1), sum[:]...))
 }
 
-// unref drops one reference, deleting the chunk with its last one.
-func (c *chunkStore) unref(id uint64) error {
+// addRef adds one reference to a stored chunk.
+func (c *chunkStore) addRef(id uint64) error {
 	k := key(id)
 	v := c.refs.Get(k)
-	if v == nil {
+	n, w := uvarint(v)
+	if v == nil || w <= 0 {
 		return corruptf("chunk %d has no reference count", id)
 	}
-	n, w := uvarint(v)
-	if w <= 0 || len(v) != w+16 {
-		return corruptf("chunk %d has a bad reference record", id)
-	}
-	if n > 1 {
-		return c.refs.Put(k, append(putUvarint(nil, n-1), v[w:]...))
-	}
-	if err := c.hash.Delete(v[w:]); err != nil {
-		return err
-	}
-	if err := c.data.Delete(k); err != nil {
-		return err
-	}
-	return c.refs.Delete(k)
+	return c.refs.Put(k, append(putUvarint(nil, n+1), v[w:]...))
 }
 
-// read returns the bytes of chunk id.
+// maxChunk bounds one stored chunk: body pieces are at most 16 KiB,
+// layouts at most maxLayout.
+const maxChunk = maxLayout
+
+// unref drops one reference, deleting the chunk with its last one (and
+// then dropping the reference it held on its delta base).
+func (c *chunkStore) unref(id uint64) error {
+	for id != 0 {
+		k := key(id)
+		v := c.refs.Get(k)
+		if v == nil {
+			return corruptf("chunk %d has no reference count", id)
+		}
+		n, w := uvarint(v)
+		if w <= 0 || len(v) != w+16 {
+			return corruptf("chunk %d has a bad reference record", id)
+		}
+		if n > 1 {
+			return c.refs.Put(k, append(putUvarint(nil, n-1), v[w:]...))
+		}
+		_, base, _ := deltaHeader(c.data.Get(k))
+		if err := c.hash.Delete(v[w:]); err != nil {
+			return err
+		}
+		if err := c.data.Delete(k); err != nil {
+			return err
+		}
+		if err := c.refs.Delete(k); err != nil {
+			return err
+		}
+		id = base
+	}
+	return nil
+}
+
+// Delta chunks: a changed piece deflated against the piece that held its
+// place in the previous version, as [blobDelta][depth][uvarint base][deflate].
+// Depth bounds the chain a read must resolve.
+const (
+	blobDelta     = 3
+	maxDeltaDepth = 8
+)
+
+// deltaHeader returns the depth and base of a delta chunk, and where its
+// deflate stream starts; base is 0 for other chunks.
+func deltaHeader(v []byte) (depth int, base uint64, rest int) {
+	if len(v) < 3 || v[0] != blobDelta {
+		return 0, 0, 0
+	}
+	b, w := uvarint(v[2:])
+	if w <= 0 {
+		return 0, 0, 0
+	}
+	return int(v[1]), b, 2 + w
+}
+
+// deltaPack encodes p against baseData, the bytes of chunk base stored as
+// baseBlob, if that is smaller than pack(p); else it returns nil.
+func deltaPack(p []byte, base uint64, baseBlob, baseData []byte) []byte {
+	depth, _, _ := deltaHeader(baseBlob)
+	if depth+1 > maxDeltaDepth || len(p) < minCompress || len(baseData) == 0 {
+		return nil
+	}
+	d := packDict(p, baseData)
+	if d[0] != blobDict {
+		return nil
+	}
+	out := append([]byte{blobDelta, byte(depth + 1)}, putUvarint(nil, base)...)
+	return append(out, d[1:]...)
+}
+
+// readChunk returns the bytes of chunk id, resolving delta chains.
 func readChunk(tx *bolt.Tx, id uint64, limit int) ([]byte, error) {
+	return readChunkDepth(tx, id, limit, maxDeltaDepth)
+}
+
+func readChunkDepth(tx *bolt.Tx, id uint64, limit, depthLeft int) ([]byte, error) {
 	v := tx.Bucket(bChunkData).Get(key(id))
 	if v == nil {
 		return nil, corruptf("chunk %d is missing", id)
 	}
-	p, err := unpack(v, limit)
+	depth, base, rest := deltaHeader(v)
+	if base == 0 {
+		if len(v) > 0 && v[0] == blobDelta {
+			return nil, corruptf("chunk %d has a bad delta header", id)
+		}
+		p, err := unpack(v, limit)
+		if err != nil {
+			return nil, corruptf("chunk %d: %v", id, err)
+		}
+		return p, nil
+	}
+	if depth < 1 || depth > depthLeft {
+		return nil, corruptf("chunk %d: delta chain deeper than %d", id, maxDeltaDepth)
+	}
+	dict, err := readChunkDepth(tx, base, maxChunk, depth-1)
+	if err != nil {
+		return nil, err
+	}
+	p, err := unpackDict(append([]byte{blobDict}, v[rest:]...), dict, limit)
 	if err != nil {
 		return nil, corruptf("chunk %d: %v", id, err)
 	}

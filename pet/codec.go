@@ -161,6 +161,9 @@ func (d *dec) time() time.Time {
 const (
 	blobRaw   = 0
 	blobFlate = 1
+	// blobDict is deflated with a preset dictionary kept elsewhere (a
+	// segment's text against the segment's HTML).
+	blobDict = 2
 	// minCompress is the size below which compression is not tried.
 	minCompress = 48
 )
@@ -193,26 +196,57 @@ func pack(p []byte) []byte {
 	return out
 }
 
+// packDict compresses p with a preset dictionary when that beats pack.
+func packDict(p, dict []byte) []byte {
+	plain := pack(p)
+	if len(dict) == 0 || len(p) < minCompress {
+		return plain
+	}
+	var buf bytes.Buffer
+	buf.WriteByte(blobDict)
+	w, err := flate.NewWriterDict(&buf, flate.DefaultCompression, dict)
+	if err != nil {
+		return plain
+	}
+	if _, err := w.Write(p); err != nil || w.Close() != nil || buf.Len() >= len(plain) {
+		return plain
+	}
+	return buf.Bytes()
+}
+
 // unpack reverses pack. limit bounds the output, against corrupt data.
-func unpack(p []byte, limit int) ([]byte, error) {
+func unpack(p []byte, limit int) ([]byte, error) { return unpackDict(p, nil, limit) }
+
+// unpackDict reverses pack and packDict; dict is the dictionary packDict
+// was given (nil for blobs made by pack).
+func unpackDict(p, dict []byte, limit int) ([]byte, error) {
 	if len(p) == 0 {
 		return nil, errShort
 	}
+	var r io.ReadCloser
 	switch p[0] {
 	case blobRaw:
+		if len(p)-1 > limit {
+			return nil, fmt.Errorf("blob exceeds %d bytes", limit)
+		}
 		return bytes.Clone(p[1:]), nil
 	case blobFlate:
-		r := flate.NewReader(bytes.NewReader(p[1:]))
-		defer r.Close()
-		out, err := io.ReadAll(io.LimitReader(r, int64(limit)+1))
-		if err != nil {
-			return nil, fmt.Errorf("inflate: %w", err)
+		r = flate.NewReader(bytes.NewReader(p[1:]))
+	case blobDict:
+		if dict == nil {
+			return nil, fmt.Errorf("blob needs a dictionary")
 		}
-		if len(out) > limit {
-			return nil, fmt.Errorf("inflated data exceeds %d bytes", limit)
-		}
-		return out, nil
+		r = flate.NewReaderDict(bytes.NewReader(p[1:]), dict)
 	default:
 		return nil, fmt.Errorf("unknown blob encoding %d", p[0])
 	}
+	defer r.Close()
+	out, err := io.ReadAll(io.LimitReader(r, int64(limit)+1))
+	if err != nil {
+		return nil, fmt.Errorf("inflate: %w", err)
+	}
+	if len(out) > limit {
+		return nil, fmt.Errorf("inflated data exceeds %d bytes", limit)
+	}
+	return out, nil
 }

@@ -304,7 +304,7 @@ func (s *Store) batchWatch(tx *bolt.Tx, batch *bleve.Batch, wid int64, ids map[u
 			batch.Delete(docID(wid, id))
 			continue
 		}
-		r, err := decodeSeg(v)
+		r, err := decodeSeg(tx, v, true)
 		if err != nil {
 			return corruptf("segment %d of watch %d: %v", id, wid, err)
 		}
@@ -435,7 +435,7 @@ func (s *Store) rebuildIndex(ctx context.Context) error {
 				}
 				uid, users[wid] = w.UserID, w.UserID
 			}
-			r, err := decodeSeg(v)
+			r, err := decodeSeg(tx, v, true)
 			if err != nil {
 				return corruptf("segment %d of watch %d: %v", id, wid, err)
 			}

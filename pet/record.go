@@ -1,10 +1,16 @@
 package pet
 
 import (
-	"encoding/json"
+	"bytes"
+	"crypto/md5"
+	"encoding/binary"
+	"encoding/hex"
 	"fmt"
+	"math"
 	"strings"
 	"time"
+
+	bolt "go.etcd.io/bbolt"
 
 	"github.com/changedigest/changedigest"
 )
@@ -96,10 +102,17 @@ type segRec struct {
 	LastTime time.Time
 	// Hash, Index, Path and Text are the segment as first stored; they
 	// never change, and a version records only where it differs from them.
+	// Text is loaded only when asked for (decodeSeg).
 	Hash  string
 	Index int
 	Path  string
 	Text  string
+	// Dict is the chunk (the segment's HTML) that the stored text was
+	// deflated against, 0 for none; the record holds a reference on it.
+	Dict uint64
+	// packed is the stored text; hasText says it is not blank.
+	packed  []byte
+	hasText bool
 }
 
 // firstPath is the segment's path in its first stored version.
@@ -120,7 +133,7 @@ func indexable(text string) bool { return strings.TrimSpace(text) != "" }
 func (r *segRec) encode() []byte {
 	var e enc
 	var flags byte
-	if indexable(r.Text) {
+	if r.hasText {
 		flags |= segIndexable
 	}
 	if r.Live {
@@ -137,14 +150,16 @@ func (r *segRec) encode() []byte {
 	e.uint(uint64(r.Index))
 	e.str(r.Hash)
 	e.str(r.Path)
-	e.bytes(pack([]byte(r.Text)))
+	e.uint(r.Dict)
+	e.bytes(r.packed)
 	return e.b
 }
 
-func decodeSeg(v []byte) (*segRec, error) {
+// decodeSeg decodes a segment record, with its text when withText.
+func decodeSeg(tx *bolt.Tx, v []byte, withText bool) (*segRec, error) {
 	d := dec{b: v}
 	flags := d.byte()
-	r := &segRec{Live: flags&segLive != 0}
+	r := &segRec{Live: flags&segLive != 0, hasText: flags&segIndexable != 0}
 	r.FirstSeq = int(d.uint())
 	r.FirstTime = d.time()
 	r.FirstIndex = int(d.uint())
@@ -155,15 +170,28 @@ func decodeSeg(v []byte) (*segRec, error) {
 	r.Index = int(d.uint())
 	r.Hash = d.str()
 	r.Path = d.str()
-	packed := d.bytes()
+	r.Dict = d.uint()
+	r.packed = bytes.Clone(d.bytes())
+	if d.err == nil && len(d.b) != 0 {
+		d.fail(fmt.Errorf("%d trailing bytes", len(d.b)))
+	}
 	if d.err != nil {
 		return nil, d.err
 	}
-	text, err := unpack(packed, maxText)
-	if err != nil {
-		return nil, err
+	if withText {
+		var dict []byte
+		if r.Dict != 0 {
+			var err error
+			if dict, err = readChunk(tx, r.Dict, maxChunk); err != nil {
+				return nil, err
+			}
+		}
+		text, err := unpackDict(r.packed, dict, maxText)
+		if err != nil {
+			return nil, err
+		}
+		r.Text = string(text)
 	}
-	r.Text = string(text)
 	return r, nil
 }
 
@@ -173,20 +201,179 @@ const maxText = 4 << 20
 // versionHeader is the part of a version record that is not the segment
 // table: fetch metadata and the change set.
 type versionHeader struct {
-	FetchedAt    int64                 `json:"t"`
-	Status       int                   `json:"s,omitempty"`
-	ETag         string                `json:"e,omitempty"`
-	LastModified string                `json:"lm,omitempty"`
-	ContentType  string                `json:"ct,omitempty"`
-	FinalURL     string                `json:"u,omitempty"`
-	Kind         changedigest.Kind     `json:"k,omitempty"`
-	Title        string                `json:"ti,omitempty"`
-	Size         int                   `json:"n"`
-	BodyHash     string                `json:"bh,omitempty"`
-	Similarity   float64               `json:"sim,omitempty"`
-	Changes      []changedigest.Change `json:"c,omitempty"`
-	// Sum is the first 8 bytes of the body's SHA-256, checked on read.
-	Sum uint64 `json:"sum"`
+	FetchedAt    int64
+	Status       int
+	ETag         string
+	LastModified string
+	ContentType  string
+	FinalURL     string
+	Kind         changedigest.Kind
+	Title        string
+	Size         int
+	BodyHash     string
+	Similarity   float64
+	Changes      []changedigest.Change
+	// Sum is the first 8 bytes of the body's SHA-256, checked on read,
+	// unless BodyHash is the body's MD5 (then that is checked).
+	Sum uint64
+	// bodyMD5 says that BodyHash is the hex MD5 of the body.
+	bodyMD5 bool
+}
+
+// Header flags.
+const (
+	hdrBodyMD5 = 1 << iota // BodyHash is the body's MD5, stored as 16 bytes
+	hdrSimilarity
+)
+
+// Change flags: which optional fields follow.
+const (
+	chOldItem = 1 << iota
+	chNewItem
+	chTitle
+	chLink
+	chSimilarity
+)
+
+func (h *versionHeader) encode(e *enc) {
+	var flags byte
+	if h.bodyMD5 {
+		flags |= hdrBodyMD5
+	}
+	if h.Similarity != 0 {
+		flags |= hdrSimilarity
+	}
+	e.byte(flags)
+	e.int(h.FetchedAt)
+	e.int(int64(h.Status))
+	for _, s := range []string{h.ETag, h.LastModified, h.ContentType, h.FinalURL, string(h.Kind), h.Title} {
+		e.str(s)
+	}
+	e.uint(uint64(h.Size))
+	if h.bodyMD5 {
+		b, _ := hex.DecodeString(h.BodyHash)
+		e.b = append(e.b, b...)
+	} else {
+		e.str(h.BodyHash)
+		e.b = binary.BigEndian.AppendUint64(e.b, h.Sum)
+	}
+	if h.Similarity != 0 {
+		e.b = binary.BigEndian.AppendUint64(e.b, math.Float64bits(h.Similarity))
+	}
+	e.uint(uint64(len(h.Changes)))
+	for _, c := range h.Changes {
+		var cf byte
+		if c.OldItem != nil {
+			cf |= chOldItem
+		}
+		if c.NewItem != nil {
+			cf |= chNewItem
+		}
+		if c.Title != "" {
+			cf |= chTitle
+		}
+		if c.Link != "" {
+			cf |= chLink
+		}
+		if c.Similarity != nil {
+			cf |= chSimilarity
+		}
+		e.byte(cf)
+		e.int(int64(c.Segment))
+		e.str(c.Path)
+		e.str(string(c.Type))
+		e.str(string(c.Op))
+		e.str(c.OldText)
+		e.str(c.NewText)
+		if c.OldItem != nil {
+			e.int(int64(*c.OldItem))
+		}
+		if c.NewItem != nil {
+			e.int(int64(*c.NewItem))
+		}
+		if c.Title != "" {
+			e.str(c.Title)
+		}
+		if c.Link != "" {
+			e.str(c.Link)
+		}
+		if c.Similarity != nil {
+			e.b = binary.BigEndian.AppendUint64(e.b, math.Float64bits(*c.Similarity))
+		}
+	}
+}
+
+func (d *dec) fixed(n int) []byte {
+	if d.err != nil {
+		return nil
+	}
+	if len(d.b) < n {
+		d.fail(errShort)
+		return nil
+	}
+	p := d.b[:n]
+	d.b = d.b[n:]
+	return p
+}
+
+func (d *dec) float() float64 {
+	p := d.fixed(8)
+	if p == nil {
+		return 0
+	}
+	return math.Float64frombits(binary.BigEndian.Uint64(p))
+}
+
+func (h *versionHeader) decode(d *dec) {
+	flags := d.byte()
+	h.FetchedAt = d.int()
+	h.Status = int(d.int())
+	h.ETag, h.LastModified, h.ContentType, h.FinalURL = d.str(), d.str(), d.str(), d.str()
+	h.Kind, h.Title = changedigest.Kind(d.str()), d.str()
+	h.Size = int(d.uint())
+	if flags&hdrBodyMD5 != 0 {
+		h.bodyMD5 = true
+		h.BodyHash = hex.EncodeToString(d.fixed(md5.Size))
+	} else {
+		h.BodyHash = d.str()
+		if p := d.fixed(8); p != nil {
+			h.Sum = binary.BigEndian.Uint64(p)
+		}
+	}
+	if flags&hdrSimilarity != 0 {
+		h.Similarity = d.float()
+	}
+	n := d.count()
+	if n > 0 {
+		h.Changes = make([]changedigest.Change, n)
+	}
+	for i := range h.Changes {
+		c := &h.Changes[i]
+		cf := d.byte()
+		c.Segment = int(d.int())
+		c.Path = d.str()
+		c.Type = changedigest.ChangeType(d.str())
+		c.Op = changedigest.Op(d.str())
+		c.OldText, c.NewText = d.str(), d.str()
+		if cf&chOldItem != 0 {
+			v := int(d.int())
+			c.OldItem = &v
+		}
+		if cf&chNewItem != 0 {
+			v := int(d.int())
+			c.NewItem = &v
+		}
+		if cf&chTitle != 0 {
+			c.Title = d.str()
+		}
+		if cf&chLink != 0 {
+			c.Link = d.str()
+		}
+		if cf&chSimilarity != 0 {
+			v := d.float()
+			c.Similarity = &v
+		}
+	}
 }
 
 // segRef is one segment of a version: the watch's segment id and what
@@ -222,12 +409,8 @@ const recordFormat = 1
 // delta-coded, so a version that shares most segments and chunks with the
 // one before costs about a byte per segment and chunk.
 func (r *versionRec) encode() ([]byte, error) {
-	hdr, err := json.Marshal(r.hdr)
-	if err != nil {
-		return nil, err
-	}
 	var e enc
-	e.bytes(hdr)
+	r.hdr.encode(&e)
 	e.uint(r.layout)
 	e.uint(uint64(len(r.segs)))
 	var prevID uint64
@@ -270,12 +453,7 @@ func decodeVersion(v []byte) (*versionRec, error) {
 	}
 	d := dec{b: body}
 	r := &versionRec{}
-	hdr := d.bytes()
-	if d.err == nil {
-		if err := json.Unmarshal(hdr, &r.hdr); err != nil {
-			return nil, fmt.Errorf("header: %w", err)
-		}
-	}
+	r.hdr.decode(&d)
 	r.layout = d.uint()
 	n := d.count()
 	r.segs = make([]segRef, n)

@@ -249,7 +249,7 @@ func resolveHit(tx *bolt.Tx, h *search.DocumentMatch) (Hit, bool, error) {
 	if v == nil {
 		return Hit{}, false, nil
 	}
-	r, err := decodeSeg(v)
+	r, err := decodeSeg(tx, v, true)
 	if err != nil {
 		return Hit{}, false, corruptf("segment %d of watch %d: %v", sid, wid, err)
 	}

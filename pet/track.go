@@ -3,12 +3,15 @@ package pet
 import (
 	"bytes"
 	"context"
+	"crypto/md5"
 	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
 	"sort"
+	"strings"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -45,7 +48,7 @@ func (s *Store) AddVersion(ctx context.Context, watchID int64, snap *changediges
 		return 0, fmt.Errorf("pet: add version to watch %d: %w", watchID, err)
 	}
 	pieces := split(body, snap.Segments)
-	packed := s.packNew(pieces)
+	packed := s.packNew(watchID, pieces)
 	fetched := snap.FetchedAt
 	if fetched.IsZero() {
 		fetched = s.now()
@@ -109,24 +112,49 @@ func (s *Store) checkSnapshot(snap *changedigest.Snapshot, body []byte) error {
 	return checkRanges(snap.Segments, len(body))
 }
 
+// packed is a new piece encoded before the write transaction.
+type packed struct {
+	blob []byte
+	base uint64 // delta base chunk, 0 for none
+}
+
 // packNew compresses the pieces not yet stored, before the write
-// transaction takes the lock. A piece stored meanwhile is compressed
-// again inside it.
-func (s *Store) packNew(pieces []piece) [][]byte {
-	packed := make([][]byte, len(pieces))
+// transaction takes the lock. A changed piece is tried as a delta against
+// the chunk at the same place in the watch's latest version (an edited
+// paragraph costs the edit, not the paragraph). A piece stored meanwhile
+// is compressed again inside the transaction.
+func (s *Store) packNew(watchID int64, pieces []piece) []packed {
+	out := make([]packed, len(pieces))
 	_ = s.db.View(func(tx *bolt.Tx) error {
-		b := tx.Bucket(bChunkHash)
+		var prev []uint64
+		if m, err := trackOf(tx, watchID); err == nil && m.Latest > 0 {
+			if _, rec, err := readVersion(tx, watchID, m.Latest, false); err == nil {
+				prev = rec.chunks
+			}
+		}
+		b, data := tx.Bucket(bChunkHash), tx.Bucket(bChunkData)
 		done := map[[16]byte]bool{}
 		for i, p := range pieces {
 			if done[p.sum] || b.Get(p.sum[:]) != nil {
 				continue
 			}
 			done[p.sum] = true
-			packed[i] = pack(p.data)
+			out[i].blob = pack(p.data)
+			if i >= len(prev) || len(out[i].blob) < 32 {
+				continue
+			}
+			baseBlob := data.Get(key(prev[i]))
+			baseData, err := readChunk(tx, prev[i], maxChunk)
+			if err != nil {
+				continue
+			}
+			if d := deltaPack(p.data, prev[i], baseBlob, baseData); d != nil && len(d) < len(out[i].blob) {
+				out[i] = packed{blob: d, base: prev[i]}
+			}
 		}
 		return nil
 	})
-	return packed
+	return out
 }
 
 // trackTx is one watch's track inside a write transaction.
@@ -159,8 +187,10 @@ func (s *Store) openTrack(tx *bolt.Tx, watchID int64) (*trackTx, error) {
 		chunks:   newChunkStore(tx),
 		touched:  map[uint64]bool{},
 	}
+	// Keys of these grow with time: pack pages full.
 	t.versions.FillPercent = 0.9
 	t.segs.FillPercent = 0.9
+	t.events.FillPercent = 0.9
 	if v := tx.Bucket(bTracks).Get(id64(watchID)); v != nil {
 		if t.meta, err = decodeTrack(v); err != nil {
 			return nil, corruptf("track of watch %d: %v", watchID, err)
@@ -173,14 +203,22 @@ func (t *trackTx) id() int64 { return t.watch.ID }
 
 func (t *trackTx) segKey(id uint64) []byte { return key(uint64(t.id()), id) }
 
-func (t *trackTx) hashKey(hash string) []byte { return append(id64(t.id()), hash...) }
+// hashKey is the seg_hash key of a segment hash: lower-case hex (an MD5,
+// as the segmenter writes) is stored as its bytes, anything else as is.
+func (t *trackTx) hashKey(hash string) []byte {
+	k := id64(t.id())
+	if b, err := hex.DecodeString(hash); err == nil && strings.ToLower(hash) == hash {
+		return append(append(k, 1), b...)
+	}
+	return append(append(k, 0), hash...)
+}
 
-func (t *trackTx) loadSeg(id uint64) (*segRec, error) {
+func (t *trackTx) loadSeg(id uint64, withText bool) (*segRec, error) {
 	v := t.segs.Get(t.segKey(id))
 	if v == nil {
 		return nil, corruptf("segment %d of watch %d is missing", id, t.id())
 	}
-	r, err := decodeSeg(v)
+	r, err := decodeSeg(t.tx, v, withText)
 	if err != nil {
 		return nil, corruptf("segment %d of watch %d: %v", id, t.id(), err)
 	}
@@ -216,37 +254,61 @@ func typesAt(cs []changedigest.Change) map[int]typeMask {
 	return m
 }
 
+// check tells whether body is the one the header was written for.
+func (h *versionHeader) check(body []byte) bool {
+	if h.bodyMD5 {
+		sum := md5.Sum(body)
+		return hex.EncodeToString(sum[:]) == h.BodyHash
+	}
+	return bodySum(body) == h.Sum
+}
+
 func bodySum(body []byte) uint64 {
 	h := sha256.Sum256(body)
 	return binary.BigEndian.Uint64(h[:8])
 }
 
 // add writes version Latest+1 and returns its number.
-func (t *trackTx) add(snap *changedigest.Snapshot, body []byte, pieces []piece, packed [][]byte, fetched time.Time) (int, error) {
+func (t *trackTx) add(snap *changedigest.Snapshot, body []byte, pieces []piece, packed []packed, fetched time.Time) (int, error) {
 	seq := t.meta.Latest + 1
 	rec := &versionRec{hdr: versionHeader{
 		FetchedAt: unixNano(fetched), Status: snap.Status, ETag: snap.ETag,
 		LastModified: snap.LastModified, ContentType: snap.ContentType, FinalURL: snap.FinalURL,
 		Kind: snap.Kind, Title: snap.Title, Size: len(body), BodyHash: snap.BodyHash,
-		Similarity: snap.Similarity, Changes: snap.Changes, Sum: bodySum(body),
+		Similarity: snap.Similarity, Changes: snap.Changes,
 	}}
+	if h := md5.Sum(body); snap.BodyHash == hex.EncodeToString(h[:]) {
+		rec.hdr.bodyMD5 = true
+	} else {
+		rec.hdr.Sum = bodySum(body)
+	}
 	if math.IsNaN(rec.hdr.Similarity) || math.IsInf(rec.hdr.Similarity, 0) {
 		rec.hdr.Similarity = 0
 	}
 	seen := map[[16]byte]uint64{}
+	// spans maps a piece's start to its end and chunk, to find the piece
+	// that is exactly a segment.
+	type span struct {
+		end int
+		id  uint64
+	}
+	spans := map[int]span{}
+	off := 0
 	for i, p := range pieces {
 		id, ok := seen[p.sum]
 		if !ok {
 			var err error
-			if id, err = t.chunks.ref(p.sum, p.data, packed[i]); err != nil {
+			if id, err = t.chunks.ref(p.sum, p.data, packed[i].blob, packed[i].base); err != nil {
 				return 0, err
 			}
 			seen[p.sum] = id
 		}
 		rec.chunks = append(rec.chunks, id)
+		spans[off] = span{off + len(p.data), id}
+		off += len(p.data)
 	}
 	if len(snap.Layout) > 0 {
-		id, err := t.chunks.ref(sum16(snap.Layout), snap.Layout, nil)
+		id, err := t.chunks.ref(sum16(snap.Layout), snap.Layout, nil, 0)
 		if err != nil {
 			return 0, err
 		}
@@ -272,7 +334,7 @@ func (t *trackTx) add(snap *changedigest.Snapshot, body []byte, pieces []piece, 
 		if v := t.segHash.Get(t.hashKey(seg.Hash)); v != nil {
 			id = uint64(at(v, 0))
 			var err error
-			if r, err = t.loadSeg(id); err != nil {
+			if r, err = t.loadSeg(id, true); err != nil {
 				return 0, err
 			}
 			if !r.Live {
@@ -288,6 +350,18 @@ func (t *trackTx) add(snap *changedigest.Snapshot, body []byte, pieces []piece, 
 			r = &segRec{
 				Live: true, FirstSeq: seq, FirstTime: fetched, FirstIndex: seg.Index,
 				Types: types[seg.Index], Hash: seg.Hash, Index: seg.Index, Path: seg.Path, Text: seg.Text,
+				hasText: indexable(seg.Text),
+			}
+			// The text is mostly words of the segment's HTML: deflate it
+			// against that, when the segment is exactly one chunk.
+			r.packed = pack([]byte(seg.Text))
+			if sp, ok := spans[seg.Start]; ok && seg.Start >= 0 && sp.end == seg.End && seg.End > seg.Start {
+				if p := packDict([]byte(seg.Text), body[seg.Start:seg.End]); p[0] == blobDict {
+					if err := t.chunks.addRef(sp.id); err != nil {
+						return 0, err
+					}
+					r.packed, r.Dict = p, sp.id
+				}
 			}
 			if err := t.putSeg(id, r); err != nil {
 				return 0, err
@@ -316,7 +390,7 @@ func (t *trackTx) add(snap *changedigest.Snapshot, body []byte, pieces []piece, 
 		if cur[id] {
 			continue
 		}
-		r, err := t.loadSeg(id)
+		r, err := t.loadSeg(id, false)
 		if err != nil {
 			return 0, err
 		}
@@ -398,7 +472,7 @@ func (t *trackTx) drop(seq int, rec *versionRec, needFirst map[uint64]*segRec) e
 		r, ok := needFirst[id]
 		if !ok {
 			var err error
-			if r, err = t.loadSeg(id); err != nil {
+			if r, err = t.loadSeg(id, false); err != nil {
 				return err
 			}
 		}
@@ -406,6 +480,11 @@ func (t *trackTx) drop(seq int, rec *versionRec, needFirst map[uint64]*segRec) e
 		case !r.Live && r.LastSeq <= seq:
 			delete(needFirst, id)
 			t.touched[id] = true
+			if r.Dict != 0 {
+				if err := t.chunks.unref(r.Dict); err != nil {
+					return err
+				}
+			}
 			if err := t.segs.Delete(t.segKey(id)); err != nil {
 				return err
 			}
@@ -508,9 +587,18 @@ func (t *trackTx) deleteAll() error {
 	prefix := id64(t.id())
 	for _, b := range []*bolt.Bucket{t.versions, t.segs, t.segHash} {
 		c := b.Cursor()
-		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Seek(prefix) {
+		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Seek(prefix) {
 			if b == t.segs {
 				t.touched[uint64(at(k, 1))] = true
+				r, err := decodeSeg(t.tx, v, false)
+				if err != nil {
+					return corruptf("segment %d of watch %d: %v", at(k, 1), t.id(), err)
+				}
+				if r.Dict != 0 {
+					if err := t.chunks.unref(r.Dict); err != nil {
+						return err
+					}
+				}
 			}
 			if err := c.Delete(); err != nil {
 				return err
@@ -646,7 +734,7 @@ func (s *Store) Body(ctx context.Context, watchID int64, seq int) ([]byte, error
 			}
 			body = append(body, p...)
 		}
-		if len(body) != rec.hdr.Size || bodySum(body) != rec.hdr.Sum {
+		if len(body) != rec.hdr.Size || !rec.hdr.check(body) {
 			return corruptf("body of version %d of watch %d does not match its checksum", seq, watchID)
 		}
 		return nil
@@ -731,7 +819,7 @@ func readVersion(tx *bolt.Tx, watchID int64, seq int, full bool) (*changedigest.
 			if sv == nil {
 				return nil, nil, corruptf("segment %d of watch %d is missing", ref.id, watchID)
 			}
-			if r, err = decodeSeg(sv); err != nil {
+			if r, err = decodeSeg(tx, sv, full); err != nil {
 				return nil, nil, corruptf("segment %d of watch %d: %v", ref.id, watchID, err)
 			}
 			cache[ref.id] = r
