@@ -18,8 +18,13 @@
 // Raw bodies are split at the segments' byte ranges (and the gaps between
 // them; content-defined chunking where no ranges are known or a piece is
 // large), and each piece is stored once, compressed, under the hash of its
-// bytes, so a segment that did not change between versions costs a few
-// bytes of reference. Segment texts are stored once per watch and hash.
+// bytes, so a segment that did not change between versions costs a byte
+// or two of reference. A changed piece is stored as a delta against the
+// piece that held its place in the previous version when that is smaller
+// (chains are bounded; a delta keeps its base alive). Segment texts are
+// stored once per watch and hash, deflated against the segment's own
+// HTML. Everything is reference-counted, so retention and deletion free
+// what no stored version needs; Check verifies it all.
 //
 // No bleve or bbolt type appears in the API. Errors meant for users carry a
 // changedigest error code (changedigest.ErrorCode) and match the sentinels
