@@ -1,0 +1,495 @@
+package pet
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/blevesearch/bleve/v2"
+	"github.com/blevesearch/bleve/v2/analysis/lang/en"
+	"github.com/blevesearch/bleve/v2/mapping"
+	bolt "go.etcd.io/bbolt"
+)
+
+// The index holds one document per distinct segment of a watch's track
+// (segRec), not one per segment per version: an unchanged segment is
+// indexed once however many versions hold it. A document has no stored
+// fields; hits are resolved in pet.db.
+//
+// Times are indexed as calendar buckets (year, month, day and hour terms
+// in UTC) rather than as Bleve numbers, which cost sixteen terms a value:
+// a range query is the union of the fewest whole buckets covering it, so
+// ranges are applied at whole hours.
+const (
+	fText  = "text"  // the segment text, English analysis, term vectors for phrases and snippets
+	fUser  = "user"  // owner's user id, keyword
+	fWatch = "watch" // watch id, keyword
+	fTypes = "types" // change types that brought the segment, keywords
+	fFirst = "first" // buckets of the first version holding it
+	fLast  = "last"  // buckets of the last version holding it; liveTerm while live
+	fSort  = "sort"  // first time as fixed-width digits, for newest-first order
+)
+
+// liveTerm in fLast stands for "still in the latest version".
+const liveTerm = "live"
+
+func indexMapping() mapping.IndexMapping {
+	im := bleve.NewIndexMapping()
+	im.DefaultAnalyzer = en.AnalyzerName
+	im.IndexDynamic, im.StoreDynamic, im.DocValuesDynamic = false, false, false
+	dm := bleve.NewDocumentStaticMapping()
+	text := bleve.NewTextFieldMapping()
+	text.Analyzer = en.AnalyzerName
+	text.Store, text.IncludeInAll, text.IncludeTermVectors, text.DocValues = false, false, true, false
+	text.SkipFreqNorm = true // hits are ordered by time, not score
+	dm.AddFieldMappingsAt(fText, text)
+	for _, name := range []string{fUser, fWatch, fTypes, fFirst, fLast, fSort} {
+		kw := bleve.NewKeywordFieldMapping()
+		kw.Store, kw.IncludeInAll, kw.IncludeTermVectors = false, false, false
+		kw.DocValues = name == fSort
+		dm.AddFieldMappingsAt(name, kw)
+	}
+	im.DefaultMapping = dm
+	return im
+}
+
+func docID(watchID int64, segID uint64) string {
+	return strconv.FormatInt(watchID, 10) + "/" + strconv.FormatUint(segID, 10)
+}
+
+func parseDocID(id string) (int64, uint64, bool) {
+	w, s, ok := strings.Cut(id, "/")
+	if !ok {
+		return 0, 0, false
+	}
+	wid, err1 := strconv.ParseInt(w, 10, 64)
+	sid, err2 := strconv.ParseUint(s, 10, 64)
+	return wid, sid, err1 == nil && err2 == nil
+}
+
+// Bucket terms: a prefix letter and the UTC calendar fields.
+const (
+	yearLayout  = "y2006"
+	monthLayout = "m200601"
+	dayLayout   = "d20060102"
+	hourLayout  = "h2006010215"
+)
+
+// Times outside [minTime, maxTime] are clamped into it for indexing.
+var (
+	minTime = time.Date(1970, 1, 1, 0, 0, 0, 0, time.UTC)
+	maxTime = time.Date(2099, 12, 31, 23, 0, 0, 0, time.UTC)
+)
+
+func clampTime(t time.Time) time.Time {
+	t = t.UTC()
+	if t.Before(minTime) {
+		return minTime
+	}
+	if t.After(maxTime) {
+		return maxTime
+	}
+	return t
+}
+
+// buckets are the terms indexed for time t.
+func buckets(t time.Time) []string {
+	t = clampTime(t)
+	return []string{t.Format(yearLayout), t.Format(monthLayout), t.Format(dayLayout), t.Format(hourLayout)}
+}
+
+// cover returns the fewest bucket terms whose union is the hours from
+// the one holding a to the one holding b, inclusive.
+func cover(a, b time.Time) []string {
+	a, b = clampTime(a).Truncate(time.Hour), clampTime(b).Truncate(time.Hour)
+	var terms []string
+	for p := a; !p.After(b); {
+		y, m, d := p.Date()
+		units := []struct {
+			start, next time.Time
+			layout      string
+		}{
+			{time.Date(y, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(y+1, 1, 1, 0, 0, 0, 0, time.UTC), yearLayout},
+			{time.Date(y, m, 1, 0, 0, 0, 0, time.UTC), time.Date(y, m+1, 1, 0, 0, 0, 0, time.UTC), monthLayout},
+			{time.Date(y, m, d, 0, 0, 0, 0, time.UTC), time.Date(y, m, d+1, 0, 0, 0, 0, time.UTC), dayLayout},
+			{p, p.Add(time.Hour), hourLayout},
+		}
+		for _, u := range units {
+			if u.start.Equal(p) && !u.next.After(b.Add(time.Hour)) {
+				terms = append(terms, p.Format(u.layout))
+				p = u.next
+				break
+			}
+		}
+	}
+	return terms
+}
+
+// timeSpan returns the oldest and newest fetch times ever stored, which
+// bound the open ends of a search range.
+func timeSpan(tx *bolt.Tx) (time.Time, time.Time) {
+	m := tx.Bucket(bMeta)
+	lo, hi := minTime, maxTime
+	if v := m.Get(metaMinTime); v != nil {
+		lo = time.Unix(0, at(v, 0)).UTC()
+	}
+	if v := m.Get(metaMaxTime); v != nil {
+		hi = time.Unix(0, at(v, 0)).UTC()
+	}
+	return lo, hi
+}
+
+// widenSpan records a fetch time in the span timeSpan returns.
+func widenSpan(tx *bolt.Tx, t time.Time) error {
+	n := unixNano(clampTime(t))
+	m := tx.Bucket(bMeta)
+	if v := m.Get(metaMinTime); v == nil || n < at(v, 0) {
+		if err := m.Put(metaMinTime, id64(n)); err != nil {
+			return err
+		}
+	}
+	if v := m.Get(metaMaxTime); v == nil || n > at(v, 0) {
+		return m.Put(metaMaxTime, id64(n))
+	}
+	return nil
+}
+
+var (
+	metaMinTime = []byte("min_time")
+	metaMaxTime = []byte("max_time")
+)
+
+func sortKey(t time.Time) string { return fmt.Sprintf("%020d", unixNano(clampTime(t))) }
+
+// document is the index document of a segment record.
+func document(userID, watchID int64, r *segRec) map[string]any {
+	last := []string{liveTerm}
+	if !r.Live {
+		last = buckets(r.LastTime)
+	}
+	var types []string
+	for _, t := range r.Types.types() {
+		types = append(types, string(t))
+	}
+	return map[string]any{
+		fText:  r.Text,
+		fUser:  strconv.FormatInt(userID, 10),
+		fWatch: strconv.FormatInt(watchID, 10),
+		fTypes: types,
+		fFirst: buckets(r.FirstTime),
+		fLast:  last,
+		fSort:  sortKey(r.FirstTime),
+	}
+}
+
+// addPending records, in the transaction that changed them, the segments
+// whose index documents must be brought up to date.
+func addPending(tx *bolt.Tx, watchID int64, ids map[uint64]bool) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	b := tx.Bucket(bPending)
+	n, err := b.NextSequence()
+	if err != nil {
+		return err
+	}
+	var e enc
+	e.uint(uint64(watchID))
+	e.uint(uint64(len(ids)))
+	for id := range ids {
+		e.uint(id)
+	}
+	return b.Put(key(n), e.b)
+}
+
+func decodePending(v []byte) (int64, []uint64, error) {
+	d := dec{b: v}
+	wid := int64(d.uint())
+	ids := make([]uint64, d.count())
+	for i := range ids {
+		ids[i] = d.uint()
+	}
+	return wid, ids, d.err
+}
+
+// syncAfterWrite brings the index up to date after a commit; a failure
+// is logged and retried by the next write, search or Open.
+func (s *Store) syncAfterWrite() {
+	if err := s.syncIndex(); err != nil {
+		s.Logger.Error("search index is behind; will retry", "err", err)
+	}
+}
+
+// syncIndex applies the pending markers: each listed segment's document
+// is set to what pet.db holds now (deleted when the record is gone), so
+// replaying a marker twice, or out of order, is harmless. Markers are
+// deleted only after the index has persisted the batch.
+func (s *Store) syncIndex() error {
+	s.syncMu.Lock()
+	defer s.syncMu.Unlock()
+	if s.idx == nil {
+		return fmt.Errorf("pet: index is closed")
+	}
+	var done [][]byte
+	batch := s.idx.NewBatch()
+	err := s.db.View(func(tx *bolt.Tx) error {
+		docs := map[int64]map[uint64]bool{}
+		c := tx.Bucket(bPending).Cursor()
+		for k, v := c.First(); k != nil; k, v = c.Next() {
+			wid, ids, err := decodePending(v)
+			if err != nil {
+				return corruptf("pending index marker %x: %v", k, err)
+			}
+			if docs[wid] == nil {
+				docs[wid] = map[uint64]bool{}
+			}
+			for _, id := range ids {
+				docs[wid][id] = true
+			}
+			done = append(done, bytes.Clone(k))
+		}
+		for wid, ids := range docs {
+			if err := s.batchWatch(tx, batch, wid, ids); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		s.behind.Store(true)
+		return fmt.Errorf("pet: read pending index updates: %w", err)
+	}
+	if len(done) == 0 {
+		return nil
+	}
+	if err := s.idx.Batch(batch); err != nil {
+		s.behind.Store(true)
+		return fmt.Errorf("pet: update index: %w", err)
+	}
+	err = s.db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bPending)
+		for _, k := range done {
+			if err := b.Delete(k); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		s.behind.Store(true)
+		return fmt.Errorf("pet: clear pending index updates: %w", err)
+	}
+	s.behind.Store(false)
+	return nil
+}
+
+// batchWatch adds to batch the current state of the watch's segments ids.
+func (s *Store) batchWatch(tx *bolt.Tx, batch *bleve.Batch, wid int64, ids map[uint64]bool) error {
+	var uid int64 = -1
+	if w, err := getWatch(tx, wid); err == nil {
+		uid = w.UserID
+	} else if !errors.Is(err, ErrNotFound) {
+		return err
+	}
+	segs := tx.Bucket(bSegs)
+	for id := range ids {
+		v := segs.Get(key(uint64(wid), id))
+		if uid < 0 || v == nil || len(v) == 0 || v[0]&segIndexable == 0 {
+			batch.Delete(docID(wid, id))
+			continue
+		}
+		r, err := decodeSeg(tx, v, true)
+		if err != nil {
+			return corruptf("segment %d of watch %d: %v", id, wid, err)
+		}
+		if err := batch.Index(docID(wid, id), document(uid, wid, r)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// openIndex opens index.bleve, replays pending markers and checks that
+// the index holds one document per indexable segment of pet.db; when the
+// index is missing, unreadable or disagrees, it is rebuilt from pet.db.
+func (s *Store) openIndex(ctx context.Context) error {
+	path := filepath.Join(s.Dir, indexDir)
+	idx, err := bleve.Open(path)
+	rebuild := false
+	switch {
+	case errors.Is(err, bleve.ErrorIndexPathDoesNotExist):
+		idx, err = bleve.New(path, indexMapping())
+		rebuild = true
+	case err != nil:
+		s.Logger.Warn("search index is unreadable; rebuilding it from the store", "path", path, "err", err)
+		if err := os.RemoveAll(path); err != nil {
+			return fmt.Errorf("pet: remove broken index: %w", err)
+		}
+		idx, err = bleve.New(path, indexMapping())
+		rebuild = true
+	}
+	if err != nil {
+		return fmt.Errorf("pet: create index %s: %w", path, err)
+	}
+	s.idx = idx
+	want, err := s.indexableCount()
+	if err != nil {
+		return err
+	}
+	if rebuild && want == 0 {
+		return s.syncIndex()
+	}
+	if !rebuild {
+		if n := s.pendingCount(); n > 0 {
+			s.Logger.Info("replaying pending index updates", "markers", n)
+		}
+		if err := s.syncIndex(); err != nil {
+			s.Logger.Warn("replaying pending index updates failed; rebuilding the index", "err", err)
+			rebuild = true
+		} else if n, err := idx.DocCount(); err != nil || n != want {
+			s.Logger.Warn("search index disagrees with the store; rebuilding it", "documents", n, "segments", want, "err", err)
+			rebuild = true
+		}
+	}
+	if rebuild {
+		return s.rebuildIndex(ctx)
+	}
+	return nil
+}
+
+// pendingCount counts the pending index markers.
+func (s *Store) pendingCount() int {
+	n := 0
+	s.db.View(func(tx *bolt.Tx) error {
+		n = tx.Bucket(bPending).Stats().KeyN
+		return nil
+	})
+	return n
+}
+
+// indexableCount counts the segment records that have an index document.
+func (s *Store) indexableCount() (uint64, error) {
+	var n uint64
+	err := s.db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bSegs).ForEach(func(_, v []byte) error {
+			if len(v) > 0 && v[0]&segIndexable != 0 {
+				n++
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return 0, fmt.Errorf("pet: count segments: %w", err)
+	}
+	return n, nil
+}
+
+// Reindex rebuilds the search index from pet.db into a new directory and
+// swaps it in; searches keep using the old index meanwhile. Open does this
+// by itself when the index is missing or disagrees with the store.
+func (s *Store) Reindex(ctx context.Context) error {
+	if err := s.ready(ctx); err != nil {
+		return err
+	}
+	return s.rebuildIndex(ctx)
+}
+
+func (s *Store) rebuildIndex(ctx context.Context) error {
+	s.syncMu.Lock()
+	defer s.syncMu.Unlock()
+	path := filepath.Join(s.Dir, indexDir)
+	tmp := path + ".new"
+	if err := os.RemoveAll(tmp); err != nil {
+		return fmt.Errorf("pet: rebuild index: %w", err)
+	}
+	idx, err := bleve.New(tmp, indexMapping())
+	if err != nil {
+		return fmt.Errorf("pet: rebuild index: %w", err)
+	}
+	var done [][]byte
+	n := 0
+	err = s.db.View(func(tx *bolt.Tx) error {
+		c := tx.Bucket(bPending).Cursor()
+		for k, _ := c.First(); k != nil; k, _ = c.Next() {
+			done = append(done, bytes.Clone(k))
+		}
+		users := map[int64]int64{}
+		batch := idx.NewBatch()
+		sc := tx.Bucket(bSegs).Cursor()
+		for k, v := sc.First(); k != nil; k, v = sc.Next() {
+			if len(v) == 0 || v[0]&segIndexable == 0 {
+				continue
+			}
+			wid, id := at(k, 0), uint64(at(k, 1))
+			uid, ok := users[wid]
+			if !ok {
+				w, err := getWatch(tx, wid)
+				if err != nil {
+					return err
+				}
+				uid, users[wid] = w.UserID, w.UserID
+			}
+			r, err := decodeSeg(tx, v, true)
+			if err != nil {
+				return corruptf("segment %d of watch %d: %v", id, wid, err)
+			}
+			if err := batch.Index(docID(wid, id), document(uid, wid, r)); err != nil {
+				return err
+			}
+			if n++; batch.Size() >= 2000 {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+				if err := idx.Batch(batch); err != nil {
+					return err
+				}
+				batch.Reset()
+			}
+		}
+		return idx.Batch(batch)
+	})
+	if cerr := idx.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.RemoveAll(tmp)
+		return fmt.Errorf("pet: rebuild index: %w", err)
+	}
+	s.idxMu.Lock()
+	if s.idx != nil {
+		s.idx.Close()
+		s.idx = nil
+	}
+	err = os.RemoveAll(path)
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err == nil {
+		s.idx, err = bleve.Open(path)
+	}
+	s.idxMu.Unlock()
+	if err != nil {
+		return fmt.Errorf("pet: swap in rebuilt index: %w", err)
+	}
+	err = s.db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bPending)
+		for _, k := range done {
+			if err := b.Delete(k); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("pet: clear pending index updates: %w", err)
+	}
+	s.behind.Store(false)
+	s.Logger.Info("search index rebuilt", "documents", n)
+	return nil
+}

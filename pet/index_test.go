@@ -1,0 +1,92 @@
+package pet
+
+import (
+	"math/rand/v2"
+	"testing"
+	"time"
+)
+
+// TestCover checks that the buckets covering a range hold every hour of
+// it exactly once and no hour outside it.
+func TestCover(t *testing.T) {
+	d := func(s string) time.Time {
+		t, err := time.Parse("2006-01-02T15", s)
+		if err != nil {
+			panic(err)
+		}
+		return t
+	}
+	tests := []struct {
+		name string
+		a, b time.Time
+		want int // number of terms, 0 to skip
+	}{
+		{"one hour", d("2025-06-01T15"), d("2025-06-01T15").Add(59 * time.Minute), 1},
+		{"one day", d("2025-06-01T00"), d("2025-06-01T23"), 1},
+		{"one month", d("2025-02-01T00"), d("2025-02-28T23"), 1},
+		{"one year", d("2024-01-01T00"), d("2024-12-31T23"), 1},
+		{"leap day", d("2024-02-28T22"), d("2024-03-01T01"), 5},
+		{"across a new year", d("2024-12-31T23"), d("2025-01-01T00"), 2},
+		{"ragged month", d("2025-03-03T05"), d("2025-04-29T17"), 0},
+		{"from the start of time", minTime, d("2025-06-01T15"), 0},
+		{"to the end of time", d("2025-06-01T15"), maxTime, 0},
+		{"empty", d("2025-06-02T00"), d("2025-06-01T00"), 0},
+	}
+	r := rand.New(rand.NewPCG(5, 6))
+	for range 20 {
+		a := d("2023-01-01T00").Add(time.Duration(r.IntN(3*365*24)) * time.Hour)
+		tests = append(tests, struct {
+			name string
+			a, b time.Time
+			want int
+		}{"random", a, a.Add(time.Duration(r.IntN(900*24)) * time.Hour), 0})
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			terms := cover(tc.a, tc.b)
+			set := map[string]bool{}
+			for _, x := range terms {
+				if set[x] {
+					t.Fatalf("term %s twice", x)
+				}
+				set[x] = true
+			}
+			if tc.want > 0 && len(terms) != tc.want {
+				t.Errorf("cover = %v, want %d terms", terms, tc.want)
+			}
+			if len(terms) > 200 {
+				t.Errorf("%d terms", len(terms))
+			}
+			covered := func(h time.Time) int {
+				n := 0
+				for _, b := range buckets(h) {
+					if set[b] {
+						n++
+					}
+				}
+				return n
+			}
+			a, b := tc.a.Truncate(time.Hour), tc.b.Truncate(time.Hour)
+			// Check the edges and a sample of the inside.
+			for h := a; !h.After(b); h = h.Add(time.Duration(1+r.IntN(97)) * time.Hour) {
+				if n := covered(h); n != 1 {
+					t.Fatalf("hour %s covered %d times by %v", h, n, terms)
+				}
+			}
+			if !b.Before(a) {
+				for _, h := range []time.Time{a, b, a.Add(-time.Hour), b.Add(time.Hour)} {
+					want := 0
+					if !h.Before(a) && !h.After(b) {
+						want = 1
+					}
+					if h.Before(minTime) || h.After(maxTime) {
+						continue
+					}
+					if n := covered(h); n != want {
+						t.Errorf("hour %s covered %d times, want %d", h, n, want)
+					}
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,312 @@
+// Package pet is the Page Evolution Track: the service's store.
+//
+// It keeps every fetched version of every watched page or feed (fetch
+// metadata, segment layout and hashes, the change set, the raw body), the
+// signature matrix of the newest versions, a full-text index over all
+// history, and the rest of the service state: users, sessions, API tokens,
+// profiles and watches.
+//
+// Two stores live in the store's directory. pet.db (bbolt) is the truth:
+// every write is one bbolt transaction. index.bleve (Bleve) is derived
+// from it: a write records the index documents it touches as a pending
+// marker in the same transaction, and the index is brought up to date
+// after the commit; Open replays what is still pending, and rebuilds the
+// index from pet.db when it is missing, unreadable or does not agree with
+// pet.db. A version is therefore either stored and searchable or absent,
+// even after the process is killed mid-write.
+//
+// Raw bodies are split at the segments' byte ranges (and the gaps between
+// them; content-defined chunking where no ranges are known or a piece is
+// large), and each piece is stored once, compressed, under the hash of its
+// bytes, so a segment that did not change between versions costs a byte
+// or two of reference. A changed piece is stored as a delta against the
+// piece that held its place in the previous version when that is smaller
+// (chains are bounded; a delta keeps its base alive). Segment texts are
+// stored once per watch and hash, deflated against the segment's own
+// HTML. Everything is reference-counted, so retention and deletion free
+// what no stored version needs; Check verifies it all.
+//
+// No bleve or bbolt type appears in the API. Errors meant for users carry a
+// changedigest error code (changedigest.ErrorCode) and match the sentinels
+// below with errors.Is.
+package pet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/blevesearch/bleve/v2"
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/changedigest/changedigest"
+)
+
+// Sentinel errors. Errors returned for user input or missing records match
+// one of these with errors.Is and carry the changedigest code named beside
+// it, so the HTTP edge can map them with changedigest.ErrorCode.
+var (
+	// ErrNotFound: no such record, or it belongs to another user (ENOTFOUND).
+	ErrNotFound = errors.New("not found")
+	// ErrConflict: the record already exists (ECONFLICT).
+	ErrConflict = errors.New("conflict")
+	// ErrInvalid: bad input (EINVALID).
+	ErrInvalid = errors.New("invalid")
+	// ErrTooLarge: input over a size limit (ETOOLARGE).
+	ErrTooLarge = errors.New("too large")
+	// ErrClosed: the store is not open (EUNAVAILABLE).
+	ErrClosed = errors.New("store is not open")
+	// ErrCorrupt: stored data failed a check; the record cannot be read
+	// (EINTERNAL).
+	ErrCorrupt = errors.New("stored data is corrupt")
+)
+
+// AnyUser, passed where a method takes a user id, lifts the ownership
+// check: for internal callers (the crawler, admin tools), never for a
+// request made on behalf of a user. User ids start at 1.
+const AnyUser int64 = 0
+
+// Defaults set by New.
+const (
+	DefaultMatrix       = 5
+	DefaultKeepVersions = 1000
+	DefaultKeepDays     = 0
+	DefaultMaxBodySize  = 32 << 20
+	DefaultOpenTimeout  = 5 * time.Second
+	// MaxProfileDocument is the largest FOAF document PutProfile accepts.
+	MaxProfileDocument = 1 << 20
+)
+
+// Store is the Page Evolution Track and the service state. Create it with
+// New, adjust the exported fields, then call Open. All methods are safe
+// for concurrent use once Open has returned.
+type Store struct {
+	// Dir holds pet.db and index.bleve; Open creates it.
+	Dir string
+	// Matrix is m, the number of rows of the signature matrix: History's
+	// default depth. Retention never removes the newest Matrix versions.
+	Matrix int
+	// KeepVersions and KeepDays are the retention limits for watches that
+	// set none (0 = no limit). A version is removed when it is older than
+	// the newest KeepVersions or fetched more than KeepDays ago, unless it
+	// is one of the newest Matrix versions.
+	KeepVersions int
+	KeepDays     int
+	// MaxBodySize is the largest body AddVersion accepts.
+	MaxBodySize int
+	// OpenTimeout bounds how long Open waits for another process holding pet.db.
+	OpenTimeout time.Duration
+	// NoSync skips fsync on commit. A crash of the process still loses
+	// nothing, but a power failure may; for tests and bulk imports only.
+	NoSync bool
+	// Now is the clock.
+	Now func() time.Time
+	// Logger receives index recovery and background failures.
+	Logger *slog.Logger
+
+	db  *bolt.DB
+	idx bleve.Index
+	// idxMu guards idx against a swap by Reindex.
+	idxMu sync.RWMutex
+	// syncMu serialises bringing the index up to date.
+	syncMu sync.Mutex
+	// behind is set when the index missed a write that the next write,
+	// search or Open will apply.
+	behind atomic.Bool
+	open   atomic.Bool
+}
+
+// New returns a store in dir with default settings. It does no I/O.
+func New(dir string) *Store {
+	return &Store{
+		Dir:          dir,
+		Matrix:       DefaultMatrix,
+		KeepVersions: DefaultKeepVersions,
+		KeepDays:     DefaultKeepDays,
+		MaxBodySize:  DefaultMaxBodySize,
+		OpenTimeout:  DefaultOpenTimeout,
+		Now:          time.Now,
+		Logger:       slog.Default(),
+	}
+}
+
+const (
+	dbFile   = "pet.db"
+	indexDir = "index.bleve"
+	// schema is the layout version of pet.db.
+	schema = 1
+)
+
+// Buckets of pet.db. Integer keys are 8-byte big-endian.
+var (
+	bMeta       = []byte("meta")        // "schema" → uvarint
+	bUsers      = []byte("users")       // uid → userRec JSON
+	bUserNames  = []byte("user_names")  // lower(name) → uid
+	bFeedTokens = []byte("feed_tokens") // token → uid
+	bSessions   = []byte("sessions")    // sha256(token) → sessionRec JSON
+	bTokens     = []byte("tokens")      // tid → tokenRec JSON
+	bTokenHash  = []byte("token_hash")  // sha256(secret) → tid
+	bProfiles   = []byte("profiles")    // uid → profileRec JSON
+	bWatches    = []byte("watches")     // wid → Watch JSON
+	bUserWatch  = []byte("user_watch")  // uid|wid → ""
+	bDue        = []byte("due")         // nextcheck|wid → "" (not paused)
+	bTracks     = []byte("tracks")      // wid → trackMeta
+	bVersions   = []byte("versions")    // wid|seq → version record
+	bSegs       = []byte("segs")        // wid|segid → segRec
+	bSegHash    = []byte("seg_hash")    // wid|hash → segid
+	bChunkHash  = []byte("chunk_hash")  // sha256[:16] → cid
+	bChunkData  = []byte("chunk_data")  // cid → encoded chunk
+	bChunkRefs  = []byte("chunk_refs")  // cid → uvarint refs + hash
+	bEvents     = []byte("events")      // uid|time|wid|seq → change type mask
+	bPending    = []byte("pending")     // n → doc keys to bring into the index
+	allBuckets  = [][]byte{bMeta, bUsers, bUserNames, bFeedTokens, bSessions, bTokens, bTokenHash,
+		bProfiles, bWatches, bUserWatch, bDue, bTracks, bVersions, bSegs, bSegHash,
+		bChunkHash, bChunkData, bChunkRefs, bEvents, bPending}
+)
+
+// Open creates the directory and the databases on first use, opens them,
+// and brings the search index up to date with pet.db (replaying writes a
+// crash interrupted, or rebuilding the index when it is missing or does
+// not agree). It fails when pet.db is locked by another process for longer
+// than OpenTimeout or is not a store.
+func (s *Store) Open(ctx context.Context) error {
+	if s.open.Load() {
+		return fmt.Errorf("pet: open %s: already open", s.Dir)
+	}
+	if s.Dir == "" {
+		return fmt.Errorf("pet: open: %w", invalidf("store directory is not set"))
+	}
+	if s.Now == nil {
+		s.Now = time.Now
+	}
+	if s.Logger == nil {
+		s.Logger = slog.Default()
+	}
+	if s.Matrix <= 0 {
+		s.Matrix = DefaultMatrix
+	}
+	if err := os.MkdirAll(s.Dir, 0o750); err != nil {
+		return fmt.Errorf("pet: create store directory: %w", err)
+	}
+	path := filepath.Join(s.Dir, dbFile)
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: s.OpenTimeout, NoSync: s.NoSync})
+	if err != nil {
+		return fmt.Errorf("pet: open %s: %w", path, err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		for _, name := range allBuckets {
+			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+				return err
+			}
+		}
+		m := tx.Bucket(bMeta)
+		if v := m.Get([]byte("schema")); v == nil {
+			return m.Put([]byte("schema"), putUvarint(nil, schema))
+		} else if n, _ := uvarint(v); n != schema {
+			return fmt.Errorf("schema %d is not supported (want %d)", n, schema)
+		}
+		return nil
+	})
+	if err != nil {
+		db.Close()
+		return fmt.Errorf("pet: open %s: %w", path, err)
+	}
+	s.db = db
+	if err := s.openIndex(ctx); err != nil {
+		db.Close()
+		s.db = nil
+		return err
+	}
+	s.open.Store(true)
+	return nil
+}
+
+// Close flushes and closes both databases. Calls after the first return nil.
+func (s *Store) Close() error {
+	if !s.open.Swap(false) {
+		return nil
+	}
+	s.syncMu.Lock()
+	defer s.syncMu.Unlock()
+	s.idxMu.Lock()
+	defer s.idxMu.Unlock()
+	var errs []error
+	if s.idx != nil {
+		if err := s.idx.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("pet: close index: %w", err))
+		}
+		s.idx = nil
+	}
+	if err := s.db.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("pet: close %s: %w", dbFile, err))
+	}
+	return errors.Join(errs...)
+}
+
+// ready checks that the store is open and the context is live.
+func (s *Store) ready(ctx context.Context) error {
+	if !s.open.Load() {
+		return userErr(changedigest.EUNAVAILABLE, ErrClosed, "the store is not open")
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("pet: %w", err)
+	}
+	return nil
+}
+
+func (s *Store) now() time.Time { return s.Now().UTC() }
+
+// view and update run fn in a bbolt transaction after the ready check.
+func (s *Store) view(ctx context.Context, fn func(tx *bolt.Tx) error) error {
+	if err := s.ready(ctx); err != nil {
+		return err
+	}
+	return s.db.View(fn)
+}
+
+func (s *Store) update(ctx context.Context, fn func(tx *bolt.Tx) error) error {
+	if err := s.ready(ctx); err != nil {
+		return err
+	}
+	return s.db.Update(fn)
+}
+
+// userError is an error for users: a changedigest.Error (code and safe
+// message) that also matches one of the package sentinels.
+type userError struct {
+	user     *changedigest.Error
+	sentinel error
+}
+
+func (e *userError) Error() string   { return "pet: " + e.user.Message }
+func (e *userError) Unwrap() []error { return []error{e.user, e.sentinel} }
+
+func userErr(code string, sentinel error, format string, args ...any) error {
+	return &userError{user: changedigest.Errorf(code, format, args...), sentinel: sentinel}
+}
+
+func notFoundf(format string, args ...any) error {
+	return userErr(changedigest.ENOTFOUND, ErrNotFound, format, args...)
+}
+
+func conflictf(format string, args ...any) error {
+	return userErr(changedigest.ECONFLICT, ErrConflict, format, args...)
+}
+
+func invalidf(format string, args ...any) error {
+	return userErr(changedigest.EINVALID, ErrInvalid, format, args...)
+}
+
+func tooLargef(format string, args ...any) error {
+	return userErr(changedigest.ETOOLARGE, ErrTooLarge, format, args...)
+}
+
+func corruptf(format string, args ...any) error {
+	return fmt.Errorf("pet: %w: "+format, append([]any{ErrCorrupt}, args...)...)
+}

@@ -1,0 +1,521 @@
+package pet
+
+import (
+	"bytes"
+	"crypto/md5"
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/changedigest/changedigest"
+)
+
+// typeMask is a set of change types, one bit each.
+type typeMask uint8
+
+func maskOf(t changedigest.ChangeType) typeMask {
+	for i, x := range changedigest.ChangeTypes {
+		if x == t {
+			return 1 << i
+		}
+	}
+	return 0
+}
+
+func masks(ts []changedigest.ChangeType) typeMask {
+	var m typeMask
+	for _, t := range ts {
+		m |= maskOf(t)
+	}
+	return m
+}
+
+func (m typeMask) types() []changedigest.ChangeType {
+	var out []changedigest.ChangeType
+	for i, t := range changedigest.ChangeTypes {
+		if m&(1<<i) != 0 {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// changeMask is the set of types of a change list.
+func changeMask(cs []changedigest.Change) typeMask {
+	var m typeMask
+	for _, c := range cs {
+		m |= maskOf(c.Type)
+	}
+	return m
+}
+
+// trackMeta is the state of one watch's track: versions Oldest..Latest
+// are stored (retention removes the oldest first, so there are no holes).
+type trackMeta struct {
+	Oldest, Latest int
+	// NextSeg numbers the distinct segments of the watch.
+	NextSeg uint64
+}
+
+func (m trackMeta) count() int {
+	if m.Latest == 0 {
+		return 0
+	}
+	return m.Latest - m.Oldest + 1
+}
+
+func (m trackMeta) encode() []byte {
+	var e enc
+	e.uint(uint64(m.Oldest))
+	e.uint(uint64(m.Latest))
+	e.uint(m.NextSeg)
+	return e.b
+}
+
+func decodeTrack(v []byte) (trackMeta, error) {
+	d := dec{b: v}
+	m := trackMeta{Oldest: int(d.uint()), Latest: int(d.uint()), NextSeg: d.uint()}
+	return m, d.err
+}
+
+// segRec is one distinct segment (by hash) of a watch's track, with the
+// span of versions it was seen in. Only segments that appear or disappear
+// are rewritten when a version is added.
+type segRec struct {
+	// Live is true while the segment is in the latest version.
+	Live bool
+	// FirstSeq is the oldest stored version holding the segment;
+	// FirstIndex and FirstPath are its place there ("" = Path), Types the
+	// types of the changes that brought it.
+	FirstSeq   int
+	FirstTime  time.Time
+	FirstIndex int
+	FirstPath  string
+	Types      typeMask
+	// LastSeq is the newest version holding it, once it is not live.
+	LastSeq  int
+	LastTime time.Time
+	// Hash, Index, Path and Text are the segment as first stored; they
+	// never change, and a version records only where it differs from them.
+	// Text is loaded only when asked for (decodeSeg).
+	Hash  string
+	Index int
+	Path  string
+	Text  string
+	// Dict is the chunk (the segment's HTML) that the stored text was
+	// deflated against, 0 for none; the record holds a reference on it.
+	Dict uint64
+	// packed is the stored text; hasText says it is not blank.
+	packed  []byte
+	hasText bool
+}
+
+// firstPath is the segment's path in its first stored version.
+func (r *segRec) firstPath() string {
+	if r.FirstPath != "" {
+		return r.FirstPath
+	}
+	return r.Path
+}
+
+const (
+	segIndexable = 1 << iota // has text to index
+	segLive
+)
+
+func indexable(text string) bool { return strings.TrimSpace(text) != "" }
+
+func (r *segRec) encode() []byte {
+	var e enc
+	var flags byte
+	if r.hasText {
+		flags |= segIndexable
+	}
+	if r.Live {
+		flags |= segLive
+	}
+	e.byte(flags)
+	e.uint(uint64(r.FirstSeq))
+	e.time(r.FirstTime)
+	e.uint(uint64(r.FirstIndex))
+	e.str(r.FirstPath)
+	e.byte(byte(r.Types))
+	e.uint(uint64(r.LastSeq))
+	e.time(r.LastTime)
+	e.uint(uint64(r.Index))
+	e.str(r.Hash)
+	e.str(r.Path)
+	e.uint(r.Dict)
+	e.bytes(r.packed)
+	return e.b
+}
+
+// decodeSeg decodes a segment record, with its text when withText.
+func decodeSeg(tx *bolt.Tx, v []byte, withText bool) (*segRec, error) {
+	d := dec{b: v}
+	flags := d.byte()
+	r := &segRec{Live: flags&segLive != 0, hasText: flags&segIndexable != 0}
+	r.FirstSeq = int(d.uint())
+	r.FirstTime = d.time()
+	r.FirstIndex = int(d.uint())
+	r.FirstPath = d.str()
+	r.Types = typeMask(d.byte())
+	r.LastSeq = int(d.uint())
+	r.LastTime = d.time()
+	r.Index = int(d.uint())
+	r.Hash = d.str()
+	r.Path = d.str()
+	r.Dict = d.uint()
+	r.packed = bytes.Clone(d.bytes())
+	if d.err == nil && len(d.b) != 0 {
+		d.fail(fmt.Errorf("%d trailing bytes", len(d.b)))
+	}
+	if d.err != nil {
+		return nil, d.err
+	}
+	if withText {
+		var dict []byte
+		if r.Dict != 0 {
+			var err error
+			if dict, err = readChunk(tx, r.Dict, maxChunk); err != nil {
+				return nil, err
+			}
+		}
+		text, err := unpackDict(r.packed, dict, maxText)
+		if err != nil {
+			return nil, err
+		}
+		r.Text = string(text)
+	}
+	return r, nil
+}
+
+// maxText bounds one segment's text.
+const maxText = 4 << 20
+
+// versionHeader is the part of a version record that is not the segment
+// table: fetch metadata and the change set.
+type versionHeader struct {
+	FetchedAt    int64
+	Status       int
+	ETag         string
+	LastModified string
+	ContentType  string
+	FinalURL     string
+	Kind         changedigest.Kind
+	Title        string
+	Size         int
+	BodyHash     string
+	Similarity   float64
+	Changes      []changedigest.Change
+	// Sum is the first 8 bytes of the body's SHA-256, checked on read,
+	// unless BodyHash is the body's MD5 (then that is checked).
+	Sum uint64
+	// bodyMD5 says that BodyHash is the hex MD5 of the body.
+	bodyMD5 bool
+}
+
+// Header flags.
+const (
+	hdrBodyMD5 = 1 << iota // BodyHash is the body's MD5, stored as 16 bytes
+	hdrSimilarity
+)
+
+// Change flags: which optional fields follow.
+const (
+	chOldItem = 1 << iota
+	chNewItem
+	chTitle
+	chLink
+	chSimilarity
+)
+
+func (h *versionHeader) encode(e *enc) {
+	var flags byte
+	if h.bodyMD5 {
+		flags |= hdrBodyMD5
+	}
+	if h.Similarity != 0 {
+		flags |= hdrSimilarity
+	}
+	e.byte(flags)
+	e.int(h.FetchedAt)
+	e.int(int64(h.Status))
+	for _, s := range []string{h.ETag, h.LastModified, h.ContentType, h.FinalURL, string(h.Kind), h.Title} {
+		e.str(s)
+	}
+	e.uint(uint64(h.Size))
+	if h.bodyMD5 {
+		b, _ := hex.DecodeString(h.BodyHash)
+		e.b = append(e.b, b...)
+	} else {
+		e.str(h.BodyHash)
+		e.b = binary.BigEndian.AppendUint64(e.b, h.Sum)
+	}
+	if h.Similarity != 0 {
+		e.b = binary.BigEndian.AppendUint64(e.b, math.Float64bits(h.Similarity))
+	}
+	e.uint(uint64(len(h.Changes)))
+	for _, c := range h.Changes {
+		var cf byte
+		if c.OldItem != nil {
+			cf |= chOldItem
+		}
+		if c.NewItem != nil {
+			cf |= chNewItem
+		}
+		if c.Title != "" {
+			cf |= chTitle
+		}
+		if c.Link != "" {
+			cf |= chLink
+		}
+		if c.Similarity != nil {
+			cf |= chSimilarity
+		}
+		e.byte(cf)
+		e.int(int64(c.Segment))
+		e.str(c.Path)
+		e.str(string(c.Type))
+		e.str(string(c.Op))
+		e.str(c.OldText)
+		e.str(c.NewText)
+		if c.OldItem != nil {
+			e.int(int64(*c.OldItem))
+		}
+		if c.NewItem != nil {
+			e.int(int64(*c.NewItem))
+		}
+		if c.Title != "" {
+			e.str(c.Title)
+		}
+		if c.Link != "" {
+			e.str(c.Link)
+		}
+		if c.Similarity != nil {
+			e.b = binary.BigEndian.AppendUint64(e.b, math.Float64bits(*c.Similarity))
+		}
+	}
+}
+
+func (d *dec) fixed(n int) []byte {
+	if d.err != nil {
+		return nil
+	}
+	if len(d.b) < n {
+		d.fail(errShort)
+		return nil
+	}
+	p := d.b[:n]
+	d.b = d.b[n:]
+	return p
+}
+
+func (d *dec) float() float64 {
+	p := d.fixed(8)
+	if p == nil {
+		return 0
+	}
+	return math.Float64frombits(binary.BigEndian.Uint64(p))
+}
+
+func (h *versionHeader) decode(d *dec) {
+	flags := d.byte()
+	h.FetchedAt = d.int()
+	h.Status = int(d.int())
+	h.ETag, h.LastModified, h.ContentType, h.FinalURL = d.str(), d.str(), d.str(), d.str()
+	h.Kind, h.Title = changedigest.Kind(d.str()), d.str()
+	h.Size = int(d.uint())
+	if flags&hdrBodyMD5 != 0 {
+		h.bodyMD5 = true
+		h.BodyHash = hex.EncodeToString(d.fixed(md5.Size))
+	} else {
+		h.BodyHash = d.str()
+		if p := d.fixed(8); p != nil {
+			h.Sum = binary.BigEndian.Uint64(p)
+		}
+	}
+	if flags&hdrSimilarity != 0 {
+		h.Similarity = d.float()
+	}
+	n := d.count()
+	if n > 0 {
+		h.Changes = make([]changedigest.Change, n)
+	}
+	for i := range h.Changes {
+		c := &h.Changes[i]
+		cf := d.byte()
+		c.Segment = int(d.int())
+		c.Path = d.str()
+		c.Type = changedigest.ChangeType(d.str())
+		c.Op = changedigest.Op(d.str())
+		c.OldText, c.NewText = d.str(), d.str()
+		if cf&chOldItem != 0 {
+			v := int(d.int())
+			c.OldItem = &v
+		}
+		if cf&chNewItem != 0 {
+			v := int(d.int())
+			c.NewItem = &v
+		}
+		if cf&chTitle != 0 {
+			c.Title = d.str()
+		}
+		if cf&chLink != 0 {
+			c.Link = d.str()
+		}
+		if cf&chSimilarity != 0 {
+			v := d.float()
+			c.Similarity = &v
+		}
+	}
+}
+
+// segRef is one segment of a version: the watch's segment id and what
+// differs in this version from the segment record.
+type segRef struct {
+	id         uint64
+	start, end int
+	path       string
+	index      int
+	text       string
+	flags      byte
+}
+
+const (
+	refRanged = 1 << iota
+	refPath
+	refIndex
+	refText
+)
+
+// versionRec is one stored version: header, layout chunk, segment table
+// and the chunks of the body in order.
+type versionRec struct {
+	hdr    versionHeader
+	layout uint64
+	segs   []segRef
+	chunks []uint64
+}
+
+const recordFormat = 1
+
+// encode writes the record: a format byte, then the packed body. Ids are
+// delta-coded, so a version that shares most segments and chunks with the
+// one before costs about a byte per segment and chunk.
+func (r *versionRec) encode() ([]byte, error) {
+	var e enc
+	r.hdr.encode(&e)
+	e.uint(r.layout)
+	e.uint(uint64(len(r.segs)))
+	var prevID uint64
+	prevEnd := 0
+	for _, s := range r.segs {
+		e.int(int64(s.id - prevID))
+		prevID = s.id
+		e.byte(s.flags)
+		if s.flags&refRanged != 0 {
+			e.uint(uint64(s.start - prevEnd))
+			e.uint(uint64(s.end - s.start))
+			prevEnd = s.end
+		}
+		if s.flags&refPath != 0 {
+			e.str(s.path)
+		}
+		if s.flags&refIndex != 0 {
+			e.int(int64(s.index))
+		}
+		if s.flags&refText != 0 {
+			e.str(s.text)
+		}
+	}
+	e.uint(uint64(len(r.chunks)))
+	prevID = 0
+	for _, c := range r.chunks {
+		e.int(int64(c - prevID))
+		prevID = c
+	}
+	return append([]byte{recordFormat}, pack(e.b)...), nil
+}
+
+func decodeVersion(v []byte) (*versionRec, error) {
+	if len(v) < 2 || v[0] != recordFormat {
+		return nil, fmt.Errorf("unknown version record format")
+	}
+	body, err := unpack(v[1:], 1<<30)
+	if err != nil {
+		return nil, err
+	}
+	d := dec{b: body}
+	r := &versionRec{}
+	r.hdr.decode(&d)
+	r.layout = d.uint()
+	n := d.count()
+	r.segs = make([]segRef, n)
+	var prevID uint64
+	prevEnd := 0
+	for i := range r.segs {
+		s := &r.segs[i]
+		s.id = prevID + uint64(d.int())
+		prevID = s.id
+		s.flags = d.byte()
+		s.start, s.end, s.index = -1, -1, i
+		if s.flags&refRanged != 0 {
+			s.start = prevEnd + int(d.uint())
+			s.end = s.start + int(d.uint())
+			prevEnd = s.end
+		}
+		if s.flags&refPath != 0 {
+			s.path = d.str()
+		}
+		if s.flags&refIndex != 0 {
+			s.index = int(d.int())
+		}
+		if s.flags&refText != 0 {
+			s.text = d.str()
+		}
+	}
+	n = d.count()
+	r.chunks = make([]uint64, n)
+	prevID = 0
+	for i := range r.chunks {
+		r.chunks[i] = prevID + uint64(d.int())
+		prevID = r.chunks[i]
+	}
+	if d.err == nil && len(d.b) != 0 {
+		d.fail(fmt.Errorf("%d trailing bytes", len(d.b)))
+	}
+	if d.err != nil {
+		return nil, d.err
+	}
+	return r, nil
+}
+
+// segIDs is the set of segment ids of a version.
+func (r *versionRec) segIDs() map[uint64]bool {
+	m := make(map[uint64]bool, len(r.segs))
+	for _, s := range r.segs {
+		m[s.id] = true
+	}
+	return m
+}
+
+// timeOf decodes a header time.
+func timeOf(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n).UTC()
+}
+
+func unixNano(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}

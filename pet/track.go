@@ -1,0 +1,1030 @@
+package pet
+
+import (
+	"bytes"
+	"context"
+	"crypto/md5"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/changedigest/changedigest"
+)
+
+// Limits on a snapshot's parts.
+const (
+	maxHash    = 256
+	maxLayout  = 16 << 20
+	maxSegPath = 4096
+)
+
+// AddVersion stores a new version of watch watchID: the snapshot (fetch
+// metadata, segments with hashes, texts and byte ranges, layout, change
+// set) and its raw body. It assigns the next sequence number of the watch
+// (1, 2, …), sets snap.WatchID, snap.Seq and snap.Size (and FetchedAt,
+// when zero, to Now), applies the watch's retention, and returns the
+// sequence number once the version is durable in pet.db. The version is
+// searchable when AddVersion returns; should the index fail meanwhile,
+// the failure is logged and the index catches up on the next write,
+// search or Open.
+//
+// Errors: ENOTFOUND when the watch does not exist; EINVALID for a nil
+// snapshot, a segment without a hash, or byte ranges outside the body,
+// out of order or overlapping; ETOOLARGE for a body over MaxBodySize. On
+// any error nothing is stored.
+func (s *Store) AddVersion(ctx context.Context, watchID int64, snap *changedigest.Snapshot, body []byte) (int, error) {
+	if err := s.ready(ctx); err != nil {
+		return 0, err
+	}
+	if err := s.checkSnapshot(snap, body); err != nil {
+		return 0, fmt.Errorf("pet: add version to watch %d: %w", watchID, err)
+	}
+	pieces := split(body, snap.Segments)
+	packed := s.packNew(watchID, pieces)
+	fetched := snap.FetchedAt
+	if fetched.IsZero() {
+		fetched = s.now()
+	}
+	var seq int
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		t, err := s.openTrack(tx, watchID)
+		if err != nil {
+			return err
+		}
+		if seq, err = t.add(snap, body, pieces, packed, fetched); err != nil {
+			return err
+		}
+		if err := t.retain(s.now()); err != nil {
+			return err
+		}
+		return t.finish()
+	})
+	if err != nil {
+		return 0, wrap(err, "add version to watch %d", watchID)
+	}
+	snap.WatchID, snap.Seq, snap.Size, snap.FetchedAt = watchID, seq, len(body), fetched
+	s.syncAfterWrite()
+	return seq, nil
+}
+
+// wrap prefixes internal errors with the package and operation; user
+// errors are already prefixed and pass through.
+func wrap(err error, format string, args ...any) error {
+	if err == nil {
+		return nil
+	}
+	if _, ok := err.(*userError); ok {
+		return err
+	}
+	return fmt.Errorf("pet: "+format+": %w", append(args, err)...)
+}
+
+func (s *Store) checkSnapshot(snap *changedigest.Snapshot, body []byte) error {
+	if snap == nil {
+		return invalidf("snapshot is missing")
+	}
+	if s.MaxBodySize > 0 && len(body) > s.MaxBodySize {
+		return tooLargef("body of %d bytes is over the limit of %d bytes", len(body), s.MaxBodySize)
+	}
+	if len(snap.Layout) > maxLayout {
+		return tooLargef("segment layout of %d bytes is over the limit of %d bytes", len(snap.Layout), maxLayout)
+	}
+	for i, seg := range snap.Segments {
+		switch {
+		case seg.Hash == "":
+			return invalidf("segment %d has no hash", i)
+		case len(seg.Hash) > maxHash:
+			return invalidf("segment %d has a hash of %d bytes (at most %d)", i, len(seg.Hash), maxHash)
+		case len(seg.Text) > maxText:
+			return tooLargef("segment %d has %d bytes of text (at most %d)", i, len(seg.Text), maxText)
+		case len(seg.Path) > maxSegPath:
+			return invalidf("segment %d has a path of %d bytes (at most %d)", i, len(seg.Path), maxSegPath)
+		}
+	}
+	return checkRanges(snap.Segments, len(body))
+}
+
+// packed is a new piece encoded before the write transaction.
+type packed struct {
+	blob []byte
+	base uint64 // delta base chunk, 0 for none
+}
+
+// packNew compresses the pieces not yet stored, before the write
+// transaction takes the lock. A changed piece is tried as a delta against
+// the chunk at the same place in the watch's latest version (an edited
+// paragraph costs the edit, not the paragraph). A piece stored meanwhile
+// is compressed again inside the transaction.
+func (s *Store) packNew(watchID int64, pieces []piece) []packed {
+	out := make([]packed, len(pieces))
+	_ = s.db.View(func(tx *bolt.Tx) error {
+		var prev []uint64
+		if m, err := trackOf(tx, watchID); err == nil && m.Latest > 0 {
+			if _, rec, err := readVersion(tx, watchID, m.Latest, false); err == nil {
+				prev = rec.chunks
+			}
+		}
+		b, data := tx.Bucket(bChunkHash), tx.Bucket(bChunkData)
+		done := map[[16]byte]bool{}
+		for i, p := range pieces {
+			if done[p.sum] || b.Get(p.sum[:]) != nil {
+				continue
+			}
+			done[p.sum] = true
+			out[i].blob = pack(p.data)
+			if i >= len(prev) || len(out[i].blob) < 32 {
+				continue
+			}
+			baseBlob := data.Get(key(prev[i]))
+			baseData, err := readChunk(tx, prev[i], maxChunk)
+			if err != nil {
+				continue
+			}
+			if d := deltaPack(p.data, prev[i], baseBlob, baseData); d != nil && len(d) < len(out[i].blob) {
+				out[i] = packed{blob: d, base: prev[i]}
+			}
+		}
+		return nil
+	})
+	return out
+}
+
+// trackTx is one watch's track inside a write transaction.
+type trackTx struct {
+	s        *Store
+	tx       *bolt.Tx
+	watch    changedigest.Watch
+	meta     trackMeta
+	versions *bolt.Bucket
+	segs     *bolt.Bucket
+	segHash  *bolt.Bucket
+	events   *bolt.Bucket
+	chunks   *chunkStore
+	// touched holds the segments whose index documents must be brought
+	// up to date once the transaction commits.
+	touched map[uint64]bool
+}
+
+func (s *Store) openTrack(tx *bolt.Tx, watchID int64) (*trackTx, error) {
+	w, err := getWatch(tx, watchID)
+	if err != nil {
+		return nil, err
+	}
+	t := &trackTx{
+		s: s, tx: tx, watch: *w,
+		versions: tx.Bucket(bVersions),
+		segs:     tx.Bucket(bSegs),
+		segHash:  tx.Bucket(bSegHash),
+		events:   tx.Bucket(bEvents),
+		chunks:   newChunkStore(tx),
+		touched:  map[uint64]bool{},
+	}
+	// Keys of these grow with time: pack pages full.
+	t.versions.FillPercent = 0.9
+	t.segs.FillPercent = 0.9
+	t.events.FillPercent = 0.9
+	if v := tx.Bucket(bTracks).Get(id64(watchID)); v != nil {
+		if t.meta, err = decodeTrack(v); err != nil {
+			return nil, corruptf("track of watch %d: %v", watchID, err)
+		}
+	}
+	return t, nil
+}
+
+func (t *trackTx) id() int64 { return t.watch.ID }
+
+func (t *trackTx) segKey(id uint64) []byte { return key(uint64(t.id()), id) }
+
+// hashKey is the seg_hash key of a segment hash: lower-case hex (an MD5,
+// as the segmenter writes) is stored as its bytes, anything else as is.
+func (t *trackTx) hashKey(hash string) []byte {
+	k := id64(t.id())
+	if b, err := hex.DecodeString(hash); err == nil && strings.ToLower(hash) == hash {
+		return append(append(k, 1), b...)
+	}
+	return append(append(k, 0), hash...)
+}
+
+func (t *trackTx) loadSeg(id uint64, withText bool) (*segRec, error) {
+	v := t.segs.Get(t.segKey(id))
+	if v == nil {
+		return nil, corruptf("segment %d of watch %d is missing", id, t.id())
+	}
+	r, err := decodeSeg(t.tx, v, withText)
+	if err != nil {
+		return nil, corruptf("segment %d of watch %d: %v", id, t.id(), err)
+	}
+	return r, nil
+}
+
+func (t *trackTx) putSeg(id uint64, r *segRec) error {
+	t.touched[id] = true
+	return t.segs.Put(t.segKey(id), r.encode())
+}
+
+func (t *trackTx) loadVersion(seq int) (*versionRec, error) {
+	v := t.versions.Get(id64(t.id(), int64(seq)))
+	if v == nil {
+		return nil, corruptf("version %d of watch %d is missing", seq, t.id())
+	}
+	r, err := decodeVersion(v)
+	if err != nil {
+		return nil, corruptf("version %d of watch %d: %v", seq, t.id(), err)
+	}
+	return r, nil
+}
+
+// typesAt maps a segment index of the new version to the types of the
+// changes located there.
+func typesAt(cs []changedigest.Change) map[int]typeMask {
+	m := map[int]typeMask{}
+	for _, c := range cs {
+		if c.Op != changedigest.OpDelete {
+			m[c.Segment] |= maskOf(c.Type)
+		}
+	}
+	return m
+}
+
+// check tells whether body is the one the header was written for.
+func (h *versionHeader) check(body []byte) bool {
+	if h.bodyMD5 {
+		sum := md5.Sum(body)
+		return hex.EncodeToString(sum[:]) == h.BodyHash
+	}
+	return bodySum(body) == h.Sum
+}
+
+func bodySum(body []byte) uint64 {
+	h := sha256.Sum256(body)
+	return binary.BigEndian.Uint64(h[:8])
+}
+
+// add writes version Latest+1 and returns its number.
+func (t *trackTx) add(snap *changedigest.Snapshot, body []byte, pieces []piece, packed []packed, fetched time.Time) (int, error) {
+	seq := t.meta.Latest + 1
+	rec := &versionRec{hdr: versionHeader{
+		FetchedAt: unixNano(fetched), Status: snap.Status, ETag: snap.ETag,
+		LastModified: snap.LastModified, ContentType: snap.ContentType, FinalURL: snap.FinalURL,
+		Kind: snap.Kind, Title: snap.Title, Size: len(body), BodyHash: snap.BodyHash,
+		Similarity: snap.Similarity, Changes: snap.Changes,
+	}}
+	if h := md5.Sum(body); snap.BodyHash == hex.EncodeToString(h[:]) {
+		rec.hdr.bodyMD5 = true
+	} else {
+		rec.hdr.Sum = bodySum(body)
+	}
+	if math.IsNaN(rec.hdr.Similarity) || math.IsInf(rec.hdr.Similarity, 0) {
+		rec.hdr.Similarity = 0
+	}
+	seen := map[[16]byte]uint64{}
+	// spans maps a piece's start to its end and chunk, to find the piece
+	// that is exactly a segment.
+	type span struct {
+		end int
+		id  uint64
+	}
+	spans := map[int]span{}
+	off := 0
+	for i, p := range pieces {
+		id, ok := seen[p.sum]
+		if !ok {
+			var err error
+			if id, err = t.chunks.ref(p.sum, p.data, packed[i].blob, packed[i].base); err != nil {
+				return 0, err
+			}
+			seen[p.sum] = id
+		}
+		rec.chunks = append(rec.chunks, id)
+		spans[off] = span{off + len(p.data), id}
+		off += len(p.data)
+	}
+	if len(snap.Layout) > 0 {
+		id, err := t.chunks.ref(sum16(snap.Layout), snap.Layout, nil, 0)
+		if err != nil {
+			return 0, err
+		}
+		rec.layout = id
+	}
+
+	var prev map[uint64]bool
+	var prevTime time.Time
+	if t.meta.Latest > 0 {
+		p, err := t.loadVersion(t.meta.Latest)
+		if err != nil {
+			return 0, err
+		}
+		prev, prevTime = p.segIDs(), timeOf(p.hdr.FetchedAt)
+	} else {
+		t.meta.Oldest = seq
+	}
+	types := typesAt(snap.Changes)
+	cur := make(map[uint64]bool, len(snap.Segments))
+	for i, seg := range snap.Segments {
+		var id uint64
+		var r *segRec
+		if v := t.segHash.Get(t.hashKey(seg.Hash)); v != nil {
+			id = uint64(at(v, 0))
+			var err error
+			if r, err = t.loadSeg(id, true); err != nil {
+				return 0, err
+			}
+			if !r.Live {
+				// Back after an absence (a rotating block, say).
+				r.Live, r.LastSeq, r.LastTime = true, 0, time.Time{}
+				if err := t.putSeg(id, r); err != nil {
+					return 0, err
+				}
+			}
+		} else {
+			t.meta.NextSeg++
+			id = t.meta.NextSeg
+			r = &segRec{
+				Live: true, FirstSeq: seq, FirstTime: fetched, FirstIndex: seg.Index,
+				Types: types[seg.Index], Hash: seg.Hash, Index: seg.Index, Path: seg.Path, Text: seg.Text,
+				hasText: indexable(seg.Text),
+			}
+			// The text is mostly words of the segment's HTML: deflate it
+			// against that, when the segment is exactly one chunk.
+			r.packed = pack([]byte(seg.Text))
+			if sp, ok := spans[seg.Start]; ok && seg.Start >= 0 && sp.end == seg.End && seg.End > seg.Start {
+				if p := packDict([]byte(seg.Text), body[seg.Start:seg.End]); p[0] == blobDict {
+					if err := t.chunks.addRef(sp.id); err != nil {
+						return 0, err
+					}
+					r.packed, r.Dict = p, sp.id
+				}
+			}
+			if err := t.putSeg(id, r); err != nil {
+				return 0, err
+			}
+			if err := t.segHash.Put(t.hashKey(seg.Hash), key(id)); err != nil {
+				return 0, err
+			}
+		}
+		cur[id] = true
+		ref := segRef{id: id, start: seg.Start, end: seg.End, path: seg.Path, index: seg.Index, text: seg.Text}
+		if seg.Start >= 0 {
+			ref.flags |= refRanged
+		}
+		if seg.Path != r.Path {
+			ref.flags |= refPath
+		}
+		if seg.Index != i {
+			ref.flags |= refIndex
+		}
+		if seg.Text != r.Text {
+			ref.flags |= refText
+		}
+		rec.segs = append(rec.segs, ref)
+	}
+	for id := range prev {
+		if cur[id] {
+			continue
+		}
+		r, err := t.loadSeg(id, false)
+		if err != nil {
+			return 0, err
+		}
+		r.Live, r.LastSeq, r.LastTime = false, t.meta.Latest, prevTime
+		if err := t.putSeg(id, r); err != nil {
+			return 0, err
+		}
+	}
+
+	v, err := rec.encode()
+	if err != nil {
+		return 0, err
+	}
+	if err := t.versions.Put(id64(t.id(), int64(seq)), v); err != nil {
+		return 0, err
+	}
+	if len(snap.Changes) > 0 {
+		k := key(uint64(t.watch.UserID), timeKey(fetched), uint64(t.id()), uint64(seq))
+		if err := t.events.Put(k, []byte{byte(changeMask(snap.Changes))}); err != nil {
+			return 0, err
+		}
+	}
+	t.meta.Latest = seq
+	return seq, widenSpan(t.tx, fetched)
+}
+
+// retention returns the version and day limits of the watch.
+func (t *trackTx) retention() (versions, days int) {
+	versions, days = t.watch.KeepVersions, t.watch.KeepDays
+	if versions == 0 {
+		versions = t.s.KeepVersions
+	}
+	if days == 0 {
+		days = t.s.KeepDays
+	}
+	return versions, days
+}
+
+// retain removes the oldest versions beyond the watch's limits, never
+// one of the newest Matrix versions.
+func (t *trackTx) retain(now time.Time) error {
+	keepN, keepD := t.retention()
+	if keepN <= 0 && keepD <= 0 {
+		return nil
+	}
+	if keepN > 0 {
+		keepN = max(keepN, t.s.Matrix)
+	}
+	var cutoff int64 = math.MinInt64
+	if keepD > 0 {
+		cutoff = now.Add(-time.Duration(keepD) * 24 * time.Hour).UnixNano()
+	}
+	needFirst := map[uint64]*segRec{}
+	for t.meta.count() > t.s.Matrix {
+		seq := t.meta.Oldest
+		rec, err := t.loadVersion(seq)
+		if err != nil {
+			return err
+		}
+		tooMany := keepN > 0 && t.meta.Latest-seq >= keepN
+		tooOld := keepD > 0 && rec.hdr.FetchedAt < cutoff
+		if !tooMany && !tooOld {
+			break
+		}
+		if err := t.drop(seq, rec, needFirst); err != nil {
+			return err
+		}
+	}
+	return t.moveFirst(needFirst)
+}
+
+// drop deletes the oldest version seq. Segments it held that no later
+// version holds go; those it introduced that live on go to needFirst.
+func (t *trackTx) drop(seq int, rec *versionRec, needFirst map[uint64]*segRec) error {
+	if err := t.unrefChunks(rec); err != nil {
+		return err
+	}
+	for id := range rec.segIDs() {
+		r, ok := needFirst[id]
+		if !ok {
+			var err error
+			if r, err = t.loadSeg(id, false); err != nil {
+				return err
+			}
+		}
+		switch {
+		case !r.Live && r.LastSeq <= seq:
+			delete(needFirst, id)
+			t.touched[id] = true
+			if r.Dict != 0 {
+				if err := t.chunks.unref(r.Dict); err != nil {
+					return err
+				}
+			}
+			if err := t.segs.Delete(t.segKey(id)); err != nil {
+				return err
+			}
+			if err := t.segHash.Delete(t.hashKey(r.Hash)); err != nil {
+				return err
+			}
+		case r.FirstSeq <= seq:
+			needFirst[id] = r
+		}
+	}
+	if len(rec.hdr.Changes) > 0 {
+		k := key(uint64(t.watch.UserID), timeKey(timeOf(rec.hdr.FetchedAt)), uint64(t.id()), uint64(seq))
+		if err := t.events.Delete(k); err != nil {
+			return err
+		}
+	}
+	if err := t.versions.Delete(id64(t.id(), int64(seq))); err != nil {
+		return err
+	}
+	t.meta.Oldest = seq + 1
+	return nil
+}
+
+func (t *trackTx) unrefChunks(rec *versionRec) error {
+	done := map[uint64]bool{}
+	for _, id := range rec.chunks {
+		if done[id] {
+			continue
+		}
+		done[id] = true
+		if err := t.chunks.unref(id); err != nil {
+			return err
+		}
+	}
+	if rec.layout != 0 {
+		return t.chunks.unref(rec.layout)
+	}
+	return nil
+}
+
+// moveFirst points segments whose first version was removed at the
+// oldest stored version that holds them.
+func (t *trackTx) moveFirst(need map[uint64]*segRec) error {
+	for seq := t.meta.Oldest; len(need) > 0 && seq <= t.meta.Latest; seq++ {
+		rec, err := t.loadVersion(seq)
+		if err != nil {
+			return err
+		}
+		var types map[int]typeMask
+		for _, ref := range rec.segs {
+			r, ok := need[ref.id]
+			if !ok {
+				continue
+			}
+			if types == nil {
+				types = typesAt(rec.hdr.Changes)
+			}
+			r.FirstSeq, r.FirstTime, r.FirstIndex = seq, timeOf(rec.hdr.FetchedAt), ref.index
+			r.FirstPath, r.Types = "", types[ref.index]
+			if ref.flags&refPath != 0 && ref.path != r.Path {
+				r.FirstPath = ref.path
+			}
+			if err := t.putSeg(ref.id, r); err != nil {
+				return err
+			}
+			delete(need, ref.id)
+		}
+	}
+	if len(need) > 0 {
+		return corruptf("watch %d: %d segments are in no stored version", t.id(), len(need))
+	}
+	return nil
+}
+
+// finish stores the track state and the pending index marker.
+func (t *trackTx) finish() error {
+	if err := t.tx.Bucket(bTracks).Put(id64(t.id()), t.meta.encode()); err != nil {
+		return err
+	}
+	return addPending(t.tx, t.id(), t.touched)
+}
+
+// deleteAll removes the whole track of the watch.
+func (t *trackTx) deleteAll() error {
+	for seq := t.meta.Oldest; t.meta.Latest > 0 && seq <= t.meta.Latest; seq++ {
+		rec, err := t.loadVersion(seq)
+		if err != nil {
+			return err
+		}
+		if err := t.unrefChunks(rec); err != nil {
+			return err
+		}
+		if len(rec.hdr.Changes) > 0 {
+			k := key(uint64(t.watch.UserID), timeKey(timeOf(rec.hdr.FetchedAt)), uint64(t.id()), uint64(seq))
+			if err := t.events.Delete(k); err != nil {
+				return err
+			}
+		}
+	}
+	prefix := id64(t.id())
+	for _, b := range []*bolt.Bucket{t.versions, t.segs, t.segHash} {
+		c := b.Cursor()
+		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Seek(prefix) {
+			if b == t.segs {
+				t.touched[uint64(at(k, 1))] = true
+				r, err := decodeSeg(t.tx, v, false)
+				if err != nil {
+					return corruptf("segment %d of watch %d: %v", at(k, 1), t.id(), err)
+				}
+				if r.Dict != 0 {
+					if err := t.chunks.unref(r.Dict); err != nil {
+						return err
+					}
+				}
+			}
+			if err := c.Delete(); err != nil {
+				return err
+			}
+		}
+	}
+	if err := t.tx.Bucket(bTracks).Delete(prefix); err != nil {
+		return err
+	}
+	return addPending(t.tx, t.id(), t.touched)
+}
+
+// Latest returns the newest stored version of the watch, with segment
+// texts and layout. Errors: ENOTFOUND when the watch does not exist or
+// has no version yet. The caller checks that the watch is the user's.
+func (s *Store) Latest(ctx context.Context, watchID int64) (*changedigest.Snapshot, error) {
+	var snap *changedigest.Snapshot
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		m, err := trackOf(tx, watchID)
+		if err != nil {
+			return err
+		}
+		if m.Latest == 0 {
+			return notFoundf("watch %d has no stored version yet", watchID)
+		}
+		snap, _, err = readVersion(tx, watchID, m.Latest, true)
+		return err
+	})
+	if err != nil {
+		return nil, wrap(err, "latest version of watch %d", watchID)
+	}
+	return snap, nil
+}
+
+// Version returns version seq of the watch, with segment texts and
+// layout. Errors: ENOTFOUND when the watch or the version does not exist
+// (or was removed by retention).
+func (s *Store) Version(ctx context.Context, watchID int64, seq int) (*changedigest.Snapshot, error) {
+	var snap *changedigest.Snapshot
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		if _, err := trackOf(tx, watchID); err != nil {
+			return err
+		}
+		var err error
+		snap, _, err = readVersion(tx, watchID, seq, true)
+		return err
+	})
+	if err != nil {
+		return nil, wrap(err, "version %d of watch %d", seq, watchID)
+	}
+	return snap, nil
+}
+
+// Versions lists the watch's versions newest first, as light rows:
+// segments carry hash, path and range but no text, and there is no
+// layout. Paging: before is 0 for the newest page, else the Seq of the
+// last row of the previous page; limit defaults to 50, at most 1000.
+// Errors: ENOTFOUND when the watch does not exist.
+func (s *Store) Versions(ctx context.Context, watchID int64, before, limit int) ([]changedigest.Snapshot, error) {
+	limit = clampLimit(limit, 50, 1000)
+	var out []changedigest.Snapshot
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		m, err := trackOf(tx, watchID)
+		if err != nil {
+			return err
+		}
+		start := m.Latest
+		if before > 0 && before-1 < start {
+			start = before - 1
+		}
+		for seq := start; seq >= m.Oldest && seq > 0 && len(out) < limit; seq-- {
+			snap, _, err := readVersion(tx, watchID, seq, false)
+			if err != nil {
+				return err
+			}
+			out = append(out, *snap)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, wrap(err, "list versions of watch %d", watchID)
+	}
+	return out, nil
+}
+
+// TrackInfo summarises a watch's stored history.
+type TrackInfo struct {
+	WatchID int64
+	// Versions is the number of stored versions, Oldest..Latest (0 when none).
+	Versions       int
+	Oldest, Latest int
+}
+
+// Track returns the summary of the watch's history. Errors: ENOTFOUND
+// when the watch does not exist.
+func (s *Store) Track(ctx context.Context, watchID int64) (TrackInfo, error) {
+	var info TrackInfo
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		m, err := trackOf(tx, watchID)
+		if err != nil {
+			return err
+		}
+		info = TrackInfo{WatchID: watchID, Versions: m.count()}
+		if m.Latest > 0 {
+			info.Oldest, info.Latest = m.Oldest, m.Latest
+		}
+		return nil
+	})
+	if err != nil {
+		return TrackInfo{}, wrap(err, "track of watch %d", watchID)
+	}
+	return info, nil
+}
+
+// Body returns the raw body of version seq, byte for byte as stored.
+// Errors: ENOTFOUND when the watch or version does not exist; ErrCorrupt
+// when the stored chunks do not rebuild the body.
+func (s *Store) Body(ctx context.Context, watchID int64, seq int) ([]byte, error) {
+	var body []byte
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		if _, err := trackOf(tx, watchID); err != nil {
+			return err
+		}
+		_, rec, err := readVersion(tx, watchID, seq, false)
+		if err != nil {
+			return err
+		}
+		body = make([]byte, 0, rec.hdr.Size)
+		for _, id := range rec.chunks {
+			p, err := readChunk(tx, id, rec.hdr.Size-len(body))
+			if err != nil {
+				return err
+			}
+			body = append(body, p...)
+		}
+		if len(body) != rec.hdr.Size || !rec.hdr.check(body) {
+			return corruptf("body of version %d of watch %d does not match its checksum", seq, watchID)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, wrap(err, "body of version %d of watch %d", seq, watchID)
+	}
+	return body, nil
+}
+
+// History returns the signature matrix of the watch: the segment hashes
+// of its last m versions (m <= 0: Matrix), newest first. It has fewer rows
+// when fewer versions are stored, none for a new watch. Errors:
+// ENOTFOUND when the watch does not exist.
+func (s *Store) History(ctx context.Context, watchID int64, m int) ([][]string, error) {
+	if m <= 0 {
+		m = s.Matrix
+	}
+	var rows [][]string
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		meta, err := trackOf(tx, watchID)
+		if err != nil {
+			return err
+		}
+		for seq := meta.Latest; seq >= meta.Oldest && seq > 0 && len(rows) < m; seq-- {
+			snap, _, err := readVersion(tx, watchID, seq, false)
+			if err != nil {
+				return err
+			}
+			rows = append(rows, snap.Hashes())
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, wrap(err, "signature matrix of watch %d", watchID)
+	}
+	return rows, nil
+}
+
+// trackOf returns the track state of an existing watch.
+func trackOf(tx *bolt.Tx, watchID int64) (trackMeta, error) {
+	if tx.Bucket(bWatches).Get(id64(watchID)) == nil {
+		return trackMeta{}, notFoundf("watch %d not found", watchID)
+	}
+	v := tx.Bucket(bTracks).Get(id64(watchID))
+	if v == nil {
+		return trackMeta{}, nil
+	}
+	m, err := decodeTrack(v)
+	if err != nil {
+		return trackMeta{}, corruptf("track of watch %d: %v", watchID, err)
+	}
+	return m, nil
+}
+
+// readVersion decodes a stored version; full adds segment texts and layout.
+func readVersion(tx *bolt.Tx, watchID int64, seq int, full bool) (*changedigest.Snapshot, *versionRec, error) {
+	v := tx.Bucket(bVersions).Get(id64(watchID, int64(seq)))
+	if v == nil {
+		return nil, nil, notFoundf("version %d of watch %d not found", seq, watchID)
+	}
+	rec, err := decodeVersion(v)
+	if err != nil {
+		return nil, nil, corruptf("version %d of watch %d: %v", seq, watchID, err)
+	}
+	h := &rec.hdr
+	snap := &changedigest.Snapshot{
+		WatchID: watchID, Seq: seq, FetchedAt: timeOf(h.FetchedAt),
+		Status: h.Status, ETag: h.ETag, LastModified: h.LastModified, ContentType: h.ContentType,
+		FinalURL: h.FinalURL, Kind: h.Kind, Title: h.Title, Size: h.Size, BodyHash: h.BodyHash,
+		Changes: h.Changes, Similarity: h.Similarity,
+	}
+	segs := tx.Bucket(bSegs)
+	cache := map[uint64]*segRec{}
+	if len(rec.segs) > 0 {
+		snap.Segments = make([]changedigest.Segment, len(rec.segs))
+	}
+	for i, ref := range rec.segs {
+		r, ok := cache[ref.id]
+		if !ok {
+			sv := segs.Get(key(uint64(watchID), ref.id))
+			if sv == nil {
+				return nil, nil, corruptf("segment %d of watch %d is missing", ref.id, watchID)
+			}
+			if r, err = decodeSeg(tx, sv, full); err != nil {
+				return nil, nil, corruptf("segment %d of watch %d: %v", ref.id, watchID, err)
+			}
+			cache[ref.id] = r
+		}
+		seg := changedigest.Segment{Index: ref.index, Hash: r.Hash, Path: r.Path, Start: ref.start, End: ref.end}
+		if ref.flags&refPath != 0 {
+			seg.Path = ref.path
+		}
+		if full {
+			seg.Text = r.Text
+			if ref.flags&refText != 0 {
+				seg.Text = ref.text
+			}
+		}
+		snap.Segments[i] = seg
+	}
+	if full && rec.layout != 0 {
+		if snap.Layout, err = readChunk(tx, rec.layout, maxLayout); err != nil {
+			return nil, nil, err
+		}
+	}
+	return snap, rec, nil
+}
+
+func clampLimit(n, def, most int) int {
+	if n <= 0 {
+		return def
+	}
+	return min(n, most)
+}
+
+// ChangeFilter selects change events; zero fields do not filter.
+type ChangeFilter struct {
+	// UserID restricts events to the user's watches; AnyUser for all.
+	UserID int64
+	// WatchID restricts events to one watch; with a UserID it must be the
+	// user's, else ENOTFOUND.
+	WatchID int64
+	// Tag restricts events to watches carrying the tag.
+	Tag string
+	// Since and Until bound the fetch time, both inclusive.
+	Since, Until time.Time
+	// Types keeps versions with at least one change of these types, and
+	// only those changes.
+	Types []changedigest.ChangeType
+	// Limit defaults to 50, at most 1000.
+	Limit int
+}
+
+// Event is a version that brought changes, with its watch.
+type Event struct {
+	Watch changedigest.Watch
+	// Version is the light row of the version (no segment texts, no
+	// layout); its Changes are those of the filter's Types when it has any.
+	Version changedigest.Snapshot
+}
+
+// Changes lists the versions that brought changes, newest first, for
+// feeds and digests. Errors: ENOTFOUND when f.WatchID names a watch that
+// does not exist or is not f.UserID's.
+func (s *Store) Changes(ctx context.Context, f ChangeFilter) ([]Event, error) {
+	limit := clampLimit(f.Limit, 50, 1000)
+	want := masks(f.Types)
+	tag := ""
+	if f.Tag != "" {
+		if tags := changedigest.NormaliseTags([]string{f.Tag}); len(tags) > 0 {
+			tag = tags[0]
+		}
+	}
+	var out []Event
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		uid := f.UserID
+		if f.WatchID != 0 {
+			w, err := getUserWatch(tx, f.UserID, f.WatchID)
+			if err != nil {
+				return err
+			}
+			uid = w.UserID
+		}
+		watches := map[int64]*changedigest.Watch{}
+		match := func(k, v []byte) (bool, error) {
+			if len(k) != 32 || len(v) != 1 {
+				return false, corruptf("bad change event key")
+			}
+			wid := at(k, 2)
+			if f.WatchID != 0 && wid != f.WatchID ||
+				!f.Since.IsZero() && binary.BigEndian.Uint64(k[8:]) < timeKey(f.Since) ||
+				want != 0 && typeMask(v[0])&want == 0 {
+				return false, nil
+			}
+			w, ok := watches[wid]
+			if !ok {
+				var err error
+				if w, err = getWatch(tx, wid); err != nil {
+					return false, err
+				}
+				watches[wid] = w
+			}
+			return tag == "" || w.HasTag(tag), nil
+		}
+		var keys [][]byte
+		c := tx.Bucket(bEvents).Cursor()
+		if uid != AnyUser {
+			until := uint64(math.MaxUint64)
+			if !f.Until.IsZero() {
+				until = timeKey(f.Until)
+			}
+			upper := key(uint64(uid), until, math.MaxUint64, math.MaxUint64)
+			prefix := id64(uid)
+			k, v := c.Seek(upper)
+			if k == nil {
+				k, v = c.Last()
+			} else if bytes.Compare(k, upper) > 0 {
+				k, v = c.Prev()
+			}
+			for ; k != nil && bytes.HasPrefix(k, prefix) && len(keys) < limit; k, v = c.Prev() {
+				if !f.Since.IsZero() && binary.BigEndian.Uint64(k[8:]) < timeKey(f.Since) {
+					break
+				}
+				ok, err := match(k, v)
+				if err != nil {
+					return err
+				}
+				if ok {
+					keys = append(keys, bytes.Clone(k))
+				}
+			}
+		} else {
+			for k, v := c.First(); k != nil; k, v = c.Next() {
+				if !f.Until.IsZero() && binary.BigEndian.Uint64(k[8:]) > timeKey(f.Until) {
+					continue
+				}
+				ok, err := match(k, v)
+				if err != nil {
+					return err
+				}
+				if ok {
+					keys = append(keys, bytes.Clone(k))
+				}
+			}
+			sort.SliceStable(keys, func(i, j int) bool { return bytes.Compare(keys[i][8:], keys[j][8:]) > 0 })
+			keys = keys[:min(len(keys), limit)]
+		}
+		for _, k := range keys {
+			wid, seq := at(k, 2), int(at(k, 3))
+			snap, _, err := readVersion(tx, wid, seq, false)
+			if err != nil {
+				return err
+			}
+			if want != 0 {
+				var cs []changedigest.Change
+				for _, c := range snap.Changes {
+					if maskOf(c.Type)&want != 0 {
+						cs = append(cs, c)
+					}
+				}
+				snap.Changes = cs
+			}
+			out = append(out, Event{Watch: *watches[wid], Version: *snap})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, wrap(err, "list changes")
+	}
+	return out, nil
+}
+
+// Prune applies retention to every watch and returns how many versions it
+// removed. AddVersion applies it to the watch it writes to; Prune is for
+// day limits, which move with the clock when no version is added.
+func (s *Store) Prune(ctx context.Context) (int, error) {
+	var ids []int64
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		return tx.Bucket(bTracks).ForEach(func(k, _ []byte) error {
+			ids = append(ids, at(k, 0))
+			return nil
+		})
+	})
+	if err != nil {
+		return 0, wrap(err, "prune")
+	}
+	removed := 0
+	for _, id := range ids {
+		n := 0
+		err := s.update(ctx, func(tx *bolt.Tx) error {
+			t, err := s.openTrack(tx, id)
+			if err != nil {
+				return err
+			}
+			before := t.meta.count()
+			if err := t.retain(s.now()); err != nil {
+				return err
+			}
+			n = before - t.meta.count()
+			return t.finish()
+		})
+		if errors.Is(err, ErrNotFound) {
+			continue // deleted meanwhile
+		}
+		removed += n
+		if err != nil {
+			return removed, wrap(err, "prune watch %d", id)
+		}
+	}
+	s.syncAfterWrite()
+	return removed, nil
+}

@@ -1,0 +1,810 @@
+package pet
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/changedigest/changedigest"
+)
+
+// page builds a small HTML page with one <p> per paragraph.
+func page(paras ...string) string {
+	var b strings.Builder
+	b.WriteString("<!doctype html>\n<html><head><title>Test page</title></head>\n<body>\n")
+	for _, p := range paras {
+		b.WriteString("  <p>" + p + "</p>\n")
+	}
+	b.WriteString("</body></html>\n")
+	return b.String()
+}
+
+// words returns n pseudo-random words from a small vocabulary, seeded.
+func words(seed uint64, n int) string {
+	vocab := strings.Fields(`the council voted budget river bridge school library opened closed
+		museum garden harvest election market train station weather storm summer winter report
+		evolution fossil panda thumb science creationism court ruling teacher student paper`)
+	r := rand.New(rand.NewPCG(seed, 7))
+	out := make([]string, n)
+	for i := range out {
+		out[i] = vocab[r.IntN(len(vocab))]
+	}
+	return strings.Join(out, " ")
+}
+
+// sameSnapshot compares a stored snapshot with what was added.
+func sameSnapshot(t *testing.T, got, want *changedigest.Snapshot) {
+	t.Helper()
+	if !got.FetchedAt.Equal(want.FetchedAt) {
+		t.Errorf("FetchedAt = %v, want %v", got.FetchedAt, want.FetchedAt)
+	}
+	g, w := *got, *want
+	g.FetchedAt, w.FetchedAt = time.Time{}, time.Time{}
+	if len(w.Layout) == 0 {
+		w.Layout = nil
+	}
+	if len(w.Changes) == 0 {
+		w.Changes = nil
+	}
+	if len(w.Segments) == 0 {
+		w.Segments = nil
+	}
+	if !reflect.DeepEqual(g, w) {
+		t.Errorf("stored snapshot differs:\n got %+v\nwant %+v", g, w)
+	}
+}
+
+func TestRoundTrip(t *testing.T) {
+	big := []byte(strings.Repeat(words(1, 3000)+"\n", 8)) // ~150 KB, no ranges
+	bin := make([]byte, 5000)
+	for i := range bin {
+		bin[i] = byte(i * 7)
+	}
+	one := 1
+	tests := []struct {
+		name string
+		body []byte
+		snap func(body []byte) *changedigest.Snapshot
+	}{
+		{"paragraphs", []byte(page("one fish", "two fish", "red fish", "blue fish")), snapshotOf},
+		{"empty body", nil, func([]byte) *changedigest.Snapshot { return &changedigest.Snapshot{Status: 304} }},
+		{"no byte ranges", big, func(b []byte) *changedigest.Snapshot {
+			return &changedigest.Snapshot{Segments: []changedigest.Segment{
+				{Index: 0, Hash: "h0", Text: "first", Start: -1, End: -1},
+				{Index: 1, Hash: "h1", Text: "second", Start: -1, End: -1}}}
+		}},
+		{"binary body", bin, func(b []byte) *changedigest.Snapshot {
+			return &changedigest.Snapshot{Segments: []changedigest.Segment{
+				{Index: 0, Hash: "a", Start: 0, End: 100}, {Index: 1, Hash: "b", Start: 100, End: 100},
+				{Index: 2, Hash: "c", Start: 4000, End: 5000}}}
+		}},
+		{"one large segment", big, func(b []byte) *changedigest.Snapshot {
+			return &changedigest.Snapshot{Segments: []changedigest.Segment{
+				{Index: 0, Hash: "all", Text: "everything", Start: 10, End: len(b) - 10}}}
+		}},
+		{"some ranges unknown", []byte(page("a", "b", "c")), func(b []byte) *changedigest.Snapshot {
+			s := snapshotOf(b)
+			s.Segments[1].Start, s.Segments[1].End = -1, -1
+			return s
+		}},
+		{"repeated segment", []byte(page("same", "same", "other")), snapshotOf},
+		{"everything set", []byte(page("x <b>y</b> &amp; z", "w")), func(b []byte) *changedigest.Snapshot {
+			s := snapshotOf(b)
+			s.ETag, s.LastModified, s.FinalURL, s.Title = `"abc"`, "Mon, 02 Jun 2025 10:00:00 GMT", "https://example.org/final", "Test page"
+			s.Layout = []byte("layout: p p")
+			s.Similarity = 0.75
+			s.Segments[1].Index = 7
+			s.Changes = []changedigest.Change{{Segment: 1, Path: "html|body|p[1]", Type: changedigest.ChangeContent,
+				Op: changedigest.OpUpdate, OldText: "v", NewText: "w", OldItem: &one, Title: "t"}}
+			return s
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			ctx := context.Background()
+			snap := tc.snap(tc.body)
+			want := *snap
+			seq, err := f.s.AddVersion(ctx, f.watch.ID, snap, tc.body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if seq != 1 || snap.Seq != 1 || snap.WatchID != f.watch.ID {
+				t.Errorf("seq = %d, snap.Seq = %d, snap.WatchID = %d", seq, snap.Seq, snap.WatchID)
+			}
+			want.WatchID, want.Seq, want.Size, want.FetchedAt = f.watch.ID, 1, len(tc.body), snap.FetchedAt
+			got, err := f.s.Version(ctx, f.watch.ID, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sameSnapshot(t, got, &want)
+			body, err := f.s.Body(ctx, f.watch.ID, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(body, tc.body) {
+				t.Errorf("body differs: got %d bytes, want %d", len(body), len(tc.body))
+			}
+		})
+	}
+}
+
+// TestRoundTripManyVersions stores versions whose segments change,
+// move, flip back and repeat, and reads every one back.
+func TestRoundTripManyVersions(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	paras := make([]string, 12)
+	for i := range paras {
+		paras[i] = words(uint64(i), 12)
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	var bodies []string
+	var snaps []*changedigest.Snapshot
+	for v := range 30 {
+		switch r.IntN(4) {
+		case 0: // edit one paragraph
+			paras[r.IntN(len(paras))] = words(uint64(100+v), 12)
+		case 1: // move one
+			i, j := r.IntN(len(paras)), r.IntN(len(paras))
+			paras[i], paras[j] = paras[j], paras[i]
+		case 2: // banner flips back to an earlier text
+			paras[0] = words(uint64(v%2), 12)
+		}
+		body := page(paras...)
+		snap, _ := f.add(t, f.watch.ID, body)
+		cp := *snap
+		bodies, snaps = append(bodies, body), append(snaps, &cp)
+	}
+	for i, want := range snaps {
+		got, err := f.s.Version(ctx, f.watch.ID, i+1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sameSnapshot(t, got, want)
+		body, err := f.s.Body(ctx, f.watch.ID, i+1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(body) != bodies[i] {
+			t.Errorf("version %d: body differs", i+1)
+		}
+	}
+}
+
+func TestTextOverride(t *testing.T) {
+	// The same hash with another text (a segmenter normalising text the
+	// hash ignores) still reads back exactly.
+	f := newFixture(t)
+	ctx := context.Background()
+	body := []byte(page("alpha"))
+	for i, text := range []string{"alpha", "alpha  "} {
+		snap := snapshotOf(body)
+		snap.Segments[0].Text = text
+		if _, err := f.s.AddVersion(ctx, f.watch.ID, snap, body); err != nil {
+			t.Fatal(err)
+		}
+		got, err := f.s.Version(ctx, f.watch.ID, i+1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Segments[0].Text != text {
+			t.Errorf("version %d text = %q, want %q", i+1, got.Segments[0].Text, text)
+		}
+	}
+}
+
+func TestChunkDedup(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	paras := make([]string, 20)
+	for i := range paras {
+		paras[i] = words(uint64(i), 40)
+	}
+	stats := func() Stats {
+		t.Helper()
+		st, err := f.s.Stats(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	f.add(t, f.watch.ID, page(paras...))
+	s1 := stats()
+	// 20 paragraphs, the head, the tail and the gap between paragraphs
+	// (the same bytes each time, so stored once).
+	if s1.Chunks != 20+3 {
+		t.Errorf("first version: %d chunks, want 23", s1.Chunks)
+	}
+	paras[7] = words(99, 40)
+	f.add(t, f.watch.ID, page(paras...))
+	s2 := stats()
+	if d := s2.Chunks - s1.Chunks; d != 1 {
+		t.Errorf("one changed paragraph added %d chunks, want 1", d)
+	}
+	if d := s2.ChunkBytes - s1.ChunkBytes; d > int64(len(paras[7])) {
+		t.Errorf("one changed paragraph added %d chunk bytes, more than its %d raw bytes", d, len(paras[7]))
+	}
+	if d := s2.Segments - s1.Segments; d != 1 {
+		t.Errorf("one changed paragraph added %d segment records, want 1", d)
+	}
+	f.add(t, f.watch.ID, page(paras...))
+	if s3 := stats(); s3.Chunks != s2.Chunks || s3.ChunkBytes != s2.ChunkBytes || s3.Segments != s2.Segments {
+		t.Errorf("an unchanged version added chunks or segments: %+v then %+v", s2, s3)
+	}
+	// Another watch of the same page shares the chunks.
+	w2 := f.mustWatch(t, f.user.ID, "https://example.org/copy")
+	f.add(t, w2.ID, page(paras...))
+	if s4 := stats(); s4.Chunks != s2.Chunks {
+		t.Errorf("the same page in another watch added %d chunks", s4.Chunks-s2.Chunks)
+	}
+}
+
+func TestHistory(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	var rows [][]string
+	for v := range 7 {
+		snap, _ := f.add(t, f.watch.ID, page(words(uint64(v), 5), "constant", words(uint64(v%2), 5)))
+		rows = append([][]string{snap.Hashes()}, rows...)
+	}
+	tests := []struct {
+		name string
+		m    int
+		want [][]string
+	}{
+		{"default m", 0, rows[:5]},
+		{"m=3", 3, rows[:3]},
+		{"m larger than the track", 20, rows},
+		{"m=1", 1, rows[:1]},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := f.s.History(ctx, f.watch.ID, tc.m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("History(%d) = %v, want %v", tc.m, got, tc.want)
+			}
+		})
+	}
+	w2 := f.mustWatch(t, f.user.ID, "https://example.org/new")
+	if got, err := f.s.History(ctx, w2.ID, 0); err != nil || len(got) != 0 {
+		t.Errorf("History of a new watch = %v, %v; want no rows", got, err)
+	}
+	_, err := f.s.History(ctx, 999, 0)
+	if !errors.Is(err, ErrNotFound) || changedigest.ErrorCode(err) != changedigest.ENOTFOUND {
+		t.Errorf("History of an unknown watch: %v (code %q)", err, changedigest.ErrorCode(err))
+	}
+}
+
+func TestVersionsPaging(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	for v := range 12 {
+		f.add(t, f.watch.ID, page(words(uint64(v), 5)))
+	}
+	var seqs []int
+	before := 0
+	for {
+		rows, err := f.s.Versions(ctx, f.watch.ID, before, 5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rows) == 0 {
+			break
+		}
+		for _, r := range rows {
+			seqs = append(seqs, r.Seq)
+			if len(r.Segments) != 1 || r.Segments[0].Hash == "" || r.Segments[0].Text != "" {
+				t.Errorf("version %d: light row segments = %+v", r.Seq, r.Segments)
+			}
+		}
+		before = rows[len(rows)-1].Seq
+	}
+	want := []int{12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1}
+	if !reflect.DeepEqual(seqs, want) {
+		t.Errorf("paged seqs = %v, want %v", seqs, want)
+	}
+	info, err := f.s.Track(ctx, f.watch.ID)
+	if err != nil || info.Versions != 12 || info.Oldest != 1 || info.Latest != 12 {
+		t.Errorf("Track = %+v, %v", info, err)
+	}
+	latest, err := f.s.Latest(ctx, f.watch.ID)
+	if err != nil || latest.Seq != 12 {
+		t.Errorf("Latest = %v, %v", latest, err)
+	}
+	w2 := f.mustWatch(t, f.user.ID, "https://example.org/empty")
+	if _, err := f.s.Latest(ctx, w2.ID); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Latest of a watch without versions: %v, want ErrNotFound", err)
+	}
+	if _, err := f.s.Version(ctx, f.watch.ID, 13); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Version 13: %v, want ErrNotFound", err)
+	}
+}
+
+func TestAddVersionRejects(t *testing.T) {
+	body := []byte(page("a", "b"))
+	tests := []struct {
+		name string
+		snap func() *changedigest.Snapshot
+		body []byte
+		code string
+	}{
+		{"nil snapshot", func() *changedigest.Snapshot { return nil }, body, changedigest.EINVALID},
+		{"segment without hash", func() *changedigest.Snapshot {
+			s := snapshotOf(body)
+			s.Segments[0].Hash = ""
+			return s
+		}, body, changedigest.EINVALID},
+		{"range past the end", func() *changedigest.Snapshot {
+			s := snapshotOf(body)
+			s.Segments[1].End = len(body) + 1
+			return s
+		}, body, changedigest.EINVALID},
+		{"ranges out of order", func() *changedigest.Snapshot {
+			s := snapshotOf(body)
+			s.Segments[0], s.Segments[1] = s.Segments[1], s.Segments[0]
+			return s
+		}, body, changedigest.EINVALID},
+		{"negative start", func() *changedigest.Snapshot {
+			s := snapshotOf(body)
+			s.Segments[0].Start = -1
+			return s
+		}, body, changedigest.EINVALID},
+		{"body too large", func() *changedigest.Snapshot { return &changedigest.Snapshot{} }, make([]byte, 2000), changedigest.ETOOLARGE},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, func(s *Store) { s.MaxBodySize = 1000 })
+			_, err := f.s.AddVersion(context.Background(), f.watch.ID, tc.snap(), tc.body)
+			if code := changedigest.ErrorCode(err); code != tc.code {
+				t.Fatalf("error %v has code %q, want %q", err, code, tc.code)
+			}
+			if !strings.HasPrefix(err.Error(), "pet: ") {
+				t.Errorf("error %q lacks the package prefix", err)
+			}
+			if info, _ := f.s.Track(context.Background(), f.watch.ID); info.Versions != 0 {
+				t.Errorf("a rejected version was stored: %+v", info)
+			}
+		})
+	}
+	f := newFixture(t)
+	_, err := f.s.AddVersion(context.Background(), 999, snapshotOf(body), body)
+	if !errors.Is(err, ErrNotFound) {
+		t.Errorf("AddVersion to an unknown watch: %v", err)
+	}
+}
+
+func TestChanges(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	bob := f.mustUser(t, "bob")
+	news := f.watch // alice, tag news
+	blog := f.mustWatch(t, f.user.ID, "https://example.org/blog", "blog")
+	bobs := f.mustWatch(t, bob.ID, "https://example.net/", "news")
+	change := func(typ changedigest.ChangeType) changedigest.Change {
+		return changedigest.Change{Segment: 0, Type: typ, Op: changedigest.OpUpdate, NewText: string(typ)}
+	}
+	type ev struct {
+		watch int64
+		seq   int
+	}
+	// Each watch: a first version (no change), then versions with changes.
+	var times []time.Time
+	add := func(w *changedigest.Watch, v int, cs ...changedigest.Change) {
+		snap, _ := f.add(t, w.ID, page(words(uint64(v), 4)), cs...)
+		times = append(times, snap.FetchedAt)
+	}
+	add(news, 0)                                        // t0 news#1
+	add(blog, 1)                                        // t1 blog#1
+	add(bobs, 2)                                        // t2 bob#1
+	add(news, 3, change(changedigest.ChangeContent))    // t3 news#2
+	add(blog, 4, change(changedigest.ChangeCosmetic))   // t4 blog#2
+	add(bobs, 5, change(changedigest.ChangeContent))    // t5 bob#2
+	add(news, 6, change(changedigest.ChangeStructural), // t6 news#3
+		change(changedigest.ChangeContent)) //
+	add(news, 7)                                         // t7 news#4, no change
+	add(blog, 8, change(changedigest.ChangeBehavioural)) // t8 blog#3
+
+	tests := []struct {
+		name   string
+		filter ChangeFilter
+		want   []ev
+	}{
+		{"user", ChangeFilter{UserID: f.user.ID}, []ev{{blog.ID, 3}, {news.ID, 3}, {blog.ID, 2}, {news.ID, 2}}},
+		{"other user", ChangeFilter{UserID: bob.ID}, []ev{{bobs.ID, 2}}},
+		{"all users", ChangeFilter{UserID: AnyUser}, []ev{{blog.ID, 3}, {news.ID, 3}, {bobs.ID, 2}, {blog.ID, 2}, {news.ID, 2}}},
+		{"watch", ChangeFilter{UserID: f.user.ID, WatchID: news.ID}, []ev{{news.ID, 3}, {news.ID, 2}}},
+		{"tag", ChangeFilter{UserID: f.user.ID, Tag: " Blog "}, []ev{{blog.ID, 3}, {blog.ID, 2}}},
+		{"since", ChangeFilter{UserID: f.user.ID, Since: times[4]}, []ev{{blog.ID, 3}, {news.ID, 3}, {blog.ID, 2}}},
+		{"until", ChangeFilter{UserID: f.user.ID, Until: times[4]}, []ev{{blog.ID, 2}, {news.ID, 2}}},
+		{"range", ChangeFilter{UserID: f.user.ID, Since: times[4], Until: times[6]}, []ev{{news.ID, 3}, {blog.ID, 2}}},
+		{"type", ChangeFilter{UserID: f.user.ID, Types: []changedigest.ChangeType{changedigest.ChangeContent}}, []ev{{news.ID, 3}, {news.ID, 2}}},
+		{"types", ChangeFilter{UserID: f.user.ID, Types: []changedigest.ChangeType{changedigest.ChangeCosmetic, changedigest.ChangeBehavioural}}, []ev{{blog.ID, 3}, {blog.ID, 2}}},
+		{"limit", ChangeFilter{UserID: f.user.ID, Limit: 1}, []ev{{blog.ID, 3}}},
+		{"all users, watch", ChangeFilter{WatchID: bobs.ID}, []ev{{bobs.ID, 2}}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := f.s.Changes(ctx, tc.filter)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var evs []ev
+			for _, e := range got {
+				evs = append(evs, ev{e.Watch.ID, e.Version.Seq})
+				if len(e.Version.Changes) == 0 {
+					t.Errorf("event %d/%d has no changes", e.Watch.ID, e.Version.Seq)
+				}
+				if len(tc.filter.Types) > 0 {
+					for _, c := range e.Version.Changes {
+						if !typesHave(tc.filter.Types, c.Type) {
+							t.Errorf("event %d/%d keeps a %s change", e.Watch.ID, e.Version.Seq, c.Type)
+						}
+					}
+				}
+			}
+			if !reflect.DeepEqual(evs, tc.want) {
+				t.Errorf("events = %v, want %v", evs, tc.want)
+			}
+		})
+	}
+	_, err := f.s.Changes(ctx, ChangeFilter{UserID: bob.ID, WatchID: news.ID})
+	if !errors.Is(err, ErrNotFound) {
+		t.Errorf("changes of another user's watch: %v, want ErrNotFound", err)
+	}
+}
+
+func typesHave(ts []changedigest.ChangeType, t changedigest.ChangeType) bool {
+	for _, x := range ts {
+		if x == t {
+			return true
+		}
+	}
+	return false
+}
+
+func TestRetention(t *testing.T) {
+	tests := []struct {
+		name       string
+		keepN      int // watch limit
+		keepD      int
+		versions   int
+		step       time.Duration
+		wantOldest int
+	}{
+		{"keep 10 of 25", 10, 0, 25, time.Hour, 16},
+		{"keep 2, matrix keeps 5", 2, 0, 12, time.Hour, 8},
+		{"keep 7 days of daily versions", 0, 7, 12, 24 * time.Hour, 5},
+		{"keep 1 day, matrix keeps 5", 0, 1, 12, 24 * time.Hour, 8},
+		{"no limit", 0, 0, 12, time.Hour, 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, func(s *Store) { s.KeepVersions, s.KeepDays = 0, 0 })
+			ctx := context.Background()
+			if _, err := f.s.UpdateWatch(ctx, f.user.ID, f.watch.ID, func(w *changedigest.Watch) error {
+				w.KeepVersions, w.KeepDays = tc.keepN, tc.keepD
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			paras := []string{"constant header", words(1, 6), words(2, 6), "constant footer"}
+			bodies := map[int]string{}
+			for v := 1; v <= tc.versions; v++ {
+				paras[1+v%2] = fmt.Sprintf("version %d says %s", v, words(uint64(v), 5))
+				snap := snapshotOf([]byte(page(paras...)))
+				snap.FetchedAt = f.clock.Add(tc.step)
+				if _, err := f.s.AddVersion(ctx, f.watch.ID, snap, []byte(page(paras...))); err != nil {
+					t.Fatal(err)
+				}
+				bodies[v] = page(paras...)
+			}
+			info, err := f.s.Track(ctx, f.watch.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if info.Oldest != tc.wantOldest || info.Latest != tc.versions {
+				t.Fatalf("track = %+v, want versions %d..%d", info, tc.wantOldest, tc.versions)
+			}
+			if rows, _ := f.s.History(ctx, f.watch.ID, 0); len(rows) != 5 {
+				t.Errorf("matrix has %d rows, want 5", len(rows))
+			}
+			checkTrack(t, f.s, f.watch.ID, bodies)
+			// Text of removed versions is no longer found; text that lives on is,
+			// at its oldest stored version.
+			for v := 1; v <= tc.versions; v++ {
+				res, err := f.s.Search(ctx, Query{Text: fmt.Sprintf(`"version %d says"`, v), UserID: f.user.ID})
+				if err != nil {
+					t.Fatal(err)
+				}
+				// Version v's text is in v and v+1 (it alternates between two paragraphs).
+				present := v+1 >= tc.wantOldest
+				if present != (len(res.Hits) == 1) {
+					t.Errorf("search for version %d's text: %d hits, want present=%v", v, len(res.Hits), present)
+				} else if present && res.Hits[0].Seq != max(v, tc.wantOldest) {
+					t.Errorf("version %d's text first seen at %d, want %d", v, res.Hits[0].Seq, max(v, tc.wantOldest))
+				}
+			}
+			res, err := f.s.Search(ctx, Query{Text: "constant header", UserID: f.user.ID})
+			if err != nil || len(res.Hits) != 1 || res.Hits[0].Seq != tc.wantOldest {
+				t.Errorf("constant text: %+v, %v; want one hit at %d", res, err, tc.wantOldest)
+			}
+		})
+	}
+}
+
+// checkTrack checks that the store is sound (Check) and holds what the
+// listed versions need: every body reads back (as given in bodies, when
+// there), and there is one segment record per distinct hash.
+func checkTrack(t *testing.T, s *Store, watchID int64, bodies map[int]string) {
+	t.Helper()
+	ctx := context.Background()
+	if err := s.Check(ctx); err != nil {
+		t.Errorf("check: %v", err)
+	}
+	info, err := s.Track(ctx, watchID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hashes := map[string]bool{}
+	for seq := info.Oldest; info.Latest > 0 && seq <= info.Latest; seq++ {
+		body, err := s.Body(ctx, watchID, seq)
+		if err != nil {
+			t.Fatalf("version %d: %v", seq, err)
+		}
+		if want, ok := bodies[seq]; ok && string(body) != want {
+			t.Errorf("version %d: body differs", seq)
+		}
+		snap, err := s.Version(ctx, watchID, seq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, h := range snap.Hashes() {
+			hashes[h] = true
+		}
+	}
+	st, err := s.Stats(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Watches == 1 && st.Segments != len(hashes) {
+		t.Errorf("store holds %d segment records, the stored versions have %d distinct hashes", st.Segments, len(hashes))
+	}
+	if st.IndexDocs > uint64(st.Segments) {
+		t.Errorf("index holds %d documents for %d segments", st.IndexDocs, st.Segments)
+	}
+}
+
+func TestPrune(t *testing.T) {
+	f := newFixture(t, func(s *Store) { s.KeepVersions, s.KeepDays = 0, 7 })
+	ctx := context.Background()
+	for v := range 10 {
+		f.add(t, f.watch.ID, page(words(uint64(v), 5)))
+	}
+	if n, err := f.s.Prune(ctx); err != nil || n != 0 {
+		t.Fatalf("Prune = %d, %v; want nothing to remove yet", n, err)
+	}
+	f.clock.Add(30 * 24 * time.Hour)
+	n, err := f.s.Prune(ctx)
+	if err != nil || n != 5 {
+		t.Fatalf("Prune a month later = %d, %v; want 5 (the matrix keeps 5)", n, err)
+	}
+	checkTrack(t, f.s, f.watch.ID, nil)
+}
+
+func TestDeleteWatch(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	other := f.mustWatch(t, f.user.ID, "https://example.org/other")
+	f.add(t, other.ID, page("shared paragraph", "other zebra"))
+	for v := range 5 {
+		f.add(t, f.watch.ID, page("shared paragraph", words(uint64(v), 5), "giraffe"))
+	}
+	bob := f.mustUser(t, "bob")
+	if err := f.s.DeleteWatch(ctx, bob.ID, f.watch.ID); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("deleting another user's watch: %v, want ErrNotFound", err)
+	}
+	if err := f.s.DeleteWatch(ctx, f.user.ID, f.watch.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.s.Version(ctx, f.watch.ID, 1); !errors.Is(err, ErrNotFound) {
+		t.Errorf("version of a deleted watch: %v", err)
+	}
+	if res, err := f.s.Search(ctx, Query{Text: "giraffe", UserID: f.user.ID}); err != nil || res.Total != 0 {
+		t.Errorf("search finds a deleted watch: %+v, %v", res, err)
+	}
+	if res, err := f.s.Search(ctx, Query{Text: "zebra", UserID: f.user.ID}); err != nil || res.Total != 1 {
+		t.Errorf("search lost the other watch: %+v, %v", res, err)
+	}
+	checkTrack(t, f.s, other.ID, map[int]string{1: page("shared paragraph", "other zebra")})
+	if evs, err := f.s.Changes(ctx, ChangeFilter{UserID: f.user.ID}); err != nil || len(evs) != 0 {
+		t.Errorf("changes of a deleted watch remain: %v, %v", evs, err)
+	}
+}
+
+func TestReopen(t *testing.T) {
+	dir := t.TempDir()
+	c := newClock()
+	s := MustOpen(t, dir, c)
+	ctx := context.Background()
+	u := &changedigest.User{Name: "carol", DigestHour: 7}
+	if err := s.CreateUser(ctx, u); err != nil {
+		t.Fatal(err)
+	}
+	w := &changedigest.Watch{UserID: u.ID, URL: "https://example.com/", NextCheck: c.Now().Add(time.Hour)}
+	if err := s.CreateWatch(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	bodies := map[int]string{}
+	for v := 1; v <= 4; v++ {
+		bodies[v] = page("okapi "+words(uint64(v), 4), "tapir")
+		snap := snapshotOf([]byte(bodies[v]))
+		if _, err := s.AddVersion(ctx, w.ID, snap, []byte(bodies[v])); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Latest(ctx, w.ID); !errors.Is(err, ErrClosed) || changedigest.ErrorCode(err) != changedigest.EUNAVAILABLE {
+		t.Errorf("use after Close: %v", err)
+	}
+	reopen := func(name string) *Store {
+		t.Helper()
+		s := MustOpen(t, dir, c)
+		checkTrack(t, s, w.ID, bodies)
+		res, err := s.Search(ctx, Query{Text: "okapi", UserID: u.ID})
+		if err != nil || res.Total != 4 {
+			t.Errorf("%s: search okapi = %+v, %v; want 4 hits", name, res, err)
+		}
+		due, err := s.DueWatches(ctx, c.Now().Add(2*time.Hour), 0)
+		if err != nil || len(due) != 1 || !due[0].NextCheck.Equal(w.NextCheck) {
+			t.Errorf("%s: due watches = %v, %v", name, due, err)
+		}
+		if got, err := s.UserByName(ctx, "CAROL"); err != nil || got.DigestHour != 7 {
+			t.Errorf("%s: user = %+v, %v", name, got, err)
+		}
+		return s
+	}
+	s = reopen("reopened")
+	s.Close()
+	// A lost index is rebuilt from pet.db.
+	if err := os.RemoveAll(filepath.Join(dir, indexDir)); err != nil {
+		t.Fatal(err)
+	}
+	s = reopen("index removed")
+	s.Close()
+	// So is one that cannot be read.
+	entries, _ := os.ReadDir(filepath.Join(dir, indexDir))
+	for _, e := range entries {
+		os.WriteFile(filepath.Join(dir, indexDir, e.Name()), []byte("garbage"), 0o600)
+	}
+	s = reopen("index garbled")
+	s.Close()
+}
+
+// TestDeltaChunks edits one large paragraph again and again: each version
+// costs the edit, chains stay bounded, and every version reads back after
+// retention removed the bases of later deltas.
+func TestDeltaChunks(t *testing.T) {
+	f := newFixture(t, func(s *Store) { s.KeepVersions = 0 })
+	ctx := context.Background()
+	long := []byte(words(11, 400)) // ~2.7 KB paragraph
+	bodies := map[int]string{}
+	var sizes []int64
+	for v := 1; v <= 30; v++ {
+		copy(long[v*50:], fmt.Sprintf("edit%02d", v))
+		_, seq := f.add(t, f.watch.ID, page("header", string(long), "footer"))
+		bodies[seq] = page("header", string(long), "footer")
+		st, err := f.s.Stats(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sizes = append(sizes, st.ChunkBytes)
+	}
+	// A full copy starts a new chain once the chain is maxDeltaDepth long.
+	full := 0
+	for i := 1; i < len(sizes); i++ {
+		if d := sizes[i] - sizes[i-1]; d > 200 {
+			full++
+		}
+	}
+	if want := len(sizes) / (maxDeltaDepth + 1); full > want {
+		t.Errorf("%d of %d versions stored the edited %d-byte paragraph in full, want at most %d (sizes %v)", full, len(sizes)-1, len(long), want, sizes)
+	}
+	var depth int
+	f.s.db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bChunkData).ForEach(func(_, v []byte) error {
+			d, _, _ := deltaHeader(v)
+			depth = max(depth, d)
+			return nil
+		})
+	})
+	if depth == 0 || depth > maxDeltaDepth {
+		t.Errorf("deepest delta chain %d, want 1..%d", depth, maxDeltaDepth)
+	}
+	checkTrack(t, f.s, f.watch.ID, bodies)
+	// Retention removes the early versions; the bases their successors
+	// need stay, the rest go.
+	if _, err := f.s.UpdateWatch(ctx, f.user.ID, f.watch.ID, func(w *changedigest.Watch) error {
+		w.KeepVersions = 6
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	checkTrack(t, f.s, f.watch.ID, bodies)
+	if err := f.s.DeleteWatch(ctx, f.user.ID, f.watch.ID); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := f.s.Stats(ctx); st.Chunks != 0 || st.Segments != 0 {
+		t.Errorf("deleting the only watch left %d chunks and %d segments", st.Chunks, st.Segments)
+	}
+	if err := f.s.Check(ctx); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestCheckFindsDamage damages the store in several ways and expects
+// Check to say so.
+func TestCheckFindsDamage(t *testing.T) {
+	tests := []struct {
+		name   string
+		damage func(tx *bolt.Tx) error
+	}{
+		{"reference count off", func(tx *bolt.Tx) error {
+			b := tx.Bucket(bChunkRefs)
+			k, v := b.Cursor().First()
+			n, w := uvarint(v)
+			return b.Put(bytes.Clone(k), append(putUvarint(nil, n+1), v[w:]...))
+		}},
+		{"chunk lost", func(tx *bolt.Tx) error {
+			k, _ := tx.Bucket(bChunkData).Cursor().Last()
+			return tx.Bucket(bChunkData).Delete(bytes.Clone(k))
+		}},
+		{"chunk bytes flipped", func(tx *bolt.Tx) error {
+			b := tx.Bucket(bChunkData)
+			k, v := b.Cursor().First()
+			v = bytes.Clone(v)
+			v[len(v)-1] ^= 0x55
+			return b.Put(bytes.Clone(k), v)
+		}},
+		{"version lost", func(tx *bolt.Tx) error {
+			return tx.Bucket(bVersions).Delete(id64(1, 2))
+		}},
+		{"segment lost", func(tx *bolt.Tx) error {
+			k, _ := tx.Bucket(bSegs).Cursor().First()
+			return tx.Bucket(bSegs).Delete(bytes.Clone(k))
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			for v := range 4 {
+				f.add(t, f.watch.ID, page("same", words(uint64(v), 60)))
+			}
+			if err := f.s.Check(context.Background()); err != nil {
+				t.Fatalf("sound store: %v", err)
+			}
+			if err := f.s.db.Update(tc.damage); err != nil {
+				t.Fatal(err)
+			}
+			err := f.s.Check(context.Background())
+			if !errors.Is(err, ErrCorrupt) {
+				t.Errorf("Check = %v, want ErrCorrupt", err)
+			}
+		})
+	}
+}

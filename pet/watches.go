@@ -1,0 +1,327 @@
+package pet
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/changedigest/changedigest"
+)
+
+// domainErr turns a changedigest.Error from a domain type's validation
+// into a package error matching the sentinel of its code.
+func domainErr(err error) error {
+	var ce *changedigest.Error
+	if !errors.As(err, &ce) {
+		return err
+	}
+	sentinel := ErrInvalid
+	switch ce.Code {
+	case changedigest.ENOTFOUND:
+		sentinel = ErrNotFound
+	case changedigest.ECONFLICT:
+		sentinel = ErrConflict
+	case changedigest.ETOOLARGE:
+		sentinel = ErrTooLarge
+	}
+	return &userError{user: ce, sentinel: sentinel}
+}
+
+func getWatch(tx *bolt.Tx, id int64) (*changedigest.Watch, error) {
+	v := tx.Bucket(bWatches).Get(id64(id))
+	if v == nil {
+		return nil, notFoundf("watch %d not found", id)
+	}
+	var w changedigest.Watch
+	if err := json.Unmarshal(v, &w); err != nil {
+		return nil, corruptf("watch %d: %v", id, err)
+	}
+	return &w, nil
+}
+
+// getUserWatch returns the watch when it is userID's (any user's for
+// AnyUser); another user's watch is not found, with the same message.
+func getUserWatch(tx *bolt.Tx, userID, id int64) (*changedigest.Watch, error) {
+	w, err := getWatch(tx, id)
+	if err != nil {
+		return nil, err
+	}
+	if userID != AnyUser && w.UserID != userID {
+		return nil, notFoundf("watch %d not found", id)
+	}
+	return w, nil
+}
+
+func dueKey(w *changedigest.Watch) []byte { return key(timeKey(w.NextCheck), uint64(w.ID)) }
+
+// putWatch stores w and keeps the indexes in step with old (nil when new).
+func putWatch(tx *bolt.Tx, w, old *changedigest.Watch) error {
+	v, err := json.Marshal(w)
+	if err != nil {
+		return err
+	}
+	if err := tx.Bucket(bWatches).Put(id64(w.ID), v); err != nil {
+		return err
+	}
+	due := tx.Bucket(bDue)
+	if old != nil && !old.Paused {
+		if err := due.Delete(dueKey(old)); err != nil {
+			return err
+		}
+	}
+	if !w.Paused {
+		if err := due.Put(dueKey(w), nil); err != nil {
+			return err
+		}
+	}
+	return tx.Bucket(bUserWatch).Put(id64(w.UserID, w.ID), nil)
+}
+
+// checkDuplicate refuses a second watch of the same URL and zone for a user.
+func checkDuplicate(tx *bolt.Tx, w *changedigest.Watch) error {
+	prefix := id64(w.UserID)
+	c := tx.Bucket(bUserWatch).Cursor()
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		id := at(k, 1)
+		if id == w.ID {
+			continue
+		}
+		o, err := getWatch(tx, id)
+		if err != nil {
+			return err
+		}
+		if o.URL == w.URL && o.Zone == w.Zone {
+			return conflictf("you already watch %s (watch %d)", w.URL, o.ID)
+		}
+	}
+	return nil
+}
+
+// CreateWatch validates and stores a new watch for w.UserID, setting
+// w.ID, CreatedAt, UpdatedAt and, when zero, NextCheck (to Now: due at
+// once). Errors: EINVALID from Watch.Validate; ENOTFOUND when the user
+// does not exist; ECONFLICT when the user already watches the URL with
+// the same zone.
+func (s *Store) CreateWatch(ctx context.Context, w *changedigest.Watch) error {
+	if w == nil {
+		return invalidf("watch is missing")
+	}
+	if err := w.Validate(); err != nil {
+		return domainErr(err)
+	}
+	err := s.update(ctx, func(tx *bolt.Tx) error {
+		if _, err := getUser(tx, w.UserID); err != nil {
+			return err
+		}
+		if err := checkDuplicate(tx, w); err != nil {
+			return err
+		}
+		id, err := tx.Bucket(bWatches).NextSequence()
+		if err != nil {
+			return err
+		}
+		now := s.now()
+		nw := *w
+		nw.ID, nw.CreatedAt, nw.UpdatedAt = int64(id), now, now
+		if nw.NextCheck.IsZero() {
+			nw.NextCheck = now
+		}
+		if err := putWatch(tx, &nw, nil); err != nil {
+			return err
+		}
+		*w = nw
+		return nil
+	})
+	return wrap(err, "create watch")
+}
+
+// Watch returns the watch if it is userID's (any user's for AnyUser).
+// Errors: ENOTFOUND when it does not exist or is another user's.
+func (s *Store) Watch(ctx context.Context, userID, id int64) (*changedigest.Watch, error) {
+	var w *changedigest.Watch
+	err := s.view(ctx, func(tx *bolt.Tx) (err error) {
+		w, err = getUserWatch(tx, userID, id)
+		return err
+	})
+	if err != nil {
+		return nil, wrap(err, "get watch %d", id)
+	}
+	return w, nil
+}
+
+// Watches lists the user's watches (every user's for AnyUser) by id,
+// those carrying tag when tag is not empty.
+func (s *Store) Watches(ctx context.Context, userID int64, tag string) ([]changedigest.Watch, error) {
+	if tag != "" {
+		if t := changedigest.NormaliseTags([]string{tag}); len(t) > 0 {
+			tag = t[0]
+		}
+	}
+	var out []changedigest.Watch
+	keep := func(w *changedigest.Watch) {
+		if tag == "" || w.HasTag(tag) {
+			out = append(out, *w)
+		}
+	}
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		if userID == AnyUser {
+			return tx.Bucket(bWatches).ForEach(func(k, _ []byte) error {
+				w, err := getWatch(tx, at(k, 0))
+				if err == nil {
+					keep(w)
+				}
+				return err
+			})
+		}
+		prefix := id64(userID)
+		c := tx.Bucket(bUserWatch).Cursor()
+		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+			w, err := getWatch(tx, at(k, 1))
+			if err != nil {
+				return err
+			}
+			keep(w)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, wrap(err, "list watches")
+	}
+	return out, nil
+}
+
+// UpdateWatch changes watch id atomically: fn edits a copy of the stored
+// watch, which is then validated and stored. ID, UserID and CreatedAt
+// cannot change; UpdatedAt is set when a field the user sets changed (not
+// for schedule state). Changed retention limits apply at once. userID
+// restricts the update to the user's watch (AnyUser for the crawler).
+// Errors: ENOTFOUND; EINVALID from Watch.Validate; ECONFLICT when the
+// new URL and zone duplicate another of the user's watches; fn's own
+// error, returned as is, leaves the watch unchanged.
+func (s *Store) UpdateWatch(ctx context.Context, userID, id int64, fn func(*changedigest.Watch) error) (*changedigest.Watch, error) {
+	var out *changedigest.Watch
+	var fnErr error
+	err := s.update(ctx, func(tx *bolt.Tx) error {
+		old, err := getUserWatch(tx, userID, id)
+		if err != nil {
+			return err
+		}
+		w := *old
+		w.Tags = slices.Clone(old.Tags)
+		if err := fn(&w); err != nil {
+			fnErr = err
+			return err
+		}
+		w.ID, w.UserID, w.CreatedAt = old.ID, old.UserID, old.CreatedAt
+		if err := w.Validate(); err != nil {
+			return domainErr(err)
+		}
+		if w.URL != old.URL || w.Zone != old.Zone {
+			if err := checkDuplicate(tx, &w); err != nil {
+				return err
+			}
+		}
+		if userFieldsChanged(old, &w) {
+			w.UpdatedAt = s.now()
+		}
+		if err := putWatch(tx, &w, old); err != nil {
+			return err
+		}
+		if w.KeepVersions != old.KeepVersions || w.KeepDays != old.KeepDays {
+			t, err := s.openTrack(tx, id)
+			if err != nil {
+				return err
+			}
+			if err := t.retain(s.now()); err != nil {
+				return err
+			}
+			if err := t.finish(); err != nil {
+				return err
+			}
+		}
+		out = &w
+		return nil
+	})
+	if fnErr != nil {
+		return nil, fnErr
+	}
+	if err != nil {
+		return nil, wrap(err, "update watch %d", id)
+	}
+	s.syncAfterWrite()
+	return out, nil
+}
+
+func userFieldsChanged(a, b *changedigest.Watch) bool {
+	return a.URL != b.URL || a.Title != b.Title || a.Zone != b.Zone || a.Category != b.Category ||
+		a.Interval != b.Interval || !slices.Equal(a.Tags, b.Tags) || a.Paused != b.Paused ||
+		a.KeepVersions != b.KeepVersions || a.KeepDays != b.KeepDays
+}
+
+// DeleteWatch deletes the watch with its whole history and its index
+// entries. Errors: ENOTFOUND when it does not exist or is another user's.
+func (s *Store) DeleteWatch(ctx context.Context, userID, id int64) error {
+	err := s.update(ctx, func(tx *bolt.Tx) error {
+		w, err := getUserWatch(tx, userID, id)
+		if err != nil {
+			return err
+		}
+		return deleteWatch(s, tx, w)
+	})
+	if err != nil {
+		return wrap(err, "delete watch %d", id)
+	}
+	s.syncAfterWrite()
+	return nil
+}
+
+func deleteWatch(s *Store, tx *bolt.Tx, w *changedigest.Watch) error {
+	t, err := s.openTrack(tx, w.ID)
+	if err != nil {
+		return err
+	}
+	if err := t.deleteAll(); err != nil {
+		return err
+	}
+	if !w.Paused {
+		if err := tx.Bucket(bDue).Delete(dueKey(w)); err != nil {
+			return err
+		}
+	}
+	if err := tx.Bucket(bUserWatch).Delete(id64(w.UserID, w.ID)); err != nil {
+		return err
+	}
+	return tx.Bucket(bWatches).Delete(id64(w.ID))
+}
+
+// DueWatches returns the watches whose NextCheck is at or before now,
+// earliest first, skipping paused ones; limit defaults to 100, at most
+// 10000. Due times live in pet.db and survive restarts.
+func (s *Store) DueWatches(ctx context.Context, now time.Time, limit int) ([]changedigest.Watch, error) {
+	limit = clampLimit(limit, 100, 10000)
+	end := timeKey(now)
+	var out []changedigest.Watch
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		c := tx.Bucket(bDue).Cursor()
+		for k, _ := c.First(); k != nil && len(out) < limit; k, _ = c.Next() {
+			if uint64(at(k, 0)) > end {
+				break
+			}
+			w, err := getWatch(tx, at(k, 1))
+			if err != nil {
+				return err
+			}
+			out = append(out, *w)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, wrap(err, "list due watches")
+	}
+	return out, nil
+}
