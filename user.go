@@ -20,6 +20,8 @@ type User struct {
 	// DigestHour is the hour (0-23, local time) at which the daily digest
 	// is e-mailed; -1 for none.
 	DigestHour int `json:"digest_hour"`
+	// DigestSent is the last day (YYYY-MM-DD) whose digest was e-mailed.
+	DigestSent string `json:"digest_sent,omitempty"`
 }
 
 // ValidateUserName checks a login name: 1 to 64 letters, digits, '.', '-' or '_'.

@@ -26,16 +26,17 @@ type userRec struct {
 	FeedToken    string    `json:"feed_token"`
 	CreatedAt    time.Time `json:"created_at"`
 	DigestHour   int       `json:"digest_hour"`
+	DigestSent   string    `json:"digest_sent,omitempty"`
 }
 
 func (r *userRec) user() *changedigest.User {
 	return &changedigest.User{ID: r.ID, Name: r.Name, PasswordHash: r.PasswordHash, Admin: r.Admin,
-		Email: r.Email, FeedToken: r.FeedToken, CreatedAt: r.CreatedAt, DigestHour: r.DigestHour}
+		Email: r.Email, FeedToken: r.FeedToken, CreatedAt: r.CreatedAt, DigestHour: r.DigestHour, DigestSent: r.DigestSent}
 }
 
 func recOf(u *changedigest.User) *userRec {
 	return &userRec{ID: u.ID, Name: u.Name, PasswordHash: u.PasswordHash, Admin: u.Admin,
-		Email: u.Email, FeedToken: u.FeedToken, CreatedAt: u.CreatedAt, DigestHour: u.DigestHour}
+		Email: u.Email, FeedToken: u.FeedToken, CreatedAt: u.CreatedAt, DigestHour: u.DigestHour, DigestSent: u.DigestSent}
 }
 
 // NewSecret returns a random URL-safe secret of 256 bits, as used for

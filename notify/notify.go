@@ -1,0 +1,253 @@
+// Package notify is the notification centre: it compiles each user's
+// change events together with the profile matches found in them, for the
+// Atom feeds, the digest and the web pages, and e-mails the daily digest
+// at the hour each user chose.
+package notify
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/changedigest/changedigest"
+	"github.com/changedigest/changedigest/expand"
+	"github.com/changedigest/changedigest/pet"
+	"github.com/changedigest/changedigest/render"
+)
+
+// Store is the store as the notification centre sees it.
+type Store interface {
+	Changes(ctx context.Context, f pet.ChangeFilter) ([]pet.Event, error)
+	Profile(ctx context.Context, userID int64) (*changedigest.Profile, []byte, error)
+	Users(ctx context.Context) ([]changedigest.User, error)
+	UpdateUser(ctx context.Context, id int64, fn func(*changedigest.User) error) (*changedigest.User, error)
+}
+
+// Notifier compiles events and sends digests. Set the knobs, then use it;
+// it is safe for concurrent use.
+type Notifier struct {
+	Store    Store
+	Expander *expand.Expander
+	Render   *render.Engine
+	// Mail delivers digests; nil disables e-mail.
+	Mail *Mailer
+	// Location is the time zone of digest days and hours; time.Local unless set.
+	Location *time.Location
+	// DigestLimit bounds the events of one digest.
+	DigestLimit int
+	Now         func() time.Time
+	Logger      *slog.Logger
+
+	mu       sync.Mutex
+	matchers map[int64]cachedMatcher
+}
+
+type cachedMatcher struct {
+	updated time.Time
+	m       *expand.Matcher
+}
+
+// New returns a notifier with defaults.
+func New(store Store, ex *expand.Expander, r *render.Engine) *Notifier {
+	return &Notifier{Store: store, Expander: ex, Render: r, Location: time.Local, DigestLimit: 1000,
+		Now: time.Now, Logger: slog.Default()}
+}
+
+// Matcher returns the compiled matcher of a user's profile, nil when the
+// user has no profile. It is rebuilt when the profile changes.
+func (n *Notifier) Matcher(ctx context.Context, userID int64) (*expand.Matcher, error) {
+	p, _, err := n.Store.Profile(ctx, userID)
+	if changedigest.ErrorCode(err) == changedigest.ENOTFOUND {
+		return nil, nil
+	} else if err != nil {
+		return nil, fmt.Errorf("notify: profile of user %d: %w", userID, err)
+	}
+	n.mu.Lock()
+	c, ok := n.matchers[userID]
+	n.mu.Unlock()
+	if ok && c.updated.Equal(p.UpdatedAt) {
+		return c.m, nil
+	}
+	m, err := n.Expander.Matcher(*p)
+	if err != nil {
+		return nil, fmt.Errorf("notify: expand the profile of user %d: %w", userID, err)
+	}
+	n.mu.Lock()
+	if n.matchers == nil {
+		n.matchers = map[int64]cachedMatcher{}
+	}
+	n.matchers[userID] = cachedMatcher{updated: p.UpdatedAt, m: m}
+	n.mu.Unlock()
+	return m, nil
+}
+
+// Match finds the profile terms in each change's text: the new text, or
+// the old text of a deletion. It returns nil for a nil matcher.
+func Match(m *expand.Matcher, changes []changedigest.Change) [][]changedigest.Match {
+	if m == nil {
+		return nil
+	}
+	out := make([][]changedigest.Match, len(changes))
+	for i, c := range changes {
+		text := c.NewText
+		if c.Op == changedigest.OpDelete || text == "" {
+			text = c.OldText
+		}
+		out[i] = m.Match(text)
+	}
+	return out
+}
+
+// Events lists the change events of f (f.UserID's watches; newest first)
+// with the user's profile matches.
+func (n *Notifier) Events(ctx context.Context, f pet.ChangeFilter) ([]render.Event, error) {
+	evs, err := n.Store.Changes(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	var m *expand.Matcher
+	if f.UserID != pet.AnyUser {
+		if m, err = n.Matcher(ctx, f.UserID); err != nil {
+			return nil, err
+		}
+	}
+	out := make([]render.Event, len(evs))
+	for i := range evs {
+		out[i] = render.Event{Watch: &evs[i].Watch, Snapshot: &evs[i].Version, Matches: Match(m, evs[i].Version.Changes)}
+	}
+	return out, nil
+}
+
+// Day returns the start of the day holding t in the notifier's time zone.
+func (n *Notifier) Day(t time.Time) time.Time {
+	t = t.In(n.location())
+	return time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, t.Location())
+}
+
+// ParseDay reads a YYYY-MM-DD day in the notifier's time zone.
+func (n *Notifier) ParseDay(s string) (time.Time, error) {
+	d, err := time.ParseInLocation(time.DateOnly, s, n.location())
+	if err != nil {
+		return time.Time{}, changedigest.Errorf(changedigest.EINVALID, "%q is not a day (want YYYY-MM-DD)", s)
+	}
+	return d, nil
+}
+
+func (n *Notifier) location() *time.Location {
+	if n.Location == nil {
+		return time.Local
+	}
+	return n.Location
+}
+
+// Digest compiles the digest of a user for the day starting at day.
+func (n *Notifier) Digest(ctx context.Context, u *changedigest.User, day time.Time) (render.DigestData, error) {
+	day = n.Day(day)
+	evs, err := n.Events(ctx, pet.ChangeFilter{
+		UserID: u.ID,
+		Since:  day,
+		Until:  day.AddDate(0, 0, 1).Add(-time.Nanosecond),
+		Limit:  n.DigestLimit,
+	})
+	if err != nil {
+		return render.DigestData{}, err
+	}
+	return render.DigestData{User: u, Day: day, Events: evs}, nil
+}
+
+// SendDigest e-mails a user the digest of a day.
+func (n *Notifier) SendDigest(ctx context.Context, u *changedigest.User, day time.Time) error {
+	if n.Mail == nil {
+		return changedigest.Errorf(changedigest.EINVALID, "e-mail is not configured (set --smtp)")
+	}
+	if u.Email == "" {
+		return changedigest.Errorf(changedigest.EINVALID, "user %s has no e-mail address", u.Name)
+	}
+	d, err := n.Digest(ctx, u, day)
+	if err != nil {
+		return err
+	}
+	var msg bytes.Buffer
+	h := render.MailHeader{From: n.Mail.From, Date: n.now()}
+	if err := n.Render.DigestEmail(&msg, h, d); err != nil {
+		return fmt.Errorf("notify: digest of %s: %w", u.Name, err)
+	}
+	return n.Mail.Send(ctx, u.Email, msg.Bytes())
+}
+
+// SendDue e-mails the digest of the previous day to every user whose
+// digest hour has come today and who has not had it yet. It returns how
+// many digests were sent; one user's failure does not stop the others.
+func (n *Notifier) SendDue(ctx context.Context) (int, error) {
+	if n.Mail == nil {
+		return 0, nil
+	}
+	users, err := n.Store.Users(ctx)
+	if err != nil {
+		return 0, err
+	}
+	now := n.now().In(n.location())
+	yesterday := n.Day(now).AddDate(0, 0, -1)
+	key := yesterday.Format(time.DateOnly)
+	sent := 0
+	var firstErr error
+	for i := range users {
+		u := &users[i]
+		if u.Email == "" || u.DigestHour < 0 || now.Hour() < u.DigestHour || u.DigestSent == key {
+			continue
+		}
+		if err := n.SendDigest(ctx, u, yesterday); err != nil {
+			n.logger().Warn("digest not sent", "user", u.Name, "day", key, "err", err)
+			if firstErr == nil {
+				firstErr = err
+			}
+			continue
+		}
+		if _, err := n.Store.UpdateUser(ctx, u.ID, func(x *changedigest.User) error {
+			x.DigestSent = key
+			return nil
+		}); err != nil {
+			return sent, err
+		}
+		sent++
+		n.logger().Info("digest sent", "user", u.Name, "day", key)
+	}
+	return sent, firstErr
+}
+
+// Run sends due digests every interval until ctx ends.
+func (n *Notifier) Run(ctx context.Context, interval time.Duration) error {
+	if n.Mail == nil {
+		<-ctx.Done()
+		return nil
+	}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		if _, err := n.SendDue(ctx); err != nil && ctx.Err() == nil {
+			n.logger().Warn("sending digests", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+func (n *Notifier) now() time.Time {
+	if n.Now != nil {
+		return n.Now()
+	}
+	return time.Now()
+}
+
+func (n *Notifier) logger() *slog.Logger {
+	if n.Logger != nil {
+		return n.Logger
+	}
+	return slog.Default()
+}

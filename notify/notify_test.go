@@ -1,0 +1,155 @@
+package notify
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/changedigest/changedigest"
+	"github.com/changedigest/changedigest/expand"
+	"github.com/changedigest/changedigest/internal/smtptest"
+	"github.com/changedigest/changedigest/pet"
+	"github.com/changedigest/changedigest/render"
+)
+
+type fixture struct {
+	store *pet.Store
+	n     *Notifier
+	user  *changedigest.User
+	watch *changedigest.Watch
+	now   time.Time
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	ctx := context.Background()
+	f := &fixture{now: time.Date(2026, 3, 10, 9, 30, 0, 0, time.UTC)}
+	f.store = pet.New(t.TempDir())
+	f.store.Now = func() time.Time { return f.now }
+	if err := f.store.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.store.Close() })
+	f.user = &changedigest.User{Name: "ann", Email: "ann@example.org", DigestHour: 7}
+	if err := f.store.CreateUser(ctx, f.user); err != nil {
+		t.Fatal(err)
+	}
+	prof := &changedigest.Profile{UserID: f.user.ID, Interests: []changedigest.Interest{{Term: "football", Source: "foaf:interest", Weight: 1}}}
+	if err := f.store.PutProfile(ctx, prof, nil); err != nil {
+		t.Fatal(err)
+	}
+	f.watch = &changedigest.Watch{UserID: f.user.ID, URL: "http://example.org/news", Title: "News"}
+	if err := f.store.CreateWatch(ctx, f.watch); err != nil {
+		t.Fatal(err)
+	}
+	wn, err := expand.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng, err := render.NewEngine("http://cd.example.org/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.n = New(f.store, expand.NewExpander(wn), eng)
+	f.n.Location = time.UTC
+	f.n.Now = func() time.Time { return f.now }
+	return f
+}
+
+// addVersion stores a version whose segment texts are texts, with the
+// given changes.
+func (f *fixture) addVersion(t *testing.T, at time.Time, texts []string, changes []changedigest.Change) {
+	t.Helper()
+	f.now = at
+	var body strings.Builder
+	snap := &changedigest.Snapshot{FetchedAt: at, Status: 200, Kind: changedigest.KindPage, Changes: changes}
+	for i, tx := range texts {
+		start := body.Len()
+		body.WriteString("<p>" + tx + "</p>")
+		snap.Segments = append(snap.Segments, changedigest.Segment{Index: i, Hash: strings.Repeat("0", 31) + string(rune('a'+i+len(texts))), Text: tx, Start: start, End: body.Len(), Path: "p"})
+	}
+	if _, err := f.store.AddVersion(context.Background(), f.watch.ID, snap, []byte(body.String())); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestEventsCarryProfileMatches(t *testing.T) {
+	f := newFixture(t)
+	day := time.Date(2026, 3, 9, 0, 0, 0, 0, time.UTC)
+	f.addVersion(t, day.Add(8*time.Hour), []string{"Library hours"}, nil)
+	f.addVersion(t, day.Add(10*time.Hour), []string{"The soccer club won", "Library hours"}, []changedigest.Change{
+		{Segment: 0, Path: "p", Type: changedigest.ChangeContent, Op: changedigest.OpInsert, NewText: "The soccer club won"},
+		{Segment: 1, Path: "p", Type: changedigest.ChangeContent, Op: changedigest.OpDelete, OldText: "Bakery closed"},
+	})
+	evs, err := f.n.Events(context.Background(), pet.ChangeFilter{UserID: f.user.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) != 1 || len(evs[0].Matches) != 2 {
+		t.Fatalf("events %+v", evs)
+	}
+	m := evs[0].Matches[0]
+	if len(m) != 1 || m[0].Interest != "football" || m[0].Term != "soccer" || m[0].Relation != "hyponym" {
+		t.Errorf("matches of the soccer change: %+v", m)
+	}
+	if len(evs[0].Matches[1]) != 0 {
+		t.Errorf("the bakery change matched %+v", evs[0].Matches[1])
+	}
+}
+
+func TestSendDueDigest(t *testing.T) {
+	f := newFixture(t)
+	srv := smtptest.New(t)
+	mailer, err := NewMailer(srv.Addr, "changedigest <digest@cd.example.org>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.n.Mail = mailer
+	day := time.Date(2026, 3, 9, 0, 0, 0, 0, time.UTC)
+	f.addVersion(t, day.Add(8*time.Hour), []string{"Library hours"}, nil)
+	f.addVersion(t, day.Add(10*time.Hour), []string{"Rugby final moved"}, []changedigest.Change{
+		{Segment: 0, Path: "p", Type: changedigest.ChangeContent, Op: changedigest.OpUpdate, OldText: "Library hours", NewText: "Rugby final moved"},
+	})
+	ctx := context.Background()
+
+	f.now = time.Date(2026, 3, 10, 6, 59, 0, 0, time.UTC) // before the hour
+	if n, err := f.n.SendDue(ctx); err != nil || n != 0 {
+		t.Fatalf("before the digest hour: sent %d, %v", n, err)
+	}
+	f.now = time.Date(2026, 3, 10, 7, 0, 0, 0, time.UTC)
+	if n, err := f.n.SendDue(ctx); err != nil || n != 1 {
+		t.Fatalf("at the digest hour: sent %d, %v", n, err)
+	}
+	if n, err := f.n.SendDue(ctx); err != nil || n != 0 {
+		t.Fatalf("a second time the same day: sent %d, %v", n, err)
+	}
+	msgs := srv.Messages()
+	if len(msgs) != 1 {
+		t.Fatalf("%d messages", len(msgs))
+	}
+	m := msgs[0]
+	if m.From != "digest@cd.example.org" || len(m.To) != 1 || m.To[0] != "ann@example.org" {
+		t.Errorf("envelope %q -> %q", m.From, m.To)
+	}
+	for _, want := range []string{"Subject:", "multipart/alternative", "text/plain", "text/html", "Rugby"} {
+		if !strings.Contains(m.Data, want) {
+			t.Errorf("message lacks %q", want)
+		}
+	}
+	u, err := f.store.User(ctx, f.user.ID)
+	if err != nil || u.DigestSent != "2026-03-09" {
+		t.Errorf("digest day not recorded: %+v %v", u, err)
+	}
+}
+
+func TestSendDigestNeedsAddress(t *testing.T) {
+	f := newFixture(t)
+	f.n.Mail = &Mailer{Addr: "127.0.0.1:1"}
+	u := *f.user
+	u.Email = ""
+	err := f.n.SendDigest(context.Background(), &u, f.now)
+	if changedigest.ErrorCode(err) != changedigest.EINVALID {
+		t.Errorf("err = %v", err)
+	}
+}
