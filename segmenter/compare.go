@@ -1,0 +1,1031 @@
+package segmenter
+
+import (
+	"sort"
+	"strings"
+
+	"github.com/changedigest/changedigest"
+	"github.com/changedigest/changedigest/internal/textdiff"
+)
+
+// Detailed comparison of changed segments (CaSePer 3.1, Artail and Fawaz,
+// Goel and Aggarwal).
+//
+// The tokens of a group of changed segments become two small trees
+// (treelets). Every node carries bottom-up hashes (Goel): h over the whole
+// subtree, hc over the subtree without presentation (presentation
+// attributes dropped, formatting tags such as b, font and span unwrapped)
+// and ht over its visible words. The children of two matched nodes are
+// matched in rounds: a longest common subsequence of equal subtrees (equal
+// subtrees are skipped, never descended into), then equal subtrees out of
+// order, then the same id attribute and tag (the X-Diff variant), then the
+// same hc and tag, then, between the anchors found so far, nodes of the
+// same tag by text similarity (Artail and Fawaz: comparisons only between
+// nodes of the same tag). The order of matched children is compared as a
+// sequence of indices; a child off the longest increasing run is a move,
+// which is what comparing node path sequences with offsets finds.
+// Unmatched children are deletions and insertions; a deleted and an
+// inserted subtree with equal hashes anywhere in the page are one move.
+
+type attrKV struct{ k, v string }
+
+type tnode struct {
+	tag     string // "" for a text, "#root" for the root of a treelet
+	attrs   []attrKV
+	text    string // a text's collapsed text
+	visible bool   // a text shown to readers
+	kids    []*tnode
+	parent  *tnode
+	d       *doc  // the scan the node comes from
+	elem    int32 // element in d (-1: text or root)
+	encl    int32 // a text's enclosing element in d
+	tokA    int   // token range in d
+	tokB    int
+	seg     int // segment index
+
+	h      uint64 // whole subtree
+	hc, pc uint64 // without presentation (rolling hash value and power)
+	ht, pt uint64 // visible words
+	behav  bool   // holds script, iframe, object, embed or applet elements
+	txt    *string
+}
+
+func (n *tnode) isText() bool   { return n.tag == "" }
+func (n *tnode) hasWords() bool { return n.pt != 1 }
+
+// side is one version of a page in a comparison: where its segments
+// start, to tell which segment a node is in.
+type side struct {
+	starts []int // byte offsets where segments start, ascending
+	idx    []int // the index of each of those segments
+}
+
+func (sd *side) segOf(off int) int {
+	k := sort.SearchInts(sd.starts, off+1) - 1
+	if k < 0 || k >= len(sd.idx) {
+		if len(sd.idx) == 0 {
+			return 0
+		}
+		k = max(0, min(k, len(sd.idx)-1))
+	}
+	return sd.idx[k]
+}
+
+func (sd *side) textOf(n *tnode) string {
+	if n.txt != nil {
+		return *n.txt
+	}
+	var t string
+	switch {
+	case n.isText():
+		if n.visible {
+			t = n.text
+		}
+	case n.d != nil:
+		t = n.d.visibleText(n.tokA, n.tokB)
+	default:
+		var sb strings.Builder
+		for _, k := range n.kids {
+			if kt := sd.textOf(k); kt != "" {
+				if sb.Len() > 0 {
+					sb.WriteByte(' ')
+				}
+				sb.WriteString(kt)
+			}
+		}
+		t = sb.String()
+	}
+	n.txt = &t
+	return t
+}
+
+func (sd *side) path(n *tnode) string {
+	if n == nil || n.d == nil {
+		return ""
+	}
+	if n.elem >= 0 {
+		return n.d.path(n.elem)
+	}
+	if n.isText() && n.encl >= 0 {
+		return n.d.path(n.encl)
+	}
+	return ""
+}
+
+// describe is the normalised start tag of an element: `<img src="a.png">`.
+func (sd *side) describe(n *tnode) string {
+	if n.elem < 0 || n.d == nil {
+		return ""
+	}
+	return string(n.d.normOf(n.tokA, n.tokA+1))
+}
+
+// treePart is a token range of a scanned document.
+type treePart struct {
+	d    *doc
+	a, b int
+}
+
+// build makes one treelet of the token ranges parts.
+func (sd *side) build(parts []treePart) *tnode {
+	root := &tnode{tag: "#root", elem: -1}
+	var all []*tnode
+	for _, r := range parts {
+		d := r.d
+		nodes := map[int32]*tnode{}
+		parentOf := func(ei int32) *tnode {
+			if p, ok := nodes[ei]; ok {
+				return p
+			}
+			return root
+		}
+		for i := r.a; i < r.b; i++ {
+			t := &d.toks[i]
+			var n *tnode
+			switch t.kind {
+			case tStart, tVoid:
+				e := &d.elems[t.elem]
+				n = &tnode{tag: e.tag, elem: t.elem, tokA: i, tokB: min(int(e.endTok)+1, r.b), parent: parentOf(e.parent)}
+				if e.nattr > 0 {
+					n.attrs = make([]attrKV, e.nattr)
+					for k, a := range d.attrs[e.attr0 : e.attr0+e.nattr] {
+						n.attrs[k] = attrKV{string(d.norm[a.k0:a.k1]), string(d.norm[a.v0:a.v1])}
+					}
+				}
+				if t.kind == tStart {
+					nodes[t.elem] = n
+				}
+			case tText:
+				n = &tnode{elem: -1, encl: t.elem, tokA: i, tokB: i + 1, text: d.textOf(i), visible: t.flags&fVisible != 0, parent: parentOf(t.elem)}
+			default:
+				continue
+			}
+			n.d = d
+			n.seg = sd.segOf(d.base + int(t.off))
+			n.parent.kids = append(n.parent.kids, n)
+			all = append(all, n)
+		}
+	}
+	for i := len(all) - 1; i >= 0; i-- {
+		all[i].hash()
+	}
+	root.hash()
+	return root
+}
+
+const rollP uint64 = 0x9E3779B97F4A7C15
+
+func roll(v1, p1, v2, p2 uint64) (uint64, uint64) { return v1*p2 + v2, p1 * p2 }
+
+func symbol(x uint64) (uint64, uint64) { return x | 1, rollP }
+
+// hash computes the node's hashes from its children's.
+func (n *tnode) hash() {
+	n.hc, n.pc, n.ht, n.pt = 0, 1, 0, 1
+	if n.isText() {
+		n.h = hashString(hashSeed^1, n.text)
+		for w := range strings.SplitSeq(n.text, " ") {
+			x := hashString(hashSeed, w)
+			n.hc, n.pc = roll(n.hc, n.pc, x|1, rollP)
+			if n.visible {
+				n.ht, n.pt = roll(n.ht, n.pt, x|1, rollP)
+			}
+		}
+		return
+	}
+	h := hashString(hashSeed, n.tag)
+	pres := presentationTags[n.tag]
+	var open uint64
+	if !pres {
+		open = hashString(hashSeed^2, n.tag)
+	}
+	for _, a := range n.attrs {
+		h = hashString(mix(hashString(mix(h, 1), a.k), 2), a.v)
+		if !pres && !presentationAttrs[a.k] {
+			open = hashString(mix(hashString(mix(open, 1), a.k), 2), a.v)
+		}
+	}
+	if behaviouralTags[n.tag] {
+		n.behav = true
+	}
+	if !pres && n.tag != "#root" {
+		sv, sp := symbol(open)
+		n.hc, n.pc = roll(n.hc, n.pc, sv, sp)
+	}
+	for _, k := range n.kids {
+		h = mix(h, k.h)
+		n.hc, n.pc = roll(n.hc, n.pc, k.hc, k.pc)
+		n.ht, n.pt = roll(n.ht, n.pt, k.ht, k.pt)
+		n.behav = n.behav || k.behav
+	}
+	n.h = mix(h, 0xff)
+	if !pres && n.tag != "#root" {
+		sv, sp := symbol(hashString(hashSeed^3, n.tag))
+		n.hc, n.pc = roll(n.hc, n.pc, sv, sp)
+	}
+}
+
+func isEventAttr(k string) bool { return len(k) > 2 && k[0] == 'o' && k[1] == 'n' }
+
+var (
+	presentationAttrs = set("style", "class", "align", "valign", "bgcolor", "color", "background", "width",
+		"height", "border", "cellpadding", "cellspacing", "face", "size", "hspace", "vspace", "nowrap",
+		"clear", "noshade", "rules", "text", "link", "vlink", "alink", "marginwidth", "marginheight",
+		"leftmargin", "topmargin", "rightmargin", "bottommargin", "compact", "bordercolor")
+	presentationTags = set("b", "i", "u", "s", "strike", "em", "strong", "font", "big", "small", "tt",
+		"center", "mark", "span", "blink")
+	behaviouralTags = set("script", "iframe", "object", "embed", "applet", "frame", "noscript", "noembed")
+)
+
+// differ compares two treelets and collects typed changes.
+type differ struct {
+	old, new *side
+	maxText  int
+	out      []rawChange
+	blocks   []*blockPair
+	ins, del []*tnode
+}
+
+type rawChange struct {
+	typ      changedigest.ChangeType
+	op       changedigest.Op
+	o, n     *tnode
+	old, new string
+}
+
+// blockPair is a matched pair of block-level nodes whose texts are
+// compared when words inside them changed.
+type blockPair struct {
+	o, n    *tnode
+	changed bool
+	at      *tnode // a changed text, for the location when the pair is a treelet root
+	atNew   bool
+}
+
+// mark notes that words changed inside blk, at text x (old) or y (new).
+func (blk *blockPair) mark(x, y *tnode) {
+	if !blk.changed {
+		blk.changed = true
+		if y != nil {
+			blk.at, blk.atNew = y, true
+		} else {
+			blk.at = x
+		}
+	}
+}
+
+func (df *differ) emit(typ changedigest.ChangeType, op changedigest.Op, o, n *tnode, old, new string) {
+	df.out = append(df.out, rawChange{typ: typ, op: op, o: o, n: n, old: old, new: new})
+}
+
+// compare diffs two treelet roots.
+func (df *differ) compare(o, n *tnode) {
+	blk := &blockPair{o: o, n: n}
+	df.blocks = append(df.blocks, blk)
+	if o.h != n.h {
+		df.kids(o, n, blk)
+	}
+}
+
+// node compares two matched elements of the same tag whose subtrees differ.
+func (df *differ) node(o, n *tnode, blk *blockPair) {
+	switch {
+	case o.tag == "script" || behaviouralTags[o.tag]:
+		df.emit(changedigest.ChangeBehavioural, changedigest.OpUpdate, o, n, df.behaviour(df.old, o), df.behaviour(df.new, n))
+		return
+	case o.tag == "style":
+		df.emit(changedigest.ChangeCosmetic, changedigest.OpUpdate, o, n, df.old.textRaw(o), df.new.textRaw(n))
+		return
+	}
+	df.attrs(o, n)
+	if blockElements[o.tag] || o.tag == "title" {
+		blk = &blockPair{o: o, n: n}
+		df.blocks = append(df.blocks, blk)
+	}
+	if o.hc == n.hc && o.pc == n.pc && !sameShape(o, n) {
+		// Only formatting changed below: tags like b or span added or
+		// removed around the same words.
+		df.emit(changedigest.ChangeCosmetic, changedigest.OpUpdate, o, n, df.old.textOf(o), df.new.textOf(n))
+		return
+	}
+	df.kids(o, n, blk)
+}
+
+func sameShape(o, n *tnode) bool {
+	if len(o.kids) != len(n.kids) {
+		return false
+	}
+	for i := range o.kids {
+		if o.kids[i].tag != n.kids[i].tag || (o.kids[i].isText() && o.kids[i].text != n.kids[i].text) {
+			return false
+		}
+	}
+	return true
+}
+
+// textRaw is the text of an element's text children (script or style source).
+func (sd *side) textRaw(n *tnode) string {
+	var sb strings.Builder
+	for _, k := range n.kids {
+		if k.isText() {
+			if sb.Len() > 0 {
+				sb.WriteByte(' ')
+			}
+			sb.WriteString(k.text)
+		}
+	}
+	return sb.String()
+}
+
+func (df *differ) behaviour(sd *side, n *tnode) string {
+	s := sd.describe(n)
+	if t := sd.textRaw(n); t != "" {
+		s += " " + t
+	}
+	return clip(s, df.maxText)
+}
+
+// attrs reports changed attributes of a matched pair, one change per class.
+func (df *differ) attrs(o, n *tnode) {
+	var classes [3][]string // cosmetic, structural, behavioural: old and new listings
+	var olds, news [3]strings.Builder
+	add := func(c int, k, ov, nv string, hasO, hasN bool) {
+		classes[c] = append(classes[c], k)
+		if hasO {
+			writeAttr(&olds[c], k, ov)
+		}
+		if hasN {
+			writeAttr(&news[c], k, nv)
+		}
+	}
+	class := func(k string) int {
+		switch {
+		case isEventAttr(k) || behaviouralTags[o.tag]:
+			return 2
+		case presentationAttrs[k] || (o.tag == "link" && isStylesheet(o)):
+			return 0
+		}
+		return 1
+	}
+	i, j := 0, 0
+	for i < len(o.attrs) || j < len(n.attrs) {
+		switch {
+		case j >= len(n.attrs) || (i < len(o.attrs) && o.attrs[i].k < n.attrs[j].k):
+			add(class(o.attrs[i].k), o.attrs[i].k, o.attrs[i].v, "", true, false)
+			i++
+		case i >= len(o.attrs) || n.attrs[j].k < o.attrs[i].k:
+			add(class(n.attrs[j].k), n.attrs[j].k, "", n.attrs[j].v, false, true)
+			j++
+		default:
+			if o.attrs[i].v != n.attrs[j].v {
+				add(class(o.attrs[i].k), o.attrs[i].k, o.attrs[i].v, n.attrs[j].v, true, true)
+			}
+			i++
+			j++
+		}
+	}
+	types := [3]changedigest.ChangeType{changedigest.ChangeCosmetic, changedigest.ChangeStructural, changedigest.ChangeBehavioural}
+	for c := range classes {
+		if len(classes[c]) > 0 {
+			df.emit(types[c], changedigest.OpUpdate, o, n, clip(olds[c].String(), df.maxText), clip(news[c].String(), df.maxText))
+		}
+	}
+}
+
+func writeAttr(sb *strings.Builder, k, v string) {
+	if sb.Len() > 0 {
+		sb.WriteByte(' ')
+	}
+	sb.WriteString(k)
+	sb.WriteString(`="`)
+	sb.WriteString(v)
+	sb.WriteByte('"')
+}
+
+func isStylesheet(n *tnode) bool {
+	for _, a := range n.attrs {
+		if a.k == "rel" && strings.Contains(strings.ToLower(a.v), "stylesheet") {
+			return true
+		}
+	}
+	return false
+}
+
+// How a pair of children was matched.
+const (
+	viaLCS uint8 = iota + 1
+	viaHash
+	viaID
+	viaCosmetic
+	viaSimilar
+)
+
+// kids matches and compares the children of a matched pair.
+func (df *differ) kids(o, n *tnode, blk *blockPair) {
+	O, N := o.kids, n.kids
+	mo := make([]int, len(O))
+	mn := make([]int, len(N))
+	via := make([]uint8, len(N))
+	for i := range mo {
+		mo[i] = -1
+	}
+	for j := range mn {
+		mn[j] = -1
+	}
+	pair := func(i, j int, how uint8) {
+		mo[i], mn[j], via[j] = j, i, how
+	}
+
+	// 1. Equal subtrees in order.
+	ho := make([]uint64, len(O))
+	hn := make([]uint64, len(N))
+	for i, x := range O {
+		ho[i] = x.h
+	}
+	for j, x := range N {
+		hn[j] = x.h
+	}
+	for _, p := range lcsPairs(ho, hn) {
+		pair(p[0], p[1], viaLCS)
+	}
+	// 2. Equal subtrees out of order (moves), 3. same id and tag, 4. same
+	// subtree but for presentation, same tag.
+	df.matchBy(O, N, mo, mn, via, viaHash, func(x *tnode) (uint64, bool) {
+		return x.h, !x.isText() && (x.hasWords() || len(x.kids) > 0)
+	})
+	df.matchBy(O, N, mo, mn, via, viaID, func(x *tnode) (uint64, bool) {
+		for _, a := range x.attrs {
+			if a.k == "id" && a.v != "" {
+				return hashString(hashString(hashSeed, x.tag), a.v), true
+			}
+		}
+		return 0, false
+	})
+	df.matchBy(O, N, mo, mn, via, viaCosmetic, func(x *tnode) (uint64, bool) {
+		return mix(hashString(x.hc, x.tag), x.pc), !x.isText()
+	})
+	// 5. Between anchors, the same tag by similarity.
+	df.matchGaps(O, N, mo, mn, via)
+
+	// Moves: matched pairs off the longest increasing run of old indices.
+	var js []int
+	for j := range N {
+		if mn[j] >= 0 {
+			js = append(js, j)
+		}
+	}
+	seq := make([]int, len(js))
+	for k, j := range js {
+		seq[k] = mn[j]
+	}
+	inRun := lisMask(seq)
+
+	for i, x := range O {
+		if mo[i] < 0 {
+			df.gone(x, blk)
+		}
+	}
+	for k, j := range js {
+		y := N[j]
+		x := O[mn[j]]
+		if !inRun[k] {
+			if y.isText() {
+				blk.mark(x, y)
+			} else {
+				df.emit(changedigest.ChangeStructural, changedigest.OpMove, x, y, df.old.label(x), df.new.label(y))
+			}
+		}
+		if x.h == y.h {
+			continue
+		}
+		switch {
+		case x.isText():
+			if x.visible || y.visible {
+				blk.mark(x, y)
+			}
+		case x.tag != y.tag:
+			df.renamed(x, y)
+		default:
+			df.node(x, y, blk)
+		}
+	}
+	for j, y := range N {
+		if mn[j] < 0 {
+			df.added(y, blk)
+		}
+	}
+}
+
+// label is what a change shows of a node: its text, or its start tag when
+// it has none.
+func (sd *side) label(n *tnode) string {
+	if t := sd.textOf(n); t != "" {
+		return t
+	}
+	return sd.describe(n)
+}
+
+func (df *differ) renamed(x, y *tnode) {
+	typ := changedigest.ChangeStructural
+	if presentationTags[x.tag] && presentationTags[y.tag] {
+		typ = changedigest.ChangeCosmetic
+	}
+	df.emit(typ, changedigest.OpUpdate, x, y, df.old.describe(x), df.new.describe(y))
+	if x.ht != y.ht || x.pt != y.pt {
+		df.kids(x, y, &blockPair{o: x, n: y})
+	}
+}
+
+func (df *differ) gone(x *tnode, blk *blockPair) {
+	if x.isText() {
+		if x.visible {
+			blk.mark(x, nil)
+		}
+		return
+	}
+	df.del = append(df.del, x)
+}
+
+func (df *differ) added(y *tnode, blk *blockPair) {
+	if y.isText() {
+		if y.visible {
+			blk.mark(nil, y)
+		}
+		return
+	}
+	df.ins = append(df.ins, y)
+}
+
+// matchBy pairs unmatched children with equal keys, in order of appearance.
+func (df *differ) matchBy(O, N []*tnode, mo, mn []int, via []uint8, how uint8, key func(*tnode) (uint64, bool)) {
+	var byKey map[uint64][]int
+	for i, x := range O {
+		if mo[i] >= 0 {
+			continue
+		}
+		if k, ok := key(x); ok {
+			if byKey == nil {
+				byKey = map[uint64][]int{}
+			}
+			byKey[k] = append(byKey[k], i)
+		}
+	}
+	if byKey == nil {
+		return
+	}
+	for j, y := range N {
+		if mn[j] >= 0 {
+			continue
+		}
+		k, ok := key(y)
+		if !ok {
+			continue
+		}
+		l := byKey[k]
+		for len(l) > 0 && mo[l[0]] >= 0 {
+			l = l[1:]
+		}
+		if len(l) == 0 {
+			continue
+		}
+		if O[l[0]].tag != y.tag {
+			byKey[k] = l
+			continue
+		}
+		mo[l[0]], mn[j], via[j] = j, l[0], how
+		byKey[k] = l[1:]
+	}
+}
+
+// matchGaps pairs the children left between consecutive in-order matches:
+// same tag (or both texts), by similarity, keeping their order.
+func (df *differ) matchGaps(O, N []*tnode, mo, mn []int, via []uint8) {
+	// anchors: matched pairs on the longest increasing run
+	var js []int
+	for j := range N {
+		if mn[j] >= 0 {
+			js = append(js, j)
+		}
+	}
+	seq := make([]int, len(js))
+	for k, j := range js {
+		seq[k] = mn[j]
+	}
+	inRun := lisMask(seq)
+	pi, pj := -1, -1
+	for k := 0; k <= len(js); k++ {
+		ni, nj := len(O), len(N)
+		if k < len(js) {
+			if !inRun[k] {
+				continue
+			}
+			ni, nj = mn[js[k]], js[k]
+		}
+		var gi, gj []int
+		for i := pi + 1; i < ni; i++ {
+			if mo[i] < 0 {
+				gi = append(gi, i)
+			}
+		}
+		for j := pj + 1; j < nj; j++ {
+			if mn[j] < 0 {
+				gj = append(gj, j)
+			}
+		}
+		if len(gi) > 0 && len(gj) > 0 {
+			df.alignGap(O, N, gi, gj, mo, mn, via)
+		}
+		pi, pj = ni, nj
+	}
+}
+
+func sameKind(x, y *tnode) bool { return x.tag == y.tag }
+
+func (df *differ) alignGap(O, N []*tnode, gi, gj []int, mo, mn []int, via []uint8) {
+	df.alignSame(O, N, gi, gj, mo, mn, via)
+	// Renamed elements: left over, other tag, same words.
+	k := 0
+	for _, i := range gi {
+		x := O[i]
+		if mo[i] >= 0 || x.isText() || !x.hasWords() {
+			continue
+		}
+		for ; k < len(gj); k++ {
+			j := gj[k]
+			y := N[j]
+			if mn[j] < 0 && !y.isText() && y.ht == x.ht && y.pt == x.pt {
+				mo[i], mn[j], via[j] = j, i, viaSimilar
+				k++
+				break
+			}
+		}
+	}
+}
+
+func (df *differ) alignSame(O, N []*tnode, gi, gj []int, mo, mn []int, via []uint8) {
+	match := func(i, j int) { mo[i], mn[j], via[j] = j, i, viaSimilar }
+	// The same tags in the same order: position decides.
+	if len(gi) == len(gj) {
+		same := true
+		for k := range gi {
+			if !sameKind(O[gi[k]], N[gj[k]]) {
+				same = false
+				break
+			}
+		}
+		if same {
+			for k := range gi {
+				match(gi[k], gj[k])
+			}
+			return
+		}
+	}
+	const minSim = 0.3
+	if len(gi)*len(gj) > 400 {
+		// Too many to score: same tags in order.
+		tags := func(ns []*tnode, idx []int) []uint64 {
+			out := make([]uint64, len(idx))
+			for k, i := range idx {
+				out[k] = hashString(hashSeed, ns[i].tag)
+			}
+			return out
+		}
+		for _, p := range lcsPairs(tags(O, gi), tags(N, gj)) {
+			match(gi[p[0]], gj[p[1]])
+		}
+		return
+	}
+	// Ordered alignment maximising total similarity (pairs below minSim
+	// do not count).
+	n, m := len(gi), len(gj)
+	score := make([][]float64, n+1)
+	for i := range score {
+		score[i] = make([]float64, m+1)
+	}
+	sim := make([][]float64, n)
+	for a := range n {
+		sim[a] = make([]float64, m)
+		for b := range m {
+			x, y := O[gi[a]], N[gj[b]]
+			if !sameKind(x, y) {
+				sim[a][b] = -1
+				continue
+			}
+			sim[a][b] = df.similarity(x, y)
+		}
+	}
+	for a := n - 1; a >= 0; a-- {
+		for b := m - 1; b >= 0; b-- {
+			best := max(score[a+1][b], score[a][b+1])
+			if s := sim[a][b]; s >= minSim {
+				best = max(best, s+score[a+1][b+1])
+			}
+			score[a][b] = best
+		}
+	}
+	for a, b := 0, 0; a < n && b < m; {
+		if s := sim[a][b]; s >= minSim && score[a][b] == s+score[a+1][b+1] {
+			match(gi[a], gj[b])
+			a++
+			b++
+		} else if score[a][b] == score[a+1][b] {
+			a++
+		} else {
+			b++
+		}
+	}
+}
+
+// similarity of two nodes of the same tag, 0..1: their visible words, with
+// a little weight on attributes; for nodes without text, attributes and
+// children's tags.
+func (df *differ) similarity(x, y *tnode) float64 {
+	if x.isText() {
+		return textdiff.Similarity(x.text, y.text)
+	}
+	tx, ty := df.old.textOf(x), df.new.textOf(y)
+	as := attrSimilarity(x, y)
+	if tx != "" || ty != "" {
+		return 0.85*textdiff.Similarity(tx, ty) + 0.15*as
+	}
+	ks := kidTagSimilarity(x, y)
+	return 0.5*as + 0.5*ks
+}
+
+func attrSimilarity(x, y *tnode) float64 {
+	if len(x.attrs)+len(y.attrs) == 0 {
+		return 1
+	}
+	same := 0
+	for _, a := range x.attrs {
+		for _, b := range y.attrs {
+			if a.k == b.k && a.v == b.v {
+				same++
+				break
+			}
+		}
+	}
+	return 2 * float64(same) / float64(len(x.attrs)+len(y.attrs))
+}
+
+func kidTagSimilarity(x, y *tnode) float64 {
+	if len(x.kids)+len(y.kids) == 0 {
+		return 1
+	}
+	a := make([]uint64, len(x.kids))
+	b := make([]uint64, len(y.kids))
+	for i, k := range x.kids {
+		a[i] = hashString(hashSeed, k.tag)
+	}
+	for i, k := range y.kids {
+		b[i] = hashString(hashSeed, k.tag)
+	}
+	return 2 * float64(len(lcsPairs(a, b))) / float64(len(a)+len(b))
+}
+
+// finish pairs deleted and inserted subtrees into moves, types the rest
+// and reports the text changes of blocks.
+func (df *differ) finish() {
+	// Cross-parent moves: equal subtrees deleted in one place and
+	// inserted in another.
+	byH := map[uint64][]int{}
+	for i, x := range df.del {
+		if x.hasWords() || len(x.kids) > 1 {
+			byH[x.h] = append(byH[x.h], i)
+		}
+	}
+	movedDel := make([]bool, len(df.del))
+	var ins []*tnode
+	for _, y := range df.ins {
+		if l := byH[y.h]; len(l) > 0 && (y.hasWords() || len(y.kids) > 1) {
+			x := df.del[l[0]]
+			byH[y.h] = l[1:]
+			movedDel[l[0]] = true
+			df.emit(changedigest.ChangeStructural, changedigest.OpMove, x, y, df.old.label(x), df.new.label(y))
+			continue
+		}
+		ins = append(ins, y)
+	}
+	for i, x := range df.del {
+		if !movedDel[i] {
+			df.emit(df.classify(x), changedigest.OpDelete, x, nil, df.treeText(df.old, x), "")
+		}
+	}
+	for _, y := range ins {
+		df.emit(df.classify(y), changedigest.OpInsert, nil, y, "", df.treeText(df.new, y))
+	}
+	for _, b := range df.blocks {
+		if !b.changed {
+			continue
+		}
+		ot, nt := df.old.textOf(b.o), df.new.textOf(b.n)
+		if ot == nt {
+			continue
+		}
+		ot, nt = window(ot, nt, df.maxText)
+		o, n := b.o, b.n
+		if n.elem < 0 && b.at != nil {
+			// a treelet root: locate the change at the text's element
+			if b.atNew {
+				o, n = nil, b.at
+			} else {
+				o, n = b.at, nil
+			}
+		}
+		df.out = append(df.out, rawChange{typ: changedigest.ChangeContent, op: changedigest.OpUpdate, o: o, n: n, old: ot, new: nt})
+	}
+}
+
+// classify types an inserted or deleted subtree.
+func (df *differ) classify(x *tnode) changedigest.ChangeType {
+	switch {
+	case behaviouralTags[x.tag]:
+		return changedigest.ChangeBehavioural
+	case x.tag == "style" || (x.tag == "link" && isStylesheet(x)):
+		return changedigest.ChangeCosmetic
+	case x.hasWords():
+		return changedigest.ChangeContent
+	case x.behav:
+		return changedigest.ChangeBehavioural
+	}
+	return changedigest.ChangeStructural
+}
+
+func (df *differ) treeText(sd *side, x *tnode) string {
+	if behaviouralTags[x.tag] || x.tag == "style" {
+		return df.behaviour(sd, x)
+	}
+	if t := sd.textOf(x); t != "" {
+		return clip(t, df.maxText)
+	}
+	return sd.describe(x)
+}
+
+// clip shortens s to at most n bytes, at a word boundary.
+func clip(s string, n int) string {
+	if n <= 0 || len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !isUTF8Start(s[cut]) {
+		cut--
+	}
+	if k := strings.LastIndexByte(s[:cut], ' '); k > n/2 {
+		cut = k
+	}
+	return s[:cut]
+}
+
+func isUTF8Start(c byte) bool { return c&0xC0 != 0x80 }
+
+// window returns the parts of two long texts around where they differ,
+// with some context, so that each is still a substring of its text.
+func window(a, b string, n int) (string, string) {
+	if n <= 0 || (len(a) <= n && len(b) <= n) {
+		return a, b
+	}
+	p := 0
+	for p < len(a) && p < len(b) && a[p] == b[p] {
+		p++
+	}
+	s := 0
+	for s < len(a)-p && s < len(b)-p && a[len(a)-1-s] == b[len(b)-1-s] {
+		s++
+	}
+	ctx := n / 4
+	cutA := func(t string) string {
+		lo := max(0, p-ctx)
+		hi := min(len(t), len(t)-s+ctx)
+		if hi-lo > n {
+			hi = lo + n
+		}
+		for lo > 0 && !isUTF8Start(t[lo]) {
+			lo--
+		}
+		for hi < len(t) && !isUTF8Start(t[hi]) {
+			hi++
+		}
+		// start and end at word boundaries
+		if lo > 0 {
+			if k := strings.IndexByte(t[lo:hi], ' '); k >= 0 && k < ctx {
+				lo += k + 1
+			}
+		}
+		if hi < len(t) {
+			if k := strings.LastIndexByte(t[lo:hi], ' '); k > 0 && hi-(lo+k) < ctx {
+				hi = lo + k
+			}
+		}
+		return t[lo:hi]
+	}
+	return cutA(a), cutA(b)
+}
+
+// lcsPairs returns index pairs of a longest common subsequence of a and b.
+func lcsPairs(a, b []uint64) [][2]int {
+	var out [][2]int
+	p := 0
+	for p < len(a) && p < len(b) && a[p] == b[p] {
+		out = append(out, [2]int{p, p})
+		p++
+	}
+	s := 0
+	for s < len(a)-p && s < len(b)-p && a[len(a)-1-s] == b[len(b)-1-s] {
+		s++
+	}
+	ma, mb := a[p:len(a)-s], b[p:len(b)-s]
+	if len(ma) > 0 && len(mb) > 0 {
+		if len(ma)*len(mb) <= 1<<20 {
+			out = append(out, lcsDP(ma, mb, p)...)
+		} else {
+			out = append(out, lcsGreedy(ma, mb, p)...)
+		}
+	}
+	for k := s; k > 0; k-- {
+		out = append(out, [2]int{len(a) - k, len(b) - k})
+	}
+	return out
+}
+
+func lcsDP(a, b []uint64, off int) [][2]int {
+	n, m := len(a), len(b)
+	t := make([]int32, (n+1)*(m+1))
+	w := m + 1
+	for i := n - 1; i >= 0; i-- {
+		for j := m - 1; j >= 0; j-- {
+			if a[i] == b[j] {
+				t[i*w+j] = t[(i+1)*w+j+1] + 1
+			} else {
+				t[i*w+j] = max(t[(i+1)*w+j], t[i*w+j+1])
+			}
+		}
+	}
+	var out [][2]int
+	for i, j := 0, 0; i < n && j < m; {
+		switch {
+		case a[i] == b[j]:
+			out = append(out, [2]int{off + i, off + j})
+			i++
+			j++
+		case t[(i+1)*w+j] >= t[i*w+j+1]:
+			i++
+		default:
+			j++
+		}
+	}
+	return out
+}
+
+// lcsGreedy matches values in order with a look-up table; used when the
+// lists are too long for the quadratic table.
+func lcsGreedy(a, b []uint64, off int) [][2]int {
+	pos := map[uint64][]int{}
+	for j, x := range b {
+		pos[x] = append(pos[x], j)
+	}
+	var cand [][2]int
+	for i, x := range a {
+		if l := pos[x]; len(l) > 0 {
+			cand = append(cand, [2]int{i, l[0]})
+			pos[x] = l[1:]
+		}
+	}
+	seq := make([]int, len(cand))
+	for k, c := range cand {
+		seq[k] = c[1]
+	}
+	keep := lisMask(seq)
+	var out [][2]int
+	for k, c := range cand {
+		if keep[k] {
+			out = append(out, [2]int{off + c[0], off + c[1]})
+		}
+	}
+	return out
+}
+
+// lisMask marks the elements of a longest strictly increasing subsequence.
+func lisMask(seq []int) []bool {
+	keep := make([]bool, len(seq))
+	if len(seq) == 0 {
+		return keep
+	}
+	tails := []int{}
+	prev := make([]int, len(seq))
+	for k, v := range seq {
+		j := sort.Search(len(tails), func(t int) bool { return seq[tails[t]] >= v })
+		prev[k] = -1
+		if j > 0 {
+			prev[k] = tails[j-1]
+		}
+		if j == len(tails) {
+			tails = append(tails, k)
+		} else {
+			tails[j] = k
+		}
+	}
+	for k := tails[len(tails)-1]; k >= 0; k = prev[k] {
+		keep[k] = true
+	}
+	return keep
+}
