@@ -321,7 +321,7 @@ func lisKeep(bs []bound, match []int32, d *doc) []bool {
 		return keep
 	}
 	// patience LIS on pos
-	tails := []int{}          // index into items of the smallest tail of each length
+	tails := []int{} // index into items of the smallest tail of each length
 	prevOf := make([]int, len(items))
 	for k, it := range items {
 		j := sort.Search(len(tails), func(t int) bool { return items[tails[t]].pos >= it.pos })
