@@ -1,11 +1,12 @@
 package segmenter
 
 import (
+	"bytes"
+	"slices"
 	"sort"
 	"strings"
 
 	"github.com/changedigest/changedigest"
-	"github.com/changedigest/changedigest/internal/textdiff"
 )
 
 // Detailed comparison of changed segments (CaSePer 3.1, Artail and Fawaz,
@@ -29,10 +30,11 @@ import (
 
 type attrKV struct{ k, v string }
 
+// tnode is a node of a treelet. Only h (and behav) are computed for every
+// node; texts, attributes and the other hashes are worked out when the
+// matching looks at a node, which for a small edit is a handful of nodes.
 type tnode struct {
 	tag     string // "" for a text, "#root" for the root of a treelet
-	attrs   []attrKV
-	text    string // a text's collapsed text
 	visible bool   // a text shown to readers
 	kids    []*tnode
 	parent  *tnode
@@ -43,15 +45,142 @@ type tnode struct {
 	tokB    int
 	seg     int // segment index
 
-	h      uint64 // whole subtree
+	h       uint64 // the whole subtree (Goel's bottom-up hash)
+	behav   bool   // holds script, iframe, object, embed or applet elements
+	textful bool   // holds visible text
+
+	lazy   uint8 // which of the fields below are computed
+	text   string
+	attrs  []attrKV
 	hc, pc uint64 // without presentation (rolling hash value and power)
 	ht, pt uint64 // visible words
-	behav  bool   // holds script, iframe, object, embed or applet elements
+	nwords int    // visible words
 	txt    *string
+	bag    []uint64 // sorted hashes of the visible words, for similarity
 }
 
-func (n *tnode) isText() bool   { return n.tag == "" }
-func (n *tnode) hasWords() bool { return n.pt != 1 }
+const (
+	lazyText uint8 = 1 << iota
+	lazyAttrs
+	lazyCosmetic
+	lazyWords
+)
+
+func (n *tnode) isText() bool { return n.tag == "" }
+
+// textStr is a text node's collapsed text.
+func (n *tnode) textStr() string {
+	if n.lazy&lazyText == 0 {
+		n.lazy |= lazyText
+		if n.isText() {
+			n.text = n.d.textOf(n.tokA)
+		}
+	}
+	return n.text
+}
+
+// attrList is an element's attributes, sorted by name.
+func (n *tnode) attrList() []attrKV {
+	if n.lazy&lazyAttrs == 0 {
+		n.lazy |= lazyAttrs
+		if n.elem >= 0 {
+			d := n.d
+			e := &d.elems[n.elem]
+			if e.nattr > 0 {
+				n.attrs = make([]attrKV, e.nattr)
+				for k, a := range d.attrs[e.attr0 : e.attr0+e.nattr] {
+					n.attrs[k] = attrKV{string(d.norm[a.k0:a.k1]), string(d.norm[a.v0:a.v1])}
+				}
+			}
+		}
+	}
+	return n.attrs
+}
+
+// cosmetic returns the hash of the subtree without presentation:
+// presentation attributes dropped, formatting tags unwrapped, texts as
+// runs of words (so words split by a removed tag still match).
+func (n *tnode) cosmetic() (uint64, uint64) {
+	if n.lazy&lazyCosmetic != 0 {
+		return n.hc, n.pc
+	}
+	n.lazy |= lazyCosmetic
+	n.hc, n.pc = 0, 1
+	if n.isText() {
+		n.hc, n.pc = rollWords(n.hc, n.pc, n.d.textBytes(n.tokA))
+		return n.hc, n.pc
+	}
+	pres := presentationTags[n.tag]
+	if !pres && n.tag != "#root" {
+		open := hashString(hashSeed^2, n.tag)
+		d := n.d
+		e := &d.elems[n.elem]
+		for _, a := range d.attrs[e.attr0 : e.attr0+e.nattr] {
+			k := d.norm[a.k0:a.k1]
+			if !presentationAttrs[string(k)] {
+				open = hashBytes(mix(hashBytes(mix(open, 1), k), 2), d.norm[a.v0:a.v1])
+			}
+		}
+		n.hc, n.pc = roll(n.hc, n.pc, open|1, rollP)
+	}
+	for _, k := range n.kids {
+		kc, kp := k.cosmetic()
+		n.hc, n.pc = roll(n.hc, n.pc, kc, kp)
+	}
+	if !pres && n.tag != "#root" {
+		n.hc, n.pc = roll(n.hc, n.pc, hashString(hashSeed^3, n.tag)|1, rollP)
+	}
+	return n.hc, n.pc
+}
+
+// rollWords extends a rolling hash by the words of a collapsed text.
+func rollWords(h, p uint64, text []byte) (uint64, uint64) {
+	w := hashSeed
+	for i, c := range text {
+		if c == ' ' {
+			h, p = roll(h, p, w|1, rollP)
+			w = hashSeed
+			continue
+		}
+		w ^= uint64(c)
+		w *= hashPrime
+		if i == len(text)-1 {
+			h, p = roll(h, p, w|1, rollP)
+		}
+	}
+	return h, p
+}
+
+// words returns the hash of the subtree's visible words and their count.
+func (n *tnode) words() (uint64, uint64, int) {
+	if n.lazy&lazyWords != 0 {
+		return n.ht, n.pt, n.nwords
+	}
+	n.lazy |= lazyWords
+	n.ht, n.pt, n.nwords = 0, 1, 0
+	if n.isText() {
+		if n.visible {
+			t := n.d.textBytes(n.tokA)
+			n.ht, n.pt = rollWords(n.ht, n.pt, t)
+			n.nwords = bytes.Count(t, []byte{' '}) + 1
+		}
+		return n.ht, n.pt, n.nwords
+	}
+	for _, k := range n.kids {
+		kt, kp, kn := k.words()
+		n.ht, n.pt = roll(n.ht, n.pt, kt, kp)
+		n.nwords += kn
+	}
+	return n.ht, n.pt, n.nwords
+}
+
+func (n *tnode) hasWords() bool { return n.textful }
+
+func sameWords(x, y *tnode) bool {
+	a, b, _ := x.words()
+	c, e, _ := y.words()
+	return a == c && b == e
+}
 
 // side is one version of a page in a comparison: where its segments
 // start, to tell which segment a node is in.
@@ -79,7 +208,7 @@ func (sd *side) textOf(n *tnode) string {
 	switch {
 	case n.isText():
 		if n.visible {
-			t = n.text
+			t = n.textStr()
 		}
 	case n.d != nil:
 		t = n.d.visibleText(n.tokA, n.tokB)
@@ -132,10 +261,31 @@ func (sd *side) build(parts []treePart) *tnode {
 	var all []*tnode
 	for _, r := range parts {
 		d := r.d
-		nodes := map[int32]*tnode{}
+		// elements opened in the range have consecutive indices from e0
+		e0 := int32(len(d.elems))
+		for i := r.a; i < r.b; i++ {
+			if k := d.toks[i].kind; k == tStart || k == tVoid {
+				e0 = d.toks[i].elem
+				break
+			}
+		}
+		nodes := make([]*tnode, 0, 64)
+		cnt := 0
+		for i := r.a; i < r.b; i++ {
+			if d.toks[i].kind != tEnd {
+				cnt++
+			}
+		}
+		slab := make([]tnode, cnt)
+		next := 0
+		alloc := func() *tnode {
+			n := &slab[next]
+			next++
+			return n
+		}
 		parentOf := func(ei int32) *tnode {
-			if p, ok := nodes[ei]; ok {
-				return p
+			if k := int(ei - e0); ei >= e0 && k < len(nodes) && nodes[k] != nil {
+				return nodes[k]
 			}
 			return root
 		}
@@ -145,18 +295,17 @@ func (sd *side) build(parts []treePart) *tnode {
 			switch t.kind {
 			case tStart, tVoid:
 				e := &d.elems[t.elem]
-				n = &tnode{tag: e.tag, elem: t.elem, tokA: i, tokB: min(int(e.endTok)+1, r.b), parent: parentOf(e.parent)}
-				if e.nattr > 0 {
-					n.attrs = make([]attrKV, e.nattr)
-					for k, a := range d.attrs[e.attr0 : e.attr0+e.nattr] {
-						n.attrs[k] = attrKV{string(d.norm[a.k0:a.k1]), string(d.norm[a.v0:a.v1])}
-					}
+				n = alloc()
+				*n = tnode{tag: d.tagOf(t.elem), elem: t.elem, tokA: i, tokB: min(int(e.endTok)+1, r.b), parent: parentOf(e.parent)}
+				for k := int(t.elem - e0); len(nodes) <= k; {
+					nodes = append(nodes, nil)
 				}
 				if t.kind == tStart {
-					nodes[t.elem] = n
+					nodes[t.elem-e0] = n
 				}
 			case tText:
-				n = &tnode{elem: -1, encl: t.elem, tokA: i, tokB: i + 1, text: d.textOf(i), visible: t.flags&fVisible != 0, parent: parentOf(t.elem)}
+				n = alloc()
+				*n = tnode{elem: -1, encl: t.elem, tokA: i, tokB: i + 1, visible: t.flags&fVisible != 0, parent: parentOf(t.elem)}
 			default:
 				continue
 			}
@@ -177,52 +326,26 @@ const rollP uint64 = 0x9E3779B97F4A7C15
 
 func roll(v1, p1, v2, p2 uint64) (uint64, uint64) { return v1*p2 + v2, p1 * p2 }
 
-func symbol(x uint64) (uint64, uint64) { return x | 1, rollP }
-
-// hash computes the node's hashes from its children's.
+// hash computes h and behav from the node's normalised form and its
+// children's hashes.
 func (n *tnode) hash() {
-	n.hc, n.pc, n.ht, n.pt = 0, 1, 0, 1
-	if n.isText() {
-		n.h = hashString(hashSeed^1, n.text)
-		for w := range strings.SplitSeq(n.text, " ") {
-			x := hashString(hashSeed, w)
-			n.hc, n.pc = roll(n.hc, n.pc, x|1, rollP)
-			if n.visible {
-				n.ht, n.pt = roll(n.ht, n.pt, x|1, rollP)
-			}
-		}
+	switch {
+	case n.isText():
+		n.h = hashBytes(hashSeed^1, n.d.textBytes(n.tokA))
+		n.textful = n.visible
 		return
+	case n.elem >= 0:
+		n.h = hashBytes(hashSeed, n.d.normOf(n.tokA, n.tokA+1))
+	default:
+		n.h = hashSeed
 	}
-	h := hashString(hashSeed, n.tag)
-	pres := presentationTags[n.tag]
-	var open uint64
-	if !pres {
-		open = hashString(hashSeed^2, n.tag)
-	}
-	for _, a := range n.attrs {
-		h = hashString(mix(hashString(mix(h, 1), a.k), 2), a.v)
-		if !pres && !presentationAttrs[a.k] {
-			open = hashString(mix(hashString(mix(open, 1), a.k), 2), a.v)
-		}
-	}
-	if behaviouralTags[n.tag] {
-		n.behav = true
-	}
-	if !pres && n.tag != "#root" {
-		sv, sp := symbol(open)
-		n.hc, n.pc = roll(n.hc, n.pc, sv, sp)
-	}
+	n.behav = behaviouralTags[n.tag]
 	for _, k := range n.kids {
-		h = mix(h, k.h)
-		n.hc, n.pc = roll(n.hc, n.pc, k.hc, k.pc)
-		n.ht, n.pt = roll(n.ht, n.pt, k.ht, k.pt)
+		n.h = mix(n.h, k.h)
 		n.behav = n.behav || k.behav
+		n.textful = n.textful || k.textful
 	}
-	n.h = mix(h, 0xff)
-	if !pres && n.tag != "#root" {
-		sv, sp := symbol(hashString(hashSeed^3, n.tag))
-		n.hc, n.pc = roll(n.hc, n.pc, sv, sp)
-	}
+	n.h = mix(n.h, 0xff)
 }
 
 func isEventAttr(k string) bool { return len(k) > 2 && k[0] == 'o' && k[1] == 'n' }
@@ -251,6 +374,17 @@ type rawChange struct {
 	op       changedigest.Op
 	o, n     *tnode
 	old, new string
+}
+
+// weight is how much of the page a change accounts for, in bytes of text,
+// for the similarity of two versions: the texts it reports, the part of
+// an updated text that differs.
+func (rc rawChange) weight() float64 {
+	w := float64(len(rc.old) + len(rc.new))
+	if rc.typ == changedigest.ChangeContent && rc.op == changedigest.OpUpdate {
+		w *= 1 - dice(wordBag(rc.old, nil), wordBag(rc.new, nil))
+	}
+	return max(w, 1)
 }
 
 // blockPair is a matched pair of block-level nodes whose texts are
@@ -302,21 +436,27 @@ func (df *differ) node(o, n *tnode, blk *blockPair) {
 		blk = &blockPair{o: o, n: n}
 		df.blocks = append(df.blocks, blk)
 	}
-	if o.hc == n.hc && o.pc == n.pc && !sameShape(o, n) {
-		// Only formatting changed below: tags like b or span added or
-		// removed around the same words.
-		df.emit(changedigest.ChangeCosmetic, changedigest.OpUpdate, o, n, df.old.textOf(o), df.new.textOf(n))
-		return
+	if !sameShape(o, n) {
+		oc, op := o.cosmetic()
+		nc, np := n.cosmetic()
+		if oc == nc && op == np {
+			// Only formatting changed below: tags like b or span added or
+			// removed around the same words.
+			df.emit(changedigest.ChangeCosmetic, changedigest.OpUpdate, o, n, df.old.textOf(o), df.new.textOf(n))
+			return
+		}
 	}
 	df.kids(o, n, blk)
 }
 
+// sameShape reports whether two nodes have children of the same tags in
+// the same order (texts count as one tag, whatever they say).
 func sameShape(o, n *tnode) bool {
 	if len(o.kids) != len(n.kids) {
 		return false
 	}
 	for i := range o.kids {
-		if o.kids[i].tag != n.kids[i].tag || (o.kids[i].isText() && o.kids[i].text != n.kids[i].text) {
+		if o.kids[i].tag != n.kids[i].tag {
 			return false
 		}
 	}
@@ -331,7 +471,7 @@ func (sd *side) textRaw(n *tnode) string {
 			if sb.Len() > 0 {
 				sb.WriteByte(' ')
 			}
-			sb.WriteString(k.text)
+			sb.WriteString(k.textStr())
 		}
 	}
 	return sb.String()
@@ -367,18 +507,19 @@ func (df *differ) attrs(o, n *tnode) {
 		}
 		return 1
 	}
+	oa, na := o.attrList(), n.attrList()
 	i, j := 0, 0
-	for i < len(o.attrs) || j < len(n.attrs) {
+	for i < len(oa) || j < len(na) {
 		switch {
-		case j >= len(n.attrs) || (i < len(o.attrs) && o.attrs[i].k < n.attrs[j].k):
-			add(class(o.attrs[i].k), o.attrs[i].k, o.attrs[i].v, "", true, false)
+		case j >= len(na) || (i < len(oa) && oa[i].k < na[j].k):
+			add(class(oa[i].k), oa[i].k, oa[i].v, "", true, false)
 			i++
-		case i >= len(o.attrs) || n.attrs[j].k < o.attrs[i].k:
-			add(class(n.attrs[j].k), n.attrs[j].k, "", n.attrs[j].v, false, true)
+		case i >= len(oa) || na[j].k < oa[i].k:
+			add(class(na[j].k), na[j].k, "", na[j].v, false, true)
 			j++
 		default:
-			if o.attrs[i].v != n.attrs[j].v {
-				add(class(o.attrs[i].k), o.attrs[i].k, o.attrs[i].v, n.attrs[j].v, true, true)
+			if oa[i].v != na[j].v {
+				add(class(oa[i].k), oa[i].k, oa[i].v, na[j].v, true, true)
 			}
 			i++
 			j++
@@ -403,7 +544,7 @@ func writeAttr(sb *strings.Builder, k, v string) {
 }
 
 func isStylesheet(n *tnode) bool {
-	for _, a := range n.attrs {
+	for _, a := range n.attrList() {
 		if a.k == "rel" && strings.Contains(strings.ToLower(a.v), "stylesheet") {
 			return true
 		}
@@ -454,16 +595,25 @@ func (df *differ) kids(o, n *tnode, blk *blockPair) {
 		return x.h, !x.isText() && (x.hasWords() || len(x.kids) > 0)
 	})
 	df.matchBy(O, N, mo, mn, via, viaID, func(x *tnode) (uint64, bool) {
-		for _, a := range x.attrs {
+		if x.isText() || x.d.elems[x.elem].id1 == x.d.elems[x.elem].id0 {
+			return 0, false
+		}
+		for _, a := range x.attrList() {
 			if a.k == "id" && a.v != "" {
 				return hashString(hashString(hashSeed, x.tag), a.v), true
 			}
 		}
 		return 0, false
 	})
-	df.matchBy(O, N, mo, mn, via, viaCosmetic, func(x *tnode) (uint64, bool) {
-		return mix(hashString(x.hc, x.tag), x.pc), !x.isText()
-	})
+	if ambiguousLeftovers(O, N, mo, mn) {
+		df.matchBy(O, N, mo, mn, via, viaCosmetic, func(x *tnode) (uint64, bool) {
+			if x.isText() {
+				return 0, false
+			}
+			c, p := x.cosmetic()
+			return mix(hashString(c, x.tag), p), true
+		})
+	}
 	// 5. Between anchors, the same tag by similarity.
 	df.matchGaps(O, N, mo, mn, via)
 
@@ -516,6 +666,46 @@ func (df *differ) kids(o, n *tnode, blk *blockPair) {
 	}
 }
 
+// ambiguousLeftovers reports whether some tag has unmatched children on
+// both sides and more than one on either: then matching them by content
+// matters; otherwise the ordered alignment of the gaps pairs them.
+func ambiguousLeftovers(O, N []*tnode, mo, mn []int) bool {
+	var uo, un []*tnode
+	for i, x := range O {
+		if mo[i] < 0 && !x.isText() {
+			uo = append(uo, x)
+		}
+	}
+	for j, y := range N {
+		if mn[j] < 0 && !y.isText() {
+			un = append(un, y)
+		}
+	}
+	if len(uo) == 0 || len(un) == 0 || (len(uo) == 1 && len(un) == 1) {
+		return false
+	}
+	if len(uo)+len(un) > 64 {
+		return true
+	}
+	for _, x := range uo {
+		co, cn := 0, 0
+		for _, y := range uo {
+			if y.tag == x.tag {
+				co++
+			}
+		}
+		for _, y := range un {
+			if y.tag == x.tag {
+				cn++
+			}
+		}
+		if cn > 0 && (co > 1 || cn > 1) {
+			return true
+		}
+	}
+	return false
+}
+
 // label is what a change shows of a node: its text, or its start tag when
 // it has none.
 func (sd *side) label(n *tnode) string {
@@ -531,7 +721,7 @@ func (df *differ) renamed(x, y *tnode) {
 		typ = changedigest.ChangeCosmetic
 	}
 	df.emit(typ, changedigest.OpUpdate, x, y, df.old.describe(x), df.new.describe(y))
-	if x.ht != y.ht || x.pt != y.pt {
+	if !sameWords(x, y) {
 		df.kids(x, y, &blockPair{o: x, n: y})
 	}
 }
@@ -653,7 +843,7 @@ func (df *differ) alignGap(O, N []*tnode, gi, gj []int, mo, mn []int, via []uint
 		for ; k < len(gj); k++ {
 			j := gj[k]
 			y := N[j]
-			if mn[j] < 0 && !y.isText() && y.ht == x.ht && y.pt == x.pt {
+			if mn[j] < 0 && !y.isText() && sameWords(x, y) {
 				mo[i], mn[j], via[j] = j, i, viaSimilar
 				k++
 				break
@@ -736,36 +926,74 @@ func (df *differ) alignSame(O, N []*tnode, gi, gj []int, mo, mn []int, via []uin
 	}
 }
 
-// similarity of two nodes of the same tag, 0..1: their visible words, with
-// a little weight on attributes; for nodes without text, attributes and
-// children's tags.
+// similarity of two nodes of the same tag, 0..1: the Dice coefficient of
+// their visible words, with a little weight on attributes; for nodes
+// without text, attributes and children's tags.
 func (df *differ) similarity(x, y *tnode) float64 {
 	if x.isText() {
-		return textdiff.Similarity(x.text, y.text)
+		return dice(df.old.bagOf(x), df.new.bagOf(y))
 	}
-	tx, ty := df.old.textOf(x), df.new.textOf(y)
+	bx, by := df.old.bagOf(x), df.new.bagOf(y)
 	as := attrSimilarity(x, y)
-	if tx != "" || ty != "" {
-		return 0.85*textdiff.Similarity(tx, ty) + 0.15*as
+	if len(bx)+len(by) > 0 {
+		return 0.85*dice(bx, by) + 0.15*as
 	}
 	ks := kidTagSimilarity(x, y)
 	return 0.5*as + 0.5*ks
 }
 
+// bagOf returns the sorted hashes of a node's visible words.
+func (sd *side) bagOf(n *tnode) []uint64 {
+	if n.bag == nil {
+		n.bag = wordBag(sd.textOf(n), []uint64{})
+	}
+	return n.bag
+}
+
+func wordBag(t string, out []uint64) []uint64 {
+	for w := range strings.FieldsSeq(t) {
+		out = append(out, hashString(hashSeed, w))
+	}
+	slices.Sort(out)
+	return out
+}
+
+// dice is 2·|a∩b|/(|a|+|b|) for sorted multisets; 1 when both are empty.
+func dice(a, b []uint64) float64 {
+	if len(a)+len(b) == 0 {
+		return 1
+	}
+	i, j, common := 0, 0, 0
+	for i < len(a) && j < len(b) {
+		switch {
+		case a[i] == b[j]:
+			common++
+			i++
+			j++
+		case a[i] < b[j]:
+			i++
+		default:
+			j++
+		}
+	}
+	return 2 * float64(common) / float64(len(a)+len(b))
+}
+
 func attrSimilarity(x, y *tnode) float64 {
-	if len(x.attrs)+len(y.attrs) == 0 {
+	xa, ya := x.attrList(), y.attrList()
+	if len(xa)+len(ya) == 0 {
 		return 1
 	}
 	same := 0
-	for _, a := range x.attrs {
-		for _, b := range y.attrs {
+	for _, a := range xa {
+		for _, b := range ya {
 			if a.k == b.k && a.v == b.v {
 				same++
 				break
 			}
 		}
 	}
-	return 2 * float64(same) / float64(len(x.attrs)+len(y.attrs))
+	return 2 * float64(same) / float64(len(xa)+len(ya))
 }
 
 func kidTagSimilarity(x, y *tnode) float64 {

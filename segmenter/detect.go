@@ -32,6 +32,8 @@ func (s *Segmenter) bounds(pv *pageVersion) []bound {
 	for i, sg := range pv.segs {
 		if sg.elem >= 0 {
 			bs[i] = s.boundOf(pv.d, sg.elem, sg.region)
+		} else {
+			bs[i] = bound{docStart: true}
 		}
 	}
 	return bs
@@ -44,13 +46,17 @@ func (s *Segmenter) scanPage(body []byte, zone string) (*doc, []region, error) {
 		}
 	}
 	d := scan(body, nil, step{})
-	d.index()
 	regs, err := regions(d, zone)
-	return d, regs, err
+	if err != nil {
+		d.release()
+		return nil, nil, err
+	}
+	return d, regs, nil
 }
 
 // first cuts a version by hybrid segmentation.
 func (s *Segmenter) first(d *doc, regs []region) *pageVersion {
+	d.index()
 	var starts []int32
 	rs := map[int32]bool{}
 	if regs == nil {
@@ -78,7 +84,7 @@ func (s *Segmenter) later(d *doc, regs []region, prev []bound, history [][]strin
 	matchedRegion := map[int32]bool{}
 	for i, b := range prev {
 		switch {
-		case b.steps == nil:
+		case b.docStart:
 			if regs == nil {
 				st = append(st, start{-1, i, false})
 			}
@@ -122,7 +128,7 @@ func (s *Segmenter) later(d *doc, regs []region, prev []bound, history [][]strin
 
 	kinds := map[uint64]bool{}
 	for _, b := range prev {
-		if b.steps != nil && !b.region {
+		if !b.docStart && !b.region {
 			kinds[b.kind] = true
 		}
 	}
@@ -165,6 +171,7 @@ type prevSide struct {
 	body   []byte
 	stored []changedigest.Segment
 	bounds []bound
+	scans  []*doc // partial scans, released after the comparison
 }
 
 func (p *prevSide) n() int {
@@ -242,11 +249,14 @@ func (p *prevSide) parts(o0, o1 int) []treePart {
 		}
 		var anc []step
 		var fs step
-		if st := p.bounds[first].steps; len(st) > 0 {
-			anc, fs = st[:len(st)-1], st[len(st)-1]
+		if b := p.bounds[first]; !b.docStart {
+			if st, err := decodeSteps(b.path); err == nil && len(st) > 0 {
+				anc, fs = st[:len(st)-1], st[len(st)-1]
+			}
 		}
 		d := scan(p.body[a:b], anc, fs)
 		d.base = a
+		p.scans = append(p.scans, d)
 		out = append(out, treePart{d: d, a: 0, b: len(d.toks)})
 	}
 	return out
@@ -361,13 +371,18 @@ func (s *Segmenter) compareVersions(prev *prevSide, cur *pageVersion, flags []bo
 			nparts = append(nparts, treePart{d: cur.d, a: sg.a, b: sg.b})
 		}
 		nr := newSide.build(nparts)
-		n0 := len(df.out)
 		df.compare(or, nr)
-		if len(df.out) > n0 || or.h != nr.h {
-			loss += (1 - treeSimilarity(or, nr)) * float64(ob+nb)
-		}
 	}
 	df.finish()
+	defer func() {
+		for _, d := range prev.scans {
+			d.release()
+		}
+		prev.scans = nil
+	}()
+	for _, rc := range df.out {
+		loss += rc.weight()
+	}
 
 	changes := coarse
 	for _, rc := range df.out {
@@ -423,29 +438,6 @@ func (s *Segmenter) coarse(prev *prevSide, cur *pageVersion, g group) ([]changed
 	return []changedigest.Change{c}, textdiff.Similarity(ot, nt)
 }
 
-// treeSimilarity compares two treelets as sequences of start tags and
-// words: 2·common/(A+B).
-func treeSimilarity(a, b *tnode) float64 {
-	wa, wb := treeWords(a, nil), treeWords(b, nil)
-	if len(wa)+len(wb) == 0 {
-		return 1
-	}
-	return 2 * float64(textdiff.Common(wa, wb)) / float64(len(wa)+len(wb))
-}
-
-func treeWords(n *tnode, out []string) []string {
-	switch {
-	case n.isText():
-		out = append(out, strings.Split(n.text, " ")...)
-	case n.elem >= 0:
-		out = append(out, string(n.d.normOf(n.tokA, n.tokA+1)))
-	}
-	for _, k := range n.kids {
-		out = treeWords(k, out)
-	}
-	return out
-}
-
 // segmentPath is the readable path of a segment's boundary element, or of
 // the first element in it.
 func segmentPath(d *doc, sg segment) string {
@@ -484,7 +476,8 @@ func (s *Segmenter) segments(pv *pageVersion) []changedigest.Segment {
 // zone, a damaged or missing layout), the previous body is segmented
 // afresh and the new version cut along that. Without in.PrevBody, changed
 // segments are reported from their stored texts only. An invalid zone or
-// bad input gives an EINVALID or ETOOLARGE error.
+// bad input gives an EINVALID or ETOOLARGE error. The snapshot's fetch
+// fields and BodyHash are left to the caller, which holds the raw body.
 func (s *Segmenter) DetectPage(in Input) (*changedigest.Snapshot, error) {
 	s = s.knobs()
 	if err := s.checkPage(in.Body, ""); err != nil {
@@ -494,11 +487,11 @@ func (s *Segmenter) DetectPage(in Input) (*changedigest.Snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
+	defer d.release()
 	snap := &changedigest.Snapshot{
-		Kind:     changedigest.KindPage,
-		Title:    d.title,
-		Size:     len(in.Body),
-		BodyHash: md5hex(in.Body),
+		Kind:  changedigest.KindPage,
+		Title: d.title,
+		Size:  len(in.Body),
 	}
 	var (
 		pv    *pageVersion
@@ -518,6 +511,7 @@ func (s *Segmenter) DetectPage(in Input) (*changedigest.Snapshot, error) {
 			if err != nil {
 				return nil, err
 			}
+			defer od.release()
 			ov := s.first(od, oregs)
 			pv, flags = s.later(d, regs, s.bounds(ov), [][]string{ov.hashes()})
 			prev = &prevSide{pv: ov}
@@ -544,7 +538,7 @@ func (s *Segmenter) usableLayout(in Input) ([]bound, bool) {
 	if err != nil || zone != in.Zone || len(bs) != len(in.Prev.Segments) {
 		return nil, false
 	}
-	if zone == "" && bs[0].steps != nil {
+	if zone == "" && !bs[0].docStart {
 		return nil, false
 	}
 	if in.PrevBody == nil {
@@ -593,10 +587,12 @@ func (s *Segmenter) DiffPages(old, new []byte, zone string) (*changedigest.Diff,
 	if err != nil {
 		return nil, err
 	}
+	defer od.release()
 	nd, nregs, err := s.scanPage(new, zone)
 	if err != nil {
 		return nil, err
 	}
+	defer nd.release()
 	ov := s.first(od, oregs)
 	nv, flags := s.later(nd, nregs, s.bounds(ov), [][]string{ov.hashes()})
 	changes, sim := s.compareVersions(&prevSide{pv: ov}, nv, flags)

@@ -3,7 +3,6 @@ package segmenter
 import (
 	"crypto/md5"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -21,27 +20,17 @@ import (
 // longest consistent run. Segment counts therefore only change when blocks
 // of segment size appear or vanish.
 
-const layoutVersion = 1
+// The serialised layout is text: a header line "changedigest-layout 1"
+// followed by the zone (%-escaped), then one line per segment: "-" for the
+// start of the document, else the cascade and the kind, loose and full path
+// keys (16 hex digits each), "r" for the start of a zone region or "-",
+// and the path: steps joined by "|", each tag[#id][@index], %-escaped.
+const layoutHeader = "changedigest-layout 1 "
 
-type layoutFile struct {
-	V     int           `json:"v"`
-	Zone  string        `json:"zone,omitempty"`
-	Bound []layoutBound `json:"b"`
-}
-
-type layoutBound struct {
-	// P is the boundary element's path ("" for the start of the document):
-	// steps joined by "|", each tag[#id][@index] with %-escapes.
-	P string `json:"p"`
-	// C is the cascade: the hex FNV-64 of the segment's first tokens.
-	C string `json:"c,omitempty"`
-	// R marks the start of a zone region.
-	R bool `json:"r,omitempty"`
-}
-
-// bound is a decoded boundary.
+// bound is a segment boundary of a layout.
 type bound struct {
-	steps             []step // nil: document start
+	docStart          bool   // the start of the document, not an element
+	path              string // encoded steps
 	kind, loose, full uint64
 	cascade           uint64
 	region            bool
@@ -50,59 +39,107 @@ type bound struct {
 var errLayout = errors.New("segmenter: unusable layout")
 
 func encodeLayout(zone string, bs []bound) []byte {
-	lf := layoutFile{V: layoutVersion, Zone: zone, Bound: make([]layoutBound, len(bs))}
-	for i, b := range bs {
-		lf.Bound[i] = layoutBound{P: encodeSteps(b.steps), R: b.region}
-		if b.steps != nil {
-			lf.Bound[i].C = strconv.FormatUint(b.cascade, 16)
-		}
+	n := len(layoutHeader) + len(zone) + 1
+	for _, b := range bs {
+		n += 72 + len(b.path)
 	}
-	out, _ := json.Marshal(lf) // plain structs: cannot fail
+	out := make([]byte, 0, n)
+	out = append(out, layoutHeader...)
+	out = append(out, stepEscaper.Replace(zone)...)
+	out = append(out, '\n')
+	for _, b := range bs {
+		if b.docStart {
+			out = append(out, "-\n"...)
+			continue
+		}
+		for _, h := range [4]uint64{b.cascade, b.kind, b.loose, b.full} {
+			out = appendHex16(out, h)
+			out = append(out, ' ')
+		}
+		if b.region {
+			out = append(out, 'r')
+		} else {
+			out = append(out, '-')
+		}
+		out = append(out, ' ')
+		out = append(out, b.path...)
+		out = append(out, '\n')
+	}
 	return out
 }
 
+func appendHex16(out []byte, h uint64) []byte {
+	const digits = "0123456789abcdef"
+	for i := 60; i >= 0; i -= 4 {
+		out = append(out, digits[(h>>uint(i))&15])
+	}
+	return out
+}
+
+func parseHex16(s string) (uint64, bool) {
+	if len(s) != 16 {
+		return 0, false
+	}
+	var h uint64
+	for i := 0; i < 16; i++ {
+		c := s[i]
+		switch {
+		case '0' <= c && c <= '9':
+			h = h<<4 | uint64(c-'0')
+		case 'a' <= c && c <= 'f':
+			h = h<<4 | uint64(c-'a'+10)
+		default:
+			return 0, false
+		}
+	}
+	return h, true
+}
+
 func decodeLayout(data []byte) (zone string, bs []bound, err error) {
-	var lf layoutFile
-	if err := json.Unmarshal(data, &lf); err != nil {
-		return "", nil, fmt.Errorf("%w: %v", errLayout, err)
+	text := string(data)
+	head, rest, ok := strings.Cut(text, "\n")
+	if !ok || !strings.HasPrefix(head, layoutHeader) {
+		return "", nil, fmt.Errorf("%w: not a layout", errLayout)
 	}
-	if lf.V != layoutVersion {
-		return "", nil, fmt.Errorf("%w: version %d", errLayout, lf.V)
+	zone, err = unescapeStep(head[len(layoutHeader):])
+	if err != nil {
+		return "", nil, err
 	}
-	if len(lf.Bound) == 0 {
-		return "", nil, fmt.Errorf("%w: no segments", errLayout)
-	}
-	bs = make([]bound, len(lf.Bound))
-	for i, lb := range lf.Bound {
-		if lb.P == "" {
-			if i != 0 || lf.Zone != "" {
-				return "", nil, fmt.Errorf("%w: document start at segment %d", errLayout, i)
+	bs = make([]bound, 0, strings.Count(rest, "\n"))
+	for line := range strings.Lines(rest) {
+		line = strings.TrimSuffix(line, "\n")
+		if line == "-" {
+			if len(bs) != 0 || zone != "" {
+				return "", nil, fmt.Errorf("%w: document start at segment %d", errLayout, len(bs))
 			}
+			bs = append(bs, bound{docStart: true})
 			continue
 		}
-		steps, err := decodeSteps(lb.P)
-		if err != nil {
-			return "", nil, err
+		// 4 keys of 16 digits, flag, path
+		if len(line) < 4*17+2 || line[4*17+1] != ' ' {
+			return "", nil, fmt.Errorf("%w: line %d", errLayout, len(bs)+2)
 		}
-		c, err := strconv.ParseUint(lb.C, 16, 64)
-		if err != nil {
-			return "", nil, fmt.Errorf("%w: cascade %q", errLayout, lb.C)
+		var keys [4]uint64
+		for k := range keys {
+			h, ok := parseHex16(line[k*17 : k*17+16])
+			if !ok || line[k*17+16] != ' ' {
+				return "", nil, fmt.Errorf("%w: line %d", errLayout, len(bs)+2)
+			}
+			keys[k] = h
 		}
-		bs[i] = newBound(steps, c, lb.R)
+		b := bound{cascade: keys[0], kind: keys[1], loose: keys[2], full: keys[3], region: line[4*17] == 'r', path: line[4*17+2:]}
+		if b.path == "" {
+			return "", nil, fmt.Errorf("%w: line %d has no path", errLayout, len(bs)+2)
+		}
+		bs = append(bs, b)
 	}
-	return lf.Zone, bs, nil
+	if len(bs) == 0 {
+		return "", nil, fmt.Errorf("%w: no segments", errLayout)
+	}
+	return zone, bs, nil
 }
 
-func newBound(steps []step, cascade uint64, region bool) bound {
-	b := bound{steps: steps, cascade: cascade, region: region}
-	b.kind, b.loose, b.full = hashSeed, hashSeed, hashSeed
-	for _, st := range steps {
-		b.kind, b.loose, b.full = pathKeys(b.kind, b.loose, b.full, st.Tag, st.ID, st.Index)
-	}
-	return b
-}
-
-var stepEscaper = strings.NewReplacer("%", "%25", "|", "%7C", "#", "%23", "@", "%40")
+var stepEscaper = strings.NewReplacer("%", "%25", "|", "%7C", "#", "%23", "@", "%40", " ", "%20", "\n", "%0A", "\r", "%0D")
 
 func encodeSteps(steps []step) string {
 	var sb strings.Builder
@@ -189,7 +226,9 @@ func (d *doc) cascade(ei int32, n int) uint64 {
 
 // boundOf describes element ei as a boundary.
 func (s *Segmenter) boundOf(d *doc, ei int32, region bool) bound {
-	return newBound(d.steps(ei), d.cascade(ei, s.Cascade), region)
+	e := &d.elems[ei]
+	return bound{path: d.encodedPath(ei), kind: e.kind, loose: e.loose, full: e.full,
+		cascade: d.cascade(ei, s.Cascade), region: region}
 }
 
 // align finds, for each boundary of a layout, the element of d it falls on
@@ -199,7 +238,7 @@ func (s *Segmenter) align(d *doc, bs []bound, regions []region) []int32 {
 	match := make([]int32, len(bs))
 	kinds := make(map[uint64][]int32, len(bs))
 	for _, b := range bs {
-		if b.steps != nil {
+		if !b.docStart {
 			kinds[b.kind] = nil
 		}
 	}
@@ -241,7 +280,7 @@ func (s *Segmenter) align(d *doc, bs []bound, regions []region) []int32 {
 	}
 	prev := -1 // token of the last guess
 	for i, b := range bs {
-		if b.steps == nil {
+		if b.docStart {
 			match[i] = -1
 			continue
 		}
@@ -273,7 +312,7 @@ func (s *Segmenter) align(d *doc, bs []bound, regions []region) []int32 {
 				case 2:
 					hit = e.full == b.full
 				case 3:
-					hit = e.id != "" && e.loose == b.loose
+					hit = e.id1 > e.id0 && e.loose == b.loose
 				}
 				if hit {
 					best = ei
@@ -313,7 +352,7 @@ func lisKeep(bs []bound, match []int32, d *doc) []bool {
 	}
 	keep := make([]bool, len(match))
 	for i, b := range bs {
-		if b.steps == nil {
+		if b.docStart {
 			keep[i] = true
 		}
 	}

@@ -3,6 +3,7 @@ package segmenter
 import (
 	"bytes"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 
@@ -41,6 +42,7 @@ const (
 	fBreak                         // tag of a block-level element: a word break in the visible text
 	fLink                          // text inside a link
 	fSynthetic                     // end tag implied, not in the source
+	fDigest                        // raw text (script, style) stored as a digest of its source
 )
 
 type tok struct {
@@ -52,13 +54,20 @@ type tok struct {
 	norm  int32 // start of the normalised form in doc.norm
 }
 
+// elem is an element of the light DOM. It holds no pointers, so that the
+// slice of them costs the garbage collector nothing.
 type elem struct {
-	tag    string
+	tagKey uint32 // atom of a known tag, else a hash with the top bit set
+	info   tagInfo
+	ck     uint8 // close kind
 	parent int32 // -1 at top level
 	tok    int32 // start token; -1 for a phantom ancestor of a partial scan
 	endTok int32 // end token (== tok for a void element)
 	index  int32 // 1-based position among siblings of the same tag
-	id     string
+	tag0   int32 // the tag name and id in doc.norm
+	tag1   int32
+	id0    int32
+	id1    int32
 	attr0  int32 // attributes in doc.attrs[attr0:attr0+nattr]
 	nattr  int32
 	// path keys: tag path, tag+id path, tag+id+index path
@@ -78,6 +87,8 @@ type doc struct {
 	// outside a partial scan; base is the offset of body in the whole page.
 	phantoms int
 	base     int
+	sc       scanner // the scanner's buffers, kept with the doc for reuse
+	indexed  bool
 
 	// prefix sums over tokens, filled by index()
 	sig   []int32 // significant tokens (start, void, text) before token i
@@ -98,8 +109,13 @@ func (d *doc) normAt(i int) int32 {
 	return d.toks[i].norm
 }
 
-// textOf returns the collapsed text of text token i.
+// textOf returns the collapsed text of text token i (for a script or
+// style, its collapsed source read back from the body).
 func (d *doc) textOf(i int) string {
+	t := &d.toks[i]
+	if t.flags&fDigest != 0 {
+		return string(appendCollapsed(nil, d.body[t.off:t.end]))
+	}
 	return string(d.textBytes(i))
 }
 
@@ -132,8 +148,121 @@ type step struct {
 }
 
 type tagCount struct {
-	tag string
+	tag uint32
 	n   int32
+}
+
+// tagOf returns the tag name of element ei.
+func (d *doc) tagOf(ei int32) string {
+	e := &d.elems[ei]
+	if e.tagKey&(1<<31) == 0 {
+		return atom.Atom(e.tagKey).String()
+	}
+	return string(d.norm[e.tag0:e.tag1])
+}
+
+// idOf returns the id attribute of element ei ("" when it has none).
+func (d *doc) idOf(ei int32) string {
+	e := &d.elems[ei]
+	if e.id1 == e.id0 {
+		return ""
+	}
+	return string(d.norm[e.id0:e.id1])
+}
+
+// tagKeyOf is the key of a tag name: its atom, or an FNV hash with the top
+// bit set for names that are not atoms.
+func tagKeyOf(name []byte) uint32 {
+	if a := atom.Lookup(name); a != 0 {
+		return uint32(a)
+	}
+	return uint32(hashBytes(hashSeed, name)) | 1<<31
+}
+
+// tagInfo holds what the scanner needs to know of a tag.
+type tagInfo uint32
+
+const (
+	tiVoid        tagInfo = 1 << iota // no content, no end tag
+	tiBlock                           // block-level: breaks words, densitometry cuts before it
+	tiInvisible                       // its text is not shown
+	tiScope                           // nothing closes across it (table, td, …)
+	tiButtonScope                     // a p is not closed across it
+	tiPCloser                         // its start tag closes an open p
+	tiHeading
+	tiForeign // svg, math
+	tiList    // ul, ol, menu, dir
+	tiDL
+	tiTable
+	tiTR
+	tiSelect // select, datalist
+	tiTitle
+	tiLink      // a
+	tiCloseKind // closes or is closed implicitly: li, td, option, …
+	tiRawText   // holds raw text the page does not show: script, style, …
+)
+
+// Kinds of elements a later start tag can close implicitly; the scanner
+// counts the open ones so the stack is only searched when one is open.
+const (
+	ckNone uint8 = iota
+	ckP
+	ckLI
+	ckDTDD
+	ckTR
+	ckCell
+	ckTSection
+	ckOption
+	ckOptgroup
+	ckA
+	ckHead
+	ckCount
+)
+
+var (
+	tagInfos   = buildTagInfos()
+	closeKinds = map[string]uint8{ // tags marked tiCloseKind
+		"p": ckP, "li": ckLI, "dt": ckDTDD, "dd": ckDTDD, "tr": ckTR, "td": ckCell, "th": ckCell,
+		"thead": ckTSection, "tbody": ckTSection, "tfoot": ckTSection, "option": ckOption,
+		"optgroup": ckOptgroup, "a": ckA, "head": ckHead,
+	}
+)
+
+func buildTagInfos() map[string]tagInfo {
+	tagInfos := map[string]tagInfo{}
+	add := func(f tagInfo, names ...string) {
+		for _, n := range names {
+			tagInfos[n] |= f
+		}
+	}
+	add(tiVoid, "area", "base", "basefont", "bgsound", "br", "col", "embed", "frame", "hr", "img",
+		"input", "keygen", "link", "meta", "param", "source", "track", "wbr")
+	add(tiBlock, "address", "article", "aside", "blockquote", "body", "br", "caption", "center",
+		"dd", "details", "dialog", "dir", "div", "dl", "dt", "fieldset", "figcaption", "figure", "footer",
+		"form", "frameset", "h1", "h2", "h3", "h4", "h5", "h6", "head", "header", "hgroup", "hr", "html",
+		"legend", "li", "main", "menu", "nav", "noframes", "ol", "option", "p", "pre", "section",
+		"summary", "table", "tbody", "td", "tfoot", "th", "thead", "title", "tr", "ul", "search")
+	add(tiInvisible, "script", "style", "noscript", "template", "iframe", "noembed", "noframes")
+	add(tiScope, "table", "td", "th", "caption", "html", "applet", "object", "marquee", "template", "button")
+	add(tiButtonScope, "applet", "caption", "html", "table", "td", "th", "marquee", "object", "template",
+		"button", "svg", "math")
+	add(tiPCloser, "address", "article", "aside", "blockquote", "center", "details", "dialog",
+		"dir", "div", "dl", "fieldset", "figcaption", "figure", "footer", "form", "h1", "h2", "h3", "h4",
+		"h5", "h6", "header", "hgroup", "hr", "main", "menu", "nav", "ol", "p", "pre", "section",
+		"summary", "table", "ul", "li", "dd", "dt", "search", "plaintext", "xmp", "listing")
+	add(tiHeading, "h1", "h2", "h3", "h4", "h5", "h6")
+	add(tiForeign, "svg", "math")
+	add(tiList, "ul", "ol", "menu", "dir")
+	add(tiDL, "dl")
+	add(tiTable, "table")
+	add(tiTR, "tr")
+	add(tiSelect, "select", "datalist")
+	add(tiTitle, "title")
+	add(tiLink, "a")
+	add(tiRawText, "script", "style", "iframe", "noembed", "noframes", "noscript")
+	add(tiCloseKind, "p", "li", "dt", "dd", "tr", "td", "th", "thead", "tbody", "tfoot", "option",
+		"optgroup", "a", "head", "body")
+	return tagInfos
 }
 
 type scanner struct {
@@ -141,42 +270,78 @@ type scanner struct {
 	stack      []int32 // open elements
 	counts     []tagCount
 	countStart []int32 // per stack level, start of its children's counts; [0] is the top level
-	foreign    int     // open svg/math elements
-	invisible  int     // open elements whose text is not shown
-	links      int     // open a elements
-	text       []byte  // pending text (consecutive text tokens, comments between)
+	open       [ckCount]int32
+	foreign    int // open svg/math elements
+	invisible  int // open elements whose text is not shown
+	links      int // open a elements
+	inText     bool // a text token is open in norm
+	textNorm   int  // its start in norm
 	textOff    int
 	textEnd    int
+	textSpace  bool // whitespace seen since the last character of the open text
+	textLead   bool // the open text started with whitespace
 	wsPending  bool
 	inTitle    bool
-	kv         []kvPair
+	kv         []kvSpan
+	kvBuf      []byte // what kv's spans index: the raw tag, or kvCopy
+	kvCopy     []byte
+	name       []byte // scratch for a lower-cased name
 }
 
-type kvPair struct{ k, v []byte }
+// kvSpan is an attribute's key and value as spans of scanner.kvBuf.
+type kvSpan struct{ k0, k1, v0, v1 int32 }
 
 // scan tokenizes body into a doc. ancestors, when given, are phantom open
 // elements around a partial body (the path of a segment's parent), and
 // first is the tag and index of the first element at that level, so that
 // paths inside the partial body read as they do in the whole page.
+//
+// The doc's buffers come from a pool; release returns them once nothing
+// refers to the doc any more.
 func scan(body []byte, ancestors []step, first step) *doc {
-	d := &doc{body: body}
+	d := docPool.Get().(*doc)
+	d.body = body
 	// Rough sizes: one token per ~25 bytes, one element per ~60.
-	d.toks = make([]tok, 0, len(body)/25+8)
-	d.elems = make([]elem, 0, len(body)/60+8+len(ancestors))
-	d.norm = make([]byte, 0, len(body)/2+64)
-	s := &scanner{d: d, countStart: []int32{0}}
-	for i, a := range ancestors {
+	d.toks = reuse(d.toks, len(body)/25+8)
+	d.elems = reuse(d.elems, len(body)/60+8+len(ancestors))
+	d.attrs = reuse(d.attrs, len(body)/80+8)
+	d.norm = reuse(d.norm, len(body)/2+64)
+	d.indexed = false
+	s := &d.sc
+	kv, kvCopy, stack, counts, cs, name := s.kv[:0], s.kvCopy[:0], s.stack[:0], s.counts[:0], s.countStart[:0], s.name[:0]
+	*s = scanner{d: d, kv: kv, kvCopy: kvCopy, stack: stack, counts: counts, countStart: append(cs, 0), name: name}
+	for _, a := range ancestors {
 		s.pushPhantom(a)
-		if i == len(ancestors)-1 && first.Tag != "" && first.Index > 1 {
-			s.counts = append(s.counts, tagCount{tag: first.Tag, n: int32(first.Index - 1)})
-		}
 	}
-	if len(ancestors) == 0 && first.Tag != "" && first.Index > 1 {
-		s.counts = append(s.counts, tagCount{tag: first.Tag, n: int32(first.Index - 1)})
+	if first.Tag != "" && first.Index > 1 {
+		s.counts = append(s.counts, tagCount{tag: tagKeyOf([]byte(first.Tag)), n: int32(first.Index - 1)})
 	}
 	d.phantoms = len(ancestors)
 	s.run()
+	s.d = nil
 	return d
+}
+
+var docPool = sync.Pool{New: func() any { return new(doc) }}
+
+// reuse returns b emptied, with room for n elements.
+func reuse[T any](b []T, n int) []T {
+	if cap(b) < n {
+		return make([]T, 0, n)
+	}
+	return b[:0]
+}
+
+// release returns the doc's buffers to the pool. Nothing may use the doc,
+// or a slice of its buffers, afterwards.
+func (d *doc) release() {
+	if d == nil {
+		return
+	}
+	d.body = nil
+	d.title = ""
+	d.phantoms, d.base = 0, 0
+	docPool.Put(d)
 }
 
 func (s *scanner) run() {
@@ -184,46 +349,160 @@ func (s *scanner) run() {
 	off := 0
 	for {
 		tt := z.Next()
-		n := len(z.Raw())
+		raw := z.Raw()
+		n := len(raw)
 		switch tt {
 		case html.ErrorToken:
 			s.flushText()
 			s.closeAll(len(s.d.body))
 			return
 		case html.TextToken:
-			if len(s.text) == 0 {
-				s.textOff = off
+			if s.rawText() {
+				s.flushText()
+				s.addDigest(raw, off, off+n)
+			} else {
+				s.addText(z.Text(), off, off+n)
 			}
-			s.text = append(s.text, z.Text()...)
-			s.textEnd = off + n
 		case html.CommentToken, html.DoctypeToken:
 			// Comments and doctypes are not content; text around a comment
 			// stays one text.
 		case html.StartTagToken, html.SelfClosingTagToken:
 			s.flushText()
-			name, hasAttr := z.TagName()
-			tag := intern(name)
-			s.kv = s.kv[:0]
-			for hasAttr {
-				var k, v []byte
-				k, v, hasAttr = z.TagAttr()
-				s.kv = append(s.kv, kvPair{k, v})
+			var tag []byte
+			if bytes.IndexByte(raw, '&') >= 0 || bytes.IndexByte(raw, 0) >= 0 {
+				// character references or NULs: let the tokenizer decode
+				name, hasAttr := z.TagName()
+				tag = name
+				s.kv = s.kv[:0]
+				s.kvCopy = s.kvCopy[:0]
+				for hasAttr {
+					var k, v []byte
+					k, v, hasAttr = z.TagAttr()
+					k0 := int32(len(s.kvCopy))
+					s.kvCopy = append(s.kvCopy, k...)
+					v0 := int32(len(s.kvCopy))
+					s.kvCopy = append(s.kvCopy, v...)
+					s.kv = append(s.kv, kvSpan{k0, v0, v0, int32(len(s.kvCopy))})
+				}
+				s.kvBuf = s.kvCopy
+			} else {
+				tag = s.parseTag(raw)
 			}
 			s.startTag(tag, tt == html.SelfClosingTagToken, off, off+n)
 		case html.EndTagToken:
 			s.flushText()
-			name, _ := z.TagName()
-			s.endTag(intern(name), off, off+n)
+			if n > 2 {
+				s.endTag(lowerName(&s.name, raw[2:]), off, off+n)
+			}
 		}
 		off += n
 	}
 }
 
-func intern(name []byte) string {
-	if a := atom.Lookup(name); a != 0 {
-		return a.String()
+// lowerName returns the tag name at the start of b (up to whitespace, '/'
+// or '>'), lower-cased into *buf.
+func lowerName(buf *[]byte, b []byte) []byte {
+	out := (*buf)[:0]
+	for _, c := range b {
+		if c == ' ' || c == '\n' || c == '\r' || c == '\t' || c == '\f' || c == '/' || c == '>' {
+			break
+		}
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		out = append(out, c)
 	}
-	return string(name)
+	*buf = out
+	return out
+}
+
+// parseTag reads the name and attributes of a raw start tag free of
+// character references and NULs, as the tokenizer does (keys lower-cased,
+// the first of duplicate keys kept, empty keys dropped), into s.kv.
+func (s *scanner) parseTag(raw []byte) []byte {
+	tag := lowerName(&s.name, raw[1:])
+	s.kv = s.kv[:0]
+	s.kvBuf = raw
+	i := 1 + len(s.name)
+	n := len(raw)
+	if n > 0 && raw[n-1] == '>' {
+		n--
+	}
+	isWS := func(c byte) bool { return c == ' ' || c == '\n' || c == '\r' || c == '\t' || c == '\f' }
+	for {
+		for i < n && isWS(raw[i]) {
+			i++
+		}
+		if i >= n {
+			break
+		}
+		// key
+		k0 := i
+		for i < n {
+			c := raw[i]
+			if (c == '=' && i > k0) || isWS(c) || c == '/' || c == '>' {
+				break
+			}
+			i++
+		}
+		key := raw[k0:i]
+		// value
+		var v0, v1 int
+		j := i
+		for j < n && isWS(raw[j]) {
+			j++
+		}
+		switch {
+		case j < n && raw[j] == '/':
+			i = j + 1
+		case j < n && raw[j] == '=':
+			j++
+			for j < n && isWS(raw[j]) {
+				j++
+			}
+			if j < n && (raw[j] == '"' || raw[j] == '\'') {
+				q := raw[j]
+				v0 = j + 1
+				j = v0
+				for j < n && raw[j] != q {
+					j++
+				}
+				v1 = j
+				if j < n {
+					j++
+				}
+			} else {
+				v0 = j
+				for j < n && !isWS(raw[j]) {
+					j++
+				}
+				v1 = j
+			}
+			i = j
+		}
+		if len(key) == 0 {
+			if i == k0 {
+				i++ // a stray character: skip it
+			}
+			continue
+		}
+		for x, c := range key {
+			if 'A' <= c && c <= 'Z' {
+				key[x] = c + 'a' - 'A' // the tokenizer's buffer: lower-cased in place, as it does
+			}
+		}
+		dup := false
+		for _, p := range s.kv {
+			if bytes.Equal(raw[p.k0:p.k1], key) {
+				dup = true
+				break
+			}
+		}
+		if !dup {
+			s.kv = append(s.kv, kvSpan{int32(k0), int32(k0 + len(key)), int32(v0), int32(v1)})
+		}
+	}
+	return tag
 }
 
 func (s *scanner) top() int32 {
@@ -233,28 +512,88 @@ func (s *scanner) top() int32 {
 	return s.stack[len(s.stack)-1]
 }
 
-// flushText emits the pending text as one token, or remembers that blank
-// text separated two words.
-func (s *scanner) flushText() {
-	if len(s.text) == 0 {
+// rawText reports whether the text being read is the source of a script,
+// style or the like (raw text the tokenizer does not decode).
+func (s *scanner) rawText() bool {
+	t := s.top()
+	return t >= 0 && s.d.elems[t].info&tiRawText != 0
+}
+
+// addDigest adds the raw text of a script, style or the like as a digest:
+// its normalised form is the hash of its whitespace-collapsed source, so
+// that large scripts cost neither copies nor MD5 time. The source itself
+// is read back from the body when a change shows it.
+func (s *scanner) addDigest(raw []byte, off, end int) {
+	h, empty := collapsedHash(raw)
+	if empty {
+		s.wsPending = true
 		return
 	}
-	raw := s.text
-	s.text = s.text[:0]
 	d := s.d
 	start := len(d.norm)
-	d.norm = append(d.norm, 1)
-	d.norm = appendCollapsed(d.norm, raw)
+	d.norm = append(d.norm, 2)
+	d.norm = appendHex16(d.norm, h)
+	d.toks = append(d.toks, tok{kind: tText, flags: fDigest, elem: s.top(), off: int32(off), end: int32(end), norm: int32(start)})
+}
+
+// collapsedHash is the FNV-64 of b with whitespace runs collapsed to one
+// space and trimmed; empty reports that b is blank.
+func collapsedHash(b []byte) (h uint64, empty bool) {
+	h = hashSeed
+	space, any := false, false
+	for _, c := range b {
+		if c <= ' ' && (isSpace(c) || c == '\v') {
+			space = true
+			continue
+		}
+		if space && any {
+			h ^= ' '
+			h *= hashPrime
+		}
+		space, any = false, true
+		h ^= uint64(c)
+		h *= hashPrime
+	}
+	return h, !any
+}
+
+// addText appends a text token to the open text, collapsing whitespace
+// into norm as it goes; texts separated only by comments are one text.
+func (s *scanner) addText(b []byte, off, end int) {
+	d := s.d
+	if !s.inText {
+		s.inText = true
+		s.textNorm = len(d.norm)
+		s.textOff = off
+		s.textSpace, s.textLead = false, false
+		d.norm = append(d.norm, 1)
+		if spaceAt(b, false) {
+			s.textLead = true
+		}
+	}
+	s.textEnd = end
+	d.norm, s.textSpace = appendCollapsedFrom(d.norm, b, s.textNorm+1, s.textSpace)
+}
+
+// flushText closes the open text as one token, or, when it was blank,
+// remembers that whitespace separated two words.
+func (s *scanner) flushText() {
+	if !s.inText {
+		return
+	}
+	s.inText = false
+	d := s.d
+	start := s.textNorm
 	if len(d.norm) == start+1 {
 		d.norm = d.norm[:start]
 		s.wsPending = true
 		return
 	}
 	var fl uint8
-	if spaceAt(raw, false) || s.wsPending {
+	if s.textLead || s.wsPending {
 		fl |= fSpaceBefore
 	}
-	if spaceAt(raw, true) {
+	if s.textSpace {
 		fl |= fSpaceAfter
 	}
 	if s.invisible == 0 {
@@ -279,9 +618,40 @@ func isSpace(c byte) bool {
 // space (a no-break or ideographic space is as insignificant to a reader
 // as an ASCII one), plus the zero-width space and byte-order mark.
 func appendCollapsed(dst, b []byte) []byte {
-	space := false
-	n0 := len(dst)
+	// most values (URLs, ids, classes) have nothing to collapse
+	plain := true
+	for _, c := range b {
+		if c <= ' ' || c >= utf8.RuneSelf {
+			plain = false
+			break
+		}
+	}
+	if plain {
+		return append(dst, b...)
+	}
+	dst, _ = appendCollapsedFrom(dst, b, len(dst), false)
+	return dst
+}
+
+// appendCollapsedFrom is appendCollapsed continuing a collapsed run that
+// started at dst[n0:]; space says whether whitespace is pending, and the
+// result says whether it still is at the end of b.
+func appendCollapsedFrom(dst, b []byte, n0 int, space bool) ([]byte, bool) {
 	for i := 0; i < len(b); {
+		// a run of plain bytes
+		j := i
+		for j < len(b) && b[j] > ' ' && b[j] < utf8.RuneSelf {
+			j++
+		}
+		if j > i {
+			if space && len(dst) > n0 {
+				dst = append(dst, ' ')
+			}
+			space = false
+			dst = append(dst, b[i:j]...)
+			i = j
+			continue
+		}
 		c := b[i]
 		if c < utf8.RuneSelf {
 			i++
@@ -309,7 +679,7 @@ func appendCollapsed(dst, b []byte) []byte {
 		dst = append(dst, b[i:i+n]...)
 		i += n
 	}
-	return dst
+	return dst, space
 }
 
 // spaceAt reports whether b starts (end: ends) with whitespace.
@@ -326,10 +696,11 @@ func spaceAt(b []byte, end bool) bool {
 	return unicode.IsSpace(r) || r == '\u200b' || r == '\ufeff'
 }
 
-func (s *scanner) startTag(tag string, selfClosing bool, off, end int) {
-	void := voidElements[tag] || (selfClosing && s.foreign > 0)
+func (s *scanner) startTag(tag []byte, selfClosing bool, off, end int) {
+	info := tagInfos[string(tag)]
+	void := info&tiVoid != 0 || (selfClosing && s.foreign > 0)
 	if !void {
-		s.impliedClose(tag, off)
+		s.impliedClose(tag, info, off)
 	}
 	d := s.d
 	parent := s.top()
@@ -337,34 +708,32 @@ func (s *scanner) startTag(tag string, selfClosing bool, off, end int) {
 	ti := int32(len(d.toks))
 	normStart := int32(len(d.norm))
 
-	// Sort attributes by name (insertion sort: tags have few), keep the
-	// first of duplicates as HTML does.
-	kv := s.kv
+	// Sort attributes by name (insertion sort: tags have few).
+	kv, kb := s.kv, s.kvBuf
 	for i := 1; i < len(kv); i++ {
-		for j := i; j > 0 && bytes.Compare(kv[j].k, kv[j-1].k) < 0; j-- {
+		for j := i; j > 0 && bytes.Compare(kb[kv[j].k0:kv[j].k1], kb[kv[j-1].k0:kv[j-1].k1]) < 0; j-- {
 			kv[j], kv[j-1] = kv[j-1], kv[j]
 		}
 	}
 	d.norm = append(d.norm, '<')
 	d.norm = append(d.norm, tag...)
+	tag1 := int32(len(d.norm))
 	a0 := int32(len(d.attrs))
-	var id string
-	for i, p := range kv {
-		if i > 0 && bytes.Equal(p.k, kv[i-1].k) {
-			continue
-		}
+	var id0, id1 int32
+	for _, p := range kv {
 		d.norm = append(d.norm, ' ')
 		k0 := int32(len(d.norm))
-		d.norm = append(d.norm, p.k...)
+		key := kb[p.k0:p.k1]
+		d.norm = append(d.norm, key...)
 		k1 := int32(len(d.norm))
 		d.norm = append(d.norm, '=', '"')
 		v0 := int32(len(d.norm))
-		d.norm = appendCollapsed(d.norm, p.v)
+		d.norm = appendCollapsed(d.norm, kb[p.v0:p.v1])
 		v1 := int32(len(d.norm))
 		d.norm = append(d.norm, '"')
 		d.attrs = append(d.attrs, attrRec{k0, k1, v0, v1})
-		if string(p.k) == "id" && v1 > v0 {
-			id = string(d.norm[v0:v1])
+		if v1 > v0 && len(key) == 2 && key[0] == 'i' && key[1] == 'd' {
+			id0, id1 = v0, v1
 		}
 	}
 	d.norm = append(d.norm, '>')
@@ -374,20 +743,21 @@ func (s *scanner) startTag(tag string, selfClosing bool, off, end int) {
 		kind = tVoid
 	}
 	var fl uint8
-	if blockElements[tag] {
+	if info&tiBlock != 0 {
 		fl |= fBreak
 	}
 	d.toks = append(d.toks, tok{kind: kind, flags: fl, elem: ei, off: int32(off), end: int32(end), norm: normStart})
-	e := elem{tag: tag, parent: parent, tok: ti, endTok: ti, id: id, attr0: a0, nattr: int32(len(d.attrs)) - a0}
+	e := elem{tagKey: tagKeyOf(tag), info: info, parent: parent, tok: ti, endTok: ti, tag0: normStart + 1, tag1: tag1,
+		id0: id0, id1: id1, attr0: a0, nattr: int32(len(d.attrs)) - a0}
+	if !void && info&tiCloseKind != 0 {
+		e.ck = closeKinds[string(tag)]
+	}
 	s.place(&e)
 	d.elems = append(d.elems, e)
 	if void {
 		return
 	}
 	s.push(ei)
-	if tag == "title" && s.foreign == 0 {
-		s.inTitle = true
-	}
 }
 
 // place sets the sibling index and path keys of e, a new child of the top
@@ -396,14 +766,14 @@ func (s *scanner) place(e *elem) {
 	cs := s.countStart[len(s.countStart)-1]
 	var idx int32
 	for i := int(cs); i < len(s.counts); i++ {
-		if s.counts[i].tag == e.tag {
+		if s.counts[i].tag == e.tagKey {
 			s.counts[i].n++
 			idx = s.counts[i].n
 			break
 		}
 	}
 	if idx == 0 {
-		s.counts = append(s.counts, tagCount{tag: e.tag, n: 1})
+		s.counts = append(s.counts, tagCount{tag: e.tagKey, n: 1})
 		idx = 1
 	}
 	e.index = idx
@@ -412,33 +782,44 @@ func (s *scanner) place(e *elem) {
 		p := &s.d.elems[e.parent]
 		pk, pl, pf = p.kind, p.loose, p.full
 	}
-	e.kind, e.loose, e.full = pathKeys(pk, pl, pf, e.tag, e.id, int(idx))
+	e.kind, e.loose, e.full = pathKeys(pk, pl, pf, e.tagKey, s.d.norm[e.id0:e.id1], int(idx))
 }
 
 // pathKeys extends the three path keys of a parent by one step.
-func pathKeys(pk, pl, pf uint64, tag, id string, index int) (kind, loose, full uint64) {
-	kind = hashString(mix(pk, 0x2f), tag)
-	loose = hashString(mix(hashString(mix(pl, 0x2f), tag), 0x23), id)
-	full = mix(hashString(mix(hashString(mix(pf, 0x2f), tag), 0x23), id), uint64(index))
+func pathKeys(pk, pl, pf uint64, tagKey uint32, id []byte, index int) (kind, loose, full uint64) {
+	th := uint64(tagKey) * 0x9E3779B97F4A7C15
+	kind = (pk^th)*hashPrime + 0x2f
+	loose = hashBytes((pl^th)*hashPrime+0x23, id)
+	full = mix(hashBytes((pf^th)*hashPrime+0x23, id), uint64(index))
 	return
 }
 
 func (s *scanner) push(ei int32) {
 	s.stack = append(s.stack, ei)
 	s.countStart = append(s.countStart, int32(len(s.counts)))
-	switch tag := s.d.elems[ei].tag; {
-	case tag == "svg" || tag == "math":
+	e := &s.d.elems[ei]
+	s.open[e.ck]++
+	switch {
+	case e.info&tiForeign != 0:
 		s.foreign++
-	case invisibleElements[tag]:
+	case e.info&tiInvisible != 0:
 		s.invisible++
-	case tag == "a":
+	case e.info&tiLink != 0:
 		s.links++
+	case e.info&tiTitle != 0 && s.foreign == 0:
+		s.inTitle = true
 	}
 }
 
 func (s *scanner) pushPhantom(a step) {
 	d := s.d
-	e := elem{tag: a.Tag, parent: s.top(), tok: -1, endTok: -1, id: a.ID}
+	// the phantom's names live in norm before the first token's form
+	t0 := int32(len(d.norm))
+	d.norm = append(d.norm, a.Tag...)
+	i0 := int32(len(d.norm))
+	d.norm = append(d.norm, a.ID...)
+	e := elem{tagKey: tagKeyOf([]byte(a.Tag)), info: tagInfos[a.Tag], ck: closeKinds[a.Tag], parent: s.top(),
+		tok: -1, endTok: -1, tag0: t0, tag1: i0, id0: i0, id1: int32(len(d.norm))}
 	s.place(&e)
 	if a.Index > 0 {
 		// keep the index the page gave the ancestor
@@ -448,7 +829,7 @@ func (s *scanner) pushPhantom(a step) {
 			p := &d.elems[e.parent]
 			pk, pl, pf = p.kind, p.loose, p.full
 		}
-		e.kind, e.loose, e.full = pathKeys(pk, pl, pf, e.tag, e.id, a.Index)
+		e.kind, e.loose, e.full = pathKeys(pk, pl, pf, e.tagKey, []byte(a.ID), a.Index)
 	}
 	d.elems = append(d.elems, e)
 	s.push(int32(len(d.elems) - 1))
@@ -462,15 +843,15 @@ func (s *scanner) pop(off, end int, synthetic bool) {
 	s.countStart = s.countStart[:len(s.countStart)-1]
 	d := s.d
 	e := &d.elems[ei]
+	s.open[e.ck]--
 	switch {
-	case e.tag == "svg" || e.tag == "math":
+	case e.info&tiForeign != 0:
 		s.foreign--
-	case invisibleElements[e.tag]:
+	case e.info&tiInvisible != 0:
 		s.invisible--
-	case e.tag == "a":
+	case e.info&tiLink != 0:
 		s.links--
-	}
-	if e.tag == "title" {
+	case e.info&tiTitle != 0:
 		s.inTitle = false
 	}
 	if e.tok < 0 {
@@ -481,13 +862,13 @@ func (s *scanner) pop(off, end int, synthetic bool) {
 		fl = fSynthetic
 		end = off
 	}
-	if blockElements[e.tag] {
+	if e.info&tiBlock != 0 {
 		fl |= fBreak
 	}
 	e.endTok = int32(len(d.toks))
 	d.toks = append(d.toks, tok{kind: tEnd, flags: fl, elem: ei, off: int32(off), end: int32(end), norm: int32(len(d.norm))})
 	d.norm = append(d.norm, '<', '/')
-	d.norm = append(d.norm, e.tag...)
+	d.norm = append(d.norm, d.norm[e.tag0:e.tag1]...)
 	d.norm = append(d.norm, '>')
 }
 
@@ -497,14 +878,16 @@ func (s *scanner) closeAll(at int) {
 	}
 }
 
-func (s *scanner) endTag(tag string, off, end int) {
-	if voidElements[tag] {
+func (s *scanner) endTag(tag []byte, off, end int) {
+	info := tagInfos[string(tag)]
+	if info&tiVoid != 0 {
 		return
 	}
-	inline := !blockElements[tag] && !scopeElements[tag]
+	key := tagKeyOf(tag)
+	inline := info&(tiBlock|tiScope) == 0
 	for i := len(s.stack) - 1; i >= 0; i-- {
-		t := s.d.elems[s.stack[i]].tag
-		if t == tag {
+		e := &s.d.elems[s.stack[i]]
+		if e.tagKey == key {
 			for len(s.stack) > i+1 {
 				s.pop(off, off, true)
 			}
@@ -513,58 +896,63 @@ func (s *scanner) endTag(tag string, off, end int) {
 		}
 		// An inline end tag does not close blocks it has no business in;
 		// nothing closes across a table cell.
-		if (inline && (blockElements[t] || scopeElements[t])) || (scopeElements[t] && t != tag) {
+		if (inline && e.info&(tiBlock|tiScope) != 0) || e.info&tiScope != 0 {
 			return
 		}
 	}
 }
 
 // impliedClose closes the elements a start tag ends implicitly.
-func (s *scanner) impliedClose(tag string, off int) {
-	switch tag {
+func (s *scanner) impliedClose(tag []byte, info tagInfo, off int) {
+	if info&(tiCloseKind|tiPCloser|tiHeading) == 0 {
+		return
+	}
+	switch string(tag) {
 	case "li":
-		s.closeIn(off, []string{"li"}, listStops)
+		s.closeIn(off, ckLI, ckNone, tiList)
 	case "dt", "dd":
-		s.closeIn(off, []string{"dt", "dd"}, dlStops)
+		s.closeIn(off, ckDTDD, ckNone, tiDL)
 	case "tr":
-		s.closeIn(off, []string{"tr"}, tableStops)
+		s.closeIn(off, ckTR, ckNone, tiTable)
 	case "td", "th":
-		s.closeIn(off, []string{"td", "th"}, rowStops)
+		s.closeIn(off, ckCell, ckNone, tiTR|tiTable)
 	case "thead", "tbody", "tfoot":
-		s.closeIn(off, []string{"thead", "tbody", "tfoot"}, tableStops)
+		s.closeIn(off, ckTSection, ckNone, tiTable)
 	case "option":
-		s.closeIn(off, []string{"option"}, selectStops)
+		s.closeIn(off, ckOption, ckNone, tiSelect)
 	case "optgroup":
-		s.closeIn(off, []string{"option", "optgroup"}, selectStops)
+		s.closeIn(off, ckOption, ckOptgroup, tiSelect)
 	case "a":
-		s.closeIn(off, []string{"a"}, tableStops)
+		s.closeIn(off, ckA, ckNone, tiTable)
 	case "body":
-		s.closeIn(off, []string{"head"}, nil)
+		s.closeIn(off, ckHead, ckNone, 0)
 	}
-	if pClosers[tag] {
-		s.closeIn(off, []string{"p"}, buttonScope)
+	if info&tiPCloser != 0 {
+		s.closeIn(off, ckP, ckNone, 0)
 	}
-	if headings[tag] {
-		if t := s.top(); t >= 0 && headings[s.d.elems[t].tag] {
+	if info&tiHeading != 0 {
+		if t := s.top(); t >= 0 && s.d.elems[t].info&tiHeading != 0 {
 			s.pop(off, off, true)
 		}
 	}
 }
 
-// closeIn closes the innermost open element named in tags, and everything
-// above it, unless an element in stops comes first.
-func (s *scanner) closeIn(off int, tags []string, stops map[string]bool) {
+// closeIn closes the innermost open element of close kind k1 or k2, and
+// everything above it, unless an element with a stop flag (or one a p is
+// not closed across) comes first.
+func (s *scanner) closeIn(off int, k1, k2 uint8, stops tagInfo) {
+	if s.open[k1] == 0 && (k2 == ckNone || s.open[k2] == 0) {
+		return
+	}
 	for i := len(s.stack) - 1; i >= 0; i-- {
-		t := s.d.elems[s.stack[i]].tag
-		for _, x := range tags {
-			if t == x {
-				for len(s.stack) > i {
-					s.pop(off, off, true)
-				}
-				return
+		e := &s.d.elems[s.stack[i]]
+		if e.ck == k1 || (k2 != ckNone && e.ck == k2) {
+			for len(s.stack) > i {
+				s.pop(off, off, true)
 			}
+			return
 		}
-		if stops[t] || buttonScope[t] {
+		if e.info&(stops|tiButtonScope) != 0 {
 			return
 		}
 	}
@@ -578,39 +966,29 @@ func set(names ...string) map[string]bool {
 	return m
 }
 
-var (
-	voidElements = set("area", "base", "basefont", "bgsound", "br", "col", "embed", "frame", "hr", "img",
-		"input", "keygen", "link", "meta", "param", "source", "track", "wbr")
-	// blockElements break the visible text into words and are the units
-	// densitometry cuts between.
-	blockElements = set("address", "article", "aside", "blockquote", "body", "br", "caption", "center",
-		"dd", "details", "dialog", "dir", "div", "dl", "dt", "fieldset", "figcaption", "figure", "footer",
-		"form", "frameset", "h1", "h2", "h3", "h4", "h5", "h6", "head", "header", "hgroup", "hr", "html",
-		"legend", "li", "main", "menu", "nav", "noframes", "ol", "option", "p", "pre", "section",
-		"summary", "table", "tbody", "td", "tfoot", "th", "thead", "title", "tr", "ul", "search")
-	// invisibleElements hold text that is not shown as page text.
-	invisibleElements = set("script", "style", "noscript", "template", "iframe", "noembed", "noframes")
-	scopeElements     = set("table", "td", "th", "caption", "html", "applet", "object", "marquee", "template", "button")
-	buttonScope       = set("applet", "caption", "html", "table", "td", "th", "marquee", "object", "template", "button", "svg", "math")
-	listStops         = set("ul", "ol", "menu", "dir")
-	dlStops           = set("dl")
-	tableStops        = set("table")
-	rowStops          = set("tr", "table")
-	selectStops       = set("select", "datalist")
-	headings          = set("h1", "h2", "h3", "h4", "h5", "h6")
-	pClosers          = set("address", "article", "aside", "blockquote", "center", "details", "dialog",
-		"dir", "div", "dl", "fieldset", "figcaption", "figure", "footer", "form", "h1", "h2", "h3", "h4",
-		"h5", "h6", "header", "hgroup", "hr", "main", "menu", "nav", "ol", "p", "pre", "section",
-		"summary", "table", "ul", "li", "dd", "dt", "search", "plaintext", "xmp", "listing")
-)
+// blockElements are the tags tiBlock marks, for code outside the scanner.
+var blockElements = func() map[string]bool {
+	m := map[string]bool{}
+	for t, f := range tagInfos {
+		if f&tiBlock != 0 {
+			m[t] = true
+		}
+	}
+	return m
+}()
 
 // index fills the prefix sums used for subtree sizes and text densities.
 func (d *doc) index() {
+	if d.indexed {
+		return
+	}
+	d.indexed = true
 	n := len(d.toks)
-	d.sig = make([]int32, n+1)
-	d.words = make([]int32, n+1)
-	d.chars = make([]int32, n+1)
-	d.links = make([]int32, n+1)
+	d.sig = reuse(d.sig, n+1)[:n+1]
+	d.words = reuse(d.words, n+1)[:n+1]
+	d.chars = reuse(d.chars, n+1)[:n+1]
+	d.links = reuse(d.links, n+1)[:n+1]
+	d.sig[0], d.words[0], d.chars[0], d.links[0] = 0, 0, 0, 0
 	for i, t := range d.toks {
 		d.sig[i+1], d.words[i+1], d.chars[i+1], d.links[i+1] = d.sig[i], d.words[i], d.chars[i], d.links[i]
 		if t.kind != tEnd {
@@ -635,7 +1013,10 @@ func (d *doc) span(ei int32) (int, int) {
 }
 
 // size is the number of significant tokens (elements and texts) in [a, b).
-func (d *doc) size(a, b int) int { return int(d.sig[b] - d.sig[a]) }
+func (d *doc) size(a, b int) int {
+	d.index()
+	return int(d.sig[b] - d.sig[a])
+}
 
 // visibleText returns the text a reader sees in tokens [a, b): words joined
 // by single spaces, block-level tags breaking words apart.
@@ -666,14 +1047,69 @@ func (d *doc) appendVisible(sb *strings.Builder, a, b int) {
 
 // path returns the readable path of element ei: "html|body|div-main|article[2]".
 func (d *doc) path(ei int32) string {
-	var parts []string
-	for ; ei >= 0; ei = d.elems[ei].parent {
-		parts = append(parts, stepName(d.elems[ei].tag, d.elems[ei].id, int(d.elems[ei].index)))
+	var chain [64]int32
+	n := 0
+	for ; ei >= 0 && n < len(chain); ei = d.elems[ei].parent {
+		chain[n] = ei
+		n++
 	}
-	for i, j := 0, len(parts)-1; i < j; i, j = i+1, j-1 {
-		parts[i], parts[j] = parts[j], parts[i]
+	var sb strings.Builder
+	sb.Grow(n * 8)
+	for k := n - 1; k >= 0; k-- {
+		e := &d.elems[chain[k]]
+		if k < n-1 {
+			sb.WriteByte('|')
+		}
+		sb.WriteString(d.tagOf(chain[k]))
+		if e.id1 > e.id0 {
+			sb.WriteByte('-')
+			sb.Write(d.norm[e.id0:e.id1])
+		}
+		if e.index > 1 {
+			sb.WriteByte('[')
+			sb.WriteString(itoa(int(e.index)))
+			sb.WriteByte(']')
+		}
 	}
-	return strings.Join(parts, "|")
+	return sb.String()
+}
+
+// encodedPath returns the path of element ei as the layout writes it.
+func (d *doc) encodedPath(ei int32) string {
+	var chain [64]int32
+	n := 0
+	for ; ei >= 0 && n < len(chain); ei = d.elems[ei].parent {
+		chain[n] = ei
+		n++
+	}
+	var sb strings.Builder
+	sb.Grow(n * 8)
+	for k := n - 1; k >= 0; k-- {
+		e := &d.elems[chain[k]]
+		if k < n-1 {
+			sb.WriteByte('|')
+		}
+		writeEscaped(&sb, d.tagOf(chain[k]))
+		if e.id1 > e.id0 {
+			sb.WriteByte('#')
+			writeEscaped(&sb, string(d.norm[e.id0:e.id1]))
+		}
+		if e.index > 1 {
+			sb.WriteByte('@')
+			sb.WriteString(itoa(int(e.index)))
+		}
+	}
+	return sb.String()
+}
+
+// writeEscaped writes s with the characters that structure a layout
+// %-escaped.
+func writeEscaped(sb *strings.Builder, s string) {
+	if strings.IndexAny(s, "%|#@ \n\r") < 0 {
+		sb.WriteString(s)
+		return
+	}
+	sb.WriteString(stepEscaper.Replace(s))
 }
 
 func stepName(tag, id string, index int) string {
@@ -692,7 +1128,7 @@ func (d *doc) steps(ei int32) []step {
 	var out []step
 	for ; ei >= 0; ei = d.elems[ei].parent {
 		e := &d.elems[ei]
-		out = append(out, step{Tag: e.tag, ID: e.id, Index: int(e.index)})
+		out = append(out, step{Tag: d.tagOf(ei), ID: d.idOf(ei), Index: int(e.index)})
 	}
 	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
 		out[i], out[j] = out[j], out[i]

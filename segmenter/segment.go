@@ -151,7 +151,7 @@ func (h *hybridState) split(us []unit) {
 		c := int(d.chars[u.b] - d.chars[u.a])
 		sz := d.size(u.a, u.b)
 		if i > 0 && w > 0 && curWords > 0 && curSize >= minSeg && u.elem >= 0 &&
-			d.toks[u.a].kind == tStart && blockElements[d.elems[u.elem].tag] {
+			d.toks[u.a].kind == tStart && d.elems[u.elem].info&tiBlock != 0 {
 			r1 := density(curWords, curChars, s.LineWidth)
 			r2 := density(w, c, s.LineWidth)
 			if slope(r1, r2) > s.Lambda {

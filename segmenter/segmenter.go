@@ -34,8 +34,8 @@ type Segmenter struct {
 // Defaults, chosen by measurement on the test corpus (see the package
 // documentation).
 const (
-	DefaultDelta     = 40
-	DefaultLambda    = 0.5
+	DefaultDelta     = 20
+	DefaultLambda    = 0.7
 	DefaultLineWidth = 80
 	DefaultCascade   = 8
 	DefaultMaxBytes  = 10 << 20

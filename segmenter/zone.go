@@ -61,7 +61,7 @@ func (d *doc) htmlTree() (*html.Node, map[*html.Node]int32) {
 		switch t.kind {
 		case tStart, tVoid:
 			e := &d.elems[t.elem]
-			n := &html.Node{Type: html.ElementNode, Data: e.tag}
+			n := &html.Node{Type: html.ElementNode, Data: d.tagOf(t.elem)}
 			for _, a := range d.attrs[e.attr0 : e.attr0+e.nattr] {
 				n.Attr = append(n.Attr, html.Attribute{Key: string(d.norm[a.k0:a.k1]), Val: string(d.norm[a.v0:a.v1])})
 			}
