@@ -271,9 +271,9 @@ type scanner struct {
 	counts     []tagCount
 	countStart []int32 // per stack level, start of its children's counts; [0] is the top level
 	open       [ckCount]int32
-	foreign    int // open svg/math elements
-	invisible  int // open elements whose text is not shown
-	links      int // open a elements
+	foreign    int  // open svg/math elements
+	invisible  int  // open elements whose text is not shown
+	links      int  // open a elements
 	inText     bool // a text token is open in norm
 	textNorm   int  // its start in norm
 	textOff    int
