@@ -592,7 +592,7 @@ func (df *differ) kids(o, n *tnode, blk *blockPair) {
 	// 2. Equal subtrees out of order (moves), 3. same id and tag, 4. same
 	// subtree but for presentation, same tag.
 	df.matchBy(O, N, mo, mn, via, viaHash, func(x *tnode) (uint64, bool) {
-		return x.h, !x.isText() && (x.hasWords() || len(x.kids) > 0)
+		return x.h, !x.isText()
 	})
 	df.matchBy(O, N, mo, mn, via, viaID, func(x *tnode) (uint64, bool) {
 		if x.isText() || x.d.elems[x.elem].id1 == x.d.elems[x.elem].id0 {
@@ -963,11 +963,16 @@ func dice(a, b []uint64) float64 {
 	if len(a)+len(b) == 0 {
 		return 1
 	}
-	i, j, common := 0, 0, 0
+	return 2 * float64(common(a, b)) / float64(len(a)+len(b))
+}
+
+// common is the size of the intersection of two sorted multisets.
+func common(a, b []uint64) int {
+	i, j, n := 0, 0, 0
 	for i < len(a) && j < len(b) {
 		switch {
 		case a[i] == b[j]:
-			common++
+			n++
 			i++
 			j++
 		case a[i] < b[j]:
@@ -976,7 +981,7 @@ func dice(a, b []uint64) float64 {
 			j++
 		}
 	}
-	return 2 * float64(common) / float64(len(a)+len(b))
+	return n
 }
 
 func attrSimilarity(x, y *tnode) float64 {

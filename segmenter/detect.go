@@ -18,6 +18,11 @@ type pageVersion struct {
 	prev []int
 }
 
+// text is the visible text of segment i.
+func (pv *pageVersion) text(i int) string {
+	return pv.d.visibleText(pv.segs[i].a, pv.segs[i].b)
+}
+
 func (pv *pageVersion) hashes() []string {
 	h := make([]string, len(pv.segs))
 	for i, sg := range pv.segs {
@@ -71,9 +76,11 @@ func (s *Segmenter) first(d *doc, regs []region) *pageVersion {
 }
 
 // later cuts a version along the boundaries of the previous one, adds
-// boundaries for new blocks of the kinds the previous version was cut at,
-// and flags the segments whose hashes are new to the history.
-func (s *Segmenter) later(d *doc, regs []region, prev []bound, history [][]string) (*pageVersion, []bool) {
+// boundaries for new blocks of the kinds the previous version was cut at
+// (blocks whose text the previous segment did not have: prevText gives the
+// visible text of a previous segment), and flags the segments whose hashes
+// are new to the history.
+func (s *Segmenter) later(d *doc, regs []region, prev []bound, history [][]string, prevText func(int) string) (*pageVersion, []bool) {
 	match := s.align(d, prev, regs)
 	type start struct {
 		elem   int32
@@ -134,9 +141,10 @@ func (s *Segmenter) later(d *doc, regs []region, prev []bound, history [][]strin
 	}
 	var added []start
 	for j, sg := range pv.segs {
-		if !flags[j] {
+		if !flags[j] || pv.prev[j] < 0 {
 			continue
 		}
+		var old []uint64
 		from := sg.a
 		if sg.elem >= 0 {
 			from++
@@ -149,6 +157,13 @@ func (s *Segmenter) later(d *doc, regs []region, prev []bound, history [][]strin
 			e := &d.elems[t.elem]
 			if int(e.endTok) >= sg.b || !kinds[e.kind] || d.size(i, int(e.endTok)+1) < s.Delta {
 				continue
+			}
+			bag := wordBag(d.visibleText(i, int(e.endTok)+1), nil)
+			if old == nil {
+				old = wordBag(prevText(pv.prev[j]), []uint64{})
+			}
+			if len(bag) == 0 || 2*common(bag, old) >= len(bag) {
+				continue // an existing block (perhaps edited), not a new one
 			}
 			added = append(added, start{t.elem, -1, false})
 			i = int(e.endTok)
@@ -504,8 +519,9 @@ func (s *Segmenter) DetectPage(in Input) (*changedigest.Snapshot, error) {
 			if len(hist) == 0 {
 				hist = [][]string{in.Prev.Hashes()}
 			}
-			pv, flags = s.later(d, regs, bs, hist)
-			prev = &prevSide{body: in.PrevBody, stored: in.Prev.Segments, bounds: bs}
+			stored := in.Prev.Segments
+			pv, flags = s.later(d, regs, bs, hist, func(i int) string { return stored[i].Text })
+			prev = &prevSide{body: in.PrevBody, stored: stored, bounds: bs}
 		} else if len(in.PrevBody) > 0 && s.checkPage(in.PrevBody, "") == nil {
 			od, oregs, err := s.scanPage(in.PrevBody, in.Zone)
 			if err != nil {
@@ -513,7 +529,7 @@ func (s *Segmenter) DetectPage(in Input) (*changedigest.Snapshot, error) {
 			}
 			defer od.release()
 			ov := s.first(od, oregs)
-			pv, flags = s.later(d, regs, s.bounds(ov), [][]string{ov.hashes()})
+			pv, flags = s.later(d, regs, s.bounds(ov), [][]string{ov.hashes()}, ov.text)
 			prev = &prevSide{pv: ov}
 		}
 	}
@@ -594,7 +610,7 @@ func (s *Segmenter) DiffPages(old, new []byte, zone string) (*changedigest.Diff,
 	}
 	defer nd.release()
 	ov := s.first(od, oregs)
-	nv, flags := s.later(nd, nregs, s.bounds(ov), [][]string{ov.hashes()})
+	nv, flags := s.later(nd, nregs, s.bounds(ov), [][]string{ov.hashes()}, ov.text)
 	changes, sim := s.compareVersions(&prevSide{pv: ov}, nv, flags)
 	segs := map[[2]int]bool{}
 	for _, c := range changes {

@@ -62,7 +62,7 @@ func TestTune(t *testing.T) {
 			first := len(pv.segs)
 			chain := 0
 			for _, d := range pdocs[1:] {
-				nv, _ := s.later(d, nil, s.bounds(pv), [][]string{pv.hashes()})
+				nv, _ := s.later(d, nil, s.bounds(pv), [][]string{pv.hashes()}, pv.text)
 				if len(nv.segs) != len(pv.segs) {
 					chain++
 				}
