@@ -392,19 +392,16 @@ func (rc rawChange) weight() float64 {
 type blockPair struct {
 	o, n    *tnode
 	changed bool
-	at      *tnode // a changed text, for the location when the pair is a treelet root
-	atNew   bool
+	// texts changed directly under a treelet root, which has no text of
+	// its own to report: old and new node (either may be nil)
+	loose [][2]*tnode
 }
 
 // mark notes that words changed inside blk, at text x (old) or y (new).
 func (blk *blockPair) mark(x, y *tnode) {
-	if !blk.changed {
-		blk.changed = true
-		if y != nil {
-			blk.at, blk.atNew = y, true
-		} else {
-			blk.at = x
-		}
+	blk.changed = true
+	if blk.n.tag == "#root" {
+		blk.loose = append(blk.loose, [2]*tnode{x, y})
 	}
 }
 
@@ -1051,21 +1048,27 @@ func (df *differ) finish() {
 		if !b.changed {
 			continue
 		}
+		if b.n.tag == "#root" {
+			for _, p := range b.loose {
+				x, y := p[0], p[1]
+				switch {
+				case x == nil:
+					df.emit(changedigest.ChangeContent, changedigest.OpInsert, nil, y, "", clip(df.new.textOf(y), df.maxText))
+				case y == nil:
+					df.emit(changedigest.ChangeContent, changedigest.OpDelete, x, nil, clip(df.old.textOf(x), df.maxText), "")
+				default:
+					ot, nt := window(df.old.textOf(x), df.new.textOf(y), df.maxText)
+					df.emit(changedigest.ChangeContent, changedigest.OpUpdate, x, y, ot, nt)
+				}
+			}
+			continue
+		}
 		ot, nt := df.old.textOf(b.o), df.new.textOf(b.n)
 		if ot == nt {
 			continue
 		}
 		ot, nt = window(ot, nt, df.maxText)
-		o, n := b.o, b.n
-		if n.elem < 0 && b.at != nil {
-			// a treelet root: locate the change at the text's element
-			if b.atNew {
-				o, n = nil, b.at
-			} else {
-				o, n = b.at, nil
-			}
-		}
-		df.out = append(df.out, rawChange{typ: changedigest.ChangeContent, op: changedigest.OpUpdate, o: o, n: n, old: ot, new: nt})
+		df.emit(changedigest.ChangeContent, changedigest.OpUpdate, b.o, b.n, ot, nt)
 	}
 }
 

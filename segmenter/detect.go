@@ -224,6 +224,20 @@ func (p *prevSide) size() int {
 	return end
 }
 
+// path is the readable path of segment i.
+func (p *prevSide) path(i int) string {
+	if p.pv != nil {
+		if i < len(p.pv.segs) {
+			return segmentPath(p.pv.d, p.pv.segs[i])
+		}
+		return ""
+	}
+	if i < len(p.stored) {
+		return p.stored[i].Path
+	}
+	return ""
+}
+
 func (p *prevSide) side() *side {
 	sd := &side{}
 	for i := 0; i < p.n(); i++ {
@@ -404,8 +418,14 @@ func (s *Segmenter) compareVersions(prev *prevSide, cur *pageVersion, flags []bo
 		c := changedigest.Change{Type: rc.typ, Op: rc.op, OldText: rc.old, NewText: rc.new}
 		if rc.n != nil {
 			c.Segment, c.Path = rc.n.seg, newSide.path(rc.n)
+			if c.Path == "" && c.Segment < len(cur.segs) {
+				c.Path = segmentPath(cur.d, cur.segs[c.Segment])
+			}
 		} else {
 			c.Segment, c.Path = rc.o.seg, oldSide.path(rc.o)
+			if c.Path == "" {
+				c.Path = prev.path(c.Segment)
+			}
 		}
 		changes = append(changes, c)
 	}
