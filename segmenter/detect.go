@@ -165,6 +165,9 @@ func (s *Segmenter) later(d *doc, regs []region, prev []bound, history [][]strin
 			if len(bag) == 0 || 2*common(bag, old) >= len(bag) {
 				continue // an existing block (perhaps edited), not a new one
 			}
+			if movedHere(d.visibleText(i, int(e.endTok)+1), prevText, len(prev)) {
+				continue // a block moved from elsewhere: its move must show
+			}
 			added = append(added, start{t.elem, -1, false})
 			i = int(e.endTok)
 		}
@@ -176,6 +179,17 @@ func (s *Segmenter) later(d *doc, regs []region, prev []bound, history [][]strin
 		flags = NewSegments(pv.hashes(), history)
 	}
 	return pv, flags
+}
+
+// movedHere reports whether text is found in one of the n previous
+// segments.
+func movedHere(text string, prevText func(int) string, n int) bool {
+	for i := 0; i < n; i++ {
+		if strings.Contains(prevText(i), text) {
+			return true
+		}
+	}
+	return false
 }
 
 // prevSide is the previous version in a comparison: either scanned whole

@@ -2,6 +2,8 @@ package segmenter
 
 import (
 	"fmt"
+
+	"github.com/changedigest/changedigest"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -13,7 +15,8 @@ import (
 )
 
 type injectScore struct {
-	tries, hits, falses int
+	tries, hits, falses    int
+	trackHits, trackFalses int // through DetectPage along the stored layout
 }
 
 // runInjections applies every injection to every readability page and
@@ -31,8 +34,14 @@ func runInjections(t testing.TB, s *Segmenter, verbose bool) (map[string]*inject
 		if err != nil {
 			t.Fatal(err)
 		}
+		first, err := s.DetectPage(Input{Body: src})
+		if err != nil {
+			t.Fatal(err)
+		}
 		rng := rand.New(rand.NewPCG(uint64(pi), 7))
-		for _, inj := range injections(src, rng) {
+		injs := injections(src, rng)
+		injs = append(injs, hardInjections(src, rand.New(rand.NewPCG(uint64(pi), 11)))...)
+		for _, inj := range injs {
 			sc := scores[inj.name]
 			if sc == nil {
 				sc = &injectScore{}
@@ -44,17 +53,20 @@ func runInjections(t testing.TB, s *Segmenter, verbose bool) (map[string]*inject
 				t.Errorf("%s: %s: %v", filepath.Base(filepath.Dir(f)), inj.name, err)
 				continue
 			}
-			hit := false
-			for _, c := range d.Changes {
-				if !hit && inj.typ != "" && string(c.Type) == inj.typ && string(c.Op) == inj.op &&
-					strings.Contains(c.OldText, inj.oldWord) && strings.Contains(c.NewText, inj.newWord) {
-					hit = true
-					continue
-				}
-				sc.falses++
-			}
+			hit, falses := scoreChanges(inj, d.Changes)
+			sc.falses += falses
 			if hit {
 				sc.hits++
+			}
+			snap, err := s.DetectPage(Input{Body: inj.src, Prev: first, PrevBody: src})
+			if err != nil {
+				t.Errorf("%s: %s: DetectPage: %v", filepath.Base(filepath.Dir(f)), inj.name, err)
+				continue
+			}
+			thit, tfalses := scoreChanges(inj, snap.Changes)
+			sc.trackFalses += tfalses
+			if thit {
+				sc.trackHits++
 			}
 			if (!hit && inj.typ != "") || len(d.Changes) > btoi(hit) {
 				msg := fmt.Sprintf("%s: %s: want %s/%s, got %d changes", filepath.Base(filepath.Dir(f)), inj.name, inj.typ, inj.op, len(d.Changes))
@@ -71,6 +83,20 @@ func runInjections(t testing.TB, s *Segmenter, verbose bool) (map[string]*inject
 	return scores, fails
 }
 
+// scoreChanges tells whether the injected edit is among the changes and
+// how many others there are.
+func scoreChanges(inj injection, cs []changedigest.Change) (hit bool, falses int) {
+	for _, c := range cs {
+		if !hit && inj.typ != "" && string(c.Type) == inj.typ && string(c.Op) == inj.op &&
+			strings.Contains(c.OldText, inj.oldWord) && strings.Contains(c.NewText, inj.newWord) {
+			hit = true
+			continue
+		}
+		falses++
+	}
+	return hit, falses
+}
+
 func btoi(b bool) int {
 	if b {
 		return 1
@@ -85,18 +111,24 @@ func TestInjectedEdits(t *testing.T) {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	tries, hits, falses, edits := 0, 0, 0, 0
+	tries, hits, falses, edits, thits, tfalses := 0, 0, 0, 0, 0, 0
 	for _, n := range names {
 		sc := scores[n]
-		t.Logf("%-28s %4d tries %4d found %4d false changes", n, sc.tries, sc.hits, sc.falses)
+		t.Logf("%-38s %4d tries %4d found %3d false | track %4d found %3d false", n, sc.tries, sc.hits, sc.falses, sc.trackHits, sc.trackFalses)
 		if !strings.HasPrefix(n, "no-op") {
 			edits += sc.tries
 			hits += sc.hits
+			thits += sc.trackHits
 		}
 		tries += sc.tries
 		falses += sc.falses
+		tfalses += sc.trackFalses
 	}
-	t.Logf("edits found: %d/%d (%.1f%%), false changes: %d over %d diffs", hits, edits, 100*float64(hits)/float64(max(1, edits)), falses, tries)
+	t.Logf("DiffPages: edits found %d/%d (%.1f%%), false changes %d over %d diffs", hits, edits, 100*float64(hits)/float64(max(1, edits)), falses, tries)
+	t.Logf("DetectPage: edits found %d/%d (%.1f%%), false changes %d over %d diffs", thits, edits, 100*float64(thits)/float64(max(1, edits)), tfalses, tries)
+	if hits*100 < edits*99 || thits*100 < edits*99 || falses*200 > tries || tfalses*200 > tries {
+		t.Errorf("below the bar: want ≥ 99%% of edits found and false changes in < 0.5%% of diffs")
+	}
 	for i, f := range fails {
 		if i < 40 {
 			t.Log(f)

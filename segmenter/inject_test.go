@@ -488,3 +488,184 @@ func entities(src []byte, toks []rawTok) []byte {
 	out.Write(src[last:])
 	return out.Bytes()
 }
+
+// block is a well-formed element in the source: every non-void element
+// inside it has an explicit end tag.
+type block struct {
+	tag        string
+	start, end int // byte range of the whole element
+	startTag   int // index of the start token
+	text       string
+	parent     int // start offset of the enclosing block (-1 if none found)
+}
+
+var voidTags = map[string]bool{"area": true, "base": true, "br": true, "col": true, "embed": true, "hr": true,
+	"img": true, "input": true, "link": true, "meta": true, "param": true, "source": true, "track": true, "wbr": true}
+
+// wellFormedBlocks finds elements with tags in want whose content is
+// balanced, with their visible text.
+func wellFormedBlocks(src []byte, toks []rawTok, want map[string]bool) []block {
+	var out []block
+	inBody := false
+	var opens []int // start offsets of open elements, for parents
+	for i := 0; i < len(toks); i++ {
+		t := toks[i]
+		if t.tt == xhtml.StartTagToken && t.tag == "body" {
+			inBody = true
+		}
+		if !inBody || t.tt != xhtml.StartTagToken || !want[t.tag] {
+			continue
+		}
+		var stack []string
+		var sb strings.Builder
+		ok := false
+		end := 0
+		raw := 0
+	scan:
+		for j := i + 1; j < len(toks); j++ {
+			u := toks[j]
+			switch u.tt {
+			case xhtml.StartTagToken:
+				if voidTags[u.tag] {
+					continue
+				}
+				if rawTextTags[u.tag] {
+					raw++
+				}
+				stack = append(stack, u.tag)
+			case xhtml.EndTagToken:
+				if len(stack) == 0 {
+					if u.tag == t.tag {
+						ok, end = true, u.end
+					}
+					break scan
+				}
+				if stack[len(stack)-1] != u.tag {
+					break scan
+				}
+				if rawTextTags[u.tag] {
+					raw--
+				}
+				stack = stack[:len(stack)-1]
+			case xhtml.TextToken:
+				if raw == 0 {
+					sb.WriteString(u.text + " ")
+				}
+			}
+		}
+		text := strings.Join(strings.Fields(sb.String()), " ")
+		if ok && len(strings.Fields(text)) >= 3 && !bytes.Contains(src[t.off:end], []byte("<!")) {
+			parent := -1
+			if len(opens) > 0 {
+				parent = opens[len(opens)-1]
+			}
+			out = append(out, block{tag: t.tag, start: t.off, end: end, startTag: i, text: text, parent: parent})
+		}
+		_ = opens
+	}
+	return out
+}
+
+// hardInjections edits arbitrary sites of a page: any visible text, any
+// well-formed block.
+func hardInjections(src []byte, rng *rand.Rand) []injection {
+	toks := rawTokens(src)
+	var out []injection
+	// a word in any visible text of the body
+	inBody, raw := false, 0
+	var texts []rawTok
+	for _, t := range toks {
+		switch t.tt {
+		case xhtml.StartTagToken:
+			if t.tag == "body" {
+				inBody = true
+			}
+			if rawTextTags[t.tag] || t.tag == "option" || t.tag == "select" {
+				raw++
+			}
+		case xhtml.EndTagToken:
+			if (rawTextTags[t.tag] || t.tag == "option" || t.tag == "select") && raw > 0 {
+				raw--
+			}
+		case xhtml.TextToken:
+			if inBody && raw == 0 {
+				texts = append(texts, t)
+			}
+		}
+	}
+	for _, k := range rng.Perm(len(texts)) {
+		t := texts[k]
+		rawText := string(src[t.off:t.end])
+		var cands []string
+		for _, w := range strings.Fields(rawText) {
+			if len(w) >= 3 && !strings.ContainsAny(w, "&;<>") && strings.Count(rawText, w) == 1 {
+				cands = append(cands, w)
+			}
+		}
+		if len(cands) == 0 {
+			continue
+		}
+		w := cands[rng.IntN(len(cands))]
+		p := strings.Index(rawText, w)
+		out = append(out, injection{name: "hard: change a word anywhere", src: splice(src, t.off+p, t.off+p+len(w), "qxzvwk"),
+			typ: "content", op: "update", oldWord: w, newWord: "qxzvwk"})
+		break
+	}
+	blocks := wellFormedBlocks(src, toks, map[string]bool{"div": true, "section": true, "ul": true, "ol": true,
+		"table": true, "article": true, "li": true, "p": true, "blockquote": true, "h2": true, "h3": true, "dl": true})
+	if len(blocks) == 0 {
+		return out
+	}
+	pick := func() block { return blocks[rng.IntN(len(blocks))] }
+	b := pick()
+	out = append(out, injection{name: "hard: delete a block", src: splice(src, b.start, b.end, ""), typ: "content", op: "delete", oldWord: firstWord(b.text)})
+	b = pick()
+	out = append(out, injection{name: "hard: style a block", src: setAttr(src, toks[b.startTag], "style", "border: 1px solid red"), typ: "cosmetic", op: "update"})
+	b = pick()
+	if b.tag != "li" {
+		out = append(out, injection{name: "hard: insert a paragraph after a block", src: splice(src, b.end, b.end, "<p>Injected paragraph about quantum zebras grazing.</p>"),
+			typ: "content", op: "insert", newWord: "zebras"})
+	}
+	// two adjacent blocks of the same tag swapped
+	var pairs [][2]block
+	for k := 0; k+1 < len(blocks); k++ {
+		x, y := blocks[k], blocks[k+1]
+		for m := k + 1; m < len(blocks) && blocks[m].start < x.end; m++ {
+			y = blocks[min(m+1, len(blocks)-1)]
+		}
+		if x.tag == y.tag && y.start >= x.end && strings.TrimSpace(string(src[x.end:y.start])) == "" && x.text != y.text {
+			pairs = append(pairs, [2]block{x, y})
+		}
+	}
+	if len(pairs) > 0 {
+		pr := pairs[rng.IntN(len(pairs))]
+		x, y := pr[0], pr[1]
+		sw := string(src[y.start:y.end]) + string(src[x.end:y.start]) + string(src[x.start:x.end])
+		out = append(out, injection{name: "hard: swap two sibling blocks", src: splice(src, x.start, y.end, sw), typ: "structural", op: "move"})
+	}
+	// a block moved after another, unrelated one (not into a link)
+	x, y := pick(), pick()
+	if y.start > x.end && y.tag != "li" && x.tag != "li" && !insideLink(toks, y.end) {
+		moved := splice(src, y.end, y.end, string(src[x.start:x.end]))
+		moved = splice(moved, x.start, x.end, "")
+		out = append(out, injection{name: "hard: move a block", src: moved, typ: "structural", op: "move"})
+	}
+	return out
+}
+
+// insideLink reports whether byte offset off lies inside an <a> element.
+func insideLink(toks []rawTok, off int) bool {
+	depth := 0
+	for _, t := range toks {
+		if t.off >= off {
+			break
+		}
+		if t.tag == "a" && t.tt == xhtml.StartTagToken {
+			depth++
+		}
+		if t.tag == "a" && t.tt == xhtml.EndTagToken && depth > 0 {
+			depth--
+		}
+	}
+	return depth > 0
+}
