@@ -367,6 +367,9 @@ type differ struct {
 	out      []rawChange
 	blocks   []*blockPair
 	ins, del []*tnode
+	// markup holds inserted and deleted elements whose words the page
+	// still has (or had): a link unwrapped, text wrapped in a new element
+	markup map[*tnode]bool
 }
 
 type rawChange struct {
@@ -627,9 +630,21 @@ func (df *differ) kids(o, n *tnode, blk *blockPair) {
 	}
 	inRun := lisMask(seq)
 
+	// Elements with words added or removed while the words of the pair
+	// stay the same only change the markup.
+	same := -1
+	wordsSame := func() bool {
+		if same < 0 {
+			same = btoiSame(sameWords(o, n))
+		}
+		return same == 1
+	}
 	for i, x := range O {
 		if mo[i] < 0 {
 			df.gone(x, blk)
+			if !x.isText() && x.hasWords() && wordsSame() {
+				df.markUp(x)
+			}
 		}
 	}
 	for k, j := range js {
@@ -659,6 +674,9 @@ func (df *differ) kids(o, n *tnode, blk *blockPair) {
 	for j, y := range N {
 		if mn[j] < 0 {
 			df.added(y, blk)
+			if !y.isText() && y.hasWords() && wordsSame() {
+				df.markUp(y)
+			}
 		}
 	}
 }
@@ -721,6 +739,20 @@ func (df *differ) renamed(x, y *tnode) {
 	if !sameWords(x, y) {
 		df.kids(x, y, &blockPair{o: x, n: y})
 	}
+}
+
+func btoiSame(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func (df *differ) markUp(x *tnode) {
+	if df.markup == nil {
+		df.markup = map[*tnode]bool{}
+	}
+	df.markup[x] = true
 }
 
 func (df *differ) gone(x *tnode, blk *blockPair) {
@@ -1079,7 +1111,7 @@ func (df *differ) classify(x *tnode) changedigest.ChangeType {
 		return changedigest.ChangeBehavioural
 	case x.tag == "style" || (x.tag == "link" && isStylesheet(x)):
 		return changedigest.ChangeCosmetic
-	case x.hasWords():
+	case x.hasWords() && !df.markup[x]:
 		return changedigest.ChangeContent
 	case x.behav:
 		return changedigest.ChangeBehavioural

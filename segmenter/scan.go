@@ -200,6 +200,8 @@ const (
 	tiLink      // a
 	tiCloseKind // closes or is closed implicitly: li, td, option, …
 	tiRawText   // holds raw text the page does not show: script, style, …
+	tiRoot      // html, template: nothing closes across them
+	tiTablePart // tr, td, th, tbody, thead, tfoot, caption, colgroup
 )
 
 // Kinds of elements a later start tag can close implicitly; the scanner
@@ -260,6 +262,8 @@ func buildTagInfos() map[string]tagInfo {
 	add(tiTitle, "title")
 	add(tiLink, "a")
 	add(tiRawText, "script", "style", "iframe", "noembed", "noframes", "noscript")
+	add(tiRoot, "html", "template")
+	add(tiTablePart, "tr", "td", "th", "tbody", "thead", "tfoot", "caption", "colgroup")
 	add(tiCloseKind, "p", "li", "dt", "dd", "tr", "td", "th", "thead", "tbody", "tfoot", "option",
 		"optgroup", "a", "head", "body")
 	return tagInfos
@@ -701,6 +705,9 @@ func (s *scanner) startTag(tag []byte, selfClosing bool, off, end int) {
 	void := info&tiVoid != 0 || (selfClosing && s.foreign > 0)
 	if !void {
 		s.impliedClose(tag, info, off)
+		if len(tag) == 2 && tag[0] == 't' && tag[1] == 'r' {
+			s.impliedTBody(off)
+		}
 	}
 	d := s.d
 	parent := s.top()
@@ -758,6 +765,19 @@ func (s *scanner) startTag(tag []byte, selfClosing bool, off, end int) {
 		return
 	}
 	s.push(ei)
+}
+
+// impliedTBody opens the tbody a tr directly in a table implies, as HTML
+// does, so that <table><tr> and <table><tbody><tr> read the same.
+func (s *scanner) impliedTBody(off int) {
+	t := s.top()
+	if t < 0 || s.d.elems[t].info&tiTable == 0 {
+		return
+	}
+	saved := s.kv
+	s.kv = s.kv[:0]
+	s.startTag([]byte("tbody"), false, off, off)
+	s.kv = saved
 }
 
 // place sets the sibling index and path keys of e, a new child of the top
@@ -884,7 +904,20 @@ func (s *scanner) endTag(tag []byte, off, end int) {
 		return
 	}
 	key := tagKeyOf(tag)
-	inline := info&(tiBlock|tiScope) == 0
+	// What the end tag may not close across: a table closes across its
+	// rows and cells, a row or cell across nothing but its table, an
+	// inline element across no block, anything else across no cell.
+	var stops tagInfo
+	switch {
+	case info&tiTable != 0:
+		stops = tiRoot
+	case info&tiTablePart != 0:
+		stops = tiRoot | tiTable
+	case info&(tiBlock|tiScope) == 0:
+		stops = tiBlock | tiScope
+	default:
+		stops = tiScope
+	}
 	for i := len(s.stack) - 1; i >= 0; i-- {
 		e := &s.d.elems[s.stack[i]]
 		if e.tagKey == key {
@@ -894,9 +927,7 @@ func (s *scanner) endTag(tag []byte, off, end int) {
 			s.pop(off, end, false)
 			return
 		}
-		// An inline end tag does not close blocks it has no business in;
-		// nothing closes across a table cell.
-		if (inline && e.info&(tiBlock|tiScope) != 0) || e.info&tiScope != 0 {
+		if e.info&stops != 0 {
 			return
 		}
 	}
@@ -909,26 +940,26 @@ func (s *scanner) impliedClose(tag []byte, info tagInfo, off int) {
 	}
 	switch string(tag) {
 	case "li":
-		s.closeIn(off, ckLI, ckNone, tiList)
+		s.closeIn(off, ckLI, ckNone, tiList|tiScope)
 	case "dt", "dd":
-		s.closeIn(off, ckDTDD, ckNone, tiDL)
+		s.closeIn(off, ckDTDD, ckNone, tiDL|tiScope)
 	case "tr":
-		s.closeIn(off, ckTR, ckNone, tiTable)
+		s.closeIn(off, ckTR, ckNone, tiTable|tiRoot)
 	case "td", "th":
-		s.closeIn(off, ckCell, ckNone, tiTR|tiTable)
+		s.closeIn(off, ckCell, ckNone, tiTR|tiTable|tiRoot)
 	case "thead", "tbody", "tfoot":
-		s.closeIn(off, ckTSection, ckNone, tiTable)
+		s.closeIn(off, ckTSection, ckNone, tiTable|tiRoot)
 	case "option":
-		s.closeIn(off, ckOption, ckNone, tiSelect)
+		s.closeIn(off, ckOption, ckNone, tiSelect|tiRoot)
 	case "optgroup":
-		s.closeIn(off, ckOption, ckOptgroup, tiSelect)
+		s.closeIn(off, ckOption, ckOptgroup, tiSelect|tiRoot)
 	case "a":
-		s.closeIn(off, ckA, ckNone, tiTable)
+		s.closeIn(off, ckA, ckNone, tiScope)
 	case "body":
-		s.closeIn(off, ckHead, ckNone, 0)
+		s.closeIn(off, ckHead, ckNone, tiRoot)
 	}
 	if info&tiPCloser != 0 {
-		s.closeIn(off, ckP, ckNone, 0)
+		s.closeIn(off, ckP, ckNone, tiButtonScope)
 	}
 	if info&tiHeading != 0 {
 		if t := s.top(); t >= 0 && s.d.elems[t].info&tiHeading != 0 {
@@ -938,8 +969,7 @@ func (s *scanner) impliedClose(tag []byte, info tagInfo, off int) {
 }
 
 // closeIn closes the innermost open element of close kind k1 or k2, and
-// everything above it, unless an element with a stop flag (or one a p is
-// not closed across) comes first.
+// everything above it, unless an element with a stop flag comes first.
 func (s *scanner) closeIn(off int, k1, k2 uint8, stops tagInfo) {
 	if s.open[k1] == 0 && (k2 == ckNone || s.open[k2] == 0) {
 		return
@@ -952,7 +982,7 @@ func (s *scanner) closeIn(off int, k1, k2 uint8, stops tagInfo) {
 			}
 			return
 		}
-		if e.info&(stops|tiButtonScope) != 0 {
+		if e.info&stops != 0 {
 			return
 		}
 	}

@@ -55,6 +55,7 @@ func TestPairs(t *testing.T) {
 		{"structural-update-rename", []string{"structural/update"}},
 		{"structural-move-swap", []string{"structural/move"}},
 		{"structural-move-item", []string{"structural/move"}},
+		{"structural-delete-unwrapped-link", []string{"structural/delete"}},
 		{"cosmetic-update-style", []string{"cosmetic/update"}},
 		{"cosmetic-update-class", []string{"cosmetic/update"}},
 		{"cosmetic-update-formatting", []string{"cosmetic/update"}},
@@ -72,6 +73,8 @@ func TestPairs(t *testing.T) {
 		{"same-character-references", nil},
 		{"same-quoting", nil},
 		{"same-tag-case", nil},
+		{"same-explicit-tbody", nil},
+		{"same-optional-end-tags", nil},
 	}
 	s := New()
 	first, err := s.DetectPage(Input{Body: base})
