@@ -2,6 +2,7 @@ package segmenter
 
 import (
 	"bytes"
+	"hash/maphash"
 	"slices"
 	"sort"
 	"strings"
@@ -324,6 +325,18 @@ func (sd *side) build(parts []treePart) *tnode {
 
 const rollP uint64 = 0x9E3779B97F4A7C15
 
+// treeSeed seeds the hashes of treelet nodes. They live only as long as a
+// comparison, so a per-process seed is fine (the hashes that are stored,
+// in layouts, use FNV).
+var treeSeed = maphash.MakeSeed()
+
+// fold combines a running hash with the next value, order-sensitively.
+func fold(h, v uint64) uint64 {
+	h ^= v + 0x9E3779B97F4A7C15 + h<<6 + h>>2
+	h *= 0xFF51AFD7ED558CCD
+	return h ^ h>>33
+}
+
 func roll(v1, p1, v2, p2 uint64) (uint64, uint64) { return v1*p2 + v2, p1 * p2 }
 
 // hash computes h and behav from the node's normalised form and its
@@ -331,21 +344,21 @@ func roll(v1, p1, v2, p2 uint64) (uint64, uint64) { return v1*p2 + v2, p1 * p2 }
 func (n *tnode) hash() {
 	switch {
 	case n.isText():
-		n.h = hashBytes(hashSeed^1, n.d.textBytes(n.tokA))
+		n.h = maphash.Bytes(treeSeed, n.d.textBytes(n.tokA)) ^ 1
 		n.textful = n.visible
 		return
 	case n.elem >= 0:
-		n.h = hashBytes(hashSeed, n.d.normOf(n.tokA, n.tokA+1))
+		n.h = maphash.Bytes(treeSeed, n.d.normOf(n.tokA, n.tokA+1))
 	default:
 		n.h = hashSeed
 	}
 	n.behav = behaviouralTags[n.tag]
 	for _, k := range n.kids {
-		n.h = mix(n.h, k.h)
+		n.h = fold(n.h, k.h)
 		n.behav = n.behav || k.behav
 		n.textful = n.textful || k.textful
 	}
-	n.h = mix(n.h, 0xff)
+	n.h = fold(n.h, 0xff)
 }
 
 func isEventAttr(k string) bool { return len(k) > 2 && k[0] == 'o' && k[1] == 'n' }

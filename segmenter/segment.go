@@ -11,8 +11,9 @@ package segmenter
 // whose children are all small is cut by densitometry: its children are the
 // candidate blocks, each with a text density (Kohlschütter and Nejdl: words
 // per 80-column line), and a cut falls before a block-level child where the
-// relative density slope to the block fused so far exceeds λ. Segments
-// smaller than δ/2 nodes finally merge with their predecessor.
+// relative density slope to the block fused so far exceeds λ, or where the
+// blocks fused so far pass MaxSegment bytes. Segments smaller than δ/2
+// nodes finally merge with their predecessor.
 
 // unit is a child of an element: an element subtree, a void element or a text.
 type unit struct {
@@ -145,18 +146,23 @@ func density(words, chars, width int) float64 {
 func (h *hybridState) split(us []unit) {
 	d, s := h.d, h.s
 	minSeg := max(1, s.Delta/2)
-	curWords, curChars, curSize := 0, 0, 0
+	curWords, curChars, curSize, curStart := 0, 0, 0, 0
 	for i, u := range us {
 		w := int(d.words[u.b] - d.words[u.a])
 		c := int(d.chars[u.b] - d.chars[u.a])
 		sz := d.size(u.a, u.b)
-		if i > 0 && w > 0 && curWords > 0 && curSize >= minSeg && u.elem >= 0 &&
+		if i == 0 {
+			curStart = d.offAt(u.a)
+		}
+		if i > 0 && curSize >= minSeg && u.elem >= 0 &&
 			d.toks[u.a].kind == tStart && d.elems[u.elem].info&tiBlock != 0 {
-			r1 := density(curWords, curChars, s.LineWidth)
-			r2 := density(w, c, s.LineWidth)
-			if slope(r1, r2) > s.Lambda {
+			cut := d.offAt(u.a)-curStart >= s.MaxSegment // a long run of alike blocks
+			if !cut && w > 0 && curWords > 0 {
+				cut = slope(density(curWords, curChars, s.LineWidth), density(w, c, s.LineWidth)) > s.Lambda
+			}
+			if cut {
 				h.bounds = append(h.bounds, u.elem)
-				curWords, curChars, curSize = 0, 0, 0
+				curWords, curChars, curSize, curStart = 0, 0, 0, d.offAt(u.a)
 			}
 		}
 		curWords += w

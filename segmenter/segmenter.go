@@ -20,6 +20,9 @@ type Segmenter struct {
 	Lambda float64
 	// LineWidth is the column width densitometry wraps text at.
 	LineWidth int
+	// MaxSegment is the size in bytes past which densitometry also cuts a
+	// run of alike blocks (long prose has no density slope to cut at).
+	MaxSegment int
 	// Cascade is the number of tokens opening a segment that identify its
 	// boundary in the next version (the cascaded node sequence).
 	Cascade int
@@ -34,23 +37,25 @@ type Segmenter struct {
 // Defaults, chosen by measurement on the test corpus (see the package
 // documentation).
 const (
-	DefaultDelta     = 20
-	DefaultLambda    = 0.7
-	DefaultLineWidth = 80
-	DefaultCascade   = 8
-	DefaultMaxBytes  = 10 << 20
-	DefaultMaxText   = 1000
+	DefaultDelta      = 20
+	DefaultLambda     = 0.7
+	DefaultLineWidth  = 80
+	DefaultMaxSegment = 8 << 10
+	DefaultCascade    = 8
+	DefaultMaxBytes   = 10 << 20
+	DefaultMaxText    = 1000
 )
 
 // New returns a Segmenter with the default knobs.
 func New() *Segmenter {
 	return &Segmenter{
-		Delta:     DefaultDelta,
-		Lambda:    DefaultLambda,
-		LineWidth: DefaultLineWidth,
-		Cascade:   DefaultCascade,
-		MaxBytes:  DefaultMaxBytes,
-		MaxText:   DefaultMaxText,
+		Delta:      DefaultDelta,
+		Lambda:     DefaultLambda,
+		LineWidth:  DefaultLineWidth,
+		MaxSegment: DefaultMaxSegment,
+		Cascade:    DefaultCascade,
+		MaxBytes:   DefaultMaxBytes,
+		MaxText:    DefaultMaxText,
 	}
 }
 
@@ -65,6 +70,9 @@ func (s *Segmenter) knobs() *Segmenter {
 	}
 	if c.LineWidth <= 0 {
 		c.LineWidth = DefaultLineWidth
+	}
+	if c.MaxSegment <= 0 {
+		c.MaxSegment = DefaultMaxSegment
 	}
 	if c.Cascade <= 0 {
 		c.Cascade = DefaultCascade

@@ -217,6 +217,7 @@ func TestSniff(t *testing.T) {
 		{"text then tags", "Hello <b>world</b>", changedigest.KindPage, nil, ""},
 		{"xhtml", `<?xml version="1.0"?><!DOCTYPE html PUBLIC "-//W3C//DTD XHTML 1.0 Strict//EN" "x"><html xmlns="http://www.w3.org/1999/xhtml"><body/></html>`, changedigest.KindPage, nil, ""},
 		{"bom", "\xef\xbb\xbf<html><body>x</body></html>", changedigest.KindPage, nil, ""},
+		{"utf-16", "\xff\xfe<\x00p\x00>\x00x\x00<\x00/\x00p\x00>\x00", changedigest.KindPage, nil, ""},
 		{"rss 2.0", `<?xml version="1.0"?><rss version="2.0"><channel><title>x</title></channel></rss>`, changedigest.KindFeed, nil, ""},
 		{"rss 0.91", `<rss version="0.91"><channel></channel></rss>`, changedigest.KindFeed, nil, ""},
 		{"rss 1.0", `<?xml version="1.0"?><rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#" xmlns="http://purl.org/rss/1.0/"><channel rdf:about="x"/></rdf:RDF>`, changedigest.KindFeed, nil, ""},

@@ -20,6 +20,9 @@ const sniffLimit = 64 << 10
 // input that is neither give an EINVALID error (wrapping ErrEmpty,
 // ErrBinary or ErrNotDocument) whose one-line message says what it saw.
 func Sniff(body []byte) (changedigest.Kind, error) {
+	if bytes.HasPrefix(body, []byte("\xfe\xff")) || bytes.HasPrefix(body, []byte("\xff\xfe")) {
+		body = decode(body) // UTF-16
+	}
 	b := bytes.TrimLeft(body, " \t\r\n\f")
 	b = bytes.TrimPrefix(b, []byte("\xef\xbb\xbf"))
 	b = bytes.TrimLeft(b, " \t\r\n\f")
