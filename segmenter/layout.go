@@ -141,25 +141,6 @@ func decodeLayout(data []byte) (zone string, bs []bound, err error) {
 
 var stepEscaper = strings.NewReplacer("%", "%25", "|", "%7C", "#", "%23", "@", "%40", " ", "%20", "\n", "%0A", "\r", "%0D")
 
-func encodeSteps(steps []step) string {
-	var sb strings.Builder
-	for i, st := range steps {
-		if i > 0 {
-			sb.WriteByte('|')
-		}
-		sb.WriteString(stepEscaper.Replace(st.Tag))
-		if st.ID != "" {
-			sb.WriteByte('#')
-			sb.WriteString(stepEscaper.Replace(st.ID))
-		}
-		if st.Index > 1 {
-			sb.WriteByte('@')
-			sb.WriteString(strconv.Itoa(st.Index))
-		}
-	}
-	return sb.String()
-}
-
 func decodeSteps(p string) ([]step, error) {
 	parts := strings.Split(p, "|")
 	steps := make([]step, len(parts))

@@ -1036,12 +1036,6 @@ func (d *doc) index() {
 	}
 }
 
-// span returns the token range [a, b) of element e's subtree.
-func (d *doc) span(ei int32) (int, int) {
-	e := &d.elems[ei]
-	return int(e.tok), int(e.endTok) + 1
-}
-
 // size is the number of significant tokens (elements and texts) in [a, b).
 func (d *doc) size(a, b int) int {
 	d.index()
@@ -1140,30 +1134,6 @@ func writeEscaped(sb *strings.Builder, s string) {
 		return
 	}
 	sb.WriteString(stepEscaper.Replace(s))
-}
-
-func stepName(tag, id string, index int) string {
-	s := tag
-	if id != "" {
-		s += "-" + id
-	}
-	if index > 1 {
-		s += "[" + itoa(index) + "]"
-	}
-	return s
-}
-
-// steps returns the path of element ei as steps, root first.
-func (d *doc) steps(ei int32) []step {
-	var out []step
-	for ; ei >= 0; ei = d.elems[ei].parent {
-		e := &d.elems[ei]
-		out = append(out, step{Tag: d.tagOf(ei), ID: d.idOf(ei), Index: int(e.index)})
-	}
-	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
-		out[i], out[j] = out[j], out[i]
-	}
-	return out
 }
 
 func itoa(n int) string {

@@ -1,9 +1,6 @@
 package segmenter
 
 import (
-	"crypto/md5"
-	"encoding/hex"
-
 	"github.com/changedigest/changedigest"
 )
 
@@ -153,9 +150,4 @@ func (s *Segmenter) checkPage(body []byte, label string) error {
 		return labelled(label, err)
 	}
 	return nil
-}
-
-func md5hex(b []byte) string {
-	sum := md5.Sum(b)
-	return hex.EncodeToString(sum[:])
 }
