@@ -524,7 +524,9 @@ func (s *Segmenter) segments(pv *pageVersion) []changedigest.Segment {
 // detail with in.PrevBody. When the stored layout cannot be used (another
 // zone, a damaged or missing layout), the previous body is segmented
 // afresh and the new version cut along that. Without in.PrevBody, changed
-// segments are reported from their stored texts only. An invalid zone or
+// segments are reported from their stored texts only (and without a usable
+// layout either, the page's text as a whole). Similarity is 0 for a first
+// version. An invalid zone or
 // bad input gives an EINVALID or ETOOLARGE error. The snapshot's fetch
 // fields and BodyHash are left to the caller, which holds the raw body.
 func (s *Segmenter) DetectPage(in Input) (*changedigest.Snapshot, error) {
@@ -572,13 +574,47 @@ func (s *Segmenter) DetectPage(in Input) (*changedigest.Snapshot, error) {
 	}
 	snap.Segments = s.segments(pv)
 	snap.Layout = encodeLayout(in.Zone, s.bounds(pv))
-	if prev != nil {
+	switch {
+	case prev != nil:
 		snap.Changes, snap.Similarity = s.compareVersions(prev, pv, flags)
-		if len(snap.Changes) == 0 {
-			snap.Changes = nil
-		}
+	case in.Prev != nil:
+		snap.Changes, snap.Similarity = s.compareTexts(in.Prev.Segments, snap.Segments)
+	}
+	if len(snap.Changes) == 0 {
+		snap.Changes = nil
 	}
 	return snap, nil
+}
+
+// compareTexts compares a version with a previous one known only by its
+// stored segments (no usable layout, no body): one content change, at the
+// first segment whose text the previous version lacks, when the texts
+// differ.
+func (s *Segmenter) compareTexts(old, new []changedigest.Segment) ([]changedigest.Change, float64) {
+	join := func(sgs []changedigest.Segment) string {
+		parts := make([]string, len(sgs))
+		for i, sg := range sgs {
+			parts[i] = sg.Text
+		}
+		return strings.Join(parts, " ")
+	}
+	ot, nt := join(old), join(new)
+	if ot == nt {
+		return nil, 1
+	}
+	at := 0
+	for i, sg := range new {
+		if !strings.Contains(ot, sg.Text) {
+			at = i
+			break
+		}
+	}
+	c := changedigest.Change{Segment: at, Type: changedigest.ChangeContent, Op: changedigest.OpUpdate}
+	if at < len(new) {
+		c.Path = new[at].Path
+	}
+	c.OldText, c.NewText = window(ot, nt, s.MaxText)
+	return []changedigest.Change{c}, dice(wordBag(ot, nil), wordBag(nt, nil))
 }
 
 // usableLayout decodes the previous version's layout and checks that it

@@ -352,6 +352,23 @@ func TestLayout(t *testing.T) {
 			}
 		})
 	}
+	t.Run("without the previous body or a usable layout", func(t *testing.T) {
+		prev := *first
+		prev.Layout = nil
+		got, err := s.DetectPage(Input{Body: edited, Prev: &prev})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got.Changes) != 1 || got.Changes[0].Type != changedigest.ChangeContent ||
+			!strings.Contains(got.Changes[0].OldText, "quiet") || !strings.Contains(got.Changes[0].NewText, "calm") ||
+			got.Similarity <= 0.5 || got.Similarity >= 1 {
+			t.Errorf("changes %s, similarity %v", dump(got.Changes), got.Similarity)
+		}
+		same, _ := s.DetectPage(Input{Body: base, Prev: &prev})
+		if len(same.Changes) != 0 || same.Similarity != 1 {
+			t.Errorf("same page: %s", dump(same.Changes))
+		}
+	})
 	t.Run("without the previous body", func(t *testing.T) {
 		got, err := s.DetectPage(Input{Body: edited, Prev: first})
 		if err != nil {
