@@ -4,6 +4,7 @@ go 1.26
 
 require (
 	github.com/andybalholm/brotli v1.2.0
+	github.com/andybalholm/cascadia v1.3.3
 	github.com/blevesearch/bleve/v2 v2.6.1
 	github.com/fluhus/gostuff v1.4.0
 	github.com/mmcdole/gofeed v1.4.2

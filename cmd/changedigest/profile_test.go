@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -15,15 +13,8 @@ import (
 	"github.com/changedigest/changedigest"
 )
 
-func runCmd(t *testing.T, stdin string, args ...string) (int, string, string) {
-	t.Helper()
-	var out, errOut bytes.Buffer
-	code := Run(context.Background(), args, strings.NewReader(stdin), &out, &errOut)
-	return code, out.String(), errOut.String()
-}
-
 func TestProfileCommand(t *testing.T) {
-	code, out, errOut := runCmd(t, "", "profile", "../../profile/testdata/foaf/ppd.rdf")
+	code, out, errOut := runCmd(t, "profile", "../../profile/testdata/foaf/ppd.rdf")
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
@@ -39,7 +30,7 @@ func TestProfileCommand(t *testing.T) {
 }
 
 func TestProfileCommandJSON(t *testing.T) {
-	code, out, errOut := runCmd(t, "", "profile", "--json", "../../profile/testdata/foaf/most-properties.rdf")
+	code, out, errOut := runCmd(t, "profile", "--json", "../../profile/testdata/foaf/most-properties.rdf")
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
@@ -54,7 +45,7 @@ func TestProfileCommandJSON(t *testing.T) {
 
 func TestProfileCommandStdin(t *testing.T) {
 	doc := `<http://ex.org/#z> <http://xmlns.com/foaf/0.1/nick> "zed" .`
-	code, out, errOut := runCmd(t, doc, "profile", "-")
+	code, out, errOut := runCmdIn(t, doc, "profile", "-")
 	if code != exitOK || !strings.Contains(out, "Nick: zed") {
 		t.Fatalf("exit %d: %s%s", code, out, errOut)
 	}
@@ -79,7 +70,7 @@ func TestProfileCommandBadInput(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			code, out, errOut := runCmd(t, "", tt.args...)
+			code, out, errOut := runCmd(t, tt.args...)
 			if code != exitUsage {
 				t.Errorf("exit %d, want %d", code, exitUsage)
 			}
@@ -124,7 +115,7 @@ func TestProfileCommandFetch(t *testing.T) {
 	if err := os.WriteFile(foaf, []byte(doc), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	code, out, errOut := runCmd(t, "", "profile", foaf, "--fetch")
+	code, out, errOut := runCmd(t, "profile", foaf, "--fetch")
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
@@ -140,7 +131,7 @@ func TestProfileCommandFetch(t *testing.T) {
 }
 
 func TestProfileCommandExpansions(t *testing.T) {
-	code, out, errOut := runCmd(t, "", "profile", "--json", "../../demo/profile.ttl")
+	code, out, errOut := runCmd(t, "profile", "--json", "../../demo/profile.ttl")
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}

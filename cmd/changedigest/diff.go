@@ -1,0 +1,241 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"strings"
+
+	"github.com/changedigest/changedigest"
+	"github.com/changedigest/changedigest/internal/textdiff"
+	"github.com/changedigest/changedigest/segmenter"
+)
+
+func init() {
+	commands["diff"] = command{summary: "compare two versions of a page or feed", run: runDiff}
+}
+
+func runDiff(ctx context.Context, e *env) error {
+	fs := newFlagSet(e, "diff", "OLD NEW [--json] [--zone SELECTOR]")
+	asJSON := fs.Bool("json", false, "print the result as one JSON object")
+	zone := fs.String("zone", "", "CSS `selector` restricting the comparison to part of a page")
+	args, err := parseFlags(fs, e.args)
+	if err != nil {
+		return err
+	}
+	if len(args) != 2 {
+		return usagef("diff takes two files, OLD and NEW (got %d arguments)", len(args))
+	}
+	s := segmenter.New()
+	old, err := readDocument(args[0], s.MaxBytes)
+	if err != nil {
+		return err
+	}
+	new, err := readDocument(args[1], s.MaxBytes)
+	if err != nil {
+		return err
+	}
+	d, err := s.Diff(old, new, *zone)
+	if err != nil {
+		return err
+	}
+	if d.Changes == nil {
+		d.Changes = []changedigest.Change{}
+	}
+	if *asJSON {
+		enc := json.NewEncoder(e.stdout)
+		enc.SetEscapeHTML(false)
+		return enc.Encode(d)
+	}
+	return writeDiffReport(e.stdout, d, useColour(e.stdout))
+}
+
+// readDocument reads a file of at most max bytes.
+func readDocument(name string, max int) ([]byte, error) {
+	if strings.HasPrefix(name, "http://") || strings.HasPrefix(name, "https://") {
+		return nil, changedigest.Errorf(changedigest.EINVALID, "%s: URLs are not supported yet, give a file", name)
+	}
+	f, err := os.Open(name)
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			return nil, changedigest.Errorf(changedigest.EINVALID, "%s: %v", name, pe.Err)
+		}
+		return nil, changedigest.Errorf(changedigest.EINVALID, "%s: %v", name, err)
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err == nil {
+		if st.IsDir() {
+			return nil, changedigest.Errorf(changedigest.EINVALID, "%s: is a directory, not a file", name)
+		}
+		if st.Size() > int64(max) {
+			return nil, changedigest.Errorf(changedigest.ETOOLARGE, "%s: %d bytes is larger than the limit of %d bytes", name, st.Size(), max)
+		}
+	}
+	b, err := io.ReadAll(io.LimitReader(f, int64(max)+1))
+	if err != nil {
+		return nil, changedigest.Errorf(changedigest.EINVALID, "%s: %v", name, err)
+	}
+	if len(b) > max {
+		return nil, changedigest.Errorf(changedigest.ETOOLARGE, "%s: larger than the limit of %d bytes", name, max)
+	}
+	return b, nil
+}
+
+// useColour reports whether w is a terminal and NO_COLOR is unset.
+func useColour(w io.Writer) bool {
+	if _, ok := os.LookupEnv("NO_COLOR"); ok {
+		return false
+	}
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+const (
+	ansiRed   = "\x1b[31m"
+	ansiGreen = "\x1b[32m"
+	ansiBold  = "\x1b[1m"
+	ansiDim   = "\x1b[2m"
+	ansiReset = "\x1b[0m"
+)
+
+// writeDiffReport prints a diff for people: a summary line, then each
+// change with its segment, type, operation, location and a word-level
+// difference of its texts.
+func writeDiffReport(w io.Writer, d *changedigest.Diff, colour bool) error {
+	bw := bufio.NewWriter(w)
+	paint := func(code, s string) string {
+		if !colour || s == "" {
+			return s
+		}
+		return code + s + ansiReset
+	}
+	fmt.Fprintf(bw, "%s: old %d segments (%d bytes), new %d segments (%d bytes), similarity %.3f\n",
+		d.Kind, d.Old.Segments, d.Old.Bytes, d.New.Segments, d.New.Bytes, d.Similarity)
+	if len(d.Changes) == 0 {
+		fmt.Fprintln(bw, "no changes")
+		return bw.Flush()
+	}
+	noun := "changes"
+	if len(d.Changes) == 1 {
+		noun = "change"
+	}
+	fmt.Fprintf(bw, "%d %s in %d segments\n", len(d.Changes), noun, d.ChangedSegments)
+	for _, c := range d.Changes {
+		fmt.Fprintln(bw)
+		what := "segment"
+		if d.Kind == changedigest.KindFeed {
+			what = "item"
+		}
+		fmt.Fprintf(bw, "%s %d  %s  %s\n", what, c.Segment, paint(ansiBold, string(c.Type)+" "+string(c.Op)), paint(ansiDim, location(c)))
+		switch {
+		case c.Op == changedigest.OpInsert:
+			fmt.Fprintf(bw, "  %s\n", paint(ansiGreen, "+ "+shorten(c.NewText, 400)))
+		case c.Op == changedigest.OpDelete:
+			fmt.Fprintf(bw, "  %s\n", paint(ansiRed, "- "+shorten(c.OldText, 400)))
+		case c.Op == changedigest.OpMove:
+			fmt.Fprintf(bw, "  moved: %s\n", shorten(c.NewText, 400))
+		default:
+			fmt.Fprintf(bw, "  %s\n", wordDiff(c.OldText, c.NewText, colour))
+		}
+	}
+	return bw.Flush()
+}
+
+func location(c changedigest.Change) string {
+	var parts []string
+	if c.Title != "" {
+		parts = append(parts, fmt.Sprintf("%q", c.Title))
+	}
+	if c.Path != "" {
+		parts = append(parts, c.Path)
+	}
+	if c.Link != "" && c.Link != c.Path {
+		parts = append(parts, c.Link)
+	}
+	return strings.Join(parts, " ")
+}
+
+// shorten cuts s to about n bytes at a word boundary.
+func shorten(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && s[cut]&0xC0 == 0x80 {
+		cut--
+	}
+	if k := strings.LastIndexByte(s[:cut], ' '); k > n/2 {
+		cut = k
+	}
+	return s[:cut] + " …"
+}
+
+// wordDiff marks the words deleted from old and inserted in new, keeping a
+// few words of context around each difference.
+func wordDiff(old, new string, colour bool) string {
+	const context = 6
+	var sb strings.Builder
+	edits := textdiff.WordDiff(old, new)
+	for i, ed := range edits {
+		switch ed.Op {
+		case textdiff.Delete:
+			if colour {
+				sb.WriteString(ansiRed + "[-" + ed.Text + "-]" + ansiReset)
+			} else {
+				sb.WriteString("[-" + ed.Text + "-]")
+			}
+		case textdiff.Insert:
+			if colour {
+				sb.WriteString(ansiGreen + "{+" + ed.Text + "+}" + ansiReset)
+			} else {
+				sb.WriteString("{+" + ed.Text + "+}")
+			}
+		default:
+			sb.WriteString(elide(ed.Text, context, i > 0, i < len(edits)-1))
+		}
+	}
+	return sb.String()
+}
+
+// elide keeps n words at the start of s (when head) and at its end (when
+// tail), replacing what lies between with "…".
+func elide(s string, n int, head, tail bool) string {
+	toks := textdiff.Words(s)
+	var idx []int // positions of the words
+	for k, t := range toks {
+		if !textdiff.IsSpace(t) {
+			idx = append(idx, k)
+		}
+	}
+	keep := 0
+	if head {
+		keep += n
+	}
+	if tail {
+		keep += n
+	}
+	if len(idx) <= keep+2 {
+		return s
+	}
+	var sb strings.Builder
+	if head {
+		sb.WriteString(strings.Join(toks[:idx[n-1]+1], ""))
+		sb.WriteString(" ")
+	}
+	sb.WriteString("…")
+	if tail {
+		sb.WriteString(" ")
+		sb.WriteString(strings.Join(toks[idx[len(idx)-n]:], ""))
+	}
+	return sb.String()
+}

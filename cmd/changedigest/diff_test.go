@@ -1,0 +1,199 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/changedigest/changedigest"
+)
+
+// runCmd runs the command line and returns its exit status and output.
+func runCmd(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	return runCmdIn(t, "", args...)
+}
+
+// runCmdIn runs the command with stdin as its standard input.
+func runCmdIn(t *testing.T, stdin string, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := Run(context.Background(), args, strings.NewReader(stdin), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func writeFile(t *testing.T, dir, name string, content []byte) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, content, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+const page1 = `<!DOCTYPE html>
+<html><head><title>Notes</title></head>
+<body>
+  <div id="main">
+    <h1>Field notes</h1>
+    <p>Beware the Jabberwock my son, the jaws that bite, the claws that catch.</p>
+    <p class="aside">Second paragraph with a <a href="/more">link</a>.</p>
+  </div>
+</body></html>`
+
+func TestDiffJSON(t *testing.T) {
+	dir := t.TempDir()
+	old := writeFile(t, dir, "old.html", []byte(page1))
+	tests := []struct {
+		name     string
+		new      string
+		wantType string
+		wantOp   string
+	}{
+		{"no change", page1, "", ""},
+		{"re-indented", strings.ReplaceAll(page1, "\n  ", "\n\t\t"), "", ""},
+		{"word", strings.Replace(page1, "bite", "byte", 1), "content", "update"},
+		{"paragraph inserted", strings.Replace(page1, "</h1>", "</h1><p>A new paragraph appears here.</p>", 1), "content", "insert"},
+		{"style only", strings.Replace(page1, `class="aside"`, `class="aside" style="color:red"`, 1), "cosmetic", "update"},
+		{"link target", strings.Replace(page1, `/more`, `/less`, 1), "structural", "update"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			newf := writeFile(t, dir, "new.html", []byte(tc.new))
+			code, out, errs := runCmd(t, "diff", old, newf, "--json")
+			if code != 0 {
+				t.Fatalf("exit %d, stderr %q", code, errs)
+			}
+			var raw map[string]json.RawMessage
+			if err := json.Unmarshal([]byte(out), &raw); err != nil {
+				t.Fatalf("not one JSON object: %v\n%s", err, out)
+			}
+			for _, k := range []string{"kind", "old", "new", "changed_segments", "similarity", "changes"} {
+				if _, ok := raw[k]; !ok {
+					t.Errorf("JSON lacks %q: %s", k, out)
+				}
+			}
+			var d changedigest.Diff
+			if err := json.Unmarshal([]byte(out), &d); err != nil {
+				t.Fatal(err)
+			}
+			if d.Kind != changedigest.KindPage {
+				t.Errorf("kind = %q", d.Kind)
+			}
+			if tc.wantType == "" {
+				if string(raw["changes"]) != "[]" {
+					t.Errorf("changes = %s, want []", raw["changes"])
+				}
+				if d.Similarity != 1 || d.ChangedSegments != 0 {
+					t.Errorf("similarity %v, changed segments %d for no change", d.Similarity, d.ChangedSegments)
+				}
+				return
+			}
+			if len(d.Changes) != 1 {
+				t.Fatalf("got %d changes, want 1: %s", len(d.Changes), out)
+			}
+			c := d.Changes[0]
+			if string(c.Type) != tc.wantType || string(c.Op) != tc.wantOp {
+				t.Errorf("change %s/%s, want %s/%s", c.Type, c.Op, tc.wantType, tc.wantOp)
+			}
+			if c.Path == "" || d.Similarity >= 1 || d.Similarity <= 0 {
+				t.Errorf("path %q similarity %v", c.Path, d.Similarity)
+			}
+		})
+	}
+}
+
+func TestDiffReadable(t *testing.T) {
+	dir := t.TempDir()
+	old := writeFile(t, dir, "old.html", []byte(page1))
+	newf := writeFile(t, dir, "new.html", []byte(strings.Replace(page1, "bite", "byte", 1)))
+	code, out, errs := runCmd(t, "diff", old, newf)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, want := range []string{"1 change in 1 segments", "content update", "html|body|div-main|p", "[-bite-]{+byte+}"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "\x1b[") {
+		t.Errorf("colour codes written to a non-terminal:\n%q", out)
+	}
+	code, out, _ = runCmd(t, "diff", old, old)
+	if code != 0 || !strings.Contains(out, "no changes") {
+		t.Errorf("same file: exit %d, output %q", code, out)
+	}
+}
+
+func TestDiffBadInput(t *testing.T) {
+	dir := t.TempDir()
+	good := writeFile(t, dir, "good.html", []byte(page1))
+	empty := writeFile(t, dir, "empty.html", nil)
+	blank := writeFile(t, dir, "blank.html", []byte("  \n\t "))
+	binary := writeFile(t, dir, "image.png", []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR"))
+	text := writeFile(t, dir, "notes.txt", []byte("just some words, no markup at all"))
+	huge := writeFile(t, dir, "huge.html", bytes.Repeat([]byte("<p>x</p>"), 10<<20/8+1))
+	tests := []struct {
+		name string
+		args []string
+		want string // in the error line
+	}{
+		{"missing file", []string{"diff", good, filepath.Join(dir, "nope.html")}, "no such file"},
+		{"directory", []string{"diff", good, dir}, "directory"},
+		{"empty", []string{"diff", empty, good}, "empty document"},
+		{"blank", []string{"diff", good, blank}, "empty document"},
+		{"binary", []string{"diff", good, binary}, "binary content (PNG image)"},
+		{"plain text", []string{"diff", text, good}, "neither HTML nor a feed"},
+		{"huge", []string{"diff", good, huge}, "larger than the limit"},
+		{"url", []string{"diff", "https://example.com/", good}, "URLs are not supported yet"},
+		{"one argument", []string{"diff", good}, "two files"},
+		{"three arguments", []string{"diff", good, good, good}, "two files"},
+		{"bad flag", []string{"diff", "--colour", good, good}, "flag provided but not defined"},
+		{"bad zone", []string{"diff", good, good, "--zone", "div[["}, `invalid zone selector "div[["`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errs := runCmd(t, tc.args...)
+			if code != 2 {
+				t.Errorf("exit %d, want 2 (stdout %q, stderr %q)", code, out, errs)
+			}
+			if !strings.Contains(errs, tc.want) {
+				t.Errorf("stderr %q lacks %q", errs, tc.want)
+			}
+			if lines := strings.Count(strings.TrimRight(errs, "\n"), "\n"); lines > 0 && tc.name != "bad flag" {
+				t.Errorf("error is %d lines, want one: %q", lines+1, errs)
+			}
+		})
+	}
+}
+
+func TestDiffZone(t *testing.T) {
+	dir := t.TempDir()
+	old := writeFile(t, dir, "old.html", []byte(page1))
+	// a change outside the zone is not reported, one inside is
+	outside := strings.Replace(page1, "<title>Notes</title>", "<title>Other</title>", 1)
+	newf := writeFile(t, dir, "new.html", []byte(outside))
+	code, out, errs := runCmd(t, "diff", "--json", "--zone", "#main", old, newf)
+	if code != 0 || !strings.Contains(out, `"changes":[]`) {
+		t.Errorf("change outside the zone: exit %d, %s %s", code, out, errs)
+	}
+	inside := strings.Replace(page1, "Field notes", "Field journal", 1)
+	newf = writeFile(t, dir, "new2.html", []byte(inside))
+	code, out, _ = runCmd(t, "diff", "--json", "--zone", "#main", old, newf)
+	if code != 0 || !strings.Contains(out, `"type":"content"`) {
+		t.Errorf("change inside the zone: exit %d, %s", code, out)
+	}
+}
+
+func TestWordDiffContext(t *testing.T) {
+	old := strings.Repeat("alpha beta gamma ", 20) + "delta " + strings.Repeat("epsilon zeta ", 20)
+	new := strings.Replace(old, "delta", "DELTA", 1)
+	got := wordDiff(old, new, false)
+	if !strings.Contains(got, "[-delta-]{+DELTA+}") || !strings.Contains(got, "…") || len(got) > 200 {
+		t.Errorf("wordDiff = %q", got)
+	}
+}

@@ -1,0 +1,1312 @@
+package segmenter
+
+import (
+	"bytes"
+	"hash/maphash"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/changedigest/changedigest"
+)
+
+// Detailed comparison of changed segments (CaSePer 3.1, Artail and Fawaz,
+// Goel and Aggarwal).
+//
+// The tokens of a group of changed segments become two small trees
+// (treelets). Every node carries bottom-up hashes (Goel): h over the whole
+// subtree, hc over the subtree without presentation (presentation
+// attributes dropped, formatting tags such as b, font and span unwrapped)
+// and ht over its visible words. The children of two matched nodes are
+// matched in rounds: a longest common subsequence of equal subtrees (equal
+// subtrees are skipped, never descended into), then equal subtrees out of
+// order, then the same id attribute and tag (the X-Diff variant), then the
+// same hc and tag, then, between the anchors found so far, nodes of the
+// same tag by text similarity (Artail and Fawaz: comparisons only between
+// nodes of the same tag). The order of matched children is compared as a
+// sequence of indices; a child off the longest increasing run is a move,
+// which is what comparing node path sequences with offsets finds.
+// Unmatched children are deletions and insertions; a deleted and an
+// inserted subtree with equal hashes anywhere in the page are one move.
+
+type attrKV struct{ k, v string }
+
+// tnode is a node of a treelet. Only h (and behav) are computed for every
+// node; texts, attributes and the other hashes are worked out when the
+// matching looks at a node, which for a small edit is a handful of nodes.
+type tnode struct {
+	tag     string // "" for a text, "#root" for the root of a treelet
+	visible bool   // a text shown to readers
+	kids    []*tnode
+	parent  *tnode
+	d       *doc  // the scan the node comes from
+	elem    int32 // element in d (-1: text or root)
+	encl    int32 // a text's enclosing element in d
+	tokA    int   // token range in d
+	tokB    int
+	seg     int // segment index
+
+	h       uint64 // the whole subtree (Goel's bottom-up hash)
+	behav   bool   // holds script, iframe, object, embed or applet elements
+	textful bool   // holds visible text
+
+	lazy   uint8 // which of the fields below are computed
+	text   string
+	attrs  []attrKV
+	hc, pc uint64 // without presentation (rolling hash value and power)
+	ht, pt uint64 // visible words
+	nwords int    // visible words
+	txt    *string
+	bag    []uint64 // sorted hashes of the visible words, for similarity
+}
+
+const (
+	lazyText uint8 = 1 << iota
+	lazyAttrs
+	lazyCosmetic
+	lazyWords
+)
+
+func (n *tnode) isText() bool { return n.tag == "" }
+
+// textStr is a text node's collapsed text.
+func (n *tnode) textStr() string {
+	if n.lazy&lazyText == 0 {
+		n.lazy |= lazyText
+		if n.isText() {
+			n.text = n.d.textOf(n.tokA)
+		}
+	}
+	return n.text
+}
+
+// attrList is an element's attributes, sorted by name.
+func (n *tnode) attrList() []attrKV {
+	if n.lazy&lazyAttrs == 0 {
+		n.lazy |= lazyAttrs
+		if n.elem >= 0 {
+			d := n.d
+			e := &d.elems[n.elem]
+			if e.nattr > 0 {
+				n.attrs = make([]attrKV, e.nattr)
+				for k, a := range d.attrs[e.attr0 : e.attr0+e.nattr] {
+					n.attrs[k] = attrKV{string(d.norm[a.k0:a.k1]), string(d.norm[a.v0:a.v1])}
+				}
+			}
+		}
+	}
+	return n.attrs
+}
+
+// cosmetic returns the hash of the subtree without presentation:
+// presentation attributes dropped, formatting tags unwrapped, texts as
+// runs of words (so words split by a removed tag still match).
+func (n *tnode) cosmetic() (uint64, uint64) {
+	if n.lazy&lazyCosmetic != 0 {
+		return n.hc, n.pc
+	}
+	n.lazy |= lazyCosmetic
+	n.hc, n.pc = 0, 1
+	if n.isText() {
+		n.hc, n.pc = rollWords(n.hc, n.pc, n.d.textBytes(n.tokA))
+		return n.hc, n.pc
+	}
+	pres := presentationTags[n.tag]
+	if !pres && n.tag != "#root" {
+		open := hashString(hashSeed^2, n.tag)
+		d := n.d
+		e := &d.elems[n.elem]
+		for _, a := range d.attrs[e.attr0 : e.attr0+e.nattr] {
+			k := d.norm[a.k0:a.k1]
+			if !presentationAttrs[string(k)] {
+				open = hashBytes(mix(hashBytes(mix(open, 1), k), 2), d.norm[a.v0:a.v1])
+			}
+		}
+		n.hc, n.pc = roll(n.hc, n.pc, open|1, rollP)
+	}
+	for _, k := range n.kids {
+		kc, kp := k.cosmetic()
+		n.hc, n.pc = roll(n.hc, n.pc, kc, kp)
+	}
+	if !pres && n.tag != "#root" {
+		n.hc, n.pc = roll(n.hc, n.pc, hashString(hashSeed^3, n.tag)|1, rollP)
+	}
+	return n.hc, n.pc
+}
+
+// rollWords extends a rolling hash by the words of a collapsed text.
+func rollWords(h, p uint64, text []byte) (uint64, uint64) {
+	w := hashSeed
+	for i, c := range text {
+		if c == ' ' {
+			h, p = roll(h, p, w|1, rollP)
+			w = hashSeed
+			continue
+		}
+		w ^= uint64(c)
+		w *= hashPrime
+		if i == len(text)-1 {
+			h, p = roll(h, p, w|1, rollP)
+		}
+	}
+	return h, p
+}
+
+// words returns the hash of the subtree's visible words and their count.
+func (n *tnode) words() (uint64, uint64, int) {
+	if n.lazy&lazyWords != 0 {
+		return n.ht, n.pt, n.nwords
+	}
+	n.lazy |= lazyWords
+	n.ht, n.pt, n.nwords = 0, 1, 0
+	if n.isText() {
+		if n.visible {
+			t := n.d.textBytes(n.tokA)
+			n.ht, n.pt = rollWords(n.ht, n.pt, t)
+			n.nwords = bytes.Count(t, []byte{' '}) + 1
+		}
+		return n.ht, n.pt, n.nwords
+	}
+	for _, k := range n.kids {
+		kt, kp, kn := k.words()
+		n.ht, n.pt = roll(n.ht, n.pt, kt, kp)
+		n.nwords += kn
+	}
+	return n.ht, n.pt, n.nwords
+}
+
+func (n *tnode) hasWords() bool { return n.textful }
+
+func sameWords(x, y *tnode) bool {
+	a, b, _ := x.words()
+	c, e, _ := y.words()
+	return a == c && b == e
+}
+
+// side is one version of a page in a comparison: where its segments
+// start, to tell which segment a node is in.
+type side struct {
+	starts []int // byte offsets where segments start, ascending
+	idx    []int // the index of each of those segments
+}
+
+func (sd *side) segOf(off int) int {
+	k := sort.SearchInts(sd.starts, off+1) - 1
+	if k < 0 || k >= len(sd.idx) {
+		if len(sd.idx) == 0 {
+			return 0
+		}
+		k = max(0, min(k, len(sd.idx)-1))
+	}
+	return sd.idx[k]
+}
+
+func (sd *side) textOf(n *tnode) string {
+	if n.txt != nil {
+		return *n.txt
+	}
+	var t string
+	switch {
+	case n.isText():
+		if n.visible {
+			t = n.textStr()
+		}
+	case n.d != nil:
+		t = n.d.visibleText(n.tokA, n.tokB)
+	default:
+		var sb strings.Builder
+		for _, k := range n.kids {
+			if kt := sd.textOf(k); kt != "" {
+				if sb.Len() > 0 {
+					sb.WriteByte(' ')
+				}
+				sb.WriteString(kt)
+			}
+		}
+		t = sb.String()
+	}
+	n.txt = &t
+	return t
+}
+
+func (sd *side) path(n *tnode) string {
+	if n == nil || n.d == nil {
+		return ""
+	}
+	if n.elem >= 0 {
+		return n.d.path(n.elem)
+	}
+	if n.isText() && n.encl >= 0 {
+		return n.d.path(n.encl)
+	}
+	return ""
+}
+
+// describe is the normalised start tag of an element: `<img src="a.png">`.
+func (sd *side) describe(n *tnode) string {
+	if n.elem < 0 || n.d == nil {
+		return ""
+	}
+	return string(n.d.normOf(n.tokA, n.tokA+1))
+}
+
+// treePart is a token range of a scanned document.
+type treePart struct {
+	d    *doc
+	a, b int
+}
+
+// build makes one treelet of the token ranges parts.
+func (sd *side) build(parts []treePart) *tnode {
+	root := &tnode{tag: "#root", elem: -1}
+	var all []*tnode
+	for _, r := range parts {
+		d := r.d
+		// elements opened in the range have consecutive indices from e0
+		e0 := int32(len(d.elems))
+		for i := r.a; i < r.b; i++ {
+			if k := d.toks[i].kind; k == tStart || k == tVoid {
+				e0 = d.toks[i].elem
+				break
+			}
+		}
+		nodes := make([]*tnode, 0, 64)
+		cnt := 0
+		for i := r.a; i < r.b; i++ {
+			if d.toks[i].kind != tEnd {
+				cnt++
+			}
+		}
+		slab := make([]tnode, cnt)
+		next := 0
+		alloc := func() *tnode {
+			n := &slab[next]
+			next++
+			return n
+		}
+		parentOf := func(ei int32) *tnode {
+			if k := int(ei - e0); ei >= e0 && k < len(nodes) && nodes[k] != nil {
+				return nodes[k]
+			}
+			return root
+		}
+		for i := r.a; i < r.b; i++ {
+			t := &d.toks[i]
+			var n *tnode
+			switch t.kind {
+			case tStart, tVoid:
+				e := &d.elems[t.elem]
+				n = alloc()
+				*n = tnode{tag: d.tagOf(t.elem), elem: t.elem, tokA: i, tokB: min(int(e.endTok)+1, r.b), parent: parentOf(e.parent)}
+				for k := int(t.elem - e0); len(nodes) <= k; {
+					nodes = append(nodes, nil)
+				}
+				if t.kind == tStart {
+					nodes[t.elem-e0] = n
+				}
+			case tText:
+				n = alloc()
+				*n = tnode{elem: -1, encl: t.elem, tokA: i, tokB: i + 1, visible: t.flags&fVisible != 0, parent: parentOf(t.elem)}
+			default:
+				continue
+			}
+			n.d = d
+			n.seg = sd.segOf(d.base + int(t.off))
+			n.parent.kids = append(n.parent.kids, n)
+			all = append(all, n)
+		}
+	}
+	for i := len(all) - 1; i >= 0; i-- {
+		all[i].hash()
+	}
+	root.hash()
+	return root
+}
+
+const rollP uint64 = 0x9E3779B97F4A7C15
+
+// treeSeed seeds the hashes of treelet nodes. They live only as long as a
+// comparison, so a per-process seed is fine (the hashes that are stored,
+// in layouts, use FNV).
+var treeSeed = maphash.MakeSeed()
+
+// fold combines a running hash with the next value, order-sensitively.
+func fold(h, v uint64) uint64 {
+	h ^= v + 0x9E3779B97F4A7C15 + h<<6 + h>>2
+	h *= 0xFF51AFD7ED558CCD
+	return h ^ h>>33
+}
+
+func roll(v1, p1, v2, p2 uint64) (uint64, uint64) { return v1*p2 + v2, p1 * p2 }
+
+// hash computes h and behav from the node's normalised form and its
+// children's hashes.
+func (n *tnode) hash() {
+	switch {
+	case n.isText():
+		n.h = maphash.Bytes(treeSeed, n.d.textBytes(n.tokA)) ^ 1
+		n.textful = n.visible
+		return
+	case n.elem >= 0:
+		n.h = maphash.Bytes(treeSeed, n.d.normOf(n.tokA, n.tokA+1))
+	default:
+		n.h = hashSeed
+	}
+	n.behav = behaviouralTags[n.tag]
+	for _, k := range n.kids {
+		n.h = fold(n.h, k.h)
+		n.behav = n.behav || k.behav
+		n.textful = n.textful || k.textful
+	}
+	n.h = fold(n.h, 0xff)
+}
+
+func isEventAttr(k string) bool { return len(k) > 2 && k[0] == 'o' && k[1] == 'n' }
+
+var (
+	presentationAttrs = set("style", "class", "align", "valign", "bgcolor", "color", "background", "width",
+		"height", "border", "cellpadding", "cellspacing", "face", "size", "hspace", "vspace", "nowrap",
+		"clear", "noshade", "rules", "text", "link", "vlink", "alink", "marginwidth", "marginheight",
+		"leftmargin", "topmargin", "rightmargin", "bottommargin", "compact", "bordercolor")
+	presentationTags = set("b", "i", "u", "s", "strike", "em", "strong", "font", "big", "small", "tt",
+		"center", "mark", "span", "blink")
+	behaviouralTags = set("script", "iframe", "object", "embed", "applet", "frame", "noscript", "noembed")
+)
+
+// differ compares two treelets and collects typed changes.
+type differ struct {
+	old, new *side
+	maxText  int
+	out      []rawChange
+	blocks   []*blockPair
+	ins, del []*tnode
+	// markup holds inserted and deleted elements whose words the page
+	// still has (or had): a link unwrapped, text wrapped in a new element
+	markup map[*tnode]bool
+}
+
+type rawChange struct {
+	typ      changedigest.ChangeType
+	op       changedigest.Op
+	o, n     *tnode
+	old, new string
+}
+
+// weight is how much of the page a change accounts for, in bytes of text,
+// for the similarity of two versions: the texts it reports, the part of
+// an updated text that differs.
+func (rc rawChange) weight() float64 {
+	w := float64(len(rc.old) + len(rc.new))
+	if rc.typ == changedigest.ChangeContent && rc.op == changedigest.OpUpdate {
+		w *= 1 - dice(wordBag(rc.old, nil), wordBag(rc.new, nil))
+	}
+	return max(w, 1)
+}
+
+// blockPair is a matched pair of block-level nodes whose texts are
+// compared when words inside them changed.
+type blockPair struct {
+	o, n    *tnode
+	changed bool
+	// texts changed directly under a treelet root, which has no text of
+	// its own to report: old and new node (either may be nil)
+	loose [][2]*tnode
+}
+
+// mark notes that words changed inside blk, at text x (old) or y (new).
+func (blk *blockPair) mark(x, y *tnode) {
+	blk.changed = true
+	if blk.n.tag == "#root" {
+		blk.loose = append(blk.loose, [2]*tnode{x, y})
+	}
+}
+
+func (df *differ) emit(typ changedigest.ChangeType, op changedigest.Op, o, n *tnode, old, new string) {
+	df.out = append(df.out, rawChange{typ: typ, op: op, o: o, n: n, old: old, new: new})
+}
+
+// compare diffs two treelet roots.
+func (df *differ) compare(o, n *tnode) {
+	blk := &blockPair{o: o, n: n}
+	df.blocks = append(df.blocks, blk)
+	if o.h != n.h {
+		df.kids(o, n, blk)
+	}
+}
+
+// node compares two matched elements of the same tag whose subtrees differ.
+func (df *differ) node(o, n *tnode, blk *blockPair) {
+	switch {
+	case o.tag == "script" || behaviouralTags[o.tag]:
+		df.emit(changedigest.ChangeBehavioural, changedigest.OpUpdate, o, n, df.behaviour(df.old, o), df.behaviour(df.new, n))
+		return
+	case o.tag == "style":
+		df.emit(changedigest.ChangeCosmetic, changedigest.OpUpdate, o, n, df.old.textRaw(o), df.new.textRaw(n))
+		return
+	}
+	df.attrs(o, n)
+	if blockElements[o.tag] || o.tag == "title" {
+		blk = &blockPair{o: o, n: n}
+		df.blocks = append(df.blocks, blk)
+	}
+	if !sameShape(o, n) {
+		oc, op := o.cosmetic()
+		nc, np := n.cosmetic()
+		if oc == nc && op == np {
+			// Only formatting changed below: tags like b or span added or
+			// removed around the same words.
+			df.emit(changedigest.ChangeCosmetic, changedigest.OpUpdate, o, n, df.old.textOf(o), df.new.textOf(n))
+			return
+		}
+	}
+	df.kids(o, n, blk)
+}
+
+// sameShape reports whether two nodes have children of the same tags in
+// the same order (texts count as one tag, whatever they say).
+func sameShape(o, n *tnode) bool {
+	if len(o.kids) != len(n.kids) {
+		return false
+	}
+	for i := range o.kids {
+		if o.kids[i].tag != n.kids[i].tag {
+			return false
+		}
+	}
+	return true
+}
+
+// textRaw is the text of an element's text children (script or style source).
+func (sd *side) textRaw(n *tnode) string {
+	var sb strings.Builder
+	for _, k := range n.kids {
+		if k.isText() {
+			if sb.Len() > 0 {
+				sb.WriteByte(' ')
+			}
+			sb.WriteString(k.textStr())
+		}
+	}
+	return sb.String()
+}
+
+func (df *differ) behaviour(sd *side, n *tnode) string {
+	s := sd.describe(n)
+	if t := sd.textRaw(n); t != "" {
+		s += " " + t
+	}
+	return clip(s, df.maxText)
+}
+
+// attrs reports changed attributes of a matched pair, one change per class.
+func (df *differ) attrs(o, n *tnode) {
+	var classes [3][]string // cosmetic, structural, behavioural: old and new listings
+	var olds, news [3]strings.Builder
+	add := func(c int, k, ov, nv string, hasO, hasN bool) {
+		classes[c] = append(classes[c], k)
+		if hasO {
+			writeAttr(&olds[c], k, ov)
+		}
+		if hasN {
+			writeAttr(&news[c], k, nv)
+		}
+	}
+	class := func(k string) int {
+		switch {
+		case isEventAttr(k) || behaviouralTags[o.tag]:
+			return 2
+		case presentationAttrs[k] || (o.tag == "link" && isStylesheet(o)):
+			return 0
+		}
+		return 1
+	}
+	oa, na := o.attrList(), n.attrList()
+	i, j := 0, 0
+	for i < len(oa) || j < len(na) {
+		switch {
+		case j >= len(na) || (i < len(oa) && oa[i].k < na[j].k):
+			add(class(oa[i].k), oa[i].k, oa[i].v, "", true, false)
+			i++
+		case i >= len(oa) || na[j].k < oa[i].k:
+			add(class(na[j].k), na[j].k, "", na[j].v, false, true)
+			j++
+		default:
+			if oa[i].v != na[j].v {
+				add(class(oa[i].k), oa[i].k, oa[i].v, na[j].v, true, true)
+			}
+			i++
+			j++
+		}
+	}
+	types := [3]changedigest.ChangeType{changedigest.ChangeCosmetic, changedigest.ChangeStructural, changedigest.ChangeBehavioural}
+	for c := range classes {
+		if len(classes[c]) > 0 {
+			df.emit(types[c], changedigest.OpUpdate, o, n, clip(olds[c].String(), df.maxText), clip(news[c].String(), df.maxText))
+		}
+	}
+}
+
+func writeAttr(sb *strings.Builder, k, v string) {
+	if sb.Len() > 0 {
+		sb.WriteByte(' ')
+	}
+	sb.WriteString(k)
+	sb.WriteString(`="`)
+	sb.WriteString(v)
+	sb.WriteByte('"')
+}
+
+func isStylesheet(n *tnode) bool {
+	for _, a := range n.attrList() {
+		if a.k == "rel" && strings.Contains(strings.ToLower(a.v), "stylesheet") {
+			return true
+		}
+	}
+	return false
+}
+
+// How a pair of children was matched.
+const (
+	viaLCS uint8 = iota + 1
+	viaHash
+	viaID
+	viaCosmetic
+	viaSimilar
+)
+
+// kids matches and compares the children of a matched pair.
+func (df *differ) kids(o, n *tnode, blk *blockPair) {
+	O, N := o.kids, n.kids
+	mo := make([]int, len(O))
+	mn := make([]int, len(N))
+	via := make([]uint8, len(N))
+	for i := range mo {
+		mo[i] = -1
+	}
+	for j := range mn {
+		mn[j] = -1
+	}
+	pair := func(i, j int, how uint8) {
+		mo[i], mn[j], via[j] = j, i, how
+	}
+
+	// 1. Equal subtrees in order.
+	ho := make([]uint64, len(O))
+	hn := make([]uint64, len(N))
+	for i, x := range O {
+		ho[i] = x.h
+	}
+	for j, x := range N {
+		hn[j] = x.h
+	}
+	for _, p := range lcsPairs(ho, hn) {
+		pair(p[0], p[1], viaLCS)
+	}
+	// 2. Equal subtrees out of order (moves), 3. same id and tag, 4. same
+	// subtree but for presentation, same tag.
+	df.matchBy(O, N, mo, mn, via, viaHash, func(x *tnode) (uint64, bool) {
+		return x.h, !x.isText()
+	})
+	df.matchBy(O, N, mo, mn, via, viaID, func(x *tnode) (uint64, bool) {
+		if x.isText() || x.d.elems[x.elem].id1 == x.d.elems[x.elem].id0 {
+			return 0, false
+		}
+		for _, a := range x.attrList() {
+			if a.k == "id" && a.v != "" {
+				return hashString(hashString(hashSeed, x.tag), a.v), true
+			}
+		}
+		return 0, false
+	})
+	if ambiguousLeftovers(O, N, mo, mn) {
+		df.matchBy(O, N, mo, mn, via, viaCosmetic, func(x *tnode) (uint64, bool) {
+			if x.isText() {
+				return 0, false
+			}
+			c, p := x.cosmetic()
+			return mix(hashString(c, x.tag), p), true
+		})
+	}
+	// 5. Between anchors, the same tag by similarity.
+	df.matchGaps(O, N, mo, mn, via)
+
+	// Moves: matched pairs off the longest increasing run of old indices.
+	var js []int
+	for j := range N {
+		if mn[j] >= 0 {
+			js = append(js, j)
+		}
+	}
+	seq := make([]int, len(js))
+	for k, j := range js {
+		seq[k] = mn[j]
+	}
+	inRun := lisMask(seq)
+
+	// Elements with words added or removed while the words of the pair
+	// stay the same only change the markup.
+	same := -1
+	wordsSame := func() bool {
+		if same < 0 {
+			same = btoiSame(sameWords(o, n))
+		}
+		return same == 1
+	}
+	for i, x := range O {
+		if mo[i] < 0 {
+			df.gone(x, blk)
+			if !x.isText() && x.hasWords() && wordsSame() {
+				df.markUp(x)
+			}
+		}
+	}
+	for k, j := range js {
+		y := N[j]
+		x := O[mn[j]]
+		if !inRun[k] {
+			if y.isText() {
+				blk.mark(x, y)
+			} else {
+				df.emit(changedigest.ChangeStructural, changedigest.OpMove, x, y, df.old.label(x), df.new.label(y))
+			}
+		}
+		if x.h == y.h {
+			continue
+		}
+		switch {
+		case x.isText():
+			if x.visible || y.visible {
+				blk.mark(x, y)
+			}
+		case x.tag != y.tag:
+			df.renamed(x, y)
+		default:
+			df.node(x, y, blk)
+		}
+	}
+	for j, y := range N {
+		if mn[j] < 0 {
+			df.added(y, blk)
+			if !y.isText() && y.hasWords() && wordsSame() {
+				df.markUp(y)
+			}
+		}
+	}
+}
+
+// ambiguousLeftovers reports whether some tag has unmatched children on
+// both sides and more than one on either: then matching them by content
+// matters; otherwise the ordered alignment of the gaps pairs them.
+func ambiguousLeftovers(O, N []*tnode, mo, mn []int) bool {
+	var uo, un []*tnode
+	for i, x := range O {
+		if mo[i] < 0 && !x.isText() {
+			uo = append(uo, x)
+		}
+	}
+	for j, y := range N {
+		if mn[j] < 0 && !y.isText() {
+			un = append(un, y)
+		}
+	}
+	if len(uo) == 0 || len(un) == 0 || (len(uo) == 1 && len(un) == 1) {
+		return false
+	}
+	if len(uo)+len(un) > 64 {
+		return true
+	}
+	for _, x := range uo {
+		co, cn := 0, 0
+		for _, y := range uo {
+			if y.tag == x.tag {
+				co++
+			}
+		}
+		for _, y := range un {
+			if y.tag == x.tag {
+				cn++
+			}
+		}
+		if cn > 0 && (co > 1 || cn > 1) {
+			return true
+		}
+	}
+	return false
+}
+
+// label is what a change shows of a node: its text, or its start tag when
+// it has none.
+func (sd *side) label(n *tnode) string {
+	if t := sd.textOf(n); t != "" {
+		return t
+	}
+	return sd.describe(n)
+}
+
+func (df *differ) renamed(x, y *tnode) {
+	typ := changedigest.ChangeStructural
+	if presentationTags[x.tag] && presentationTags[y.tag] {
+		typ = changedigest.ChangeCosmetic
+	}
+	df.emit(typ, changedigest.OpUpdate, x, y, df.old.describe(x), df.new.describe(y))
+	if !sameWords(x, y) {
+		df.kids(x, y, &blockPair{o: x, n: y})
+	}
+}
+
+func btoiSame(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func (df *differ) markUp(x *tnode) {
+	if df.markup == nil {
+		df.markup = map[*tnode]bool{}
+	}
+	df.markup[x] = true
+}
+
+func (df *differ) gone(x *tnode, blk *blockPair) {
+	if x.isText() {
+		if x.visible {
+			blk.mark(x, nil)
+		}
+		return
+	}
+	df.del = append(df.del, x)
+}
+
+func (df *differ) added(y *tnode, blk *blockPair) {
+	if y.isText() {
+		if y.visible {
+			blk.mark(nil, y)
+		}
+		return
+	}
+	df.ins = append(df.ins, y)
+}
+
+// matchBy pairs unmatched children with equal keys, in order of appearance.
+func (df *differ) matchBy(O, N []*tnode, mo, mn []int, via []uint8, how uint8, key func(*tnode) (uint64, bool)) {
+	var byKey map[uint64][]int
+	for i, x := range O {
+		if mo[i] >= 0 {
+			continue
+		}
+		if k, ok := key(x); ok {
+			if byKey == nil {
+				byKey = map[uint64][]int{}
+			}
+			byKey[k] = append(byKey[k], i)
+		}
+	}
+	if byKey == nil {
+		return
+	}
+	for j, y := range N {
+		if mn[j] >= 0 {
+			continue
+		}
+		k, ok := key(y)
+		if !ok {
+			continue
+		}
+		l := byKey[k]
+		for len(l) > 0 && mo[l[0]] >= 0 {
+			l = l[1:]
+		}
+		if len(l) == 0 {
+			continue
+		}
+		if O[l[0]].tag != y.tag {
+			byKey[k] = l
+			continue
+		}
+		mo[l[0]], mn[j], via[j] = j, l[0], how
+		byKey[k] = l[1:]
+	}
+}
+
+// matchGaps pairs the children left between consecutive in-order matches:
+// same tag (or both texts), by similarity, keeping their order.
+func (df *differ) matchGaps(O, N []*tnode, mo, mn []int, via []uint8) {
+	// anchors: matched pairs on the longest increasing run
+	var js []int
+	for j := range N {
+		if mn[j] >= 0 {
+			js = append(js, j)
+		}
+	}
+	seq := make([]int, len(js))
+	for k, j := range js {
+		seq[k] = mn[j]
+	}
+	inRun := lisMask(seq)
+	pi, pj := -1, -1
+	for k := 0; k <= len(js); k++ {
+		ni, nj := len(O), len(N)
+		if k < len(js) {
+			if !inRun[k] {
+				continue
+			}
+			ni, nj = mn[js[k]], js[k]
+		}
+		var gi, gj []int
+		for i := pi + 1; i < ni; i++ {
+			if mo[i] < 0 {
+				gi = append(gi, i)
+			}
+		}
+		for j := pj + 1; j < nj; j++ {
+			if mn[j] < 0 {
+				gj = append(gj, j)
+			}
+		}
+		if len(gi) > 0 && len(gj) > 0 {
+			df.alignGap(O, N, gi, gj, mo, mn, via)
+		}
+		pi, pj = ni, nj
+	}
+}
+
+func sameKind(x, y *tnode) bool { return x.tag == y.tag }
+
+func (df *differ) alignGap(O, N []*tnode, gi, gj []int, mo, mn []int, via []uint8) {
+	df.alignSame(O, N, gi, gj, mo, mn, via)
+	// Renamed elements: left over, other tag, same words.
+	k := 0
+	for _, i := range gi {
+		x := O[i]
+		if mo[i] >= 0 || x.isText() || !x.hasWords() {
+			continue
+		}
+		for ; k < len(gj); k++ {
+			j := gj[k]
+			y := N[j]
+			if mn[j] < 0 && !y.isText() && sameWords(x, y) {
+				mo[i], mn[j], via[j] = j, i, viaSimilar
+				k++
+				break
+			}
+		}
+	}
+}
+
+func (df *differ) alignSame(O, N []*tnode, gi, gj []int, mo, mn []int, via []uint8) {
+	match := func(i, j int) { mo[i], mn[j], via[j] = j, i, viaSimilar }
+	// The same tags in the same order: position decides.
+	if len(gi) == len(gj) {
+		same := true
+		for k := range gi {
+			if !sameKind(O[gi[k]], N[gj[k]]) {
+				same = false
+				break
+			}
+		}
+		if same {
+			for k := range gi {
+				match(gi[k], gj[k])
+			}
+			return
+		}
+	}
+	const minSim = 0.3
+	if len(gi)*len(gj) > 400 {
+		// Too many to score: same tags in order.
+		tags := func(ns []*tnode, idx []int) []uint64 {
+			out := make([]uint64, len(idx))
+			for k, i := range idx {
+				out[k] = hashString(hashSeed, ns[i].tag)
+			}
+			return out
+		}
+		for _, p := range lcsPairs(tags(O, gi), tags(N, gj)) {
+			match(gi[p[0]], gj[p[1]])
+		}
+		return
+	}
+	// Ordered alignment maximising total similarity (pairs below minSim
+	// do not count).
+	n, m := len(gi), len(gj)
+	score := make([][]float64, n+1)
+	for i := range score {
+		score[i] = make([]float64, m+1)
+	}
+	sim := make([][]float64, n)
+	for a := range n {
+		sim[a] = make([]float64, m)
+		for b := range m {
+			x, y := O[gi[a]], N[gj[b]]
+			if !sameKind(x, y) {
+				sim[a][b] = -1
+				continue
+			}
+			sim[a][b] = df.similarity(x, y)
+		}
+	}
+	for a := n - 1; a >= 0; a-- {
+		for b := m - 1; b >= 0; b-- {
+			best := max(score[a+1][b], score[a][b+1])
+			if s := sim[a][b]; s >= minSim {
+				best = max(best, s+score[a+1][b+1])
+			}
+			score[a][b] = best
+		}
+	}
+	for a, b := 0, 0; a < n && b < m; {
+		if s := sim[a][b]; s >= minSim && score[a][b] == s+score[a+1][b+1] {
+			match(gi[a], gj[b])
+			a++
+			b++
+		} else if score[a][b] == score[a+1][b] {
+			a++
+		} else {
+			b++
+		}
+	}
+}
+
+// similarity of two nodes of the same tag, 0..1: the Dice coefficient of
+// their visible words, with a little weight on attributes; for nodes
+// without text, attributes and children's tags.
+func (df *differ) similarity(x, y *tnode) float64 {
+	if x.isText() {
+		return dice(df.old.bagOf(x), df.new.bagOf(y))
+	}
+	bx, by := df.old.bagOf(x), df.new.bagOf(y)
+	as := attrSimilarity(x, y)
+	if len(bx)+len(by) > 0 {
+		return 0.85*dice(bx, by) + 0.15*as
+	}
+	ks := kidTagSimilarity(x, y)
+	return 0.5*as + 0.5*ks
+}
+
+// bagOf returns the sorted hashes of a node's visible words.
+func (sd *side) bagOf(n *tnode) []uint64 {
+	if n.bag == nil {
+		n.bag = wordBag(sd.textOf(n), []uint64{})
+	}
+	return n.bag
+}
+
+func wordBag(t string, out []uint64) []uint64 {
+	for w := range strings.FieldsSeq(t) {
+		out = append(out, hashString(hashSeed, w))
+	}
+	slices.Sort(out)
+	return out
+}
+
+// dice is 2·|a∩b|/(|a|+|b|) for sorted multisets; 1 when both are empty.
+func dice(a, b []uint64) float64 {
+	if len(a)+len(b) == 0 {
+		return 1
+	}
+	return 2 * float64(common(a, b)) / float64(len(a)+len(b))
+}
+
+// common is the size of the intersection of two sorted multisets.
+func common(a, b []uint64) int {
+	i, j, n := 0, 0, 0
+	for i < len(a) && j < len(b) {
+		switch {
+		case a[i] == b[j]:
+			n++
+			i++
+			j++
+		case a[i] < b[j]:
+			i++
+		default:
+			j++
+		}
+	}
+	return n
+}
+
+func attrSimilarity(x, y *tnode) float64 {
+	xa, ya := x.attrList(), y.attrList()
+	if len(xa)+len(ya) == 0 {
+		return 1
+	}
+	same := 0
+	for _, a := range xa {
+		for _, b := range ya {
+			if a.k == b.k && a.v == b.v {
+				same++
+				break
+			}
+		}
+	}
+	return 2 * float64(same) / float64(len(xa)+len(ya))
+}
+
+func kidTagSimilarity(x, y *tnode) float64 {
+	if len(x.kids)+len(y.kids) == 0 {
+		return 1
+	}
+	a := make([]uint64, len(x.kids))
+	b := make([]uint64, len(y.kids))
+	for i, k := range x.kids {
+		a[i] = hashString(hashSeed, k.tag)
+	}
+	for i, k := range y.kids {
+		b[i] = hashString(hashSeed, k.tag)
+	}
+	return 2 * float64(len(lcsPairs(a, b))) / float64(len(a)+len(b))
+}
+
+// finish pairs deleted and inserted subtrees into moves, types the rest
+// and reports the text changes of blocks.
+func (df *differ) finish() {
+	// Cross-parent moves: equal subtrees deleted in one place and
+	// inserted in another.
+	byH := map[uint64][]int{}
+	for i, x := range df.del {
+		if x.hasWords() || len(x.kids) > 1 {
+			byH[x.h] = append(byH[x.h], i)
+		}
+	}
+	movedDel := make([]bool, len(df.del))
+	var ins []*tnode
+	for _, y := range df.ins {
+		if l := byH[y.h]; len(l) > 0 && (y.hasWords() || len(y.kids) > 1) {
+			x := df.del[l[0]]
+			byH[y.h] = l[1:]
+			movedDel[l[0]] = true
+			df.emit(changedigest.ChangeStructural, changedigest.OpMove, x, y, df.old.label(x), df.new.label(y))
+			continue
+		}
+		ins = append(ins, y)
+	}
+	for i, x := range df.del {
+		if !movedDel[i] {
+			df.emit(df.classify(x), changedigest.OpDelete, x, nil, df.treeText(df.old, x), "")
+		}
+	}
+	for _, y := range ins {
+		df.emit(df.classify(y), changedigest.OpInsert, nil, y, "", df.treeText(df.new, y))
+	}
+	for _, b := range df.blocks {
+		if !b.changed {
+			continue
+		}
+		if b.n.tag == "#root" {
+			for _, p := range b.loose {
+				x, y := p[0], p[1]
+				switch {
+				case x == nil:
+					df.emit(changedigest.ChangeContent, changedigest.OpInsert, nil, y, "", clip(df.new.textOf(y), df.maxText))
+				case y == nil:
+					df.emit(changedigest.ChangeContent, changedigest.OpDelete, x, nil, clip(df.old.textOf(x), df.maxText), "")
+				default:
+					ot, nt := window(df.old.textOf(x), df.new.textOf(y), df.maxText)
+					df.emit(changedigest.ChangeContent, changedigest.OpUpdate, x, y, ot, nt)
+				}
+			}
+			continue
+		}
+		ot, nt := df.old.textOf(b.o), df.new.textOf(b.n)
+		if ot == nt {
+			continue
+		}
+		ot, nt = window(ot, nt, df.maxText)
+		df.emit(changedigest.ChangeContent, changedigest.OpUpdate, b.o, b.n, ot, nt)
+	}
+}
+
+// classify types an inserted or deleted subtree.
+func (df *differ) classify(x *tnode) changedigest.ChangeType {
+	switch {
+	case behaviouralTags[x.tag]:
+		return changedigest.ChangeBehavioural
+	case x.tag == "style" || (x.tag == "link" && isStylesheet(x)):
+		return changedigest.ChangeCosmetic
+	case x.hasWords() && !df.markup[x]:
+		return changedigest.ChangeContent
+	case x.behav:
+		return changedigest.ChangeBehavioural
+	}
+	return changedigest.ChangeStructural
+}
+
+func (df *differ) treeText(sd *side, x *tnode) string {
+	if behaviouralTags[x.tag] || x.tag == "style" {
+		return df.behaviour(sd, x)
+	}
+	if t := sd.textOf(x); t != "" {
+		return clip(t, df.maxText)
+	}
+	return sd.describe(x)
+}
+
+// clip shortens s to at most n bytes, at a word boundary.
+func clip(s string, n int) string {
+	if n <= 0 || len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !isUTF8Start(s[cut]) {
+		cut--
+	}
+	if k := strings.LastIndexByte(s[:cut], ' '); k > n/2 {
+		cut = k
+	}
+	return s[:cut]
+}
+
+func isUTF8Start(c byte) bool { return c&0xC0 != 0x80 }
+
+// window returns the parts of two long texts around where they differ,
+// with some context, so that each is still a substring of its text.
+func window(a, b string, n int) (string, string) {
+	if n <= 0 || (len(a) <= n && len(b) <= n) {
+		return a, b
+	}
+	p := 0
+	for p < len(a) && p < len(b) && a[p] == b[p] {
+		p++
+	}
+	s := 0
+	for s < len(a)-p && s < len(b)-p && a[len(a)-1-s] == b[len(b)-1-s] {
+		s++
+	}
+	ctx := n / 4
+	cutA := func(t string) string {
+		lo := max(0, p-ctx)
+		hi := min(len(t), len(t)-s+ctx)
+		if hi-lo > n {
+			hi = lo + n
+		}
+		for lo > 0 && !isUTF8Start(t[lo]) {
+			lo--
+		}
+		for hi < len(t) && !isUTF8Start(t[hi]) {
+			hi++
+		}
+		// start and end at word boundaries
+		if lo > 0 {
+			if k := strings.IndexByte(t[lo:hi], ' '); k >= 0 && k < ctx {
+				lo += k + 1
+			}
+		}
+		if hi < len(t) {
+			if k := strings.LastIndexByte(t[lo:hi], ' '); k > 0 && hi-(lo+k) < ctx {
+				hi = lo + k
+			}
+		}
+		return t[lo:hi]
+	}
+	return cutA(a), cutA(b)
+}
+
+// lcsPairs returns index pairs of a longest common subsequence of a and b.
+func lcsPairs(a, b []uint64) [][2]int {
+	var out [][2]int
+	p := 0
+	for p < len(a) && p < len(b) && a[p] == b[p] {
+		out = append(out, [2]int{p, p})
+		p++
+	}
+	s := 0
+	for s < len(a)-p && s < len(b)-p && a[len(a)-1-s] == b[len(b)-1-s] {
+		s++
+	}
+	ma, mb := a[p:len(a)-s], b[p:len(b)-s]
+	if len(ma) > 0 && len(mb) > 0 {
+		if len(ma)*len(mb) <= 1<<20 {
+			out = append(out, lcsDP(ma, mb, p)...)
+		} else {
+			out = append(out, lcsGreedy(ma, mb, p)...)
+		}
+	}
+	for k := s; k > 0; k-- {
+		out = append(out, [2]int{len(a) - k, len(b) - k})
+	}
+	return out
+}
+
+func lcsDP(a, b []uint64, off int) [][2]int {
+	n, m := len(a), len(b)
+	t := make([]int32, (n+1)*(m+1))
+	w := m + 1
+	for i := n - 1; i >= 0; i-- {
+		for j := m - 1; j >= 0; j-- {
+			if a[i] == b[j] {
+				t[i*w+j] = t[(i+1)*w+j+1] + 1
+			} else {
+				t[i*w+j] = max(t[(i+1)*w+j], t[i*w+j+1])
+			}
+		}
+	}
+	var out [][2]int
+	for i, j := 0, 0; i < n && j < m; {
+		switch {
+		case a[i] == b[j]:
+			out = append(out, [2]int{off + i, off + j})
+			i++
+			j++
+		case t[(i+1)*w+j] >= t[i*w+j+1]:
+			i++
+		default:
+			j++
+		}
+	}
+	return out
+}
+
+// lcsGreedy matches values in order with a look-up table; used when the
+// lists are too long for the quadratic table.
+func lcsGreedy(a, b []uint64, off int) [][2]int {
+	pos := map[uint64][]int{}
+	for j, x := range b {
+		pos[x] = append(pos[x], j)
+	}
+	var cand [][2]int
+	for i, x := range a {
+		if l := pos[x]; len(l) > 0 {
+			cand = append(cand, [2]int{i, l[0]})
+			pos[x] = l[1:]
+		}
+	}
+	seq := make([]int, len(cand))
+	for k, c := range cand {
+		seq[k] = c[1]
+	}
+	keep := lisMask(seq)
+	var out [][2]int
+	for k, c := range cand {
+		if keep[k] {
+			out = append(out, [2]int{off + c[0], off + c[1]})
+		}
+	}
+	return out
+}
+
+// lisMask marks the elements of a longest strictly increasing subsequence.
+func lisMask(seq []int) []bool {
+	keep := make([]bool, len(seq))
+	if len(seq) == 0 {
+		return keep
+	}
+	tails := []int{}
+	prev := make([]int, len(seq))
+	for k, v := range seq {
+		j := sort.Search(len(tails), func(t int) bool { return seq[tails[t]] >= v })
+		prev[k] = -1
+		if j > 0 {
+			prev[k] = tails[j-1]
+		}
+		if j == len(tails) {
+			tails = append(tails, k)
+		} else {
+			tails[j] = k
+		}
+	}
+	for k := tails[len(tails)-1]; k >= 0; k = prev[k] {
+		keep[k] = true
+	}
+	return keep
+}

@@ -1,0 +1,701 @@
+package segmenter
+
+import (
+	"sort"
+	"strings"
+
+	"github.com/changedigest/changedigest"
+	"github.com/changedigest/changedigest/internal/textdiff"
+)
+
+// pageVersion is a scanned version of a page cut into segments.
+type pageVersion struct {
+	d       *doc
+	regions []region // nil: the whole page
+	segs    []segment
+	// prev gives, for a later version, the previous version's segment
+	// each segment continues (-1: a boundary new in this version).
+	prev []int
+}
+
+// text is the visible text of segment i.
+func (pv *pageVersion) text(i int) string {
+	return pv.d.visibleText(pv.segs[i].a, pv.segs[i].b)
+}
+
+func (pv *pageVersion) hashes() []string {
+	h := make([]string, len(pv.segs))
+	for i, sg := range pv.segs {
+		h[i] = sg.hash
+	}
+	return h
+}
+
+// bounds describes every segment's boundary, for the layout.
+func (s *Segmenter) bounds(pv *pageVersion) []bound {
+	bs := make([]bound, len(pv.segs))
+	for i, sg := range pv.segs {
+		if sg.elem >= 0 {
+			bs[i] = s.boundOf(pv.d, sg.elem, sg.region)
+		} else {
+			bs[i] = bound{docStart: true}
+		}
+	}
+	return bs
+}
+
+func (s *Segmenter) scanPage(body []byte, zone string) (*doc, []region, error) {
+	if zone != "" {
+		if _, err := compileZone(zone); err != nil {
+			return nil, nil, err
+		}
+	}
+	d := scan(body, nil, step{})
+	regs, err := regions(d, zone)
+	if err != nil {
+		d.release()
+		return nil, nil, err
+	}
+	return d, regs, nil
+}
+
+// first cuts a version by hybrid segmentation.
+func (s *Segmenter) first(d *doc, regs []region) *pageVersion {
+	d.index()
+	var starts []int32
+	rs := map[int32]bool{}
+	if regs == nil {
+		starts = append([]int32{-1}, s.hybrid(d, region{elem: -1, a: 0, b: len(d.toks)})...)
+	} else {
+		for _, r := range regs {
+			rs[r.elem] = true
+			starts = append(starts, s.hybrid(d, r)...)
+		}
+	}
+	return &pageVersion{d: d, regions: regs, segs: d.cut(starts, rs, regs)}
+}
+
+// later cuts a version along the boundaries of the previous one, adds
+// boundaries for new blocks of the kinds the previous version was cut at
+// (blocks whose text the previous segment did not have: prevText gives the
+// visible text of a previous segment), and flags the segments whose hashes
+// are new to the history.
+func (s *Segmenter) later(d *doc, regs []region, prev []bound, history [][]string, prevText func(int) string) (*pageVersion, []bool) {
+	match := s.align(d, prev, regs)
+	type start struct {
+		elem   int32
+		prev   int
+		region bool
+	}
+	var st []start
+	matchedRegion := map[int32]bool{}
+	for i, b := range prev {
+		switch {
+		case b.docStart:
+			if regs == nil {
+				st = append(st, start{-1, i, false})
+			}
+		case match[i] >= 0:
+			st = append(st, start{match[i], i, b.region})
+			if b.region {
+				matchedRegion[match[i]] = true
+			}
+		}
+	}
+	if regs == nil && (len(st) == 0 || st[0].elem != -1) {
+		st = append([]start{{-1, -1, false}}, st...)
+	}
+	for _, r := range regs {
+		if !matchedRegion[r.elem] {
+			st = append(st, start{r.elem, -1, true})
+		}
+	}
+	tokOf := func(ei int32) int {
+		if ei < 0 {
+			return -1
+		}
+		return int(d.elems[ei].tok)
+	}
+	sort.SliceStable(st, func(i, j int) bool { return tokOf(st[i].elem) < tokOf(st[j].elem) })
+
+	build := func() *pageVersion {
+		starts := make([]int32, len(st))
+		rs := map[int32]bool{}
+		pi := make([]int, len(st))
+		for k, x := range st {
+			starts[k], pi[k] = x.elem, x.prev
+			if x.region {
+				rs[x.elem] = true
+			}
+		}
+		return &pageVersion{d: d, regions: regs, segs: d.cut(starts, rs, regs), prev: pi}
+	}
+	pv := build()
+	flags := NewSegments(pv.hashes(), history)
+
+	kinds := map[uint64]bool{}
+	for _, b := range prev {
+		if !b.docStart && !b.region {
+			kinds[b.kind] = true
+		}
+	}
+	var added []start
+	for j, sg := range pv.segs {
+		if !flags[j] || pv.prev[j] < 0 {
+			continue
+		}
+		var old []uint64
+		from := sg.a
+		if sg.elem >= 0 {
+			from++
+		}
+		for i := from; i < sg.b; i++ {
+			t := &d.toks[i]
+			if t.kind != tStart {
+				continue
+			}
+			e := &d.elems[t.elem]
+			if int(e.endTok) >= sg.b || !kinds[e.kind] || d.size(i, int(e.endTok)+1) < s.Delta {
+				continue
+			}
+			bag := wordBag(d.visibleText(i, int(e.endTok)+1), nil)
+			if old == nil {
+				old = wordBag(prevText(pv.prev[j]), []uint64{})
+			}
+			if len(bag) == 0 || 2*common(bag, old) >= len(bag) {
+				continue // an existing block (perhaps edited), not a new one
+			}
+			if movedHere(d.visibleText(i, int(e.endTok)+1), prevText, len(prev)) {
+				continue // a block moved from elsewhere: its move must show
+			}
+			added = append(added, start{t.elem, -1, false})
+			i = int(e.endTok)
+		}
+	}
+	if len(added) > 0 {
+		st = append(st, added...)
+		sort.SliceStable(st, func(i, j int) bool { return tokOf(st[i].elem) < tokOf(st[j].elem) })
+		pv = build()
+		flags = NewSegments(pv.hashes(), history)
+	}
+	return pv, flags
+}
+
+// movedHere reports whether text is found in one of the n previous
+// segments.
+func movedHere(text string, prevText func(int) string, n int) bool {
+	for i := 0; i < n; i++ {
+		if strings.Contains(prevText(i), text) {
+			return true
+		}
+	}
+	return false
+}
+
+// prevSide is the previous version in a comparison: either scanned whole
+// (pv), or known from the track by its stored segments, layout and body,
+// scanned only where a comparison needs it.
+type prevSide struct {
+	pv     *pageVersion
+	body   []byte
+	stored []changedigest.Segment
+	bounds []bound
+	scans  []*doc // partial scans, released after the comparison
+}
+
+func (p *prevSide) n() int {
+	if p.pv != nil {
+		return len(p.pv.segs)
+	}
+	return len(p.stored)
+}
+
+func (p *prevSide) hash(i int) string {
+	if p.pv != nil {
+		return p.pv.segs[i].hash
+	}
+	return p.stored[i].Hash
+}
+
+func (p *prevSide) byteRange(i int) (int, int) {
+	if p.pv != nil {
+		return p.pv.segs[i].start, p.pv.segs[i].end
+	}
+	return p.stored[i].Start, p.stored[i].End
+}
+
+func (p *prevSide) size() int {
+	if p.pv != nil {
+		return len(p.pv.d.body)
+	}
+	if p.body != nil {
+		return len(p.body)
+	}
+	end := 0
+	for _, sg := range p.stored {
+		end = max(end, sg.End)
+	}
+	return end
+}
+
+// path is the readable path of segment i.
+func (p *prevSide) path(i int) string {
+	if p.pv != nil {
+		if i < len(p.pv.segs) {
+			return segmentPath(p.pv.d, p.pv.segs[i])
+		}
+		return ""
+	}
+	if i < len(p.stored) {
+		return p.stored[i].Path
+	}
+	return ""
+}
+
+func (p *prevSide) side() *side {
+	sd := &side{}
+	for i := 0; i < p.n(); i++ {
+		a, _ := p.byteRange(i)
+		sd.starts = append(sd.starts, a)
+		sd.idx = append(sd.idx, i)
+	}
+	return sd
+}
+
+// canTree reports whether the previous version's nodes can be rebuilt.
+func (p *prevSide) canTree() bool { return p.pv != nil || p.body != nil }
+
+// parts returns the token ranges of segments [o0, o1), scanning the stored
+// body of each contiguous run with the run's ancestors as context.
+func (p *prevSide) parts(o0, o1 int) []treePart {
+	var out []treePart
+	if p.pv != nil {
+		for k := o0; k < o1; k++ {
+			sg := p.pv.segs[k]
+			if n := len(out); n > 0 && out[n-1].b == sg.a {
+				out[n-1].b = sg.b
+				continue
+			}
+			out = append(out, treePart{d: p.pv.d, a: sg.a, b: sg.b})
+		}
+		return out
+	}
+	for k := o0; k < o1; {
+		a, b := p.byteRange(k)
+		first := k
+		for k++; k < o1; k++ {
+			a2, b2 := p.byteRange(k)
+			if a2 != b {
+				break
+			}
+			b = b2
+		}
+		var anc []step
+		var fs step
+		if b := p.bounds[first]; !b.docStart {
+			if st, err := decodeSteps(b.path); err == nil && len(st) > 0 {
+				anc, fs = st[:len(st)-1], st[len(st)-1]
+			}
+		}
+		d := scan(p.body[a:b], anc, fs)
+		d.base = a
+		p.scans = append(p.scans, d)
+		out = append(out, treePart{d: d, a: 0, b: len(d.toks)})
+	}
+	return out
+}
+
+func (p *prevSide) text(o0, o1 int) string {
+	var parts []string
+	for k := o0; k < o1; k++ {
+		if p.pv != nil {
+			sg := p.pv.segs[k]
+			parts = append(parts, p.pv.d.visibleText(sg.a, sg.b))
+		} else {
+			parts = append(parts, p.stored[k].Text)
+		}
+	}
+	return strings.Join(parts, " ")
+}
+
+// group is a run of previous segments [o0, o1) and current segments
+// [n0, n1) between two boundaries both versions share.
+type group struct{ o0, o1, n0, n1 int }
+
+func groups(prevN int, cur *pageVersion) []group {
+	type anchor struct{ o, n int }
+	var as []anchor
+	for j, i := range cur.prev {
+		if i >= 0 {
+			as = append(as, anchor{i, j})
+		}
+	}
+	var gs []group
+	if len(as) == 0 {
+		return []group{{0, prevN, 0, len(cur.segs)}}
+	}
+	if as[0].o > 0 || as[0].n > 0 {
+		gs = append(gs, group{0, as[0].o, 0, as[0].n})
+	}
+	for k, a := range as {
+		o1, n1 := prevN, len(cur.segs)
+		if k+1 < len(as) {
+			o1, n1 = as[k+1].o, as[k+1].n
+		}
+		gs = append(gs, group{a.o, o1, a.n, n1})
+	}
+	return gs
+}
+
+// compareVersions compares the groups of segments that changed and
+// returns the changes and the similarity of the two versions.
+func (s *Segmenter) compareVersions(prev *prevSide, cur *pageVersion, flags []bool) ([]changedigest.Change, float64) {
+	curHashes := map[string]bool{}
+	for _, sg := range cur.segs {
+		curHashes[sg.hash] = true
+	}
+	newSide := &side{}
+	for j, sg := range cur.segs {
+		newSide.starts = append(newSide.starts, sg.start)
+		newSide.idx = append(newSide.idx, j)
+	}
+	oldSide := prev.side()
+	df := &differ{old: oldSide, new: newSide, maxText: s.MaxText}
+	total := float64(prev.size() + len(cur.d.body))
+	loss := 0.0
+	var coarse []changedigest.Change
+
+	// Groups that need a comparison; runs of adjacent ones are compared
+	// as one, so content a misplaced boundary shifted from one segment to
+	// its neighbour is still matched.
+	var todo []group
+	for _, g := range groups(prev.n(), cur) {
+		need := false
+		for j := g.n0; j < g.n1; j++ {
+			need = need || flags[j]
+		}
+		for i := g.o0; i < g.o1 && !need; i++ {
+			anchored := g.n1 > g.n0 && cur.prev[g.n0] == i
+			need = !anchored && !curHashes[prev.hash(i)]
+		}
+		if !need {
+			continue
+		}
+		if k := len(todo) - 1; k >= 0 && todo[k].o1 == g.o0 && todo[k].n1 == g.n0 {
+			todo[k].o1, todo[k].n1 = g.o1, g.n1
+			continue
+		}
+		todo = append(todo, g)
+	}
+	for _, g := range todo {
+		ob := 0
+		for i := g.o0; i < g.o1; i++ {
+			a, b := prev.byteRange(i)
+			ob += b - a
+		}
+		nb := 0
+		for j := g.n0; j < g.n1; j++ {
+			nb += cur.segs[j].end - cur.segs[j].start
+		}
+		if !prev.canTree() {
+			c, sim := s.coarse(prev, cur, g)
+			coarse = append(coarse, c...)
+			loss += (1 - sim) * float64(ob+nb)
+			continue
+		}
+		or := oldSide.build(prev.parts(g.o0, g.o1))
+		var nparts []treePart
+		for j := g.n0; j < g.n1; j++ {
+			sg := cur.segs[j]
+			if n := len(nparts); n > 0 && nparts[n-1].b == sg.a {
+				nparts[n-1].b = sg.b
+				continue
+			}
+			nparts = append(nparts, treePart{d: cur.d, a: sg.a, b: sg.b})
+		}
+		nr := newSide.build(nparts)
+		df.compare(or, nr)
+	}
+	df.finish()
+	defer func() {
+		for _, d := range prev.scans {
+			d.release()
+		}
+		prev.scans = nil
+	}()
+	for _, rc := range df.out {
+		loss += rc.weight()
+	}
+
+	changes := coarse
+	for _, rc := range df.out {
+		c := changedigest.Change{Type: rc.typ, Op: rc.op, OldText: rc.old, NewText: rc.new}
+		if rc.n != nil {
+			c.Segment, c.Path = rc.n.seg, newSide.path(rc.n)
+			if c.Path == "" && c.Segment < len(cur.segs) {
+				c.Path = segmentPath(cur.d, cur.segs[c.Segment])
+			}
+		} else {
+			c.Segment, c.Path = rc.o.seg, oldSide.path(rc.o)
+			if c.Path == "" {
+				c.Path = prev.path(c.Segment)
+			}
+		}
+		changes = append(changes, c)
+	}
+	sort.SliceStable(changes, func(i, j int) bool { return changes[i].Segment < changes[j].Segment })
+	if changes == nil {
+		changes = []changedigest.Change{}
+	}
+	sim := 1.0
+	if total > 0 {
+		sim = 1 - loss/total
+	}
+	sim = min(1, max(0, sim))
+	if len(changes) > 0 && sim == 1 {
+		sim = 0.9999
+	}
+	return changes, sim
+}
+
+// coarse reports a changed group when the previous body is not at hand:
+// one change from the segments' texts.
+func (s *Segmenter) coarse(prev *prevSide, cur *pageVersion, g group) ([]changedigest.Change, float64) {
+	ot := prev.text(g.o0, g.o1)
+	var parts []string
+	for j := g.n0; j < g.n1; j++ {
+		parts = append(parts, cur.d.visibleText(cur.segs[j].a, cur.segs[j].b))
+	}
+	nt := strings.Join(parts, " ")
+	seg, path := g.n0, ""
+	if g.n1 > g.n0 {
+		path = segmentPath(cur.d, cur.segs[g.n0])
+	} else {
+		seg = g.o0
+		if g.o0 < len(prev.stored) {
+			path = prev.stored[g.o0].Path
+		}
+	}
+	c := changedigest.Change{Segment: seg, Path: path, Type: changedigest.ChangeStructural, Op: changedigest.OpUpdate}
+	switch {
+	case g.n1 == g.n0:
+		c.Type, c.Op, c.OldText = changedigest.ChangeContent, changedigest.OpDelete, clip(ot, s.MaxText)
+	case ot != nt:
+		c.Type = changedigest.ChangeContent
+		c.OldText, c.NewText = window(ot, nt, s.MaxText)
+	}
+	return []changedigest.Change{c}, textdiff.Similarity(ot, nt)
+}
+
+// segmentPath is the readable path of a segment's boundary element, or of
+// the first element in it.
+func segmentPath(d *doc, sg segment) string {
+	if sg.elem >= 0 {
+		return d.path(sg.elem)
+	}
+	for i := sg.a; i < sg.b; i++ {
+		if k := d.toks[i].kind; k == tStart || k == tVoid {
+			return d.path(d.toks[i].elem)
+		}
+	}
+	return ""
+}
+
+func (s *Segmenter) segments(pv *pageVersion) []changedigest.Segment {
+	out := make([]changedigest.Segment, len(pv.segs))
+	for i, sg := range pv.segs {
+		out[i] = changedigest.Segment{
+			Index: i,
+			Hash:  sg.hash,
+			Path:  segmentPath(pv.d, sg),
+			Text:  pv.d.visibleText(sg.a, sg.b),
+			Start: sg.start,
+			End:   sg.end,
+		}
+	}
+	return out
+}
+
+// DetectPage segments a new version of an HTML page and, when in.Prev is
+// set, finds its changes against it. The first version (in.Prev nil) is
+// cut by hybrid segmentation and has no changes. A later version is cut
+// along the previous version's layout; its segments whose hashes are new
+// to in.History (or to in.Prev when History is empty) are compared in
+// detail with in.PrevBody. When the stored layout cannot be used (another
+// zone, a damaged or missing layout), the previous body is segmented
+// afresh and the new version cut along that. Without in.PrevBody, changed
+// segments are reported from their stored texts only (and without a usable
+// layout either, the page's text as a whole). Similarity is 0 for a first
+// version. An invalid zone or
+// bad input gives an EINVALID or ETOOLARGE error. The snapshot's fetch
+// fields and BodyHash are left to the caller, which holds the raw body.
+func (s *Segmenter) DetectPage(in Input) (*changedigest.Snapshot, error) {
+	s = s.knobs()
+	if err := s.checkPage(in.Body, ""); err != nil {
+		return nil, err
+	}
+	d, regs, err := s.scanPage(in.Body, in.Zone)
+	if err != nil {
+		return nil, err
+	}
+	defer d.release()
+	snap := &changedigest.Snapshot{
+		Kind:  changedigest.KindPage,
+		Title: d.title,
+		Size:  len(in.Body),
+	}
+	var (
+		pv    *pageVersion
+		flags []bool
+		prev  *prevSide
+	)
+	if in.Prev != nil {
+		if bs, ok := s.usableLayout(in); ok {
+			hist := in.History
+			if len(hist) == 0 {
+				hist = [][]string{in.Prev.Hashes()}
+			}
+			stored := in.Prev.Segments
+			pv, flags = s.later(d, regs, bs, hist, func(i int) string { return stored[i].Text })
+			prev = &prevSide{body: in.PrevBody, stored: stored, bounds: bs}
+		} else if len(in.PrevBody) > 0 && s.checkPage(in.PrevBody, "") == nil {
+			od, oregs, err := s.scanPage(in.PrevBody, in.Zone)
+			if err != nil {
+				return nil, err
+			}
+			defer od.release()
+			ov := s.first(od, oregs)
+			pv, flags = s.later(d, regs, s.bounds(ov), [][]string{ov.hashes()}, ov.text)
+			prev = &prevSide{pv: ov}
+		}
+	}
+	if pv == nil {
+		pv = s.first(d, regs)
+	}
+	snap.Segments = s.segments(pv)
+	snap.Layout = encodeLayout(in.Zone, s.bounds(pv))
+	switch {
+	case prev != nil:
+		snap.Changes, snap.Similarity = s.compareVersions(prev, pv, flags)
+	case in.Prev != nil:
+		snap.Changes, snap.Similarity = s.compareTexts(in.Prev.Segments, snap.Segments)
+	}
+	if len(snap.Changes) == 0 {
+		snap.Changes = nil
+	}
+	return snap, nil
+}
+
+// compareTexts compares a version with a previous one known only by its
+// stored segments (no usable layout, no body): one content change, at the
+// first segment whose text the previous version lacks, when the texts
+// differ.
+func (s *Segmenter) compareTexts(old, new []changedigest.Segment) ([]changedigest.Change, float64) {
+	join := func(sgs []changedigest.Segment) string {
+		parts := make([]string, len(sgs))
+		for i, sg := range sgs {
+			parts[i] = sg.Text
+		}
+		return strings.Join(parts, " ")
+	}
+	ot, nt := join(old), join(new)
+	if ot == nt {
+		return nil, 1
+	}
+	at := 0
+	for i, sg := range new {
+		if !strings.Contains(ot, sg.Text) {
+			at = i
+			break
+		}
+	}
+	c := changedigest.Change{Segment: at, Type: changedigest.ChangeContent, Op: changedigest.OpUpdate}
+	if at < len(new) {
+		c.Path = new[at].Path
+	}
+	c.OldText, c.NewText = window(ot, nt, s.MaxText)
+	return []changedigest.Change{c}, dice(wordBag(ot, nil), wordBag(nt, nil))
+}
+
+// usableLayout decodes the previous version's layout and checks that it
+// fits its stored segments and body and was made for the same zone.
+func (s *Segmenter) usableLayout(in Input) ([]bound, bool) {
+	zone, bs, err := decodeLayout(in.Prev.Layout)
+	if err != nil || zone != in.Zone || len(bs) != len(in.Prev.Segments) {
+		return nil, false
+	}
+	if zone == "" && !bs[0].docStart {
+		return nil, false
+	}
+	if in.PrevBody == nil {
+		return bs, true
+	}
+	end := 0
+	for i, sg := range in.Prev.Segments {
+		if sg.Start < end || sg.End < sg.Start || sg.End > len(in.PrevBody) {
+			return nil, false
+		}
+		if zone == "" && sg.Start != end {
+			return nil, false
+		}
+		if i > 0 || zone != "" {
+			// a boundary starts with a tag
+			if sg.Start >= len(in.PrevBody) || in.PrevBody[sg.Start] != '<' {
+				return nil, false
+			}
+		}
+		end = sg.End
+	}
+	if zone == "" && end != len(in.PrevBody) {
+		return nil, false
+	}
+	return bs, true
+}
+
+// DiffPages compares two versions of an HTML page (the page path of
+// `changedigest diff`): the old version is cut by hybrid segmentation, the
+// new one along its layout, segments with new hashes are compared in
+// detail. zone, when set, is a CSS selector restricting the comparison.
+// Bodies that are not UTF-8 are decoded from the charset they declare.
+// Bad input (empty, binary, neither HTML nor a feed, larger than
+// MaxBytes) or an invalid zone gives an EINVALID or ETOOLARGE error
+// naming the document.
+func (s *Segmenter) DiffPages(old, new []byte, zone string) (*changedigest.Diff, error) {
+	s = s.knobs()
+	if err := s.checkPage(old, "old"); err != nil {
+		return nil, err
+	}
+	if err := s.checkPage(new, "new"); err != nil {
+		return nil, err
+	}
+	old, new = decode(old), decode(new)
+	od, oregs, err := s.scanPage(old, zone)
+	if err != nil {
+		return nil, err
+	}
+	defer od.release()
+	nd, nregs, err := s.scanPage(new, zone)
+	if err != nil {
+		return nil, err
+	}
+	defer nd.release()
+	ov := s.first(od, oregs)
+	nv, flags := s.later(nd, nregs, s.bounds(ov), [][]string{ov.hashes()}, ov.text)
+	changes, sim := s.compareVersions(&prevSide{pv: ov}, nv, flags)
+	segs := map[[2]int]bool{}
+	for _, c := range changes {
+		k := [2]int{0, c.Segment}
+		if c.Op == changedigest.OpDelete {
+			k[0] = 1
+		}
+		segs[k] = true
+	}
+	return &changedigest.Diff{
+		Kind:            changedigest.KindPage,
+		Old:             changedigest.DocumentStat{Segments: len(ov.segs), Bytes: len(old)},
+		New:             changedigest.DocumentStat{Segments: len(nv.segs), Bytes: len(new)},
+		ChangedSegments: len(segs),
+		Similarity:      sim,
+		Changes:         changes,
+	}, nil
+}

@@ -1,0 +1,439 @@
+package segmenter
+
+import (
+	"crypto/md5"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// The layout of a version is the list of its segment boundaries, one per
+// segment: the boundary node (its path of tag, id and sibling index from
+// the root) and its cascaded node sequence (a hash of the normalised
+// tokens that open the segment). A later version is cut at the elements
+// that carry the same boundaries, found by cascade first (so a block keeps
+// its segment when blocks are inserted before it), then by path; boundaries
+// found in an order that contradicts the page are dropped, keeping the
+// longest consistent run. Segment counts therefore only change when blocks
+// of segment size appear or vanish.
+
+// The serialised layout is text: a header line "changedigest-layout 1"
+// followed by the zone (%-escaped), then one line per segment: "-" for the
+// start of the document, else the cascade and the kind, loose and full path
+// keys (16 hex digits each), "r" for the start of a zone region or "-",
+// and the path: steps joined by "|", each tag[#id][@index], %-escaped.
+const layoutHeader = "changedigest-layout 1 "
+
+// bound is a segment boundary of a layout.
+type bound struct {
+	docStart          bool   // the start of the document, not an element
+	path              string // encoded steps
+	kind, loose, full uint64
+	cascade           uint64
+	region            bool
+}
+
+var errLayout = errors.New("segmenter: unusable layout")
+
+func encodeLayout(zone string, bs []bound) []byte {
+	n := len(layoutHeader) + len(zone) + 1
+	for _, b := range bs {
+		n += 72 + len(b.path)
+	}
+	out := make([]byte, 0, n)
+	out = append(out, layoutHeader...)
+	out = append(out, stepEscaper.Replace(zone)...)
+	out = append(out, '\n')
+	for _, b := range bs {
+		if b.docStart {
+			out = append(out, "-\n"...)
+			continue
+		}
+		for _, h := range [4]uint64{b.cascade, b.kind, b.loose, b.full} {
+			out = appendHex16(out, h)
+			out = append(out, ' ')
+		}
+		if b.region {
+			out = append(out, 'r')
+		} else {
+			out = append(out, '-')
+		}
+		out = append(out, ' ')
+		out = append(out, b.path...)
+		out = append(out, '\n')
+	}
+	return out
+}
+
+func appendHex16(out []byte, h uint64) []byte {
+	const digits = "0123456789abcdef"
+	for i := 60; i >= 0; i -= 4 {
+		out = append(out, digits[(h>>uint(i))&15])
+	}
+	return out
+}
+
+func parseHex16(s string) (uint64, bool) {
+	if len(s) != 16 {
+		return 0, false
+	}
+	var h uint64
+	for i := 0; i < 16; i++ {
+		c := s[i]
+		switch {
+		case '0' <= c && c <= '9':
+			h = h<<4 | uint64(c-'0')
+		case 'a' <= c && c <= 'f':
+			h = h<<4 | uint64(c-'a'+10)
+		default:
+			return 0, false
+		}
+	}
+	return h, true
+}
+
+func decodeLayout(data []byte) (zone string, bs []bound, err error) {
+	text := string(data)
+	head, rest, ok := strings.Cut(text, "\n")
+	if !ok || !strings.HasPrefix(head, layoutHeader) {
+		return "", nil, fmt.Errorf("%w: not a layout", errLayout)
+	}
+	zone, err = unescapeStep(head[len(layoutHeader):])
+	if err != nil {
+		return "", nil, err
+	}
+	bs = make([]bound, 0, strings.Count(rest, "\n"))
+	for line := range strings.Lines(rest) {
+		line = strings.TrimSuffix(line, "\n")
+		if line == "-" {
+			if len(bs) != 0 || zone != "" {
+				return "", nil, fmt.Errorf("%w: document start at segment %d", errLayout, len(bs))
+			}
+			bs = append(bs, bound{docStart: true})
+			continue
+		}
+		// 4 keys of 16 digits, flag, path
+		if len(line) < 4*17+2 || line[4*17+1] != ' ' {
+			return "", nil, fmt.Errorf("%w: line %d", errLayout, len(bs)+2)
+		}
+		var keys [4]uint64
+		for k := range keys {
+			h, ok := parseHex16(line[k*17 : k*17+16])
+			if !ok || line[k*17+16] != ' ' {
+				return "", nil, fmt.Errorf("%w: line %d", errLayout, len(bs)+2)
+			}
+			keys[k] = h
+		}
+		b := bound{cascade: keys[0], kind: keys[1], loose: keys[2], full: keys[3], region: line[4*17] == 'r', path: line[4*17+2:]}
+		if b.path == "" {
+			return "", nil, fmt.Errorf("%w: line %d has no path", errLayout, len(bs)+2)
+		}
+		bs = append(bs, b)
+	}
+	if len(bs) == 0 {
+		return "", nil, fmt.Errorf("%w: no segments", errLayout)
+	}
+	return zone, bs, nil
+}
+
+var stepEscaper = strings.NewReplacer("%", "%25", "|", "%7C", "#", "%23", "@", "%40", " ", "%20", "\n", "%0A", "\r", "%0D")
+
+func decodeSteps(p string) ([]step, error) {
+	parts := strings.Split(p, "|")
+	steps := make([]step, len(parts))
+	for i, part := range parts {
+		st := step{Index: 1}
+		if j := strings.LastIndexByte(part, '@'); j >= 0 {
+			n, err := strconv.Atoi(part[j+1:])
+			if err != nil || n < 1 {
+				return nil, fmt.Errorf("%w: path step %q", errLayout, part)
+			}
+			st.Index = n
+			part = part[:j]
+		}
+		if j := strings.IndexByte(part, '#'); j >= 0 {
+			id, err := unescapeStep(part[j+1:])
+			if err != nil {
+				return nil, err
+			}
+			st.ID = id
+			part = part[:j]
+		}
+		tag, err := unescapeStep(part)
+		if err != nil || tag == "" {
+			return nil, fmt.Errorf("%w: path step %q", errLayout, parts[i])
+		}
+		st.Tag = tag
+		steps[i] = st
+	}
+	return steps, nil
+}
+
+func unescapeStep(s string) (string, error) {
+	if !strings.Contains(s, "%") {
+		return s, nil
+	}
+	var sb strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] != '%' {
+			sb.WriteByte(s[i])
+			continue
+		}
+		if i+2 >= len(s) {
+			return "", fmt.Errorf("%w: bad escape in %q", errLayout, s)
+		}
+		b, err := hex.DecodeString(s[i+1 : i+3])
+		if err != nil {
+			return "", fmt.Errorf("%w: bad escape in %q", errLayout, s)
+		}
+		sb.Write(b)
+		i += 2
+	}
+	return sb.String(), nil
+}
+
+// cascade hashes the n normalised tokens from element ei's start tag on:
+// the cascaded node sequence that identifies a boundary when its path
+// moved. It runs on past a short element, so that two short blocks with
+// the same text are still told apart by what follows them.
+func (d *doc) cascade(ei int32, n int) uint64 {
+	a := int(d.elems[ei].tok)
+	b := min(a+n, len(d.toks))
+	return hashBytes(hashSeed, d.normOf(a, b))
+}
+
+// boundOf describes element ei as a boundary.
+func (s *Segmenter) boundOf(d *doc, ei int32, region bool) bound {
+	e := &d.elems[ei]
+	return bound{path: d.encodedPath(ei), kind: e.kind, loose: e.loose, full: e.full,
+		cascade: d.cascade(ei, s.Cascade), region: region}
+}
+
+// align finds, for each boundary of a layout, the element of d it falls on
+// (-1: lost; the document start always matches). Regions are the zone
+// elements of d (nil: the whole page).
+func (s *Segmenter) align(d *doc, bs []bound, regions []region) []int32 {
+	match := make([]int32, len(bs))
+	kinds := make(map[uint64][]int32, len(bs))
+	for _, b := range bs {
+		if !b.docStart {
+			kinds[b.kind] = nil
+		}
+	}
+	isRegion := map[int32]bool{}
+	for _, r := range regions {
+		if r.elem >= 0 {
+			isRegion[r.elem] = true
+		}
+	}
+	inRegion := func(ei int32) bool {
+		if regions == nil {
+			return true
+		}
+		t := int(d.elems[ei].tok)
+		for _, r := range regions {
+			if t > r.a && t < r.b {
+				return true
+			}
+		}
+		return false
+	}
+	for i := d.phantoms; i < len(d.elems); i++ {
+		e := &d.elems[i]
+		if d.toks[e.tok].kind != tStart {
+			continue
+		}
+		if l, ok := kinds[e.kind]; ok {
+			kinds[e.kind] = append(l, int32(i))
+		}
+	}
+	cascades := map[int32]uint64{}
+	casc := func(ei int32) uint64 {
+		c, ok := cascades[ei]
+		if !ok {
+			c = d.cascade(ei, s.Cascade)
+			cascades[ei] = c
+		}
+		return c
+	}
+	prev := -1 // token of the last guess
+	for i, b := range bs {
+		if b.docStart {
+			match[i] = -1
+			continue
+		}
+		ok := func(ei int32) bool {
+			if b.region {
+				return isRegion[ei]
+			}
+			return !isRegion[ei] && inRegion(ei)
+		}
+		cands := kinds[b.kind]
+		// first candidate after the previous guess
+		from := sort.Search(len(cands), func(k int) bool { return int(d.elems[cands[k]].tok) > prev })
+		best := int32(-1)
+		// 1: cascade and path; 2: cascade; 3: path; 4: same id path (ids are unique)
+		for pass := 0; pass < 4 && best < 0; pass++ {
+			for k := range cands {
+				// search after the previous guess first, then before it
+				ei := cands[(from+k)%len(cands)]
+				e := &d.elems[ei]
+				if !ok(ei) {
+					continue
+				}
+				var hit bool
+				switch pass {
+				case 0:
+					hit = e.full == b.full && casc(ei) == b.cascade
+				case 1:
+					hit = casc(ei) == b.cascade
+				case 2:
+					hit = e.full == b.full
+				case 3:
+					hit = e.id1 > e.id0 && e.loose == b.loose
+				}
+				if hit {
+					best = ei
+					break
+				}
+			}
+		}
+		if best < 0 {
+			match[i] = lostBound
+			continue
+		}
+		match[i] = best
+		prev = int(d.elems[best].tok)
+	}
+	// Keep the longest run of boundaries whose elements come in page order.
+	keep := lisKeep(bs, match, d)
+	for i := range match {
+		if match[i] >= 0 && !keep[i] {
+			match[i] = lostBound
+		}
+	}
+	return match
+}
+
+// lostBound marks a boundary that has no element in the new version.
+const lostBound int32 = -2
+
+// lisKeep marks the boundaries on the longest strictly increasing run of
+// element positions (the document start is always kept).
+func lisKeep(bs []bound, match []int32, d *doc) []bool {
+	type item struct{ i, pos int }
+	var items []item
+	for i, m := range match {
+		if m >= 0 {
+			items = append(items, item{i, int(d.elems[m].tok)})
+		}
+	}
+	keep := make([]bool, len(match))
+	for i, b := range bs {
+		if b.docStart {
+			keep[i] = true
+		}
+	}
+	if len(items) == 0 {
+		return keep
+	}
+	// patience LIS on pos
+	tails := []int{} // index into items of the smallest tail of each length
+	prevOf := make([]int, len(items))
+	for k, it := range items {
+		j := sort.Search(len(tails), func(t int) bool { return items[tails[t]].pos >= it.pos })
+		if j > 0 {
+			prevOf[k] = tails[j-1]
+		} else {
+			prevOf[k] = -1
+		}
+		if j == len(tails) {
+			tails = append(tails, k)
+		} else {
+			tails[j] = k
+		}
+	}
+	for k := tails[len(tails)-1]; k >= 0; k = prevOf[k] {
+		keep[items[k].i] = true
+	}
+	return keep
+}
+
+// segment is one segment of a scanned version.
+type segment struct {
+	a, b   int   // token range
+	elem   int32 // boundary element, -1 for the document start
+	region bool  // the boundary starts a zone region
+	start  int   // byte range
+	end    int
+	hash   string
+}
+
+// cut builds the segments of d that start at the given boundaries (sorted
+// by token; -1 is the document start) and end at the next boundary or the
+// end of their region.
+func (d *doc) cut(starts []int32, regionStart map[int32]bool, regions []region) []segment {
+	segs := make([]segment, 0, len(starts))
+	for k, ei := range starts {
+		sg := segment{elem: ei, region: regionStart[ei]}
+		if ei < 0 {
+			sg.a = 0
+		} else {
+			sg.a = int(d.elems[ei].tok)
+		}
+		// end: the next boundary, or the end of the region holding the start
+		rEnd := len(d.toks)
+		for _, r := range regions {
+			if r.elem >= 0 && sg.a >= r.a && sg.a < r.b {
+				rEnd = r.b
+				break
+			}
+		}
+		sg.b = rEnd
+		if k+1 < len(starts) {
+			next := 0
+			if starts[k+1] >= 0 {
+				next = int(d.elems[starts[k+1]].tok)
+			}
+			sg.b = min(sg.b, next)
+		}
+		if ei < 0 {
+			sg.start = 0
+		} else {
+			sg.start = d.offAt(sg.a)
+		}
+		if sg.b == rEnd && regions != nil && rEnd > 0 {
+			sg.end = int(d.toks[rEnd-1].end)
+		} else {
+			sg.end = d.offAt(sg.b)
+		}
+		sg.hash = d.segmentHash(sg.a, sg.b)
+		segs = append(segs, sg)
+	}
+	return segs
+}
+
+// segmentHash is the hex MD5 of the normalised tokens of [a, b), leaving
+// out end tags of elements opened before a (they belong to the enclosing
+// structure, not to the segment).
+func (d *doc) segmentHash(a, b int) string {
+	h := md5.New()
+	run := a
+	for i := a; i < b; i++ {
+		t := &d.toks[i]
+		if t.kind == tEnd && int(d.elems[t.elem].tok) < a {
+			if run < i {
+				h.Write(d.normOf(run, i))
+			}
+			run = i + 1
+		}
+	}
+	if run < b {
+		h.Write(d.normOf(run, b))
+	}
+	var sum [md5.Size]byte
+	return hex.EncodeToString(h.Sum(sum[:0]))
+}

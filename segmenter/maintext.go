@@ -1,0 +1,133 @@
+package segmenter
+
+import (
+	"strings"
+)
+
+// MainText returns the main text of an HTML page with its boilerplate
+// (navigation, footers, link lists, sidebars) removed, one block of text
+// per paragraph separated by blank lines. It uses Kohlschütter and
+// Nejdl's densitometry: the page's text is cut into blocks at block-level
+// tags, each block gets a text density (words per 80-column line) and a
+// link density (share of its words inside links), and the densitometric
+// classifier of "Boilerplate detection using shallow text features"
+// (2010) keeps a block by its own and its neighbours' densities. Text in
+// nav, aside and footer elements and in the head is boilerplate outright.
+// Bad input (empty, binary, not HTML) gives "".
+func MainText(body []byte) string {
+	if len(body) == 0 || len(body) > DefaultMaxBytes || binaryKind(body) != "" {
+		return ""
+	}
+	d := scan(decode(body), nil, step{})
+	defer d.release()
+	blocks := textBlocks(d)
+	var sb strings.Builder
+	for i := range blocks {
+		prev, next := textBlock{}, textBlock{}
+		if i > 0 {
+			prev = blocks[i-1]
+		}
+		if i+1 < len(blocks) {
+			next = blocks[i+1]
+		}
+		if blocks[i].boiler || !isContent(prev, blocks[i], next) {
+			continue
+		}
+		if sb.Len() > 0 {
+			sb.WriteString("\n\n")
+		}
+		sb.WriteString(blocks[i].text)
+	}
+	return sb.String()
+}
+
+// textBlock is a run of text between two block-level tags.
+type textBlock struct {
+	text        string
+	words       int
+	textDensity float64
+	linkDensity float64
+	boiler      bool // inside nav, aside, footer or the head
+}
+
+func textBlocks(d *doc) []textBlock {
+	var blocks []textBlock
+	var sb strings.Builder
+	words, chars, links := 0, 0, 0
+	boiler := false
+	flush := func() {
+		if words > 0 {
+			blocks = append(blocks, textBlock{
+				text:        sb.String(),
+				words:       words,
+				textDensity: density(words, chars, DefaultLineWidth),
+				linkDensity: float64(links) / float64(words),
+				boiler:      boiler,
+			})
+		}
+		sb.Reset()
+		words, chars, links = 0, 0, 0
+		boiler = false
+	}
+	for i := range d.toks {
+		t := &d.toks[i]
+		switch {
+		case t.kind != tText:
+			if t.flags&fBreak != 0 {
+				flush()
+			}
+		case t.flags&fVisible != 0:
+			b := d.textBytes(i)
+			if sb.Len() > 0 {
+				sb.WriteByte(' ')
+			}
+			sb.Write(b)
+			w := 1 + strings.Count(string(b), " ")
+			words += w
+			chars += len(b) + 1
+			if t.flags&fLink != 0 {
+				links += w
+			}
+			if inBoilerplate(d, t.elem) {
+				boiler = true
+			}
+		}
+	}
+	flush()
+	return blocks
+}
+
+// inBoilerplate reports whether element ei is or lies in a nav, aside,
+// footer, head or an element with a navigation role.
+func inBoilerplate(d *doc, ei int32) bool {
+	for ; ei >= 0; ei = d.elems[ei].parent {
+		switch d.tagOf(ei) {
+		case "nav", "aside", "footer", "head", "title":
+			return true
+		}
+		if role, ok := d.attr(&d.elems[ei], "role"); ok && (role == "navigation" || role == "contentinfo" || role == "banner") {
+			return true
+		}
+	}
+	return false
+}
+
+// isContent is the densitometric classifier (Kohlschütter, Frankhauser and
+// Nejdl 2010, as boilerpipe's DensitometricClassifier): a decision tree on
+// the link density of a block and its predecessor and the text density of
+// the block and its neighbours.
+func isContent(prev, cur, next textBlock) bool {
+	if cur.linkDensity > 0.333333 {
+		return false
+	}
+	if prev.linkDensity <= 0.555556 {
+		if cur.textDensity <= 9 {
+			if next.textDensity <= 10 {
+				return prev.textDensity > 4
+			}
+			return true
+		}
+		return next.textDensity != 0
+	}
+	return next.textDensity > 11
+}

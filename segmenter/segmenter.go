@@ -1,0 +1,153 @@
+package segmenter
+
+import (
+	"github.com/changedigest/changedigest"
+)
+
+// Segmenter cuts pages into segments and finds the typed changes between
+// versions. Its exported fields are the knobs; New sets their defaults. A
+// Segmenter is not changed by use and is safe for concurrent use.
+type Segmenter struct {
+	// Delta (δ) is the subtree size, in nodes (elements and texts), from
+	// which a block becomes a segment of its own; smaller blocks merge
+	// with their neighbour.
+	Delta int
+	// Lambda (λ) is the relative text-density slope between two adjacent
+	// blocks above which densitometry cuts a large block between them.
+	Lambda float64
+	// LineWidth is the column width densitometry wraps text at.
+	LineWidth int
+	// MaxSegment is the size in bytes past which densitometry also cuts a
+	// run of alike blocks (long prose has no density slope to cut at).
+	MaxSegment int
+	// Cascade is the number of tokens opening a segment that identify its
+	// boundary in the next version (the cascaded node sequence).
+	Cascade int
+	// MaxBytes is the largest document accepted; larger ones are an
+	// ETOOLARGE error.
+	MaxBytes int
+	// MaxText bounds the old and new text of a change, in bytes; longer
+	// texts are cut to the part around the difference.
+	MaxText int
+}
+
+// Defaults, chosen by measurement on the test corpus (see the package
+// documentation).
+const (
+	DefaultDelta      = 20
+	DefaultLambda     = 0.7
+	DefaultLineWidth  = 80
+	DefaultMaxSegment = 8 << 10
+	DefaultCascade    = 8
+	DefaultMaxBytes   = 10 << 20
+	DefaultMaxText    = 1000
+)
+
+// New returns a Segmenter with the default knobs.
+func New() *Segmenter {
+	return &Segmenter{
+		Delta:      DefaultDelta,
+		Lambda:     DefaultLambda,
+		LineWidth:  DefaultLineWidth,
+		MaxSegment: DefaultMaxSegment,
+		Cascade:    DefaultCascade,
+		MaxBytes:   DefaultMaxBytes,
+		MaxText:    DefaultMaxText,
+	}
+}
+
+// knobs returns s with unset or invalid knobs replaced by the defaults.
+func (s *Segmenter) knobs() *Segmenter {
+	c := *s
+	if c.Delta < 2 {
+		c.Delta = DefaultDelta
+	}
+	if c.Lambda <= 0 {
+		c.Lambda = DefaultLambda
+	}
+	if c.LineWidth <= 0 {
+		c.LineWidth = DefaultLineWidth
+	}
+	if c.MaxSegment <= 0 {
+		c.MaxSegment = DefaultMaxSegment
+	}
+	if c.Cascade <= 0 {
+		c.Cascade = DefaultCascade
+	}
+	if c.MaxBytes <= 0 {
+		c.MaxBytes = DefaultMaxBytes
+	}
+	if c.MaxText <= 0 {
+		c.MaxText = DefaultMaxText
+	}
+	return &c
+}
+
+// Detect segments a new version of a page or feed and finds its changes
+// against in.Prev, dispatching on Sniff to DetectPage or DetectFeed. Bad
+// input gives an EINVALID or ETOOLARGE error (see Sniff).
+func (s *Segmenter) Detect(in Input) (*changedigest.Snapshot, error) {
+	if err := s.checkSize(in.Body, ""); err != nil {
+		return nil, err
+	}
+	kind, err := Sniff(in.Body)
+	if err != nil {
+		return nil, err
+	}
+	if kind == changedigest.KindFeed {
+		return DetectFeed(in)
+	}
+	return s.DetectPage(in)
+}
+
+// Diff compares two versions of a page or feed (the `changedigest diff`
+// command), dispatching on Sniff to DiffPages or DiffFeeds; both must be of
+// the same kind. Bodies that are not UTF-8 are decoded from the charset
+// they declare. Bad input gives an EINVALID or ETOOLARGE error naming
+// which document it is about.
+func (s *Segmenter) Diff(old, new []byte, zone string) (*changedigest.Diff, error) {
+	if err := s.checkSize(old, "old"); err != nil {
+		return nil, err
+	}
+	if err := s.checkSize(new, "new"); err != nil {
+		return nil, err
+	}
+	ko, err := Sniff(old)
+	if err != nil {
+		return nil, labelled("old", err)
+	}
+	kn, err := Sniff(new)
+	if err != nil {
+		return nil, labelled("new", err)
+	}
+	if ko != kn {
+		return nil, inputErrorf(ErrNotDocument, "old is a %s and new is a %s: cannot compare them", ko, kn)
+	}
+	if ko == changedigest.KindFeed {
+		return DiffFeeds(old, new)
+	}
+	return s.DiffPages(old, new, zone)
+}
+
+func (s *Segmenter) checkSize(body []byte, label string) error {
+	max := s.MaxBytes
+	if max <= 0 {
+		max = DefaultMaxBytes
+	}
+	if len(body) > max {
+		return labelled(label, inputErrorf(ErrTooLarge, "document of %d bytes is larger than the limit of %d bytes", len(body), max))
+	}
+	return nil
+}
+
+// checkPage rejects what cannot be a page: too large, empty, binary, or
+// neither HTML nor a feed.
+func (s *Segmenter) checkPage(body []byte, label string) error {
+	if err := s.checkSize(body, label); err != nil {
+		return err
+	}
+	if _, err := Sniff(body); err != nil {
+		return labelled(label, err)
+	}
+	return nil
+}
