@@ -155,3 +155,14 @@ func isASCII(b []byte) bool {
 func asciiCompatible(name string) bool {
 	return !strings.HasPrefix(name, "utf-16") && name != "iso-2022-jp" && name != "replacement"
 }
+
+// ToUTF8 returns a stored body in UTF-8, decoded by the rules of the
+// fetcher (byte order mark, the Content-Type charset, <meta> or the XML
+// declaration, else UTF-8 or windows-1252). Undecodable bytes become U+FFFD.
+func ToUTF8(body []byte, contentType string) []byte {
+	out, _, err := toUTF8(body, contentType)
+	if err != nil {
+		return bytes.ToValidUTF8(body, []byte("\uFFFD"))
+	}
+	return out
+}

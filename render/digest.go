@@ -30,15 +30,16 @@ type DigestData struct {
 	Events []Event
 }
 
-// digestView is what the digest templates see.
-type digestView struct {
+// DigestView is what the digest templates see, and the Data of the web
+// page of a digest ("digest"). Build it with Engine.DigestPage.
+type DigestView struct {
 	Name     string // service name
 	UserName string
 	Day      time.Time
 	Title    string
 	Lead     string
-	Profile  []digestGroup
-	General  []digestGroup
+	Profile  []DigestGroup
+	General  []DigestGroup
 	// MoreProfile and MoreGeneral count watch groups left out by DigestWatches.
 	MoreProfile int
 	MoreGeneral int
@@ -46,21 +47,21 @@ type digestView struct {
 	ProfileURL  string
 }
 
-// digestGroup is one watch within a digest section.
-type digestGroup struct {
+// DigestGroup is one watch within a digest section of a DigestView.
+type DigestGroup struct {
 	WatchID   int64
 	WatchName string
 	WatchURL  string
 	WatchPage string
 	// Versions hold the watch's changes, newest version first.
-	Versions []digestVersion
+	Versions []DigestVersion
 	// More counts the watch's changes left out by DigestChanges.
 	More  int
 	count int // changes kept and left out
 }
 
-// digestVersion is one version's changes within a digest group.
-type digestVersion struct {
+// DigestVersion is one version's changes within a DigestGroup.
+type DigestVersion struct {
 	Seq     int
 	When    string // time of day in the digest's zone
 	URL     string // the version page
@@ -68,7 +69,7 @@ type digestVersion struct {
 	at      time.Time
 }
 
-func (e *Engine) digestView(d DigestData) (*digestView, error) {
+func (e *Engine) digestView(d DigestData) (*DigestView, error) {
 	if d.User == nil {
 		return nil, fmt.Errorf("%w: digest without a user", ErrInvalidEvent)
 	}
@@ -76,31 +77,31 @@ func (e *Engine) digestView(d DigestData) (*digestView, error) {
 		return nil, fmt.Errorf("%w: digest for user %d without a day", ErrInvalidEvent, d.User.ID)
 	}
 	loc := d.Day.Location()
-	v := &digestView{
+	v := &DigestView{
 		Name:       e.Name,
 		UserName:   oneLine(d.User.Name),
 		Day:        d.Day,
 		Dashboard:  e.URL("/"),
 		ProfileURL: e.URL("/profile"),
 	}
-	profile := map[int64]*digestGroup{}
-	general := map[int64]*digestGroup{}
+	profile := map[int64]*DigestGroup{}
+	general := map[int64]*DigestGroup{}
 	total, nprofile := 0, 0
 	for _, ev := range d.Events {
 		ev2, err := e.View(ev, ViewOptions{Context: e.Context, MaxChars: e.MaxChangeChars})
 		if err != nil {
 			return nil, err
 		}
-		add := func(groups map[int64]*digestGroup, cs []ChangeView) {
+		add := func(groups map[int64]*DigestGroup, cs []ChangeView) {
 			if len(cs) == 0 {
 				return
 			}
 			g := groups[ev2.WatchID]
 			if g == nil {
-				g = &digestGroup{WatchID: ev2.WatchID, WatchName: ev2.WatchName, WatchURL: ev2.WatchURL, WatchPage: ev2.WatchPage}
+				g = &DigestGroup{WatchID: ev2.WatchID, WatchName: ev2.WatchName, WatchURL: ev2.WatchURL, WatchPage: ev2.WatchPage}
 				groups[ev2.WatchID] = g
 			}
-			g.Versions = append(g.Versions, digestVersion{
+			g.Versions = append(g.Versions, DigestVersion{
 				Seq: ev2.Seq, URL: ev2.URL, at: ev2.Detected, Changes: cs,
 				When: ev2.Detected.In(loc).Format("15:04"),
 			})
@@ -141,10 +142,10 @@ func (e *Engine) digestView(d DigestData) (*digestView, error) {
 
 // digestSection orders a section's groups (most changes first, then by
 // name), newest change first within a group, and applies the caps.
-func (e *Engine) digestSection(groups map[int64]*digestGroup) ([]digestGroup, int) {
-	out := make([]digestGroup, 0, len(groups))
+func (e *Engine) digestSection(groups map[int64]*DigestGroup) ([]DigestGroup, int) {
+	out := make([]DigestGroup, 0, len(groups))
 	for _, g := range groups {
-		slices.SortStableFunc(g.Versions, func(a, b digestVersion) int {
+		slices.SortStableFunc(g.Versions, func(a, b DigestVersion) int {
 			if c := b.at.Compare(a.at); c != 0 {
 				return c
 			}
@@ -167,7 +168,7 @@ func (e *Engine) digestSection(groups map[int64]*digestGroup) ([]digestGroup, in
 		}
 		out = append(out, *g)
 	}
-	slices.SortFunc(out, func(a, b digestGroup) int {
+	slices.SortFunc(out, func(a, b DigestGroup) int {
 		if c := cmp.Compare(b.count, a.count); c != 0 {
 			return c
 		}
@@ -184,6 +185,9 @@ func (e *Engine) digestSection(groups map[int64]*digestGroup) ([]digestGroup, in
 	return out, more
 }
 
+// DigestPage builds the digest for the web page "digest". Errors as for Digest.
+func (e *Engine) DigestPage(d DigestData) (*DigestView, error) { return e.digestView(d) }
+
 // Digest writes the daily digest of one user as a complete HTML page with
 // inline styles only, fit to be the HTML body of an e-mail: the changes
 // that match the user's interests first, grouped by watch, then the other
@@ -199,7 +203,7 @@ func (e *Engine) Digest(w io.Writer, d DigestData) error {
 	return e.digestHTML(w, v)
 }
 
-func (e *Engine) digestHTML(w io.Writer, v *digestView) error {
+func (e *Engine) digestHTML(w io.Writer, v *DigestView) error {
 	var buf bytes.Buffer
 	if err := e.inline.ExecuteTemplate(&buf, "digest", v); err != nil {
 		return fmt.Errorf("render: digest: %w", err)
@@ -219,7 +223,7 @@ func (e *Engine) DigestText(w io.Writer, d DigestData) error {
 	return e.digestText(w, v)
 }
 
-func (e *Engine) digestText(w io.Writer, v *digestView) error {
+func (e *Engine) digestText(w io.Writer, v *DigestView) error {
 	var buf bytes.Buffer
 	if err := e.text.ExecuteTemplate(&buf, "digest.txt", v); err != nil {
 		return fmt.Errorf("render: digest text: %w", err)

@@ -406,3 +406,11 @@ func (e *Engine) Pages() []string {
 	slices.Sort(names)
 	return names
 }
+
+// Path returns a path of the service (given escaped) relative to the host,
+// e.g. e.Path("/watches/3") = "/cd/watches/3": for links and redirects
+// within the site, which work whatever host name the browser used.
+func (e *Engine) Path(p string) string { return e.sitePath(p) }
+
+// Prefix is the path the service is mounted under ("" at the root).
+func (e *Engine) Prefix() string { return e.site.EscapedPath() }

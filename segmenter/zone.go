@@ -74,3 +74,13 @@ func (d *doc) htmlTree() (*html.Node, map[*html.Node]int32) {
 	}
 	return root, byNode
 }
+
+// CheckZone reports whether zone is a CSS selector the segmenter accepts:
+// nil for "" and valid selectors, else an EINVALID error naming it.
+func CheckZone(zone string) error {
+	if zone == "" {
+		return nil
+	}
+	_, err := compileZone(zone)
+	return err
+}

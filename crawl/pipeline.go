@@ -1,0 +1,149 @@
+package crawl
+
+import (
+	"context"
+	"crypto/md5"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/changedigest/changedigest"
+	"github.com/changedigest/changedigest/segmenter"
+)
+
+// Track is the Page Evolution Track as the check pipeline sees it.
+type Track interface {
+	// Latest returns the newest stored version of a watch, or an
+	// ENOTFOUND error when it has none.
+	Latest(ctx context.Context, watchID int64) (*changedigest.Snapshot, error)
+	// Body returns a stored version's body byte for byte.
+	Body(ctx context.Context, watchID int64, seq int) ([]byte, error)
+	// History returns the segment hashes of the last m versions, newest first.
+	History(ctx context.Context, watchID int64, m int) ([][]string, error)
+	// AddVersion stores a version atomically and returns its sequence number.
+	AddVersion(ctx context.Context, watchID int64, snap *changedigest.Snapshot, body []byte) (int, error)
+	// UpdateWatch changes a watch in a transaction.
+	UpdateWatch(ctx context.Context, userID, id int64, fn func(*changedigest.Watch) error) (*changedigest.Watch, error)
+}
+
+// Pipeline checks one watch: fetch, segment and compare against the
+// track, store the new version. It is the scheduler's Checker. A failed
+// fetch, or a body that is neither a page nor a feed, returns an error
+// and stores nothing; the scheduler records it on the watch.
+type Pipeline struct {
+	Fetcher   *Fetcher
+	Segmenter *segmenter.Segmenter
+	Track     Track
+	// Matrix is how many earlier versions the signature matrix holds (m).
+	Matrix int
+	// OnVersion, when set, is called after a version is stored.
+	OnVersion func(w *changedigest.Watch, snap *changedigest.Snapshot)
+	Now       func() time.Time
+}
+
+// NewPipeline returns a pipeline with a 5-row signature matrix.
+func NewPipeline(f *Fetcher, s *segmenter.Segmenter, t Track) *Pipeline {
+	return &Pipeline{Fetcher: f, Segmenter: s, Track: t, Matrix: 5, Now: time.Now}
+}
+
+// Check fetches w and stores a new version when the body differs from the
+// newest stored one.
+func (p *Pipeline) Check(ctx context.Context, w *changedigest.Watch) (Outcome, error) {
+	res, err := p.Fetcher.Fetch(ctx, WatchRequest(w))
+	if err != nil {
+		return Outcome{}, err
+	}
+	if res.NotModified {
+		return res.Outcome(NotModified), nil
+	}
+	sum := md5.Sum(res.Raw)
+	bodyHash := hex.EncodeToString(sum[:])
+
+	prev, err := p.Track.Latest(ctx, w.ID)
+	if changedigest.ErrorCode(err) == changedigest.ENOTFOUND {
+		prev, err = nil, nil
+	}
+	if err != nil {
+		return Outcome{}, fmt.Errorf("crawl: read the newest version of %s: %w", w, err)
+	}
+	if prev != nil && prev.BodyHash == bodyHash && prev.Zone == w.Zone {
+		return res.Outcome(Unchanged), nil
+	}
+	in := segmenter.Input{Body: res.Body, Zone: w.Zone, Prev: prev}
+	if prev != nil {
+		raw, err := p.Track.Body(ctx, w.ID, prev.Seq)
+		if err != nil {
+			return Outcome{}, fmt.Errorf("crawl: read version %d of %s: %w", prev.Seq, w, err)
+		}
+		if in.PrevBody, _, err = toUTF8(raw, prev.ContentType); err != nil {
+			in.PrevBody = raw
+		}
+		if in.History, err = p.Track.History(ctx, w.ID, p.Matrix); err != nil {
+			return Outcome{}, fmt.Errorf("crawl: read the signature matrix of %s: %w", w, err)
+		}
+	}
+	snap, err := p.Segmenter.Detect(in)
+	if err != nil {
+		return Outcome{}, err
+	}
+	snap.WatchID = w.ID
+	snap.FetchedAt = p.now()
+	snap.Status = res.Status
+	snap.ETag, snap.LastModified, snap.ContentType = res.ETag, res.LastModified, res.ContentType
+	if res.FinalURL != w.URL {
+		snap.FinalURL = res.FinalURL
+	}
+	snap.Size, snap.BodyHash = len(res.Raw), bodyHash
+	snap.Zone = w.Zone
+	if !sameBytes(res.Raw, res.Body) {
+		// Segment ranges point into the UTF-8 text, not the stored bytes.
+		for i := range snap.Segments {
+			snap.Segments[i].Start, snap.Segments[i].End = -1, -1
+		}
+	}
+	seq, err := p.Track.AddVersion(ctx, w.ID, snap, res.Raw)
+	if err != nil {
+		return Outcome{}, fmt.Errorf("crawl: store a version of %s: %w", w, err)
+	}
+	snap.Seq = seq
+	if w.Kind != snap.Kind || (w.Title == "" && snap.Title != "") {
+		updated, err := p.Track.UpdateWatch(ctx, w.UserID, w.ID, func(x *changedigest.Watch) error {
+			x.Kind = snap.Kind
+			if x.Title == "" {
+				x.Title = snap.Title
+			}
+			return nil
+		})
+		if err != nil && !errors.Is(err, context.Canceled) {
+			return Outcome{}, fmt.Errorf("crawl: record the kind of %s: %w", w, err)
+		}
+		if updated != nil {
+			w.Kind, w.Title = updated.Kind, updated.Title
+		}
+	}
+	if p.OnVersion != nil {
+		p.OnVersion(w, snap)
+	}
+	switch {
+	case prev == nil:
+		return res.Outcome(FirstVersion), nil
+	case len(snap.Changes) > 0:
+		return res.Outcome(Changed), nil
+	default:
+		return res.Outcome(Unchanged), nil
+	}
+}
+
+func (p *Pipeline) now() time.Time {
+	if p.Now != nil {
+		return p.Now()
+	}
+	return time.Now()
+}
+
+// sameBytes reports whether a and b are the same memory (the fetcher
+// shares the body when no charset conversion was needed).
+func sameBytes(a, b []byte) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+}

@@ -1,0 +1,188 @@
+package server
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/changedigest/changedigest"
+	"github.com/changedigest/changedigest/expand"
+	"github.com/changedigest/changedigest/profile"
+)
+
+// profilePage is the Data of the "profile" page.
+type profilePage struct {
+	Profile    *changedigest.Profile
+	HasFOAF    bool
+	Expansions map[string][]expand.Term
+	Senses     map[string]string
+	PageErrors []string
+	Error      string
+}
+
+// loadProfile returns the user's profile and FOAF document; an empty
+// profile when there is none yet.
+func (s *Server) loadProfile(r *http.Request, u *changedigest.User) (*changedigest.Profile, []byte, error) {
+	p, doc, err := s.Store.Profile(r.Context(), u.ID)
+	if changedigest.ErrorCode(err) == changedigest.ENOTFOUND {
+		return &changedigest.Profile{UserID: u.ID}, nil, nil
+	}
+	return p, doc, err
+}
+
+func (s *Server) profilePage(r *http.Request, u *changedigest.User) (*profilePage, error) {
+	p, doc, err := s.loadProfile(r, u)
+	if err != nil {
+		return nil, err
+	}
+	pp := &profilePage{Profile: p, HasFOAF: len(doc) > 0, Expansions: map[string][]expand.Term{}, Senses: map[string]string{}}
+	if s.Expander != nil && len(p.Interests) > 0 {
+		exps, err := s.Expander.Expand(*p)
+		if err != nil {
+			return nil, err
+		}
+		for _, x := range exps {
+			for _, t := range x.Terms {
+				if t.Relation != expand.RelTerm && t.Relation != expand.RelKeyTerm {
+					pp.Expansions[x.Interest.Term] = append(pp.Expansions[x.Interest.Term], t)
+				}
+			}
+			if x.Sense != nil {
+				pp.Senses[x.Interest.Term] = x.Sense.Gloss
+			}
+		}
+	}
+	return pp, nil
+}
+
+func (s *Server) handleProfile(w http.ResponseWriter, r *http.Request) error {
+	u, err := requestUser(r)
+	if err != nil {
+		return err
+	}
+	pp, err := s.profilePage(r, u)
+	if err != nil {
+		return err
+	}
+	return s.renderPage(w, r, http.StatusOK, "profile", "profile", "Your profile", pp)
+}
+
+// profileError shows the profile page again with a user error.
+func (s *Server) profileError(w http.ResponseWriter, r *http.Request, u *changedigest.User, err error) error {
+	switch changedigest.ErrorCode(err) {
+	case changedigest.EINVALID, changedigest.ETOOLARGE, changedigest.ECONFLICT:
+	default:
+		return err
+	}
+	pp, perr := s.profilePage(r, u)
+	if perr != nil {
+		return perr
+	}
+	pp.Error = changedigest.ErrorMessage(err)
+	return s.renderPage(w, r, http.StatusBadRequest, "profile", "profile", "Your profile", pp)
+}
+
+// handleUploadFOAF reads a FOAF document (a file, or pasted text), builds
+// the profile with key terms of the linked pages, and keeps the user's
+// manual terms and exclusions.
+func (s *Server) handleUploadFOAF(w http.ResponseWriter, r *http.Request) error {
+	u, err := requestUser(r)
+	if err != nil {
+		return err
+	}
+	var data []byte
+	name, ctype := "profile", ""
+	if f, hdr, err := r.FormFile("foaf"); err == nil {
+		defer f.Close()
+		if data, err = io.ReadAll(io.LimitReader(f, s.MaxUpload+1)); err != nil {
+			return err
+		}
+		name, ctype = hdr.Filename, hdr.Header.Get("Content-Type")
+	} else if !errors.Is(err, http.ErrMissingFile) {
+		return s.profileError(w, r, u, changedigest.Errorf(changedigest.EINVALID, "the upload could not be read: %v", err))
+	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		data = []byte(r.FormValue("foaf_text"))
+	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		return s.profileError(w, r, u, changedigest.Errorf(changedigest.EINVALID, "choose a FOAF file or paste one"))
+	}
+	if int64(len(data)) > s.MaxUpload {
+		return s.profileError(w, r, u, changedigest.Errorf(changedigest.ETOOLARGE, "the FOAF document is larger than %d bytes", s.MaxUpload))
+	}
+	fresh, pageErrs, err := s.Profiles.Build(r.Context(), profile.Document{Body: bytes.NewReader(data), Name: name, ContentType: ctype})
+	if err != nil {
+		return s.profileError(w, r, u, err)
+	}
+	old, _, err := s.loadProfile(r, u)
+	if err != nil {
+		return err
+	}
+	p := profile.Merge(old, fresh)
+	p.UserID = u.ID
+	if err := s.Store.PutProfile(r.Context(), p, data); err != nil {
+		return s.profileError(w, r, u, err)
+	}
+	msg := "Profile updated: " + plural(len(p.Interests), "interest", "interests") + "."
+	if len(pageErrs) > 0 {
+		var urls []string
+		for _, pe := range pageErrs {
+			urls = append(urls, pe.URL)
+		}
+		msg += " Some linked pages could not be read: " + strings.Join(urls, ", ")
+	}
+	s.setFlash(w, "info", msg)
+	return s.redirect(w, r, "/profile")
+}
+
+func (s *Server) handleAddTerm(w http.ResponseWriter, r *http.Request) error {
+	return s.editTerms(w, r, func(p *changedigest.Profile, term string) (string, error) {
+		if err := profile.AddInterest(p, term); err != nil {
+			return "", err
+		}
+		return "Added " + term + ".", nil
+	})
+}
+
+func (s *Server) handleRemoveTerm(w http.ResponseWriter, r *http.Request) error {
+	return s.editTerms(w, r, func(p *changedigest.Profile, term string) (string, error) {
+		ok, err := profile.RemoveInterest(p, term)
+		if err != nil {
+			return "", err
+		}
+		if !ok {
+			return "", changedigest.Errorf(changedigest.EINVALID, "%q is not one of your interests", term)
+		}
+		return "Removed " + term + "; it stays out when the profile is rebuilt.", nil
+	})
+}
+
+func (s *Server) editTerms(w http.ResponseWriter, r *http.Request, edit func(*changedigest.Profile, string) (string, error)) error {
+	u, err := requestUser(r)
+	if err != nil {
+		return err
+	}
+	term := strings.TrimSpace(r.FormValue("term"))
+	p, doc, err := s.loadProfile(r, u)
+	if err != nil {
+		return err
+	}
+	msg, err := edit(p, term)
+	if err != nil {
+		return s.profileError(w, r, u, err)
+	}
+	if err := s.Store.PutProfile(r.Context(), p, doc); err != nil {
+		return s.profileError(w, r, u, err)
+	}
+	s.setFlash(w, "info", msg)
+	return s.redirect(w, r, "/profile")
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return itoa(n) + " " + many
+}

@@ -1,0 +1,165 @@
+package server
+
+import (
+	"bytes"
+	"io/fs"
+	"net/http"
+	"net/url"
+	"strconv"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/changedigest/changedigest"
+	"github.com/changedigest/changedigest/render"
+	"github.com/changedigest/changedigest/templates"
+)
+
+// Handler returns the service's routes behind its middleware, in this
+// order: request id, logging, recovery, timeout, security headers, body
+// limit.
+func (s *Server) Handler() http.Handler {
+	s.init()
+	r := chi.NewRouter()
+	r.Use(requestID, s.logRequests, s.recoverer, s.timeout, securityHeaders, s.limitBody)
+	r.NotFound(s.page(func(w http.ResponseWriter, r *http.Request) error {
+		return changedigest.Errorf(changedigest.ENOTFOUND, "there is no page at %s", r.URL.Path)
+	}))
+	r.MethodNotAllowed(s.page(func(w http.ResponseWriter, r *http.Request) error {
+		return changedigest.Errorf(changedigest.EINVALID, "%s is not allowed on %s", r.Method, r.URL.Path)
+	}))
+
+	r.Get("/healthz", func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok\n")) })
+	r.Handle("/static/*", s.staticFiles())
+
+	// Feed readers cannot log in: the secret feed token is in the path.
+	r.Route("/feeds/{token}", func(r chi.Router) {
+		r.Get("/atom.xml", s.feed(s.handleUserFeed))
+		r.Get("/watches/{id}.xml", s.feed(s.handleWatchFeed))
+		r.Get("/tags/{tag}.xml", s.feed(s.handleTagFeed))
+	})
+
+	r.Group(func(r chi.Router) {
+		r.Use(s.loadSession, s.checkCSRF)
+		r.Get("/login", s.page(s.handleLoginForm))
+		r.Post("/login", s.page(s.handleLogin))
+		r.Post("/logout", s.page(s.handleLogout))
+
+		r.Group(func(r chi.Router) {
+			r.Use(s.requireUser)
+			r.Get("/", s.page(s.handleDashboard))
+			r.Get("/watches/new", s.page(s.handleNewWatch))
+			r.Post("/watches", s.page(s.handleCreateWatch))
+			r.Route("/watches/{id}", func(r chi.Router) {
+				r.Get("/", s.page(s.handleWatch))
+				r.Post("/", s.page(s.handleUpdateWatch))
+				r.Get("/edit", s.page(s.handleEditWatch))
+				r.Post("/delete", s.page(s.handleDeleteWatch))
+				r.Post("/check", s.page(s.handleCheckWatch))
+				r.Get("/compare", s.page(s.handleCompare))
+				r.Get("/versions/{seq}", s.page(s.handleVersion))
+				r.Get("/versions/{seq}/content", s.page(s.handleVersionContent))
+				r.Get("/versions/{seq}/source", s.page(s.handleVersionSource))
+			})
+			r.Get("/tags/{tag}", s.page(s.handleTag))
+			r.Get("/profile", s.page(s.handleProfile))
+			r.Post("/profile/foaf", s.page(s.handleUploadFOAF))
+			r.Post("/profile/terms", s.page(s.handleAddTerm))
+			r.Post("/profile/terms/remove", s.page(s.handleRemoveTerm))
+			r.Get("/search", s.page(s.handleSearch))
+			r.Get("/digest", s.page(s.handleDigest))
+			r.Get("/digest/{day}", s.page(s.handleDigest))
+			r.Get("/settings", s.page(s.handleSettings))
+			r.Post("/settings", s.page(s.handleSaveSettings))
+			r.Post("/settings/password", s.page(s.handlePassword))
+			r.Post("/settings/tokens", s.page(s.handleCreateToken))
+			r.Post("/settings/tokens/{tid}/revoke", s.page(s.handleRevokeToken))
+			r.Post("/settings/feed-token", s.page(s.handleRotateFeedToken))
+		})
+	})
+	if prefix := s.Render.Prefix(); prefix != "" {
+		root := chi.NewRouter()
+		root.Mount(prefix, r)
+		return root
+	}
+	return r
+}
+
+// staticFiles serves the embedded style sheets. Links carry a content
+// version, so the files may be cached for a long time.
+func (s *Server) staticFiles() http.Handler {
+	sub, err := fs.Sub(templates.FS, "static")
+	if err != nil {
+		panic(err) // the embedded tree always has static/
+	}
+	files := http.StripPrefix(s.Render.Path("/static/"), http.FileServerFS(sub))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("v") != "" {
+			w.Header().Set("Cache-Control", "public, max-age=31536000, immutable")
+		} else {
+			w.Header().Set("Cache-Control", "public, max-age=3600")
+		}
+		files.ServeHTTP(w, r)
+	})
+}
+
+// pageData fills the frame of a page: the user, the flash, the CSRF token.
+func (s *Server) pageData(w http.ResponseWriter, r *http.Request, nav, title string, data any) render.Page {
+	return render.Page{Title: title, User: currentUser(r), Nav: nav, Flash: s.takeFlash(w, r),
+		CSRF: s.csrfToken(w, r), Data: data}
+}
+
+// renderPage renders a page into a buffer, then sends it.
+func (s *Server) renderPage(w http.ResponseWriter, r *http.Request, status int, name, nav, title string, data any) error {
+	var buf bytes.Buffer
+	if err := s.Render.Render(&buf, name, s.pageData(w, r, nav, title, data)); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_, err := w.Write(buf.Bytes())
+	return err
+}
+
+// redirect sends the browser to a path of the site after a form post.
+func (s *Server) redirect(w http.ResponseWriter, r *http.Request, path string) error {
+	http.Redirect(w, r, s.Render.Path(path), http.StatusSeeOther)
+	return nil
+}
+
+// idParam reads a positive integer URL parameter.
+func idParam(r *http.Request, name string) (int64, error) {
+	v := chi.URLParam(r, name)
+	id, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || id <= 0 {
+		return 0, changedigest.Errorf(changedigest.ENOTFOUND, "%q is not a valid %s", v, name)
+	}
+	return id, nil
+}
+
+// userWatch loads the watch named by the {id} parameter, if it is the user's.
+func (s *Server) userWatch(r *http.Request) (*changedigest.Watch, error) {
+	u, err := requestUser(r)
+	if err != nil {
+		return nil, err
+	}
+	id, err := idParam(r, "id")
+	if err != nil {
+		return nil, err
+	}
+	return s.Store.Watch(r.Context(), u.ID, id)
+}
+
+// requestUser is the logged-in user of a route behind requireUser or
+// requireToken: an EUNAUTHORIZED error elsewhere.
+func requestUser(r *http.Request) (*changedigest.User, error) {
+	u := currentUser(r)
+	if u == nil || u.ID <= 0 {
+		return nil, changedigest.Errorf(changedigest.EUNAUTHORIZED, "please log in")
+	}
+	return u, nil
+}
+
+func chiParam(r *http.Request, name string) string { return chi.URLParam(r, name) }
+
+func pathEscape(s string) string { return url.PathEscape(s) }

@@ -1,0 +1,132 @@
+// Package server is the HTTP side of changedigest: the chi router, the web
+// pages, the Atom feeds, the digest, the JSON API, authentication and the
+// middleware around them. Handlers parse the request, call the store, the
+// notification centre or the segmenter, and render; the logic lives in
+// those packages.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/changedigest/changedigest/expand"
+	"github.com/changedigest/changedigest/notify"
+	"github.com/changedigest/changedigest/profile"
+	"github.com/changedigest/changedigest/render"
+	"github.com/changedigest/changedigest/segmenter"
+)
+
+// Server serves the web interface, feeds and API. Set the knobs after New,
+// then Open; Close shuts it down.
+type Server struct {
+	// Addr is the address to listen on; "127.0.0.1:8080" unless set
+	// (":0" picks a free port).
+	Addr string
+
+	Store     Store
+	Checker   Checker
+	Notify    *notify.Notifier
+	Render    *render.Engine
+	Segmenter *segmenter.Segmenter
+	Expander  *expand.Expander
+	Profiles  *profile.Builder
+	Logger    *slog.Logger
+	Now       func() time.Time
+
+	// SessionTTL is how long a login lasts (30 days).
+	SessionTTL time.Duration
+	// MaxUpload bounds a request body: FOAF and OPML uploads, forms (2 MB).
+	MaxUpload int64
+	// RequestTimeout bounds a request's handling (60 s).
+	RequestTimeout time.Duration
+	// LoginAttempts failed logins per client address and per user name
+	// are allowed within LoginWindow before logins are refused for a while.
+	LoginAttempts int
+	LoginWindow   time.Duration
+
+	ln      net.Listener
+	srv     *http.Server
+	limiter *limiter
+	secure  bool // cookies only over https
+}
+
+// New returns a server with defaults; the caller sets the collaborators.
+func New() *Server {
+	return &Server{
+		Addr:           "127.0.0.1:8080",
+		Logger:         slog.Default(),
+		Now:            time.Now,
+		SessionTTL:     30 * 24 * time.Hour,
+		MaxUpload:      2 << 20,
+		RequestTimeout: 60 * time.Second,
+		LoginAttempts:  10,
+		LoginWindow:    10 * time.Minute,
+	}
+}
+
+// Open starts listening and serving in the background.
+func (s *Server) Open() error {
+	if s.Store == nil || s.Render == nil || s.Notify == nil || s.Segmenter == nil {
+		return errors.New("server: store, render engine, notifier and segmenter are required")
+	}
+	ln, err := net.Listen("tcp", s.Addr)
+	if err != nil {
+		return fmt.Errorf("server: listen on %s: %w", s.Addr, err)
+	}
+	s.ln = ln
+	s.srv = &http.Server{
+		Handler:           s.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       time.Minute,
+		WriteTimeout:      s.RequestTimeout + 10*time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(s.Logger.Handler(), slog.LevelWarn),
+	}
+	go func() {
+		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.Logger.Error("http server stopped", "err", err)
+		}
+	}()
+	return nil
+}
+
+// Port is the port the server listens on, once open.
+func (s *Server) Port() int {
+	if s.ln == nil {
+		return 0
+	}
+	return s.ln.Addr().(*net.TCPAddr).Port
+}
+
+// Close stops the server, waiting up to 5 s for requests in flight.
+func (s *Server) Close() error {
+	if s.srv == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return s.srv.Shutdown(ctx)
+}
+
+func (s *Server) init() {
+	if s.limiter == nil {
+		s.limiter = newLimiter(s.LoginAttempts, s.LoginWindow, s.now)
+	}
+	if u, err := url.Parse(s.Render.Site()); err == nil {
+		s.secure = strings.EqualFold(u.Scheme, "https")
+	}
+}
+
+func (s *Server) now() time.Time {
+	if s.Now != nil {
+		return s.Now()
+	}
+	return time.Now()
+}

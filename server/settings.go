@@ -1,0 +1,185 @@
+package server
+
+import (
+	"fmt"
+	"net/http"
+	"net/mail"
+	"strconv"
+	"strings"
+
+	"golang.org/x/crypto/bcrypt"
+
+	"github.com/changedigest/changedigest"
+	"github.com/changedigest/changedigest/pet"
+)
+
+// settingsPage is the Data of the "settings" page.
+type settingsPage struct {
+	Email      string
+	DigestHour int
+	Hours      []int
+	FeedURL    string
+	TagFeeds   []tagFeed
+	Tokens     []pet.Token
+	NewToken   string // the secret of a token just created, shown once
+	Error      string
+	Mail       bool // e-mail delivery is configured
+}
+
+type tagFeed struct{ Tag, URL string }
+
+func (s *Server) settingsPage(r *http.Request, u *changedigest.User) (*settingsPage, error) {
+	p := &settingsPage{Email: u.Email, DigestHour: u.DigestHour, FeedURL: s.feedURL(u, "/atom.xml"),
+		Mail: s.Notify.Mail != nil}
+	for h := 0; h < 24; h++ {
+		p.Hours = append(p.Hours, h)
+	}
+	ws, err := s.Store.Watches(r.Context(), u.ID, "")
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	for _, w := range ws {
+		for _, t := range w.Tags {
+			if !seen[t] {
+				seen[t] = true
+				p.TagFeeds = append(p.TagFeeds, tagFeed{Tag: t, URL: s.feedURL(u, "/tags/"+pathEscape(t)+".xml")})
+			}
+		}
+	}
+	if p.Tokens, err = s.Store.Tokens(r.Context(), u.ID); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+func (s *Server) handleSettings(w http.ResponseWriter, r *http.Request) error {
+	u, err := requestUser(r)
+	if err != nil {
+		return err
+	}
+	p, err := s.settingsPage(r, u)
+	if err != nil {
+		return err
+	}
+	return s.renderPage(w, r, http.StatusOK, "settings", "settings", "Settings", p)
+}
+
+// settingsError shows the settings page again with a user error.
+func (s *Server) settingsError(w http.ResponseWriter, r *http.Request, u *changedigest.User, err error) error {
+	if c := changedigest.ErrorCode(err); c != changedigest.EINVALID && c != changedigest.ECONFLICT {
+		return err
+	}
+	p, perr := s.settingsPage(r, u)
+	if perr != nil {
+		return perr
+	}
+	p.Error = changedigest.ErrorMessage(err)
+	return s.renderPage(w, r, http.StatusBadRequest, "settings", "settings", "Settings", p)
+}
+
+func (s *Server) handleSaveSettings(w http.ResponseWriter, r *http.Request) error {
+	u, err := requestUser(r)
+	if err != nil {
+		return err
+	}
+	email := strings.TrimSpace(r.FormValue("email"))
+	if email != "" {
+		a, err := mail.ParseAddress(email)
+		if err != nil || a.Name != "" {
+			return s.settingsError(w, r, u, changedigest.Errorf(changedigest.EINVALID, "%q is not an e-mail address", email))
+		}
+		email = a.Address
+	}
+	hour, err := strconv.Atoi(r.FormValue("digest_hour"))
+	if err != nil || hour < -1 || hour > 23 {
+		return s.settingsError(w, r, u, changedigest.Errorf(changedigest.EINVALID, "choose a digest hour"))
+	}
+	if _, err := s.Store.UpdateUser(r.Context(), u.ID, func(x *changedigest.User) error {
+		x.Email, x.DigestHour = email, hour
+		return nil
+	}); err != nil {
+		return s.settingsError(w, r, u, err)
+	}
+	s.setFlash(w, "info", "Settings saved.")
+	return s.redirect(w, r, "/settings")
+}
+
+func (s *Server) handlePassword(w http.ResponseWriter, r *http.Request) error {
+	u, err := requestUser(r)
+	if err != nil {
+		return err
+	}
+	if len(u.PasswordHash) > 0 && bcrypt.CompareHashAndPassword(u.PasswordHash, []byte(r.FormValue("current"))) != nil {
+		return s.settingsError(w, r, u, changedigest.Errorf(changedigest.EINVALID, "the current password is wrong"))
+	}
+	if r.FormValue("new") != r.FormValue("repeat") {
+		return s.settingsError(w, r, u, changedigest.Errorf(changedigest.EINVALID, "the two new passwords differ"))
+	}
+	hash, err := HashPassword(r.FormValue("new"))
+	if err != nil {
+		return s.settingsError(w, r, u, err)
+	}
+	if _, err := s.Store.UpdateUser(r.Context(), u.ID, func(x *changedigest.User) error {
+		x.PasswordHash = hash
+		return nil
+	}); err != nil {
+		return err
+	}
+	// Other sessions end; this browser logs in again.
+	if err := s.Store.DeleteUserSessions(r.Context(), u.ID); err != nil {
+		return err
+	}
+	s.setFlash(w, "info", "Password changed. Please log in again.")
+	return s.redirect(w, r, "/login")
+}
+
+func (s *Server) handleCreateToken(w http.ResponseWriter, r *http.Request) error {
+	u, err := requestUser(r)
+	if err != nil {
+		return err
+	}
+	secret, _, err := s.Store.CreateToken(r.Context(), u.ID, r.FormValue("name"))
+	if err != nil {
+		return s.settingsError(w, r, u, err)
+	}
+	p, err := s.settingsPage(r, u)
+	if err != nil {
+		return err
+	}
+	p.NewToken = secret
+	return s.renderPage(w, r, http.StatusOK, "settings", "settings", "Settings", p)
+}
+
+func (s *Server) handleRevokeToken(w http.ResponseWriter, r *http.Request) error {
+	u, err := requestUser(r)
+	if err != nil {
+		return err
+	}
+	id, err := idParam(r, "tid")
+	if err != nil {
+		return err
+	}
+	if err := s.Store.RevokeToken(r.Context(), u.ID, id); err != nil {
+		return err
+	}
+	s.setFlash(w, "info", fmt.Sprintf("Token %d revoked.", id))
+	return s.redirect(w, r, "/settings")
+}
+
+// handleRotateFeedToken gives the user a new feed token; the old feed
+// addresses stop working.
+func (s *Server) handleRotateFeedToken(w http.ResponseWriter, r *http.Request) error {
+	u, err := requestUser(r)
+	if err != nil {
+		return err
+	}
+	if _, err := s.Store.UpdateUser(r.Context(), u.ID, func(x *changedigest.User) error {
+		x.FeedToken = pet.NewSecret()
+		return nil
+	}); err != nil {
+		return err
+	}
+	s.setFlash(w, "info", "Your feeds have new addresses; update them in your feed reader.")
+	return s.redirect(w, r, "/settings")
+}
