@@ -296,7 +296,7 @@ func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: token, Path: "/", HttpOnly: true,
-		Secure: s.secure, SameSite: http.SameSiteLaxMode, Expires: s.now().Add(s.SessionTTL)})
+		Secure: s.secure, SameSite: http.SameSiteLaxMode, MaxAge: int(s.SessionTTL / time.Second)})
 	http.Redirect(w, r, s.safeNext(next), http.StatusSeeOther)
 	return nil
 }
