@@ -95,7 +95,7 @@ func (s *Segmenter) Detect(in Input) (*changedigest.Snapshot, error) {
 		return nil, err
 	}
 	if kind == changedigest.KindFeed {
-		return s.DetectFeed(in)
+		return DetectFeed(in)
 	}
 	return s.DetectPage(in)
 }
@@ -124,7 +124,7 @@ func (s *Segmenter) Diff(old, new []byte, zone string) (*changedigest.Diff, erro
 		return nil, inputErrorf(ErrNotDocument, "old is a %s and new is a %s: cannot compare them", ko, kn)
 	}
 	if ko == changedigest.KindFeed {
-		return s.DiffFeeds(old, new)
+		return DiffFeeds(old, new)
 	}
 	return s.DiffPages(old, new, zone)
 }
