@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/changedigest/changedigest"
+	"github.com/changedigest/changedigest/internal/textdiff"
 )
 
 // Detailed comparison of changed segments (CaSePer 3.1, Artail and Fawaz,
@@ -973,16 +974,30 @@ func (df *differ) alignSame(O, N []*tnode, gi, gj []int, mo, mn []int, via []uin
 // without text, attributes and children's tags.
 func (df *differ) similarity(x, y *tnode) float64 {
 	if x.isText() {
-		return dice(df.old.bagOf(x), df.new.bagOf(y))
+		return df.textSimilarity(x, y)
 	}
 	bx, by := df.old.bagOf(x), df.new.bagOf(y)
 	as := attrSimilarity(x, y)
 	if len(bx)+len(by) > 0 {
-		return 0.85*dice(bx, by) + 0.15*as
+		return 0.85*df.textSimilarity(x, y) + 0.15*as
 	}
 	ks := kidTagSimilarity(x, y)
 	return 0.5*as + 0.5*ks
 }
+
+// textSimilarity compares the words of two nodes: in order, by the word
+// diff, for short texts; as bags of words (Dice) for long ones, where the
+// diff's cost grows with the square of the differences.
+func (df *differ) textSimilarity(x, y *tnode) float64 {
+	bx, by := df.old.bagOf(x), df.new.bagOf(y)
+	if len(bx) <= shortText && len(by) <= shortText {
+		return textdiff.Similarity(df.old.textOf(x), df.new.textOf(y))
+	}
+	return dice(bx, by)
+}
+
+// shortText is the number of words up to which texts are compared in order.
+const shortText = 100
 
 // bagOf returns the sorted hashes of a node's visible words.
 func (sd *side) bagOf(n *tnode) []uint64 {
@@ -1160,21 +1175,16 @@ func clip(s string, n int) string {
 func isUTF8Start(c byte) bool { return c&0xC0 != 0x80 }
 
 // window returns the parts of two long texts around where they differ,
-// with some context, so that each is still a substring of its text.
+// with some context, so that each is still a substring of its text. The
+// changed words are found with the word diff when the texts are not too
+// long, else as the longest common prefix and suffix.
 func window(a, b string, n int) (string, string) {
 	if n <= 0 || (len(a) <= n && len(b) <= n) {
 		return a, b
 	}
-	p := 0
-	for p < len(a) && p < len(b) && a[p] == b[p] {
-		p++
-	}
-	s := 0
-	for s < len(a)-p && s < len(b)-p && a[len(a)-1-s] == b[len(b)-1-s] {
-		s++
-	}
+	p, s := changedSpan(a, b)
 	ctx := n / 4
-	cutA := func(t string) string {
+	cut := func(t string) string {
 		lo := max(0, p-ctx)
 		hi := min(len(t), len(t)-s+ctx)
 		if hi-lo > n {
@@ -1199,7 +1209,37 @@ func window(a, b string, n int) (string, string) {
 		}
 		return t[lo:hi]
 	}
-	return cutA(a), cutA(b)
+	return cut(a), cut(b)
+}
+
+// changedSpan returns the length in bytes of the common start and end of
+// two texts outside the words that differ.
+func changedSpan(a, b string) (prefix, suffix int) {
+	// the word diff costs the square of the differences: only for texts
+	// that are mostly alike
+	if len(a)+len(b) <= 64<<10 && dice(wordBag(a, nil), wordBag(b, nil)) >= 0.8 {
+		edits := textdiff.WordDiff(a, b)
+		for _, e := range edits {
+			if e.Op != textdiff.Equal {
+				break
+			}
+			prefix += len(e.Text)
+		}
+		for i := len(edits) - 1; i >= 0 && edits[i].Op == textdiff.Equal; i-- {
+			suffix += len(edits[i].Text)
+		}
+		if prefix+suffix <= min(len(a), len(b)) {
+			return prefix, suffix
+		}
+	}
+	prefix, suffix = 0, 0
+	for prefix < len(a) && prefix < len(b) && a[prefix] == b[prefix] {
+		prefix++
+	}
+	for suffix < len(a)-prefix && suffix < len(b)-prefix && a[len(a)-1-suffix] == b[len(b)-1-suffix] {
+		suffix++
+	}
+	return prefix, suffix
 }
 
 // lcsPairs returns index pairs of a longest common subsequence of a and b.

@@ -15,12 +15,19 @@ type pageVersion struct {
 	segs    []segment
 	// prev gives, for a later version, the previous version's segment
 	// each segment continues (-1: a boundary new in this version).
-	prev []int
+	prev  []int
+	texts []string // visible texts, filled as asked for
 }
 
 // text is the visible text of segment i.
 func (pv *pageVersion) text(i int) string {
-	return pv.d.visibleText(pv.segs[i].a, pv.segs[i].b)
+	if pv.texts == nil {
+		pv.texts = make([]string, len(pv.segs))
+	}
+	if pv.texts[i] == "" {
+		pv.texts[i] = pv.d.visibleText(pv.segs[i].a, pv.segs[i].b)
+	}
+	return pv.texts[i]
 }
 
 func (pv *pageVersion) hashes() []string {
@@ -309,8 +316,7 @@ func (p *prevSide) text(o0, o1 int) string {
 	var parts []string
 	for k := o0; k < o1; k++ {
 		if p.pv != nil {
-			sg := p.pv.segs[k]
-			parts = append(parts, p.pv.d.visibleText(sg.a, sg.b))
+			parts = append(parts, p.pv.text(k))
 		} else {
 			parts = append(parts, p.stored[k].Text)
 		}
