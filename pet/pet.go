@@ -44,6 +44,7 @@ import (
 
 	"github.com/blevesearch/bleve/v2"
 	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
 
 	"github.com/changedigest/changedigest"
 )
@@ -65,6 +66,9 @@ var (
 	// ErrCorrupt: stored data failed a check; the record cannot be read
 	// (EINTERNAL).
 	ErrCorrupt = errors.New("stored data is corrupt")
+	// ErrLocked: another process holds the store (Open gave up after
+	// OpenTimeout).
+	ErrLocked = errors.New("store is locked by another process")
 )
 
 // AnyUser, passed where a method takes a user id, lifts the ownership
@@ -196,7 +200,9 @@ func (s *Store) Open(ctx context.Context) error {
 	}
 	path := filepath.Join(s.Dir, dbFile)
 	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: s.OpenTimeout, NoSync: s.NoSync})
-	if err != nil {
+	if errors.Is(err, bolterrors.ErrTimeout) {
+		return fmt.Errorf("pet: open %s: %w", path, ErrLocked)
+	} else if err != nil {
 		return fmt.Errorf("pet: open %s: %w", path, err)
 	}
 	err = db.Update(func(tx *bolt.Tx) error {

@@ -325,3 +325,23 @@ func (s *Store) DueWatches(ctx context.Context, now time.Time, limit int) ([]cha
 	}
 	return out, nil
 }
+
+// SaveSchedule stores the fields of w the crawler owns (NextCheck,
+// LastCheck, LastChange, LastError, LastErrorAt, ErrorCount, Checks,
+// ChangeChecks, ETag, LastModified, RetryAfter, Samples), leaving the
+// fields a user edits as stored, so an edit made while a check ran is not
+// lost. A watch deleted meanwhile is not an error.
+func (s *Store) SaveSchedule(ctx context.Context, w *changedigest.Watch) error {
+	_, err := s.UpdateWatch(ctx, AnyUser, w.ID, func(x *changedigest.Watch) error {
+		x.NextCheck, x.LastCheck, x.LastChange = w.NextCheck, w.LastCheck, w.LastChange
+		x.LastError, x.LastErrorAt, x.ErrorCount = w.LastError, w.LastErrorAt, w.ErrorCount
+		x.Checks, x.ChangeChecks = w.Checks, w.ChangeChecks
+		x.ETag, x.LastModified, x.RetryAfter = w.ETag, w.LastModified, w.RetryAfter
+		x.Samples = slices.Clone(w.Samples)
+		return nil
+	})
+	if errors.Is(err, ErrNotFound) {
+		return nil
+	}
+	return err
+}

@@ -71,29 +71,16 @@ func New() *Server {
 	}
 }
 
-// Open starts listening and serving in the background.
+// Open listens on Addr and serves in the background.
 func (s *Server) Open() error {
-	if s.Store == nil || s.Render == nil || s.Notify == nil || s.Segmenter == nil {
-		return errors.New("server: store, render engine, notifier and segmenter are required")
-	}
 	ln, err := net.Listen("tcp", s.Addr)
 	if err != nil {
 		return fmt.Errorf("server: listen on %s: %w", s.Addr, err)
 	}
-	s.ln = ln
-	s.srv = &http.Server{
-		Handler:           s.Handler(),
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       time.Minute,
-		WriteTimeout:      s.RequestTimeout + 10*time.Second,
-		IdleTimeout:       2 * time.Minute,
-		ErrorLog:          slog.NewLogLogger(s.Logger.Handler(), slog.LevelWarn),
+	if err := s.Serve(ln); err != nil {
+		ln.Close()
+		return err
 	}
-	go func() {
-		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			s.Logger.Error("http server stopped", "err", err)
-		}
-	}()
 	return nil
 }
 
@@ -129,4 +116,26 @@ func (s *Server) now() time.Time {
 		return s.Now()
 	}
 	return time.Now()
+}
+
+// Serve serves on a listener the caller opened (Open listens on Addr).
+func (s *Server) Serve(ln net.Listener) error {
+	if s.Store == nil || s.Render == nil || s.Notify == nil || s.Segmenter == nil {
+		return errors.New("server: store, render engine, notifier and segmenter are required")
+	}
+	s.ln = ln
+	s.srv = &http.Server{
+		Handler:           s.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       time.Minute,
+		WriteTimeout:      s.RequestTimeout + 10*time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(s.Logger.Handler(), slog.LevelWarn),
+	}
+	go func() {
+		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.Logger.Error("http server stopped", "err", err)
+		}
+	}()
+	return nil
 }

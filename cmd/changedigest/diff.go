@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/changedigest/changedigest"
+	"github.com/changedigest/changedigest/crawl"
 	"github.com/changedigest/changedigest/internal/textdiff"
 	"github.com/changedigest/changedigest/segmenter"
 )
@@ -24,6 +25,7 @@ func runDiff(ctx context.Context, e *env) error {
 	fs := newFlagSet(e, "diff", "OLD NEW [--json] [--zone SELECTOR]")
 	asJSON := fs.Bool("json", false, "print the result as one JSON object")
 	zone := fs.String("zone", "", "CSS `selector` restricting the comparison to part of a page")
+	allowPrivate := fs.Bool("allow-private", false, "allow fetching private, loopback and link-local addresses")
 	args, err := parseFlags(fs, e.args)
 	if err != nil {
 		return err
@@ -32,11 +34,14 @@ func runDiff(ctx context.Context, e *env) error {
 		return usagef("diff takes two files, OLD and NEW (got %d arguments)", len(args))
 	}
 	s := segmenter.New()
-	old, err := readDocument(args[0], s.MaxBytes)
+	f := crawl.NewFetcher()
+	f.AllowPrivate = *allowPrivate
+	f.MaxBodySize = int64(s.MaxBytes)
+	old, err := readDocument(ctx, f, args[0], s.MaxBytes)
 	if err != nil {
 		return err
 	}
-	new, err := readDocument(args[1], s.MaxBytes)
+	new, err := readDocument(ctx, f, args[1], s.MaxBytes)
 	if err != nil {
 		return err
 	}
@@ -55,10 +60,22 @@ func runDiff(ctx context.Context, e *env) error {
 	return writeDiffReport(e.stdout, d, useColour(e.stdout))
 }
 
-// readDocument reads a file of at most max bytes.
-func readDocument(name string, max int) ([]byte, error) {
+// readDocument reads a file of at most max bytes, or fetches a URL
+// through the guarded fetcher (decoded to UTF-8).
+func readDocument(ctx context.Context, fetcher *crawl.Fetcher, name string, max int) ([]byte, error) {
 	if strings.HasPrefix(name, "http://") || strings.HasPrefix(name, "https://") {
-		return nil, changedigest.Errorf(changedigest.EINVALID, "%s: URLs are not supported yet, give a file", name)
+		res, err := fetcher.Fetch(ctx, crawl.Request{URL: name})
+		if err != nil {
+			var he *crawl.HTTPError
+			if errors.As(err, &he) || errors.Is(err, crawl.ErrPrivateAddress) || errors.Is(err, crawl.ErrBadURL) {
+				return nil, changedigest.Errorf(changedigest.EINVALID, "%s: %v", name, err)
+			}
+			if errors.Is(err, crawl.ErrTooLarge) {
+				return nil, changedigest.Errorf(changedigest.ETOOLARGE, "%s: %v", name, err)
+			}
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		return res.Body, nil
 	}
 	f, err := os.Open(name)
 	if err != nil {

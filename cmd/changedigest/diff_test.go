@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -149,7 +152,7 @@ func TestDiffBadInput(t *testing.T) {
 		{"binary", []string{"diff", good, binary}, "binary content (PNG image)"},
 		{"plain text", []string{"diff", text, good}, "neither HTML nor a feed"},
 		{"huge", []string{"diff", good, huge}, "larger than the limit"},
-		{"url", []string{"diff", "https://example.com/", good}, "URLs are not supported yet"},
+		{"private url", []string{"diff", "http://127.0.0.1:1/", good}, "refused non-public address"},
 		{"one argument", []string{"diff", good}, "two files"},
 		{"three arguments", []string{"diff", good, good, good}, "two files"},
 		{"bad flag", []string{"diff", "--colour", good, good}, "flag provided but not defined"},
@@ -168,6 +171,29 @@ func TestDiffBadInput(t *testing.T) {
 				t.Errorf("error is %d lines, want one: %q", lines+1, errs)
 			}
 		})
+	}
+}
+
+func TestDiffURLs(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		switch r.URL.Path {
+		case "/old":
+			io.WriteString(w, page1)
+		case "/new":
+			io.WriteString(w, strings.Replace(page1, "Field notes", "Field journal", 1))
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	code, out, errs := runCmd(t, "diff", "--json", "--allow-private", srv.URL+"/old", srv.URL+"/new")
+	if code != 0 || !strings.Contains(out, `"op":"update"`) || !strings.Contains(out, "Field journal") {
+		t.Errorf("diff of two URLs: exit %d, %s %s", code, out, errs)
+	}
+	code, _, errs = runCmd(t, "diff", "--allow-private", srv.URL+"/old", srv.URL+"/missing")
+	if code != 2 || !strings.Contains(errs, "404") {
+		t.Errorf("diff with a 404: exit %d, %s", code, errs)
 	}
 }
 

@@ -11,10 +11,14 @@ func init() {
 }
 
 func runVersion(ctx context.Context, e *env) error {
-	v := "(devel)"
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-		v = bi.Main.Version
-	}
-	fmt.Fprintln(e.stdout, "changedigest", v)
+	fmt.Fprintln(e.stdout, "changedigest", buildVersion())
 	return nil
+}
+
+// buildVersion is the module version, "(devel)" in a work tree.
+func buildVersion() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+		return bi.Main.Version
+	}
+	return "(devel)"
 }

@@ -1,0 +1,117 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/changedigest/changedigest"
+	"github.com/changedigest/changedigest/crawl"
+	"github.com/changedigest/changedigest/pet"
+	"github.com/changedigest/changedigest/segmenter"
+)
+
+// defaultDataDir is where the service keeps its data unless told otherwise.
+const defaultDataDir = "changedigest-data"
+
+// storeFlags are the flags every command that opens the store shares.
+type storeFlags struct {
+	data         string
+	allowPrivate bool
+	matrix       int
+}
+
+func (f *storeFlags) register(fs *flag.FlagSet) {
+	def := os.Getenv("CHANGEDIGEST_DATA")
+	if def == "" {
+		def = defaultDataDir
+	}
+	fs.StringVar(&f.data, "data", def, "data directory, created on first use (env CHANGEDIGEST_DATA)")
+	fs.BoolVar(&f.allowPrivate, "allow-private", false, "allow fetching private, loopback and link-local addresses")
+	fs.IntVar(&f.matrix, "matrix", pet.DefaultMatrix, "versions in the signature matrix (m)")
+}
+
+// openStore opens the Page Evolution Track in the data directory.
+func (f *storeFlags) openStore(ctx context.Context, logger *slog.Logger) (*pet.Store, error) {
+	if f.matrix < 1 || f.matrix > 100 {
+		return nil, usagef("--matrix %d is not between 1 and 100", f.matrix)
+	}
+	s := pet.New(f.data)
+	s.Matrix = f.matrix
+	if logger != nil {
+		s.Logger = logger
+	}
+	if err := s.Open(ctx); err != nil {
+		if errors.Is(err, pet.ErrLocked) {
+			return nil, fmt.Errorf("the data directory %s is in use by another changedigest process (stop it, or use --data)", f.data)
+		}
+		return nil, err
+	}
+	return s, nil
+}
+
+// pipeline builds the fetcher and the check pipeline over a store.
+func (f *storeFlags) pipeline(store *pet.Store) (*crawl.Fetcher, *crawl.Pipeline) {
+	fetcher := crawl.NewFetcher()
+	fetcher.AllowPrivate = f.allowPrivate
+	p := crawl.NewPipeline(fetcher, segmenter.New(), store)
+	p.Matrix = f.matrix
+	return fetcher, p
+}
+
+// scheduleStore is the store as the scheduler sees it.
+type scheduleStore struct{ *pet.Store }
+
+func (s scheduleStore) DueWatches(ctx context.Context, now time.Time, limit int) ([]*changedigest.Watch, error) {
+	ws, err := s.Store.DueWatches(ctx, now, limit)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*changedigest.Watch, len(ws))
+	for i := range ws {
+		out[i] = &ws[i]
+	}
+	return out, nil
+}
+
+// cliUser is the user command-line watches belong to: the one named, or
+// the only user, or (in an empty store) a new user "admin".
+func cliUser(ctx context.Context, store *pet.Store, name string, e *env) (*changedigest.User, error) {
+	if name != "" {
+		return store.UserByName(ctx, name)
+	}
+	users, err := store.Users(ctx)
+	if err != nil {
+		return nil, err
+	}
+	switch len(users) {
+	case 0:
+		u := &changedigest.User{Name: "admin", Admin: true, DigestHour: -1}
+		if err := store.CreateUser(ctx, u); err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(e.stderr, "created the local user %q; give it a password with: changedigest user passwd admin\n", u.Name)
+		return u, nil
+	case 1:
+		return &users[0], nil
+	}
+	for i := range users {
+		if users[i].Admin {
+			return &users[i], nil
+		}
+	}
+	return nil, usagef("there are %d users: say which with --user NAME", len(users))
+}
+
+// absData returns the data directory as an absolute path, for messages.
+func absData(dir string) string {
+	if a, err := filepath.Abs(dir); err == nil {
+		return a
+	}
+	return dir
+}

@@ -1,0 +1,373 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/changedigest/changedigest"
+	"github.com/changedigest/changedigest/crawl"
+	"github.com/changedigest/changedigest/demo"
+	"github.com/changedigest/changedigest/expand"
+	"github.com/changedigest/changedigest/notify"
+	"github.com/changedigest/changedigest/pet"
+	"github.com/changedigest/changedigest/profile"
+	"github.com/changedigest/changedigest/render"
+	"github.com/changedigest/changedigest/segmenter"
+	"github.com/changedigest/changedigest/server"
+)
+
+func init() {
+	commands["serve"] = command{summary: "run the service: web pages, feeds, API and the scheduler", run: runServe}
+}
+
+// Config is what `changedigest serve` is told by its flags.
+type Config struct {
+	storeFlags
+	Addr       string
+	BaseURL    string
+	Demo       bool
+	DemoPeriod time.Duration
+	Workers    int
+	HostGap    time.Duration
+	WordNetDir string
+	SMTP       string
+	SMTPFrom   string
+	SMTPUser   string
+	LogLevel   string
+}
+
+// Main is the running service: the store, the scheduler and the HTTP
+// server, and with --demo the demo site. Run starts it; Close stops it.
+type Main struct {
+	Config Config
+	Stdout io.Writer
+	Logger *slog.Logger
+
+	Store     *pet.Store
+	Server    *server.Server
+	Scheduler *crawl.Scheduler
+	Notify    *notify.Notifier
+	Demo      *demo.Site
+
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// NewMain returns a Main with the default configuration.
+func NewMain() *Main {
+	return &Main{
+		Config: Config{
+			storeFlags: storeFlags{data: defaultDataDir, matrix: pet.DefaultMatrix},
+			Addr:       "127.0.0.1:8080", DemoPeriod: 5 * time.Second, Workers: 16, HostGap: time.Second,
+		},
+		Stdout: os.Stdout,
+		Logger: slog.Default(),
+	}
+}
+
+func runServe(ctx context.Context, e *env) error {
+	m := NewMain()
+	m.Stdout = e.stdout
+	c := &m.Config
+	fs := newFlagSet(e, "serve", "[--addr HOST:PORT] [--data DIR] [--demo] [flags]")
+	c.storeFlags.register(fs)
+	fs.StringVar(&c.Addr, "addr", c.Addr, "address to listen on")
+	fs.StringVar(&c.BaseURL, "base-url", "", "public URL of the service, for links in feeds and mail (default http://ADDR)")
+	fs.BoolVar(&c.Demo, "demo", false, "also run a local demo site whose pages change every few seconds, with a demo user watching it")
+	fs.DurationVar(&c.DemoPeriod, "demo-period", c.DemoPeriod, "how often the demo site changes")
+	fs.IntVar(&c.Workers, "workers", c.Workers, "checks running at once")
+	fs.DurationVar(&c.HostGap, "host-gap", c.HostGap, "least time between two requests to one host")
+	fs.StringVar(&c.WordNetDir, "wordnet-dir", "", "read WordNet from these dict files instead of the embedded table (slow)")
+	fs.StringVar(&c.SMTP, "smtp", "", "SMTP relay host:port for the daily digest e-mail (password in env CHANGEDIGEST_SMTP_PASSWORD)")
+	fs.StringVar(&c.SMTPFrom, "smtp-from", "changedigest <changedigest@localhost>", "sender of digest e-mail")
+	fs.StringVar(&c.SMTPUser, "smtp-user", "", "SMTP user name")
+	fs.StringVar(&c.LogLevel, "log-level", "info", "debug, info, warn or error")
+	args, err := parseFlags(fs, e.args)
+	if err != nil {
+		return err
+	}
+	if len(args) > 0 {
+		return usagef("serve takes no arguments, got %q", args)
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(c.LogLevel)); err != nil {
+		return usagef("--log-level %q: want debug, info, warn or error", c.LogLevel)
+	}
+	m.Logger = slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level}))
+	if err := m.Run(ctx); err != nil {
+		m.Close()
+		return err
+	}
+	<-ctx.Done()
+	fmt.Fprintln(e.stderr, "shutting down")
+	return m.Close()
+}
+
+// Run opens the store, starts the scheduler, the digest mailer and the
+// HTTP server (and the demo site), prints where to go, and returns; the
+// service runs until Close.
+func (m *Main) Run(ctx context.Context) error {
+	c := &m.Config
+	log := m.Logger
+	if c.Demo {
+		// The demo site is on loopback.
+		c.allowPrivate = true
+	}
+	store, err := c.openStore(ctx, log.With("component", "pet"))
+	if err != nil {
+		return err
+	}
+	m.Store = store
+
+	wn, _, err := loadWordNet(c.WordNetDir)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", c.Addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", c.Addr, err)
+	}
+	base := c.BaseURL
+	if base == "" {
+		base = "http://" + displayAddr(ln.Addr().String())
+	}
+	eng, err := render.NewEngine(base)
+	if err != nil {
+		ln.Close()
+		return usagef("--base-url: %v", err)
+	}
+	eng.Version = buildVersion()
+
+	fetcher, pipeline := c.pipeline(store)
+	sched := crawl.NewScheduler(scheduleStore{store}, pipeline)
+	sched.Workers, sched.HostGap = c.Workers, c.HostGap
+	sched.Logger = log.With("component", "crawl")
+	m.Scheduler = sched
+
+	ex := expand.NewExpander(wn)
+	m.Notify = notify.New(store, ex, eng)
+	m.Notify.Logger = log.With("component", "notify")
+	if c.SMTP != "" {
+		mailer, err := notify.NewMailer(c.SMTP, c.SMTPFrom)
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		mailer.Username, mailer.Password = c.SMTPUser, os.Getenv("CHANGEDIGEST_SMTP_PASSWORD")
+		m.Notify.Mail = mailer
+	}
+
+	profiles := profile.NewBuilder()
+	profiles.Logger = log.With("component", "profile")
+	profiles.Fetch = pageText(fetcher)
+
+	srv := server.New()
+	srv.Store, srv.Checker, srv.Notify, srv.Render = store, sched, m.Notify, eng
+	srv.Segmenter, srv.Expander, srv.Profiles = segmenter.New(), ex, profiles
+	srv.Logger = log.With("component", "server")
+	m.Server = srv
+
+	runCtx, cancel := context.WithCancel(context.Background())
+	m.cancel = cancel
+	if c.Demo {
+		if err := m.startDemo(ctx, eng); err != nil {
+			ln.Close()
+			return err
+		}
+	} else if err := m.firstAdmin(ctx); err != nil {
+		ln.Close()
+		return err
+	}
+	if err := srv.Serve(ln); err != nil {
+		return err
+	}
+	m.goRun(func() error { return sched.Run(runCtx) })
+	m.goRun(func() error { return m.Notify.Run(runCtx, time.Minute) })
+	if c.Demo {
+		m.goRun(func() error { return m.demoWarmUp(runCtx) })
+	}
+	fmt.Fprintf(m.Stdout, "changedigest is running at %s (data in %s)\n", eng.Site(), absData(c.data))
+	return nil
+}
+
+func (m *Main) goRun(fn func() error) {
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		if err := fn(); err != nil && !errors.Is(err, context.Canceled) {
+			m.Logger.Error("background task stopped", "err", err)
+		}
+	}()
+}
+
+// Close stops the server, the scheduler and the demo site, then closes the store.
+func (m *Main) Close() error {
+	var errs []error
+	if m.Server != nil {
+		errs = append(errs, m.Server.Close())
+	}
+	if m.cancel != nil {
+		m.cancel()
+	}
+	m.wg.Wait()
+	if m.Demo != nil {
+		errs = append(errs, m.Demo.Close())
+	}
+	if m.Store != nil {
+		errs = append(errs, m.Store.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// displayAddr makes a listening address something a browser can open.
+func displayAddr(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return addr
+	}
+	if host == "" || host == "0.0.0.0" || host == "::" {
+		host = "localhost"
+	}
+	return net.JoinHostPort(host, port)
+}
+
+// pageText reads a linked profile page through the guarded fetcher and
+// returns its main text.
+func pageText(f *crawl.Fetcher) func(ctx context.Context, url string) (string, error) {
+	return func(ctx context.Context, url string) (string, error) {
+		res, err := f.Fetch(ctx, crawl.Request{URL: url})
+		if err != nil {
+			return "", err
+		}
+		return segmenter.MainText(res.Body), nil
+	}
+}
+
+// firstAdmin creates an administrator with a random password when the
+// store has no user yet, and prints the password once.
+func (m *Main) firstAdmin(ctx context.Context) error {
+	users, err := m.Store.Users(ctx)
+	if err != nil || len(users) > 0 {
+		return err
+	}
+	password := randomPassword()
+	hash, err := server.HashPassword(password)
+	if err != nil {
+		return err
+	}
+	u := &changedigest.User{Name: "admin", Admin: true, PasswordHash: hash, DigestHour: -1}
+	if err := m.Store.CreateUser(ctx, u); err != nil {
+		return err
+	}
+	fmt.Fprintf(m.Stdout, "created the administrator: log in as admin with password %s (change it under Settings)\n", password)
+	return nil
+}
+
+func randomPassword() string {
+	b := make([]byte, 12)
+	rand.Read(b)
+	return strings.NewReplacer("-", "x", "_", "y").Replace(base64.RawURLEncoding.EncodeToString(b))
+}
+
+// Demo login.
+const (
+	demoUser     = "demo"
+	demoPassword = "demo-password"
+)
+
+// startDemo starts the demo site and gives the demo user a profile and
+// watches on it.
+func (m *Main) startDemo(ctx context.Context, eng *render.Engine) error {
+	site := demo.New()
+	site.Period = m.Config.DemoPeriod
+	if err := site.Start(); err != nil {
+		return err
+	}
+	m.Demo = site
+	u, err := m.Store.UserByName(ctx, demoUser)
+	if changedigest.ErrorCode(err) == changedigest.ENOTFOUND {
+		hash, herr := server.HashPassword(demoPassword)
+		if herr != nil {
+			return herr
+		}
+		u = &changedigest.User{Name: demoUser, PasswordHash: hash, DigestHour: -1}
+		err = m.Store.CreateUser(ctx, u)
+	}
+	if err != nil {
+		return err
+	}
+	if _, _, err := m.Store.Profile(ctx, u.ID); changedigest.ErrorCode(err) == changedigest.ENOTFOUND {
+		p, err := profile.Parse(profile.Document{Body: strings.NewReader(string(demo.Profile)), Name: "demo-profile.ttl"})
+		if err != nil {
+			return fmt.Errorf("demo profile: %w", err)
+		}
+		p.UserID = u.ID
+		if err := m.Store.PutProfile(ctx, p, demo.Profile); err != nil {
+			return err
+		}
+	}
+	// The demo site gets a new port each run: old demo watches go.
+	ws, err := m.Store.Watches(ctx, u.ID, "")
+	if err != nil {
+		return err
+	}
+	for _, w := range ws {
+		if w.HasTag("demo") {
+			if err := m.Store.DeleteWatch(ctx, u.ID, w.ID); err != nil {
+				return err
+			}
+		}
+	}
+	for _, pg := range site.Pages() {
+		w := &changedigest.Watch{UserID: u.ID, URL: pg, Category: changedigest.CategoryNews, Interval: time.Minute, Tags: []string{"demo"}}
+		if strings.HasSuffix(pg, "/club") {
+			w.Tags = append(w.Tags, "sport")
+		}
+		if err := m.Store.CreateWatch(ctx, w); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(m.Stdout, "demo site: %s (changes every %s)\n", site.URL(), site.Period)
+	fmt.Fprintf(m.Stdout, "demo login: %s / %s\n", demoUser, demoPassword)
+	fmt.Fprintf(m.Stdout, "demo feed: %s\n", eng.URL("/feeds/"+u.FeedToken+"/atom.xml"))
+	return nil
+}
+
+// demoWarmUp checks the demo watches a few times in the first minute, so
+// a newcomer sees changes without waiting for the one-minute interval.
+func (m *Main) demoWarmUp(ctx context.Context) error {
+	wait := m.Config.DemoPeriod*2 + time.Second
+	for i := 0; i < 3; i++ {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(wait):
+		}
+		u, err := m.Store.UserByName(ctx, demoUser)
+		if err != nil {
+			return err
+		}
+		ws, err := m.Store.Watches(ctx, u.ID, "demo")
+		if err != nil {
+			return err
+		}
+		var ptrs []*changedigest.Watch
+		for i := range ws {
+			ptrs = append(ptrs, &ws[i])
+		}
+		if _, err := m.Scheduler.CheckNow(ctx, nil, ptrs...); err != nil && ctx.Err() == nil {
+			m.Logger.Warn("demo check", "err", err)
+		}
+	}
+	return nil
+}
