@@ -109,12 +109,7 @@ func useColour(w io.Writer) bool {
 	if _, ok := os.LookupEnv("NO_COLOR"); ok {
 		return false
 	}
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
+	return isTerminal(w)
 }
 
 const (
@@ -130,12 +125,6 @@ const (
 // difference of its texts.
 func writeDiffReport(w io.Writer, d *changedigest.Diff, colour bool) error {
 	bw := bufio.NewWriter(w)
-	paint := func(code, s string) string {
-		if !colour || s == "" {
-			return s
-		}
-		return code + s + ansiReset
-	}
 	fmt.Fprintf(bw, "%s: old %d segments (%d bytes), new %d segments (%d bytes), similarity %.3f\n",
 		d.Kind, d.Old.Segments, d.Old.Bytes, d.New.Segments, d.New.Bytes, d.Similarity)
 	if len(d.Changes) == 0 {
@@ -147,10 +136,23 @@ func writeDiffReport(w io.Writer, d *changedigest.Diff, colour bool) error {
 		noun = "change"
 	}
 	fmt.Fprintf(bw, "%d %s in %d segments\n", len(d.Changes), noun, d.ChangedSegments)
-	for _, c := range d.Changes {
+	writeChanges(bw, d.Kind, d.Changes, colour)
+	return bw.Flush()
+}
+
+// writeChanges prints changes readably: type, op, location and a
+// word-level diff, coloured when colour is set.
+func writeChanges(bw *bufio.Writer, kind changedigest.Kind, changes []changedigest.Change, colour bool) {
+	paint := func(code, s string) string {
+		if !colour || s == "" {
+			return s
+		}
+		return code + s + ansiReset
+	}
+	for _, c := range changes {
 		fmt.Fprintln(bw)
 		what := "segment"
-		if d.Kind == changedigest.KindFeed {
+		if kind == changedigest.KindFeed {
 			what = "item"
 		}
 		fmt.Fprintf(bw, "%s %d  %s  %s\n", what, c.Segment, paint(ansiBold, string(c.Type)+" "+string(c.Op)), paint(ansiDim, location(c)))
@@ -165,7 +167,6 @@ func writeDiffReport(w io.Writer, d *changedigest.Diff, colour bool) error {
 			fmt.Fprintf(bw, "  %s\n", wordDiff(c.OldText, c.NewText, colour))
 		}
 	}
-	return bw.Flush()
 }
 
 func location(c changedigest.Change) string {

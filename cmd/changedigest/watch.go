@@ -1,0 +1,324 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/changedigest/changedigest"
+	"github.com/changedigest/changedigest/crawl"
+	"github.com/changedigest/changedigest/pet"
+	"github.com/changedigest/changedigest/segmenter"
+	"github.com/changedigest/changedigest/server"
+)
+
+func init() {
+	commands["watch"] = command{summary: "add, list or remove watched pages and feeds (watch add|list|rm)", run: runWatch}
+	commands["check"] = command{summary: "check watches once now: check [ID…|--all]", run: runCheck}
+}
+
+func runWatch(ctx context.Context, e *env) error {
+	if len(e.args) == 0 {
+		return usagef("want a sub-command: watch add URL | watch list | watch rm ID|URL")
+	}
+	sub, rest := e.args[0], &env{args: e.args[1:], stdin: e.stdin, stdout: e.stdout, stderr: e.stderr}
+	switch sub {
+	case "add":
+		return runWatchAdd(ctx, rest)
+	case "list", "ls":
+		return runWatchList(ctx, rest)
+	case "rm", "remove":
+		return runWatchRm(ctx, rest)
+	}
+	return usagef("unknown sub-command %q: want add, list or rm", sub)
+}
+
+func runWatchAdd(ctx context.Context, e *env) error {
+	var sf storeFlags
+	fs := newFlagSet(e, "watch add", "URL [--zone SEL] [--category news|personal|academic | --every 30m] [--tag T]…")
+	sf.register(fs)
+	user := fs.String("user", "", "the user the watch belongs to")
+	zone := fs.String("zone", "", "CSS selector: watch only this part of the page")
+	category := fs.String("category", "", "news (1 h), personal (24 h) or academic (48 h): the first check interval")
+	every := fs.String("every", "", "check at this interval (e.g. 30m, 2h, 1d) instead of by category and change rate")
+	title := fs.String("title", "", "a name for the watch (default: the page title)")
+	var tags multiFlag
+	fs.Var(&tags, "tag", "a tag (repeat for more)")
+	args, err := parseFlags(fs, e.args)
+	if err != nil {
+		return err
+	}
+	if len(args) != 1 {
+		return usagef("watch add takes one URL, got %d arguments", len(args))
+	}
+	if *category != "" && *every != "" {
+		return usagef("give --category or --every, not both")
+	}
+	w := &changedigest.Watch{URL: args[0], Zone: *zone, Category: changedigest.Category(*category), Tags: tags, Title: *title}
+	if *every != "" {
+		if w.Interval, err = server.ParseInterval(*every); err != nil {
+			return err
+		}
+	}
+	if err := w.Validate(); err != nil {
+		return err
+	}
+	if err := segmenter.CheckZone(w.Zone); err != nil {
+		return err
+	}
+	store, err := sf.openStore(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	u, err := cliUser(ctx, store, *user, e)
+	if err != nil {
+		return err
+	}
+	w.UserID = u.ID
+	if err := store.CreateWatch(ctx, w); err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "watch %d: %s (%s)\n", w.ID, w.URL, intervalText(w))
+	return nil
+}
+
+func intervalText(w *changedigest.Watch) string {
+	if w.Interval > 0 {
+		return "every " + w.Interval.String()
+	}
+	return string(w.Category) + ", first check interval " + w.Category.Interval().String()
+}
+
+// multiFlag collects a repeated string flag.
+type multiFlag []string
+
+func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
+func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
+
+func runWatchList(ctx context.Context, e *env) error {
+	var sf storeFlags
+	fs := newFlagSet(e, "watch list", "[--tag T] [--json]")
+	sf.register(fs)
+	user := fs.String("user", "", "whose watches")
+	tag := fs.String("tag", "", "only watches with this tag")
+	if _, err := parseFlags(fs, e.args); err != nil {
+		return err
+	}
+	store, err := sf.openStore(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	u, err := cliUser(ctx, store, *user, e)
+	if err != nil {
+		return err
+	}
+	ws, err := store.Watches(ctx, u.ID, *tag)
+	if err != nil {
+		return err
+	}
+	if len(ws) == 0 {
+		fmt.Fprintln(e.stdout, "no watches yet: add one with 'changedigest watch add URL'")
+		return nil
+	}
+	tw := tabwriter.NewWriter(e.stdout, 2, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tURL\tKIND\tTAGS\tLAST CHECK\tLAST CHANGE\tNEXT CHECK\tERROR")
+	for _, w := range ws {
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", w.ID, w.URL, orDash(string(w.Kind)), orDash(strings.Join(w.Tags, ",")),
+			when(w.LastCheck), when(w.LastChange), when(w.NextCheck), orDash(oneLine(w.LastError, 60)))
+	}
+	return tw.Flush()
+}
+
+func runWatchRm(ctx context.Context, e *env) error {
+	var sf storeFlags
+	fs := newFlagSet(e, "watch rm", "ID|URL…")
+	sf.register(fs)
+	user := fs.String("user", "", "whose watch")
+	args, err := parseFlags(fs, e.args)
+	if err != nil {
+		return err
+	}
+	if len(args) == 0 {
+		return usagef("watch rm takes watch ids or URLs")
+	}
+	store, err := sf.openStore(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	u, err := cliUser(ctx, store, *user, e)
+	if err != nil {
+		return err
+	}
+	for _, a := range args {
+		w, err := findWatch(ctx, store, u, a)
+		if err != nil {
+			return err
+		}
+		if err := store.DeleteWatch(ctx, u.ID, w.ID); err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stdout, "removed watch %d (%s) and its history\n", w.ID, w.URL)
+	}
+	return nil
+}
+
+// findWatch finds a user's watch by id or URL.
+func findWatch(ctx context.Context, store *pet.Store, u *changedigest.User, arg string) (*changedigest.Watch, error) {
+	if id, err := strconv.ParseInt(arg, 10, 64); err == nil && id > 0 {
+		return store.Watch(ctx, u.ID, id)
+	}
+	ws, err := store.Watches(ctx, u.ID, "")
+	if err != nil {
+		return nil, err
+	}
+	for i := range ws {
+		if ws[i].URL == arg {
+			return &ws[i], nil
+		}
+	}
+	return nil, changedigest.Errorf(changedigest.ENOTFOUND, "no watch of %s has the URL or id %q (see 'changedigest watch list')", u.Name, arg)
+}
+
+func runCheck(ctx context.Context, e *env) error {
+	var sf storeFlags
+	fs := newFlagSet(e, "check", "[ID|URL…] [--all]")
+	sf.register(fs)
+	user := fs.String("user", "", "whose watches")
+	all := fs.Bool("all", false, "check every watch of the user")
+	workers := fs.Int("workers", 8, "checks running at once")
+	args, err := parseFlags(fs, e.args)
+	if err != nil {
+		return err
+	}
+	if *all == (len(args) > 0) {
+		return usagef("give watch ids or URLs, or --all")
+	}
+	store, err := sf.openStore(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	u, err := cliUser(ctx, store, *user, e)
+	if err != nil {
+		return err
+	}
+	var ws []*changedigest.Watch
+	if *all {
+		list, err := store.Watches(ctx, u.ID, "")
+		if err != nil {
+			return err
+		}
+		for i := range list {
+			ws = append(ws, &list[i])
+		}
+	} else {
+		for _, a := range args {
+			w, err := findWatch(ctx, store, u, a)
+			if err != nil {
+				return err
+			}
+			ws = append(ws, w)
+		}
+	}
+	if len(ws) == 0 {
+		fmt.Fprintln(e.stdout, "no watches to check")
+		return nil
+	}
+	_, pipeline := sf.pipeline(store)
+	sched := crawl.NewScheduler(scheduleStore{store}, pipeline)
+	sched.Workers = max(*workers, 1)
+	bar := newProgress(e.stderr, len(ws))
+	sum, err := sched.CheckNow(ctx, func(r crawl.Report) {
+		bar.step()
+		line := fmt.Sprintf("%-6d %-50s ", r.Watch.ID, oneLine(r.Watch.URL, 50))
+		if r.Err != nil {
+			line += "error: " + oneLine(r.Err.Error(), 120)
+		} else {
+			line += r.Outcome.Result.String()
+		}
+		bar.println(e.stdout, line)
+	}, ws...)
+	bar.done()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "checked %d: %d changed, %d first versions, %d unchanged, %d not modified, %d failed\n",
+		sum.Checked, sum.Changed, sum.FirstVersion, sum.Unchanged, sum.NotModified, sum.Failed)
+	if sum.Failed > 0 {
+		return fmt.Errorf("%d of %d checks failed", sum.Failed, sum.Checked)
+	}
+	return nil
+}
+
+// progress draws a progress bar on a terminal, and nothing elsewhere.
+type progress struct {
+	w     io.Writer
+	tty   bool
+	total int
+	n     int
+}
+
+func newProgress(w io.Writer, total int) *progress {
+	return &progress{w: w, tty: isTerminal(w), total: total}
+}
+
+func (p *progress) step() { p.n++ }
+
+// println prints a line above the bar.
+func (p *progress) println(w io.Writer, line string) {
+	if p.tty {
+		fmt.Fprint(p.w, "\r\033[K")
+	}
+	fmt.Fprintln(w, line)
+	if p.tty {
+		const width = 30
+		fill := width * p.n / max(p.total, 1)
+		fmt.Fprintf(p.w, "[%s%s] %d/%d", strings.Repeat("#", fill), strings.Repeat(".", width-fill), p.n, p.total)
+	}
+}
+
+func (p *progress) done() {
+	if p.tty {
+		fmt.Fprint(p.w, "\r\033[K")
+	}
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+func when(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.Local().Format("2006-01-02 15:04")
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// oneLine flattens s to one line of at most n runes.
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}
