@@ -1,0 +1,317 @@
+package crawl_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/md5"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/changedigest/changedigest"
+	"github.com/changedigest/changedigest/crawl"
+	"github.com/changedigest/changedigest/internal/testenv"
+	"github.com/changedigest/changedigest/pet"
+	"github.com/changedigest/changedigest/segmenter"
+)
+
+// site serves one document whose body the test sets, with an ETag, and
+// can be told to fail.
+type site struct {
+	mu     sync.Mutex
+	body   []byte
+	ctype  string
+	status int
+	delay  time.Duration
+	full   int // 200 responses sent
+}
+
+func (s *site) set(body []byte) {
+	s.mu.Lock()
+	s.body, s.status, s.delay = body, 200, 0
+	s.mu.Unlock()
+}
+
+func (s *site) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	body, status, delay, ctype := s.body, s.status, s.delay, s.ctype
+	s.mu.Unlock()
+	if delay > 0 {
+		select {
+		case <-time.After(delay):
+		case <-r.Context().Done():
+			return
+		}
+	}
+	if status != 200 {
+		http.Error(w, "server trouble", status)
+		return
+	}
+	etag := fmt.Sprintf(`"%x"`, md5.Sum(body))
+	w.Header().Set("ETag", etag)
+	w.Header().Set("Content-Type", ctype)
+	if r.Header.Get("If-None-Match") == etag {
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	s.mu.Lock()
+	s.full++
+	s.mu.Unlock()
+	w.Write(body)
+}
+
+type trackEnv struct {
+	store    *pet.Store
+	pipeline *crawl.Pipeline
+	watch    *changedigest.Watch
+	site     *site
+	srv      *httptest.Server
+}
+
+func newTrackEnv(t *testing.T, ctype string) *trackEnv {
+	t.Helper()
+	ctx := context.Background()
+	store := pet.New(t.TempDir())
+	if err := store.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	u := &changedigest.User{Name: "ann", DigestHour: -1}
+	if err := store.CreateUser(ctx, u); err != nil {
+		t.Fatal(err)
+	}
+	st := &site{ctype: ctype, status: 200}
+	srv := httptest.NewServer(st)
+	t.Cleanup(srv.Close)
+	w := &changedigest.Watch{UserID: u.ID, URL: srv.URL + "/doc"}
+	if err := store.CreateWatch(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	f := crawl.NewFetcher()
+	f.AllowPrivate = true
+	f.Timeout = 2 * time.Second
+	f.HeaderTimeout = 2 * time.Second
+	return &trackEnv{store: store, pipeline: crawl.NewPipeline(f, segmenter.New(), store), watch: w, site: st, srv: srv}
+}
+
+// check runs the pipeline and keeps the watch's validators, as the
+// scheduler does.
+func (e *trackEnv) check(t *testing.T) (crawl.Outcome, error) {
+	t.Helper()
+	o, err := e.pipeline.Check(context.Background(), e.watch)
+	if err == nil {
+		e.watch.ETag, e.watch.LastModified = o.ETag, o.LastModified
+	}
+	return o, err
+}
+
+func readVersions(t *testing.T, dir string, n int) [][]byte {
+	t.Helper()
+	names, err := filepath.Glob(filepath.Join(dir, "*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(names)
+	if len(names) > n {
+		names = names[:n]
+	}
+	var out [][]byte
+	for _, name := range names {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, b)
+	}
+	return out
+}
+
+// TestTrackRealHistories serves successive real versions and checks what
+// the track keeps: one version per distinct body, byte-exact read-back,
+// change texts that really differ, 304s that store nothing, and search.
+func TestTrackRealHistories(t *testing.T) {
+	cases := []struct {
+		name, dir, ctype string
+		n                int
+		kind             changedigest.Kind
+	}{
+		{"pandasthumb home page", "versions/pandasthumb-homepage/versions", "text/html; charset=utf-8", 40, changedigest.KindPage},
+		{"pandasthumb feed", "feeds/history/pandasthumb-atom/versions_first40", "application/atom+xml", 40, changedigest.KindFeed},
+		{"christian daily reporter", "versions/christian-daily-reporter-homepage/versions_first100", "text/html", 40, changedigest.KindPage},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			bodies := readVersions(t, testenv.Corpus(t, tc.dir), tc.n)
+			e := newTrackEnv(t, tc.ctype)
+			ctx := context.Background()
+			stored := 0
+			var lastBody []byte
+			changed := 0
+			for i, body := range bodies {
+				e.site.set(body)
+				o, err := e.check(t)
+				if err != nil {
+					t.Fatalf("version %d: %v", i, err)
+				}
+				switch {
+				case i == 0 && o.Result != crawl.FirstVersion:
+					t.Fatalf("version 0: %v, want a first version", o.Result)
+				case i > 0 && bytes.Equal(body, lastBody) && o.Result != crawl.NotModified:
+					t.Fatalf("version %d repeats the previous one but gave %v", i, o.Result)
+				}
+				if !bytes.Equal(body, lastBody) {
+					stored++
+				}
+				if o.Result == crawl.Changed {
+					changed++
+				}
+				lastBody = body
+				// A second check of the same body is a 304 and stores nothing.
+				if o2, err := e.check(t); err != nil || o2.Result != crawl.NotModified {
+					t.Fatalf("version %d again: %v, %v; want not modified", i, o2.Result, err)
+				}
+			}
+			info, err := e.store.Track(ctx, e.watch.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if info.Versions != stored {
+				t.Fatalf("%d versions stored, want %d", info.Versions, stored)
+			}
+			if changed == 0 {
+				t.Fatalf("no version brought a change")
+			}
+			// Byte-exact read-back, kinds, and change texts.
+			distinct := [][]byte{}
+			for i, b := range bodies {
+				if i == 0 || !bytes.Equal(b, bodies[i-1]) {
+					distinct = append(distinct, b)
+				}
+			}
+			var word string
+			for seq := 1; seq <= info.Latest; seq++ {
+				got, err := e.store.Body(ctx, e.watch.ID, seq)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(got, distinct[seq-1]) {
+					t.Fatalf("version %d does not read back byte for byte", seq)
+				}
+				v, err := e.store.Version(ctx, e.watch.ID, seq)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if v.Kind != tc.kind {
+					t.Fatalf("version %d is a %s, want %s", seq, v.Kind, tc.kind)
+				}
+				for _, c := range v.Changes {
+					if c.Op == changedigest.OpUpdate && c.OldText == c.NewText && c.Type == changedigest.ChangeContent {
+						t.Errorf("version %d: content update with equal texts %q", seq, c.NewText)
+					}
+					if word == "" && c.Op == changedigest.OpInsert && c.Type == changedigest.ChangeContent {
+						word = longestWord(c.NewText)
+					}
+				}
+			}
+			if word == "" {
+				t.Fatal("no inserted text to search for")
+			}
+			res, err := e.store.Search(ctx, pet.Query{Text: word, UserID: e.watch.UserID})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Total == 0 {
+				t.Errorf("search for %q, a word of an inserted segment, found nothing", word)
+			}
+			t.Logf("%d bodies, %d versions stored, %d with changes; search %q: %d hits", len(bodies), stored, changed, word, res.Total)
+		})
+	}
+}
+
+// longestWord picks a distinctive word of s for a search.
+func longestWord(s string) string {
+	best := ""
+	for _, w := range strings.FieldsFunc(s, func(r rune) bool { return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') }) {
+		if len(w) > len(best) && len(w) < 20 {
+			best = w
+		}
+	}
+	return best
+}
+
+// TestFailedFetchStoresNothing: error statuses and timeouts are errors
+// for the watch, never a version or a change.
+func TestFailedFetchStoresNothing(t *testing.T) {
+	e := newTrackEnv(t, "text/html")
+	e.site.set([]byte("<html><body><p>First words of the page, long enough to count.</p></body></html>"))
+	if _, err := e.check(t); err != nil {
+		t.Fatal(err)
+	}
+	e.watch.ETag = "" // force full responses
+	for _, tc := range []struct {
+		name   string
+		status int
+		delay  time.Duration
+	}{
+		{"server error", 500, 0},
+		{"not found", 404, 0},
+		{"too many requests", 429, 0},
+		{"timeout", 200, 5 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e.site.mu.Lock()
+			e.site.status, e.site.delay = tc.status, tc.delay
+			e.site.body = []byte("<html><body><p>Something else entirely.</p></body></html>")
+			e.site.mu.Unlock()
+			if _, err := e.pipeline.Check(context.Background(), e.watch); err == nil {
+				t.Fatal("no error")
+			}
+			info, err := e.store.Track(context.Background(), e.watch.ID)
+			if err != nil || info.Versions != 1 {
+				t.Fatalf("versions after a failed fetch: %d, %v", info.Versions, err)
+			}
+		})
+	}
+}
+
+// TestSchedulerRecordsErrors runs a failing check through the scheduler:
+// the error lands on the watch, not in the track.
+func TestSchedulerRecordsErrors(t *testing.T) {
+	e := newTrackEnv(t, "text/html")
+	e.site.mu.Lock()
+	e.site.status = 503
+	e.site.mu.Unlock()
+	sched := crawl.NewScheduler(storeAdapter{e.store}, e.pipeline)
+	sum, err := sched.CheckNow(context.Background(), nil, e.watch)
+	if err != nil || sum.Failed != 1 {
+		t.Fatalf("summary %+v, %v", sum, err)
+	}
+	w, err := e.store.Watch(context.Background(), e.watch.UserID, e.watch.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.LastError == "" || w.ErrorCount != 1 || !w.NextCheck.After(time.Now()) {
+		t.Errorf("watch after a 503: error %q, count %d, next %v", w.LastError, w.ErrorCount, w.NextCheck)
+	}
+	if info, _ := e.store.Track(context.Background(), e.watch.ID); info.Versions != 0 {
+		t.Errorf("%d versions stored after a failed check", info.Versions)
+	}
+}
+
+type storeAdapter struct{ *pet.Store }
+
+func (s storeAdapter) DueWatches(ctx context.Context, now time.Time, limit int) ([]*changedigest.Watch, error) {
+	ws, err := s.Store.DueWatches(ctx, now, limit)
+	out := make([]*changedigest.Watch, len(ws))
+	for i := range ws {
+		out[i] = &ws[i]
+	}
+	return out, err
+}
