@@ -1,0 +1,170 @@
+// Command checkbench measures the whole check path at scale: a farm of
+// changing pages on loopback, watched through the real scheduler, fetcher,
+// segmenter and Page Evolution Track, and reports checks per second and
+// the process's peak memory.
+//
+//	go run ./cmd/checkbench -watches 10000 -hosts 200
+//
+// It runs two passes over every watch: the first fetches and stores every
+// page (a first version each); before the second, -change of the pages
+// change, so the second pass is mostly conditional GETs answered 304 plus
+// the detection and storage of the changed pages.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/changedigest/changedigest"
+	"github.com/changedigest/changedigest/crawl"
+	"github.com/changedigest/changedigest/crawl/crawltest"
+	"github.com/changedigest/changedigest/pet"
+	"github.com/changedigest/changedigest/segmenter"
+)
+
+func main() {
+	watches := flag.Int("watches", 10000, "watches (one page each)")
+	hosts := flag.Int("hosts", 200, "loopback hosts the pages are spread over")
+	size := flag.Int("size", 32<<10, "page size in bytes")
+	change := flag.Float64("change", 0.1, "fraction of pages that change between the passes")
+	workers := flag.Int("workers", 32, "checks running at once")
+	gap := flag.Duration("host-gap", 100*time.Millisecond, "least time between two requests to one host")
+	users := flag.Int("users", 100, "users the watches are spread over")
+	noSync := flag.Bool("nosync", false, "do not fsync the store on commit (faster, unsafe)")
+	flag.Parse()
+	if err := run(*watches, *hosts, *size, *change, *workers, *gap, *users, *noSync); err != nil {
+		fmt.Fprintln(os.Stderr, "checkbench:", err)
+		os.Exit(1)
+	}
+}
+
+// tb stands in for testing.TB for the farm.
+type tb struct{ cleanups []func() }
+
+func (t *tb) Helper()          {}
+func (t *tb) Cleanup(f func()) { t.cleanups = append(t.cleanups, f) }
+func (t *tb) close() {
+	for _, f := range t.cleanups {
+		f()
+	}
+}
+
+func run(n, hosts, size int, change float64, workers int, gap time.Duration, nusers int, noSync bool) error {
+	ctx := context.Background()
+	dir, err := os.MkdirTemp("", "checkbench")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	t := &tb{}
+	defer t.close()
+	farm := crawltest.NewFarm(t, crawltest.FarmConfig{Hosts: hosts, Pages: n, Size: size,
+		Rate: func(int) float64 { return 0 }})
+
+	store := pet.New(dir)
+	store.NoSync = noSync
+	store.Logger = slog.New(slog.DiscardHandler)
+	if err := store.Open(ctx); err != nil {
+		return err
+	}
+	defer store.Close()
+	var uids []int64
+	for i := 0; i < nusers; i++ {
+		u := &changedigest.User{Name: fmt.Sprintf("user%d", i), DigestHour: -1}
+		if err := store.CreateUser(ctx, u); err != nil {
+			return err
+		}
+		uids = append(uids, u.ID)
+	}
+	start := time.Now()
+	ws := make([]*changedigest.Watch, n)
+	for i := range n {
+		w := &changedigest.Watch{UserID: uids[i%len(uids)], URL: farm.URL(i), Category: changedigest.CategoryNews}
+		if err := store.CreateWatch(ctx, w); err != nil {
+			return err
+		}
+		ws[i] = w
+	}
+	fmt.Printf("created %d watches for %d users in %s\n", n, nusers, time.Since(start).Round(time.Millisecond))
+
+	f := crawl.NewFetcher()
+	f.AllowPrivate = true
+	p := crawl.NewPipeline(f, segmenter.New(), store)
+	sched := crawl.NewScheduler(schedStore{store}, p)
+	sched.Workers, sched.HostGap = workers, gap
+	sched.Logger = slog.New(slog.DiscardHandler)
+
+	pass := func(name string) error {
+		start := time.Now()
+		sum, err := sched.CheckNow(ctx, nil, ws...)
+		if err != nil {
+			return err
+		}
+		d := time.Since(start)
+		fmt.Printf("%-7s %d checks in %s: %.0f checks/s (first %d, changed %d, unchanged %d, not modified %d, failed %d)\n",
+			name, sum.Checked, d.Round(time.Millisecond), float64(sum.Checked)/d.Seconds(),
+			sum.FirstVersion, sum.Changed, sum.Unchanged, sum.NotModified, sum.Failed)
+		return nil
+	}
+	if err := pass("first"); err != nil {
+		return err
+	}
+	changed := int(float64(n) * change)
+	for i := 0; i < changed; i++ {
+		farm.Pages[(i*7919)%n].Touch()
+	}
+	if err := pass("second"); err != nil {
+		return err
+	}
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	fmt.Printf("peak RSS %s, heap in use %d MB, store on disk %d MB, %d pages of %d KB on %d hosts, %d workers, host gap %s, GOMAXPROCS %d\n",
+		peakRSS(), ms.HeapInuse>>20, diskUsage(dir)>>20, n, size>>10, hosts, workers, gap, runtime.GOMAXPROCS(0))
+	return nil
+}
+
+type schedStore struct{ *pet.Store }
+
+func (s schedStore) DueWatches(ctx context.Context, now time.Time, limit int) ([]*changedigest.Watch, error) {
+	ws, err := s.Store.DueWatches(ctx, now, limit)
+	out := make([]*changedigest.Watch, len(ws))
+	for i := range ws {
+		out[i] = &ws[i]
+	}
+	return out, err
+}
+
+// peakRSS reads the process's peak resident set size (Linux).
+func peakRSS() string {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return "unknown"
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	return "unknown"
+}
+
+func diskUsage(dir string) int64 {
+	var total int64
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if info, err := e.Info(); err == nil {
+			if e.IsDir() {
+				total += diskUsage(dir + "/" + e.Name())
+			} else {
+				total += info.Size()
+			}
+		}
+	}
+	return total
+}
