@@ -15,20 +15,8 @@ import (
 	"github.com/changedigest/changedigest/internal/testenv"
 )
 
-// python returns /usr/bin/python3 when it can import module, else skips
-// the test (fails it under CI=true). feedparser is packaged for the system
-// Python only.
-func python(t *testing.T, module string) string {
-	t.Helper()
-	const py = "/usr/bin/python3"
-	if err := exec.Command(py, "-c", "import "+module).Run(); err != nil {
-		if testenv.InCI() {
-			t.Fatalf("%s cannot import %s: %v", py, module, err)
-		}
-		t.Skipf("%s cannot import %s: %v (skipping)", py, module, err)
-	}
-	return py
-}
+// python returns the system Python when it can import module.
+func python(t *testing.T, module string) string { return testenv.Python(t, module) }
 
 // feedparserScript reads a feed on stdin and prints what feedparser made
 // of it as JSON.

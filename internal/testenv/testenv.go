@@ -59,3 +59,15 @@ func repoRoot() string {
 	}
 	return filepath.Join(filepath.Dir(file), "..", "..")
 }
+
+// Python returns the system Python (/usr/bin/python3) when it can import
+// module, else skips the test (fails it under CI=true). Debian packages
+// such as python3-feedparser serve the system Python only.
+func Python(tb testing.TB, module string) string {
+	tb.Helper()
+	const py = "/usr/bin/python3"
+	if err := exec.Command(py, "-c", "import "+module).Run(); err != nil {
+		missing(tb, "%s cannot import %s: %v", py, module, err)
+	}
+	return py
+}

@@ -1,0 +1,7 @@
+package main
+
+import (
+	"log/slog"
+)
+
+func slogDiscard() *slog.Logger { return slog.New(slog.DiscardHandler) }

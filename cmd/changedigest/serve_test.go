@@ -1,0 +1,222 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"encoding/xml"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/changedigest/changedigest"
+	"github.com/changedigest/changedigest/internal/testenv"
+)
+
+// mustDemo runs the service with its demo site, as `serve --demo` does,
+// on a free port with a fast-changing site, and returns it with the demo
+// feed URL.
+func mustDemo(t *testing.T) (*Main, string) {
+	t.Helper()
+	m := NewMain()
+	var out bytes.Buffer
+	m.Stdout = &out
+	m.Logger = slogDiscard()
+	m.Config.data = t.TempDir()
+	m.Config.Addr = "127.0.0.1:0"
+	m.Config.Demo = true
+	m.Config.DemoPeriod = 400 * time.Millisecond
+	if err := m.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := m.Close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	})
+	feed := regexp.MustCompile(`demo feed: (\S+)`).FindStringSubmatch(out.String())
+	for _, want := range []string{"demo login: demo / demo-password", "changedigest is running at http://127.0.0.1:"} {
+		if !strings.Contains(out.String(), want) {
+			t.Fatalf("start-up output lacks %q:\n%s", want, out.String())
+		}
+	}
+	if feed == nil {
+		t.Fatalf("no demo feed line:\n%s", out.String())
+	}
+	return m, feed[1]
+}
+
+// checkDemo checks the demo watches now, twice, a few site steps apart,
+// so each has a first version and a changed one.
+func checkDemo(t *testing.T, m *Main) {
+	t.Helper()
+	ctx := context.Background()
+	u, err := m.Store.UserByName(ctx, demoUser)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 2; i++ {
+		ws, err := m.Store.Watches(ctx, u.ID, "demo")
+		if err != nil || len(ws) != 3 {
+			t.Fatalf("demo watches: %d, %v", len(ws), err)
+		}
+		var ptrs []*changedigest.Watch
+		for i := range ws {
+			ptrs = append(ptrs, &ws[i])
+		}
+		sum, err := m.Scheduler.CheckNow(ctx, nil, ptrs...)
+		if err != nil || sum.Failed > 0 {
+			t.Fatalf("check: %+v, %v", sum, err)
+		}
+		time.Sleep(11 * m.Config.DemoPeriod) // past two club-page steps and a banner colour
+	}
+}
+
+func get(t *testing.T, c *http.Client, u string) (int, string) {
+	t.Helper()
+	resp, err := c.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+type atomFeed struct {
+	Entries []struct {
+		ID      string `xml:"id"`
+		Title   string `xml:"title"`
+		Content string `xml:"content"`
+	} `xml:"entry"`
+}
+
+// TestServeDemoEndToEnd: the demo user's watches detect changes, which
+// reach the Atom feed (profile matches marked apart), the digest and search.
+func TestServeDemoEndToEnd(t *testing.T) {
+	m, feedURL := mustDemo(t)
+	checkDemo(t, m)
+	base := m.Server.Render.Site()
+
+	code, body := get(t, http.DefaultClient, feedURL)
+	if code != 200 {
+		t.Fatalf("feed: %d %s", code, body)
+	}
+	var f atomFeed
+	if err := xml.Unmarshal([]byte(body), &f); err != nil {
+		t.Fatalf("feed is not XML: %v", err)
+	}
+	if len(f.Entries) == 0 {
+		t.Fatal("no entries in the demo feed")
+	}
+	profile := false
+	for _, e := range f.Entries {
+		if strings.Contains(e.Content, "<mark") && strings.Contains(e.Content, "matches your interest") {
+			profile = true
+		}
+	}
+	if !profile {
+		t.Error("no feed entry marks a profile match")
+	}
+	if code, _ := get(t, http.DefaultClient, strings.Replace(feedURL, "/feeds/", "/feeds/x", 1)); code != 404 {
+		t.Errorf("a wrong feed token gives %d, want 404", code)
+	}
+
+	// Log in as the demo user.
+	jar, _ := cookiejar.New(nil)
+	c := &http.Client{Jar: jar}
+	_, page := get(t, c, base+"/login")
+	tok := regexp.MustCompile(`name="csrf_token" value="([^"]+)"`).FindStringSubmatch(page)
+	if tok == nil {
+		t.Fatal("no CSRF token on the login page")
+	}
+	resp, err := c.PostForm(base+"/login", url.Values{"csrf_token": {tok[1]}, "name": {demoUser}, "password": {demoPassword}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	code, body = get(t, c, base+"/")
+	if code != 200 || !strings.Contains(body, "Riverside Daily") {
+		t.Fatalf("dashboard: %d", code)
+	}
+	code, body = get(t, c, base+"/digest")
+	if code != 200 || !strings.Contains(body, "matches your interest") {
+		t.Errorf("digest: %d, profile match shown: %v", code, strings.Contains(body, "matches your interest"))
+	}
+	// Search for a word of a story that slid onto the news page.
+	code, body = get(t, c, base+"/search?q=library")
+	if code != 200 || !strings.Contains(body, "<mark>") {
+		t.Errorf("search: %d, hit marked: %v", code, strings.Contains(body, "<mark>"))
+	}
+}
+
+// TestServeFeedReaders reads the demo feed with real feed readers:
+// feedparser (no bozo error, entries, ids stable across fetches, marks
+// kept) and newsboat.
+func TestServeFeedReaders(t *testing.T) {
+	py := testenv.Python(t, "feedparser")
+	m, feedURL := mustDemo(t)
+	checkDemo(t, m)
+
+	script := `
+import feedparser, json, sys
+d = feedparser.parse(sys.argv[1])
+json.dump({"bozo": bool(d.bozo), "exc": str(d.get("bozo_exception", "")), "status": d.get("status", 0),
+  "ids": [e.id for e in d.entries],
+  "marked": sum(1 for e in d.entries if e.get("content") and "matches your interest" in e.content[0].value and "<strong" in e.content[0].value)}, sys.stdout)
+`
+	read := func() (r struct {
+		Bozo   bool
+		Exc    string
+		Status int
+		IDs    []string
+		Marked int
+	}) {
+		out, err := exec.Command(py, "-c", script, feedURL).Output()
+		if err != nil {
+			t.Fatalf("feedparser: %v", err)
+		}
+		if err := json.Unmarshal(out, &r); err != nil {
+			t.Fatalf("feedparser output %s: %v", out, err)
+		}
+		return r
+	}
+	first := read()
+	if first.Bozo || first.Status != 200 || len(first.IDs) == 0 || first.Marked == 0 {
+		t.Fatalf("feedparser: %+v", first)
+	}
+	second := read()
+	if strings.Join(first.IDs, " ") != strings.Join(second.IDs, " ") {
+		t.Errorf("entry ids changed between fetches:\n%v\n%v", first.IDs, second.IDs)
+	}
+
+	nb := testenv.Tool(t, "newsboat")
+	dir := t.TempDir()
+	urls, conf, cache := filepath.Join(dir, "urls"), filepath.Join(dir, "config"), filepath.Join(dir, "cache.db")
+	os.WriteFile(urls, []byte(feedURL+"\n"), 0o600)
+	os.WriteFile(conf, nil, 0o600)
+	run := func(args ...string) string {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, nb, append([]string{"-u", urls, "-C", conf, "-c", cache}, args...)...)
+		cmd.Env = append(os.Environ(), "HOME="+dir, "XDG_CONFIG_HOME="+dir, "XDG_DATA_HOME="+dir)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("newsboat %v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	run("-x", "reload")
+	out := run("-x", "print-unread")
+	if !regexp.MustCompile(`[1-9]\d* unread articles?`).MatchString(out) {
+		t.Errorf("newsboat print-unread: %q", out)
+	}
+}
