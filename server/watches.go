@@ -42,6 +42,23 @@ type watchRow struct {
 	Checks     int
 }
 
+// TagLinks lists the row's tags with the paths of their pages.
+func (w watchRow) TagLinks() []tagLink { return tagLinks(w.Tags) }
+
+// TagLinks lists the user's tags with the paths of their pages.
+func (p *dashboardPage) TagLinks() []tagLink { return tagLinks(p.Tags) }
+
+// tagLink is a tag and the path of its page, escaped for any tag text.
+type tagLink struct{ Name, Path string }
+
+func tagLinks(tags []string) []tagLink {
+	out := make([]tagLink, len(tags))
+	for i, t := range tags {
+		out[i] = tagLink{Name: t, Path: "/tags/" + pathEscape(t)}
+	}
+	return out
+}
+
 func rowOf(w *changedigest.Watch) watchRow {
 	return watchRow{ID: w.ID, Name: w.Name(), URL: w.URL, Kind: w.Kind, Tags: w.Tags, Paused: w.Paused,
 		LastCheck: w.LastCheck, LastChange: w.LastChange, NextCheck: w.NextCheck, LastError: w.LastError, Checks: w.Checks}
@@ -333,6 +350,14 @@ type watchPage struct {
 	Timeline []versionRow
 	Latest   int
 	Interval string
+}
+
+// Oldest is the sequence number of the oldest stored version, 0 for none.
+func (p *watchPage) Oldest() int {
+	if len(p.Timeline) == 0 {
+		return 0
+	}
+	return p.Timeline[len(p.Timeline)-1].Seq
 }
 
 // versionRow is one version in a watch's timeline.
