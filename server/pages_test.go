@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -678,4 +679,37 @@ func TestSettingsForms(t *testing.T) {
 		mustStatus(t, "old password", resp, "", http.StatusUnauthorized)
 		sc.e.login("ann", "a new secret")
 	})
+}
+
+// TestTagLinks follows the tag links of the dashboard for tags holding
+// characters that mean something in a path or URL.
+func TestTagLinks(t *testing.T) {
+	sc := mustScene(t)
+	tags := []string{"c#/net", "100%", "a?b", "local news"}
+	w := sc.e.mustWatch(sc.u, "https://odd.example.org/", tags...)
+	sc.setState(w.ID, func(w *changedigest.Watch) { w.Title = "Odd tags" })
+	_, dash := sc.c.get("/")
+	links := regexp.MustCompile(`<a class="tag" href="([^"]+)">([^<]+)</a>`).FindAllStringSubmatch(dash, -1)
+	seen := map[string]bool{}
+	for _, m := range links {
+		name := strings.ReplaceAll(m[2], "&#34;", `"`)
+		if seen[name] {
+			continue
+		}
+		seen[name] = true
+		resp, body := sc.c.get(m[1])
+		mustStatus(t, m[1], resp, body, http.StatusOK)
+		if !strings.Contains(body, "Tag: "+m[2]+"</h1>") || (slices.Contains(tags, name) && !strings.Contains(body, ">Odd tags</a>")) {
+			t.Errorf("%s: not the page of tag %q with its watch", m[1], name)
+		}
+		feed := regexp.MustCompile(`/feeds/[^"]+\.xml`).FindString(body)
+		if resp, body := sc.c.get(feed); resp.StatusCode != http.StatusOK || !strings.Contains(body, "<feed") {
+			t.Errorf("%s: feed %s: status %d", m[1], feed, resp.StatusCode)
+		}
+	}
+	for _, tag := range tags {
+		if !seen[tag] {
+			t.Errorf("no link for tag %q on the dashboard", tag)
+		}
+	}
 }
