@@ -95,9 +95,9 @@ func (s *Server) handleWatchFeed(r *http.Request, u *changedigest.User) (render.
 }
 
 func (s *Server) handleTagFeed(r *http.Request, u *changedigest.User) (render.FeedInfo, pet.ChangeFilter, error) {
-	tags := changedigest.NormaliseTags([]string{chiParam(r, "tag")})
-	if len(tags) != 1 {
-		return render.FeedInfo{}, pet.ChangeFilter{}, changedigest.Errorf(changedigest.ENOTFOUND, "no such tag")
+	tag, err := tagParam(r)
+	if err != nil {
+		return render.FeedInfo{}, pet.ChangeFilter{}, err
 	}
-	return s.Render.TagFeed(u, tags[0], s.feedURL(u, "/tags/"+pathEscape(tags[0])+".xml")), pet.ChangeFilter{Tag: tags[0]}, nil
+	return s.Render.TagFeed(u, tag, s.feedURL(u, "/tags/"+pathEscape(tag)+".xml")), pet.ChangeFilter{Tag: tag}, nil
 }

@@ -144,19 +144,31 @@ func (c *client) get(path string) (*http.Response, string) {
 
 var csrfRE = regexp.MustCompile(`name="csrf_token" value="([^"]+)"`)
 
-// post sends a form with the CSRF token of a page the client loaded
-// first (the login page, which sets the cookie).
-func (c *client) post(path string, form url.Values) (*http.Response, string) {
+// csrf returns the client's CSRF token: the cookie a page set, or the
+// one the login page sets for a visitor.
+func (c *client) csrf() string {
 	c.t.Helper()
+	u, _ := url.Parse(c.base)
+	for _, ck := range c.http.Jar.Cookies(u) {
+		if ck.Name == csrfCookie {
+			return ck.Value
+		}
+	}
 	_, page := c.get("/login")
 	m := csrfRE.FindStringSubmatch(page)
 	if m == nil {
 		c.t.Fatalf("no CSRF token on the login page")
 	}
+	return m[1]
+}
+
+// post sends a form with the client's CSRF token.
+func (c *client) post(path string, form url.Values) (*http.Response, string) {
+	c.t.Helper()
 	if form == nil {
 		form = url.Values{}
 	}
-	form.Set("csrf_token", m[1])
+	form.Set("csrf_token", c.csrf())
 	resp, err := c.http.PostForm(c.base+path, form)
 	if err != nil {
 		c.t.Fatal(err)

@@ -34,6 +34,7 @@ type searchHit struct {
 	Time      time.Time
 	LastSeq   int
 	LastSeen  time.Time
+	Segment   int
 	Path      string
 	Types     []changedigest.ChangeType
 	Snippet   template.HTML
@@ -69,7 +70,7 @@ func (s *Server) handleSearch(w http.ResponseWriter, r *http.Request) error {
 			p.Searched, p.Total = true, res.Total
 			for _, h := range res.Hits {
 				p.Hits = append(p.Hits, searchHit{WatchID: h.WatchID, WatchName: names[h.WatchID], Seq: h.Seq, Time: h.Time,
-					LastSeq: h.LastSeq, LastSeen: h.LastSeen, Path: h.Path, Types: h.Types,
+					LastSeq: h.LastSeq, LastSeen: h.LastSeen, Segment: h.Segment, Path: h.Path, Types: h.Types,
 					Snippet: template.HTML(h.Snippet.HTML())})
 			}
 			page := func(off int) string {

@@ -2,6 +2,7 @@ package server
 
 import (
 	"fmt"
+	"math"
 	"mime"
 	"net/http"
 	"strconv"
@@ -207,6 +208,9 @@ func (s *Server) handleCompare(w http.ResponseWriter, r *http.Request) error {
 	p := &comparePage{DiffPage: dp, WatchID: wt.ID, From: from, To: to, Latest: info.Latest, Similar: d.Similarity}
 	return s.renderPage(w, r, http.StatusOK, "compare", "", fmt.Sprintf("%s, version %d to %d", wt.Name(), from, to), p)
 }
+
+// Percent is the similarity of the two versions in whole percent.
+func (p *comparePage) Percent() int { return int(math.Round(p.Similar * 100)) }
 
 // formSeq reads a version number from a form, def when empty.
 func formSeq(v string, def int, name string) (int, error) {

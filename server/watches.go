@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -40,6 +41,23 @@ type watchRow struct {
 	NextCheck  time.Time
 	LastError  string
 	Checks     int
+}
+
+// TagLinks lists the row's tags with the paths of their pages.
+func (w watchRow) TagLinks() []tagLink { return tagLinks(w.Tags) }
+
+// TagLinks lists the user's tags with the paths of their pages.
+func (p *dashboardPage) TagLinks() []tagLink { return tagLinks(p.Tags) }
+
+// tagLink is a tag and the path of its page, escaped for any tag text.
+type tagLink struct{ Name, Path string }
+
+func tagLinks(tags []string) []tagLink {
+	out := make([]tagLink, len(tags))
+	for i, t := range tags {
+		out[i] = tagLink{Name: t, Path: "/tags/" + pathEscape(t)}
+	}
+	return out
 }
 
 func rowOf(w *changedigest.Watch) watchRow {
@@ -335,6 +353,14 @@ type watchPage struct {
 	Interval string
 }
 
+// Oldest is the sequence number of the oldest stored version, 0 for none.
+func (p *watchPage) Oldest() int {
+	if len(p.Timeline) == 0 {
+		return 0
+	}
+	return p.Timeline[len(p.Timeline)-1].Seq
+}
+
 // versionRow is one version in a watch's timeline.
 type versionRow struct {
 	Seq     int
@@ -437,17 +463,34 @@ func (s *Server) handleTag(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	tag := changedigest.NormaliseTags([]string{chiParam(r, "tag")})
-	if len(tag) != 1 {
-		return changedigest.Errorf(changedigest.ENOTFOUND, "no such tag")
-	}
-	ws, err := s.Store.Watches(r.Context(), u.ID, tag[0])
+	tag, err := tagParam(r)
 	if err != nil {
 		return err
 	}
-	p := &tagPage{Tag: tag[0], FeedURL: s.feedURL(u, "/tags/"+pathEscape(tag[0])+".xml")}
+	ws, err := s.Store.Watches(r.Context(), u.ID, tag)
+	if err != nil {
+		return err
+	}
+	p := &tagPage{Tag: tag, FeedURL: s.feedURL(u, "/tags/"+pathEscape(tag)+".xml")}
 	for i := range ws {
 		p.Watches = append(p.Watches, rowOf(&ws[i]))
 	}
-	return s.renderPage(w, r, http.StatusOK, "tag", "", "Tag "+tag[0], p)
+	return s.renderPage(w, r, http.StatusOK, "tag", "", "Tag "+tag, p)
+}
+
+// tagParam reads the {tag} parameter. chi matches the escaped path when
+// it holds an escaped slash ("c%23%2Fnet" for the tag "c#/net"), and then
+// gives the parameter still escaped.
+func tagParam(r *http.Request) (string, error) {
+	v := chiParam(r, "tag")
+	if r.URL.RawPath != "" {
+		if u, err := url.PathUnescape(v); err == nil {
+			v = u
+		}
+	}
+	tags := changedigest.NormaliseTags([]string{v})
+	if len(tags) != 1 {
+		return "", changedigest.Errorf(changedigest.ENOTFOUND, "no such tag")
+	}
+	return tags[0], nil
 }

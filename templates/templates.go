@@ -8,7 +8,9 @@
 //	                      area, main, footer); calls "title", "head" and "content"
 //	components/*.html     parts shared by pages, feed entries and the digest:
 //	                      "change", "pieces", "parts", "sbs", "event-changes",
-//	                      "csrf", "flash"
+//	                      "csrf", "flash"; and by the web pages only (site.html):
+//	                      "when", "types", "tags", "watch-status",
+//	                      "watch-table", "copy", "form-error"
 //	pages/NAME.html       one web page each, rendered inside "base" as NAME
 //	feed/entry.html       the HTML content of an Atom entry ("feed-entry")
 //	mail/digest.html      the daily digest as a complete page ("digest"), also
@@ -24,7 +26,8 @@
 // <head>. Each page is parsed on its own copy of the layout and
 // components, so every page may define the same names. Dot is a
 // render.Page: .User (nil for visitors), .Nav (the active item:
-// "dashboard", "add", "search", "profile" or "login"), .Flash, .CSRF and
+// "dashboard", "add", "search", "digest", "profile", "settings" or
+// "login"), .Flash, .CSRF and
 // .Data, the page's own values. Forms that POST write {{template "csrf" $}}
 // (a hidden csrf_token field). Show changes with {{template
 // "event-changes" EVENTVIEW}} or {{template "change" CHANGEVIEW}}, so
@@ -39,7 +42,8 @@
 // mail output also the inline style).
 //
 // The layout links these routes, which the server must serve: / (the
-// dashboard), /watches/new, /search, /profile, /login, POST /logout,
+// dashboard), /watches/new, /search, /digest, /profile, /settings, /login,
+// POST /logout,
 // /static/ (this FS's static folder); the change views link
 // /watches/ID, /watches/ID/versions/SEQ and /tags/TAG.
 package templates
