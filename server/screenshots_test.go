@@ -106,8 +106,18 @@ func TestScreenshots(t *testing.T) {
 	// A new user with nothing yet, for the empty dashboard (?as=new).
 	sc.e.mustUser("newcomer", scenePassword)
 	newcomer := sessionOf(t, sc.e.login("newcomer", scenePassword))
+	// Answers to form posts, served from /shot/NAME.
+	posted := map[string]string{}
+	_, posted["watch-form-error"] = sc.c.post("/watches", url.Values{"url": {"https://example.org/"}, "title": {"Example"}, "zone": {"div["}})
+	_, posted["profile-error"] = sc.c.postFile("/profile/foaf", nil, "foaf", "broken.ttl", []byte("@prefix foaf: <http://xmlns.com/foaf/0.1/ ."))
+	_, posted["settings-token"] = sc.c.post("/settings/tokens", url.Values{"name": {"laptop"}})
 	handler := sc.e.http.Config.Handler
 	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if name, ok := strings.CutPrefix(r.URL.Path, "/shot/"); ok {
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			w.Write([]byte(posted[name]))
+			return
+		}
 		if r.URL.Query().Get("as") == "new" {
 			r.AddCookie(&http.Cookie{Name: sessionCookie, Value: newcomer})
 		} else {
@@ -141,6 +151,9 @@ func TestScreenshots(t *testing.T) {
 		{"search", "/search?q=club"},
 		{"settings", "/settings"},
 		{"digest", "/digest"},
+		{"watch-form-error", "/shot/watch-form-error"},
+		{"profile-error", "/shot/profile-error"},
+		{"settings-token", "/shot/settings-token"},
 	}
 	if err := os.MkdirAll(*screenshots, 0o755); err != nil {
 		t.Fatal(err)
