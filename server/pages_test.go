@@ -713,3 +713,32 @@ func TestTagLinks(t *testing.T) {
 		}
 	}
 }
+
+// TestSearchPaging pages through more hits than fit on one page.
+func TestSearchPaging(t *testing.T) {
+	sc := mustScene(t)
+	w := sc.e.mustWatch(sc.u, "https://matches.example.org/")
+	t0 := sc.e.clock()
+	for i := 1; i <= searchPageSize+5; i++ {
+		sc.e.setNow(t0.Add(time.Duration(i) * time.Hour))
+		sc.e.addVersion(w, fmt.Sprintf(`<html><body><p>Matchday %d: the derby ended %d to %d after extra time.</p></body></html>`, i, i, i+1))
+	}
+	resp, body := sc.c.get("/search?q=derby")
+	mustStatus(t, "page 1", resp, body, http.StatusOK)
+	mustContain(t, body, fmt.Sprintf("%d hits", searchPageSize+5), `rel="next"`)
+	mustNotContain(t, body, `rel="prev"`)
+	if n := strings.Count(body, `<li class="hit">`); n != searchPageSize {
+		t.Errorf("page 1 has %d hits", n)
+	}
+	next := regexp.MustCompile(`<a href="([^"]+)" rel="next">`).FindStringSubmatch(body)
+	if next == nil {
+		t.Fatal("no link to the next page")
+	}
+	resp, body = sc.c.get(strings.ReplaceAll(next[1], "&amp;", "&"))
+	mustStatus(t, "page 2", resp, body, http.StatusOK)
+	mustContain(t, body, `rel="prev"`, `value="derby"`)
+	mustNotContain(t, body, `rel="next"`)
+	if n := strings.Count(body, `<li class="hit">`); n != 5 {
+		t.Errorf("page 2 has %d hits", n)
+	}
+}
