@@ -47,7 +47,9 @@ type opmlDoc struct {
 // attribute and element names are matched ignoring case.
 type opmlOutline struct {
 	Text, Title, Type, XMLURL, HTMLURL, Category string
-	Children                                     []*opmlOutline
+	// URL is the address of a link outline (type="link").
+	URL      string
+	Children []*opmlOutline
 }
 
 // parseOPML reads an OPML document (any version; the encoding from a
@@ -149,6 +151,9 @@ func parseOPML(data []byte, contentType string) (*opmlDoc, error) {
 func opmlSyntaxError(d *xml.Decoder, err error) error {
 	var se *xml.SyntaxError
 	if errors.As(err, &se) {
+		if se.Msg == "unexpected EOF" {
+			return changedigest.Errorf(changedigest.EINVALID, "the OPML file is not well-formed XML: it ends early, at line %d, inside an element", se.Line)
+		}
 		return changedigest.Errorf(changedigest.EINVALID, "the OPML file is not well-formed XML: line %d: %s", se.Line, se.Msg)
 	}
 	line, _ := d.InputPos()
@@ -172,6 +177,8 @@ func outlineOf(attrs []xml.Attr) *opmlOutline {
 			o.HTMLURL = v
 		case "category":
 			o.Category = v
+		case "url":
+			o.URL = v
 		}
 	}
 	return o
@@ -201,7 +208,7 @@ func (d *opmlDoc) feeds() ([]opmlFeed, []opmlSkip) {
 	var walk func(outlines []*opmlOutline, folders []string)
 	walk = func(outlines []*opmlOutline, folders []string) {
 		for _, o := range outlines {
-			name := cmp.Or(o.Title, o.Text)
+			name := strings.Join(strings.Fields(cmp.Or(o.Title, o.Text)), " ")
 			switch {
 			case o.XMLURL != "":
 				u := opmlURL(o.XMLURL)
@@ -215,7 +222,7 @@ func (d *opmlDoc) feeds() ([]opmlFeed, []opmlSkip) {
 			case len(o.Children) > 0:
 				walk(o.Children, append(slices.Clone(folders), name))
 			default:
-				skips = append(skips, opmlSkip{URL: o.HTMLURL, Title: truncate(name, maxOPMLTitle), Reason: "no xmlUrl: not a feed"})
+				skips = append(skips, opmlSkip{URL: cmp.Or(o.HTMLURL, o.URL), Title: truncate(name, maxOPMLTitle), Reason: "no xmlUrl: not a feed"})
 			}
 		}
 	}
