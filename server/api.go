@@ -27,8 +27,31 @@ import (
 )
 
 // apiRoutes registers the JSON API (mounted at /api/v1). Every route needs
-// an API token; every handler answers JSON, errors as
-// {"error":{"code","message"}}, and sees only the token owner's data.
+// an API token ("Authorization: Bearer TOKEN"); every handler answers
+// JSON, errors as {"error":{"code","message"}}, and sees only the token
+// owner's data: another user's ids are not found. Request bodies are JSON
+// (Content-Type application/json, no unknown fields) except the FOAF
+// document of PUT /profile and the OPML document of POST /opml; another
+// Content-Type gets 415.
+//
+//	GET    /watches[?tag=]                     list the watches
+//	POST   /watches                            create one (201, Location)
+//	GET    /watches/{id}                       one watch
+//	PATCH  /watches/{id}                       change the fields sent
+//	DELETE /watches/{id}                       delete it and its history (204)
+//	POST   /watches/{id}/check                 check now, say what came of it
+//	GET    /watches/{id}/versions[?before=&limit=]   stored versions, newest first
+//	GET    /watches/{id}/versions/{seq}        one version: segments, changes, matches
+//	GET    /watches/{id}/versions/{seq}/body   the stored body, as a download
+//	GET    /watches/{id}/diff[?from=&to=]      the `changedigest diff --json` contract
+//	GET    /changes[?since=&until=&watch=&tag=&type=&limit=]   change events with profile matches
+//	GET    /profile                            profile and WordNet expansions
+//	PUT    /profile                            rebuild it from a FOAF document
+//	POST   /profile/terms                      add a term by hand
+//	DELETE /profile/terms/{term}               remove a term (204)
+//	GET    /search?q=[&since=&until=&type=&watch=&limit=&offset=]   full-text search of the history
+//	GET    /opml[?tag=]                        the feeds as OPML 2.0
+//	POST   /opml                               import an OPML document
 func (s *Server) apiRoutes(r chi.Router) {
 	r.Use(s.requireToken)
 	r.NotFound(s.api(func(w http.ResponseWriter, r *http.Request) error {

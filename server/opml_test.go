@@ -482,3 +482,26 @@ func BenchmarkOPMLImport(b *testing.B) {
 }
 
 func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
+
+// BenchmarkOPMLExport measures the export of 200 fetched feeds, each
+// read back from the store and parsed for its site link.
+func BenchmarkOPMLExport(b *testing.B) {
+	e := mustServer(b)
+	u := e.mustUser("ann", "correct horse")
+	for i := range 200 {
+		w := e.mustWatch(u, fmt.Sprintf("https://f%d.example/feed.xml", i), fmt.Sprintf("t%d", i%7))
+		var items []rssItem
+		for j := range 20 {
+			items = append(items, rssItem{fmt.Sprintf("Item %d", j), fmt.Sprintf("https://f%d.example/%d", i, j),
+				strings.Repeat(fmt.Sprintf("Text of item %d of feed %d. ", j, i), 20)})
+		}
+		e.addVersion(w, rssFeed(fmt.Sprintf("Feed %d", i), fmt.Sprintf("https://f%d.example/", i), items))
+		e.setKind(w, changedigest.KindFeed)
+	}
+	for b.Loop() {
+		out, err := e.srv.exportOPML(context.Background(), u, "")
+		if err != nil || bytes.Count(out, []byte("htmlUrl=")) != 200 {
+			b.Fatalf("%v\n%s", err, out)
+		}
+	}
+}
