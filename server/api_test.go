@@ -130,7 +130,7 @@ func (c *apiClient) callErr(method, path, ctype string, body []byte, status int,
 	}
 }
 
-func jsonBody(v any) []byte {
+func mustJSON(v any) []byte {
 	b, err := json.Marshal(v)
 	if err != nil {
 		panic(err)
@@ -316,7 +316,7 @@ func TestAPIWatches(t *testing.T) {
 		code                      string
 		wants                     []string
 	}{
-		{"bad URL", "POST", "/watches", "application/json", jsonBody(map[string]any{"url": "ftp://example.org/"}), 400, "invalid", []string{"URL", "ftp://example.org/"}},
+		{"bad URL", "POST", "/watches", "application/json", mustJSON(map[string]any{"url": "ftp://example.org/"}), 400, "invalid", []string{"URL", "ftp://example.org/"}},
 		{"no URL", "POST", "/watches", "application/json", []byte(`{"title":"x"}`), 400, "invalid", []string{"URL is required"}},
 		{"unknown field", "POST", "/watches", "application/json", []byte(`{"url":"https://a.example/","colour":"red"}`), 400, "invalid", []string{`unknown field "colour"`}},
 		{"wrong type", "POST", "/watches", "application/json", []byte(`{"url":"https://a.example/","tags":"a,b"}`), 400, "invalid", []string{`"tags"`, "list of strings"}},
@@ -328,7 +328,7 @@ func TestAPIWatches(t *testing.T) {
 		{"bad zone", "POST", "/watches", "application/json", []byte(`{"url":"https://a.example/","zone":"div[["}`), 400, "invalid", []string{"zone", "div[["}},
 		{"bad category", "POST", "/watches", "application/json", []byte(`{"url":"https://a.example/","category":"sports"}`), 400, "invalid", []string{"category", "sports"}},
 		{"negative retention", "POST", "/watches", "application/json", []byte(`{"url":"https://a.example/","keep_days":-1}`), 400, "invalid", []string{"keep_days"}},
-		{"long tag", "POST", "/watches", "application/json", jsonBody(map[string]any{"url": "https://a.example/", "tags": []string{strings.Repeat("t", 65)}}), 400, "invalid", []string{"tag", "longer than 64"}},
+		{"long tag", "POST", "/watches", "application/json", mustJSON(map[string]any{"url": "https://a.example/", "tags": []string{strings.Repeat("t", 65)}}), 400, "invalid", []string{"tag", "longer than 64"}},
 		{"empty body", "POST", "/watches", "application/json", nil, 400, "invalid", []string{"empty"}},
 		{"syntax error", "POST", "/watches", "application/json", []byte(`{"url": "https://a.example/",}`), 400, "invalid", []string{"not valid at byte"}},
 		{"truncated", "POST", "/watches", "application/json", []byte(`{"url": "https://a.exa`), 400, "invalid", []string{"ends too early"}},
@@ -568,8 +568,6 @@ func TestAPIDiff(t *testing.T) {
 	}
 	found := false
 	for _, ch := range d.Changes {
-		var raw map[string]any
-		_ = raw
 		if ch.Type == changedigest.ChangeContent && (ch.Op == changedigest.OpInsert || ch.Op == changedigest.OpUpdate) &&
 			strings.Contains(ch.NewText, "soccer club won the regional cup") {
 			found = true
