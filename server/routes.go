@@ -37,6 +37,7 @@ func (s *Server) Handler() http.Handler {
 		r.Get("/watches/{id}.xml", s.feed(s.handleWatchFeed))
 		r.Get("/tags/{tag}.xml", s.feed(s.handleTagFeed))
 	})
+	r.Route("/api/v1", s.apiRoutes)
 
 	r.Group(func(r chi.Router) {
 		r.Use(s.loadSession, s.checkCSRF)
@@ -66,6 +67,8 @@ func (s *Server) Handler() http.Handler {
 			r.Post("/profile/terms", s.page(s.handleAddTerm))
 			r.Post("/profile/terms/remove", s.page(s.handleRemoveTerm))
 			r.Get("/search", s.page(s.handleSearch))
+			r.Get("/opml", s.page(s.handleExportOPML))
+			r.Post("/opml", s.page(s.handleImportOPML))
 			r.Get("/digest", s.page(s.handleDigest))
 			r.Get("/digest/{day}", s.page(s.handleDigest))
 			r.Get("/settings", s.page(s.handleSettings))
