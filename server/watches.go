@@ -318,10 +318,13 @@ func (s *Server) handleCheckWatch(w http.ResponseWriter, r *http.Request) error 
 	ctx, cancel := context.WithTimeout(r.Context(), s.RequestTimeout-5*time.Second)
 	defer cancel()
 	var rep crawl.Report
-	if _, err := s.Checker.CheckNow(ctx, func(x crawl.Report) { rep = x }, wt); err != nil {
+	sum, err := s.Checker.CheckNow(ctx, func(x crawl.Report) { rep = x }, wt)
+	if err != nil {
 		return err
 	}
 	switch {
+	case sum.Skipped > 0:
+		s.setFlash(w, "info", "A check of this watch is already running; its result will show here shortly.")
 	case rep.Err != nil:
 		s.setFlash(w, "error", "The check failed: "+rep.Err.Error())
 	default:
