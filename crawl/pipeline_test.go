@@ -288,7 +288,7 @@ func TestSchedulerRecordsErrors(t *testing.T) {
 	e.site.mu.Lock()
 	e.site.status = 503
 	e.site.mu.Unlock()
-	sched := crawl.NewScheduler(storeAdapter{e.store}, e.pipeline)
+	sched := crawl.NewScheduler(e.store, e.pipeline)
 	sum, err := sched.CheckNow(context.Background(), nil, e.watch)
 	if err != nil || sum.Failed != 1 {
 		t.Fatalf("summary %+v, %v", sum, err)
@@ -303,15 +303,4 @@ func TestSchedulerRecordsErrors(t *testing.T) {
 	if info, _ := e.store.Track(context.Background(), e.watch.ID); info.Versions != 0 {
 		t.Errorf("%d versions stored after a failed check", info.Versions)
 	}
-}
-
-type storeAdapter struct{ *pet.Store }
-
-func (s storeAdapter) DueWatches(ctx context.Context, now time.Time, limit int) ([]*changedigest.Watch, error) {
-	ws, err := s.Store.DueWatches(ctx, now, limit)
-	out := make([]*changedigest.Watch, len(ws))
-	for i := range ws {
-		out[i] = &ws[i]
-	}
-	return out, err
 }

@@ -361,7 +361,7 @@ func TestDueWatches(t *testing.T) {
 	soon := at(30*time.Minute, false)
 	at(10*time.Minute, true) // paused
 	old := at(-48*time.Hour, false)
-	ids := func(ws []changedigest.Watch) []int64 {
+	ids := func(ws []*changedigest.Watch) []int64 {
 		var out []int64
 		for _, w := range ws {
 			out = append(out, w.ID)

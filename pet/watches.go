@@ -301,11 +301,12 @@ func deleteWatch(s *Store, tx *bolt.Tx, w *changedigest.Watch) error {
 
 // DueWatches returns the watches whose NextCheck is at or before now,
 // earliest first, skipping paused ones; limit defaults to 100, at most
-// 10000. Due times live in pet.db and survive restarts.
-func (s *Store) DueWatches(ctx context.Context, now time.Time, limit int) ([]changedigest.Watch, error) {
+// 10000. Due times live in pet.db and survive restarts. The watches are
+// the caller's to modify: this is the crawler's view of the store.
+func (s *Store) DueWatches(ctx context.Context, now time.Time, limit int) ([]*changedigest.Watch, error) {
 	limit = clampLimit(limit, 100, 10000)
 	end := timeKey(now)
-	var out []changedigest.Watch
+	var out []*changedigest.Watch
 	err := s.view(ctx, func(tx *bolt.Tx) error {
 		c := tx.Bucket(bDue).Cursor()
 		for k, _ := c.First(); k != nil && len(out) < limit; k, _ = c.Next() {
@@ -316,7 +317,7 @@ func (s *Store) DueWatches(ctx context.Context, now time.Time, limit int) ([]cha
 			if err != nil {
 				return err
 			}
-			out = append(out, *w)
+			out = append(out, w)
 		}
 		return nil
 	})

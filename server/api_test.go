@@ -17,7 +17,6 @@ import (
 
 	"github.com/changedigest/changedigest"
 	"github.com/changedigest/changedigest/crawl"
-	"github.com/changedigest/changedigest/pet"
 	"github.com/changedigest/changedigest/segmenter"
 )
 
@@ -916,28 +915,6 @@ func TestAPISearch(t *testing.T) {
 	}
 }
 
-// scheduleStore lets the crawl scheduler save schedule state into pet.
-type scheduleStore struct{ s *pet.Store }
-
-func (st scheduleStore) DueWatches(ctx context.Context, now time.Time, limit int) ([]*changedigest.Watch, error) {
-	ws, err := st.s.DueWatches(ctx, now, limit)
-	out := make([]*changedigest.Watch, len(ws))
-	for i := range ws {
-		out[i] = &ws[i]
-	}
-	return out, err
-}
-
-func (st scheduleStore) SaveSchedule(ctx context.Context, w *changedigest.Watch) error {
-	_, err := st.s.UpdateWatch(ctx, pet.AnyUser, w.ID, func(x *changedigest.Watch) error {
-		x.NextCheck, x.LastCheck, x.LastChange, x.LastError, x.LastErrorAt = w.NextCheck, w.LastCheck, w.LastChange, w.LastError, w.LastErrorAt
-		x.ErrorCount, x.Checks, x.ChangeChecks, x.ETag, x.LastModified = w.ErrorCount, w.Checks, w.ChangeChecks, w.ETag, w.LastModified
-		x.RetryAfter, x.Samples = w.RetryAfter, w.Samples
-		return nil
-	})
-	return err
-}
-
 func TestAPICheck(t *testing.T) {
 	var mu sync.Mutex
 	page, status := pageV1, 200
@@ -963,7 +940,7 @@ func TestAPICheck(t *testing.T) {
 
 	fetcher := crawl.NewFetcher()
 	fetcher.AllowPrivate = true
-	sched := crawl.NewScheduler(scheduleStore{e.store}, crawl.NewPipeline(fetcher, e.seg, e.store))
+	sched := crawl.NewScheduler(e.store, crawl.NewPipeline(fetcher, e.seg, e.store))
 	sched.Logger = discardLogger()
 	e.srv.Checker = sched
 
@@ -997,7 +974,7 @@ func TestAPIIsolation(t *testing.T) {
 	bob := e.mustUser("bob", "battery staple")
 	a := e.api(ann)
 	b := e.api(bob)
-	e.srv.Checker = crawl.NewScheduler(scheduleStore{e.store}, crawl.CheckFunc(func(ctx context.Context, w *changedigest.Watch) (crawl.Outcome, error) {
+	e.srv.Checker = crawl.NewScheduler(e.store, crawl.CheckFunc(func(ctx context.Context, w *changedigest.Watch) (crawl.Outcome, error) {
 		t.Errorf("a check of watch %d ran", w.ID)
 		return crawl.Outcome{Result: crawl.Unchanged}, nil
 	}))

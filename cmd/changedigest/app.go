@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/changedigest/changedigest"
 	"github.com/changedigest/changedigest/crawl"
@@ -62,21 +61,6 @@ func (f *storeFlags) pipeline(store *pet.Store) (*crawl.Fetcher, *crawl.Pipeline
 	p := crawl.NewPipeline(fetcher, segmenter.New(), store)
 	p.Matrix = f.matrix
 	return fetcher, p
-}
-
-// scheduleStore is the store as the scheduler sees it.
-type scheduleStore struct{ *pet.Store }
-
-func (s scheduleStore) DueWatches(ctx context.Context, now time.Time, limit int) ([]*changedigest.Watch, error) {
-	ws, err := s.Store.DueWatches(ctx, now, limit)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]*changedigest.Watch, len(ws))
-	for i := range ws {
-		out[i] = &ws[i]
-	}
-	return out, nil
 }
 
 // cliUser is the user command-line watches belong to: the one named, or

@@ -149,7 +149,7 @@ func (m *Main) Run(ctx context.Context) error {
 	eng.Version = buildVersion()
 
 	fetcher, pipeline := c.pipeline(store)
-	sched := crawl.NewScheduler(scheduleStore{store}, pipeline)
+	sched := crawl.NewScheduler(store, pipeline)
 	sched.Workers, sched.HostGap = c.Workers, c.HostGap
 	sched.Logger = log.With("component", "crawl")
 	m.Scheduler = sched

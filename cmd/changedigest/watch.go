@@ -233,7 +233,7 @@ func runCheck(ctx context.Context, e *env) error {
 		return nil
 	}
 	_, pipeline := sf.pipeline(store)
-	sched := crawl.NewScheduler(scheduleStore{store}, pipeline)
+	sched := crawl.NewScheduler(store, pipeline)
 	sched.Workers = max(*workers, 1)
 	bar := newProgress(e.stderr, len(ws))
 	sum, err := sched.CheckNow(ctx, func(r crawl.Report) {

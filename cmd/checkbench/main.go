@@ -96,7 +96,7 @@ func run(n, hosts, size int, change float64, workers int, gap time.Duration, nus
 	f := crawl.NewFetcher()
 	f.AllowPrivate = true
 	p := crawl.NewPipeline(f, segmenter.New(), store)
-	sched := crawl.NewScheduler(schedStore{store}, p)
+	sched := crawl.NewScheduler(store, p)
 	sched.Workers, sched.HostGap = workers, gap
 	sched.Logger = slog.New(slog.DiscardHandler)
 
@@ -127,17 +127,6 @@ func run(n, hosts, size int, change float64, workers int, gap time.Duration, nus
 	fmt.Printf("peak RSS %s, heap in use %d MB, store on disk %d MB, %d pages of %d KB on %d hosts, %d workers, host gap %s, GOMAXPROCS %d\n",
 		peakRSS(), ms.HeapInuse>>20, diskUsage(dir)>>20, n, size>>10, hosts, workers, gap, runtime.GOMAXPROCS(0))
 	return nil
-}
-
-type schedStore struct{ *pet.Store }
-
-func (s schedStore) DueWatches(ctx context.Context, now time.Time, limit int) ([]*changedigest.Watch, error) {
-	ws, err := s.Store.DueWatches(ctx, now, limit)
-	out := make([]*changedigest.Watch, len(ws))
-	for i := range ws {
-		out[i] = &ws[i]
-	}
-	return out, err
 }
 
 // peakRSS reads the process's peak resident set size (Linux).
