@@ -381,7 +381,7 @@ func pieces(c changedigest.Change, ms []changedigest.Match, o ViewOptions) []Pie
 	case c.OldText == c.NewText:
 		edits = []textdiff.Edit{{Op: textdiff.Equal, Text: c.NewText}}
 	default:
-		edits = textdiff.WordDiff(c.OldText, c.NewText)
+		edits = textdiff.Readable(textdiff.WordDiff(c.OldText, c.NewText))
 	}
 	onOld := markedOld(c)
 	marked := c.NewText

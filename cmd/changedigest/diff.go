@@ -203,7 +203,7 @@ func shorten(s string, n int) string {
 func wordDiff(old, new string, colour bool) string {
 	const context = 6
 	var sb strings.Builder
-	edits := textdiff.WordDiff(old, new)
+	edits := textdiff.Readable(textdiff.WordDiff(old, new))
 	for i, ed := range edits {
 		switch ed.Op {
 		case textdiff.Delete:

@@ -279,3 +279,61 @@ func nonSpace(toks []string) []string {
 	}
 	return out
 }
+
+// Readable regroups an edit script for people: where most words of a
+// passage changed, word-by-word alternation ("old1 new1 old2 new2") is
+// hard to read, so an unchanged run between two changes is folded into
+// them when it is no longer than either change (the rule of
+// diff-match-patch's semantic cleanup), and each run of changes becomes
+// one deletion followed by one insertion ("old1 old2 new1 new2"). Both
+// sides of the script are kept as they were.
+func Readable(edits []Edit) []Edit {
+	// changeLen is the size of the run of changes starting at i.
+	changeLen := func(i int) int {
+		d, n := 0, 0
+		for ; i < len(edits) && edits[i].Op != Equal; i++ {
+			if edits[i].Op == Delete {
+				d += len(edits[i].Text)
+			} else {
+				n += len(edits[i].Text)
+			}
+		}
+		return max(d, n)
+	}
+	var out []Edit
+	var del, ins strings.Builder
+	flush := func() {
+		if del.Len() > 0 {
+			out = append(out, Edit{Op: Delete, Text: del.String()})
+			del.Reset()
+		}
+		if ins.Len() > 0 {
+			out = append(out, Edit{Op: Insert, Text: ins.String()})
+			ins.Reset()
+		}
+	}
+	before := 0 // size of the change run just before
+	for i, e := range edits {
+		switch e.Op {
+		case Delete:
+			del.WriteString(e.Text)
+			before += len(e.Text)
+		case Insert:
+			ins.WriteString(e.Text)
+			before += len(e.Text)
+		default:
+			if del.Len()+ins.Len() > 0 && i+1 < len(edits) {
+				if after := changeLen(i + 1); len(e.Text) <= min(before, after) {
+					del.WriteString(e.Text)
+					ins.WriteString(e.Text)
+					continue
+				}
+			}
+			flush()
+			before = 0
+			out = append(out, e)
+		}
+	}
+	flush()
+	return out
+}

@@ -108,3 +108,28 @@ func BenchmarkWordDiff(b *testing.B) {
 		WordDiff(old, new)
 	}
 }
+
+func TestReadable(t *testing.T) {
+	old := "The city council met on Monday evening"
+	new := "The local soccer club won on Saturday"
+	got := Readable(WordDiff(old, new))
+	o, n := apply(got)
+	if o != old || n != new {
+		t.Fatalf("Readable does not rebuild: %q / %q", o, n)
+	}
+	// The alternation collapses into few runs.
+	if len(got) > 5 {
+		t.Errorf("Readable left %d edits: %q", len(got), got)
+	}
+	// A small edit in a long sentence keeps its unchanged context.
+	got = Readable(WordDiff("one two three four five six", "one two THREE four five six"))
+	want := []Edit{{Equal, "one two "}, {Delete, "three"}, {Insert, "THREE"}, {Equal, " four five six"}}
+	if len(got) != len(want) {
+		t.Fatalf("Readable = %q, want %q", got, want)
+	}
+	for i := range got {
+		if got[i] != want[i] {
+			t.Fatalf("Readable = %q, want %q", got, want)
+		}
+	}
+}
