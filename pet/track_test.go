@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -806,5 +807,87 @@ func TestCheckFindsDamage(t *testing.T) {
 				t.Errorf("Check = %v, want ErrCorrupt", err)
 			}
 		})
+	}
+}
+
+// TestConcurrent writes to several watches while searching and deleting,
+// then checks the store.
+func TestConcurrent(t *testing.T) {
+	f := newFixture(t, func(s *Store) { s.KeepVersions = 8 })
+	ctx := context.Background()
+	var watches []*changedigest.Watch
+	for i := range 4 {
+		watches = append(watches, f.mustWatch(t, f.user.ID, fmt.Sprintf("https://concurrent.example/%d", i)))
+	}
+	errs := make(chan error, 100)
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	for i, w := range watches {
+		wg.Go(func() {
+			for v := range 15 {
+				body := []byte(page("shared banner", fmt.Sprintf("watch%d version%d", i, v), words(uint64(v/3), 30)))
+				if _, err := f.s.AddVersion(ctx, w.ID, snapshotOf(body), body); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	var readers sync.WaitGroup
+	readers.Go(func() {
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			if _, err := f.s.Search(ctx, Query{Text: "banner", UserID: f.user.ID}); err != nil {
+				errs <- err
+				return
+			}
+		}
+	})
+	readers.Go(func() {
+		for i := 0; ; i++ {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			w := &changedigest.Watch{UserID: f.user.ID, URL: fmt.Sprintf("https://temp.example/%d", i)}
+			if err := f.s.CreateWatch(ctx, w); err != nil {
+				errs <- err
+				return
+			}
+			body := []byte(page("shared banner", "temporary"))
+			if _, err := f.s.AddVersion(ctx, w.ID, snapshotOf(body), body); err != nil {
+				errs <- err
+				return
+			}
+			if err := f.s.DeleteWatch(ctx, f.user.ID, w.ID); err != nil {
+				errs <- err
+				return
+			}
+		}
+	})
+	wg.Wait()
+	close(done)
+	readers.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if err := f.s.Check(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i, w := range watches {
+		info, err := f.s.Track(ctx, w.ID)
+		if err != nil || info.Latest != 15 || info.Versions != 8 {
+			t.Errorf("watch %d: %+v, %v", i, info, err)
+		}
+		res, err := f.s.Search(ctx, Query{Text: fmt.Sprintf(`"watch%d version14"`, i), UserID: f.user.ID})
+		if err != nil || res.Total != 1 {
+			t.Errorf("watch %d: last version not found: %+v, %v", i, res, err)
+		}
 	}
 }
