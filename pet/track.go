@@ -120,9 +120,10 @@ type packed struct {
 
 // packNew compresses the pieces not yet stored, before the write
 // transaction takes the lock. A changed piece is tried as a delta against
-// the chunk at the same place in the watch's latest version (an edited
-// paragraph costs the edit, not the paragraph). A piece stored meanwhile
-// is compressed again inside the transaction.
+// the chunk at its place in the watch's latest version (by position, and
+// after or before its unchanged neighbours), so an edited paragraph costs
+// the edit, not the paragraph. A piece stored meanwhile is compressed
+// again inside the transaction.
 func (s *Store) packNew(watchID int64, pieces []piece) []packed {
 	out := make([]packed, len(pieces))
 	_ = s.db.View(func(tx *bolt.Tx) error {
@@ -133,6 +134,26 @@ func (s *Store) packNew(watchID int64, pieces []piece) []packed {
 			}
 		}
 		b, data := tx.Bucket(bChunkHash), tx.Bucket(bChunkData)
+		// Where each chunk of the previous version sat, to align a changed
+		// piece by its unchanged neighbours when pieces were inserted or
+		// removed before it.
+		where := map[uint64]int{}
+		for j, id := range prev {
+			if _, ok := where[id]; !ok {
+				where[id] = j
+			}
+		}
+		stored := func(i int) (int, bool) {
+			if i < 0 || i >= len(pieces) {
+				return 0, false
+			}
+			v := b.Get(pieces[i].sum[:])
+			if v == nil {
+				return 0, false
+			}
+			j, ok := where[uint64(at(v, 0))]
+			return j, ok
+		}
 		done := map[[16]byte]bool{}
 		for i, p := range pieces {
 			if done[p.sum] || b.Get(p.sum[:]) != nil {
@@ -140,16 +161,33 @@ func (s *Store) packNew(watchID int64, pieces []piece) []packed {
 			}
 			done[p.sum] = true
 			out[i].blob = pack(p.data)
-			if i >= len(prev) || len(out[i].blob) < 32 {
+			if len(prev) == 0 || len(out[i].blob) < 32 {
 				continue
 			}
-			baseBlob := data.Get(key(prev[i]))
-			baseData, err := readChunk(tx, prev[i], maxChunk)
-			if err != nil {
-				continue
+			var cands []int
+			if i < len(prev) {
+				cands = append(cands, i)
 			}
-			if d := deltaPack(p.data, prev[i], baseBlob, baseData); d != nil && len(d) < len(out[i].blob) {
-				out[i] = packed{blob: d, base: prev[i]}
+			if j, ok := stored(i - 1); ok && j+1 < len(prev) {
+				cands = append(cands, j+1)
+			}
+			if j, ok := stored(i + 1); ok && j > 0 {
+				cands = append(cands, j-1)
+			}
+			tried := map[uint64]bool{}
+			for _, j := range cands {
+				base := prev[j]
+				if tried[base] {
+					continue
+				}
+				tried[base] = true
+				baseData, err := readChunk(tx, base, maxChunk)
+				if err != nil {
+					continue
+				}
+				if d := deltaPack(p.data, base, data.Get(key(base)), baseData); d != nil && len(d) < len(out[i].blob) {
+					out[i] = packed{blob: d, base: base}
+				}
 			}
 		}
 		return nil
