@@ -891,3 +891,60 @@ func TestConcurrent(t *testing.T) {
 		}
 	}
 }
+
+func TestOpenErrors(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	a := MustOpen(t, dir, nil)
+	b := New(dir)
+	b.OpenTimeout, b.Logger = 100*time.Millisecond, quiet
+	if err := b.Open(ctx); err == nil || !strings.Contains(err.Error(), "pet: open") {
+		t.Errorf("second store on a locked directory: %v", err)
+	}
+	if err := a.Open(ctx); err == nil {
+		t.Error("Open of an open store succeeded")
+	}
+	a.Close()
+	if err := a.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+
+	file := filepath.Join(t.TempDir(), "file")
+	os.WriteFile(file, []byte("x"), 0o600)
+	if err := New(file).Open(ctx); err == nil {
+		t.Error("a store in a plain file opened")
+	}
+	if err := New("").Open(ctx); !errors.Is(err, ErrInvalid) {
+		t.Errorf("a store without a directory: %v", err)
+	}
+
+	// A newer schema is refused, and the store is left as it was.
+	s := MustOpen(t, dir, nil)
+	s.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bMeta).Put([]byte("schema"), putUvarint(nil, 99)) })
+	s.Close()
+	if err := New(dir).Open(ctx); err == nil || !strings.Contains(err.Error(), "schema 99") {
+		t.Errorf("unknown schema: %v", err)
+	}
+}
+
+func TestReindexAndCompact(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	for v := range 6 {
+		f.add(t, f.watch.ID, page("wombat "+words(uint64(v), 8), "koala"))
+	}
+	if err := f.s.Reindex(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := f.s.Search(ctx, Query{Text: "wombat", UserID: f.user.ID}); err != nil || res.Total != 6 {
+		t.Errorf("after Reindex: %+v, %v", res, err)
+	}
+	if err := f.s.Compact(ctx); err != nil {
+		t.Fatal(err)
+	}
+	st, err := f.s.Stats(ctx)
+	if err != nil || st.IndexLiveBytes <= 0 || st.IndexLiveBytes > st.IndexBytes || st.IndexDocs != 7 {
+		t.Errorf("stats after Compact = %+v, %v", st, err)
+	}
+	checkTrack(t, f.s, f.watch.ID, nil)
+}
