@@ -45,7 +45,7 @@ func (s *Store) AddVersion(ctx context.Context, watchID int64, snap *changediges
 		return 0, err
 	}
 	if err := s.checkSnapshot(snap, body); err != nil {
-		return 0, fmt.Errorf("pet: add version to watch %d: %w", watchID, err)
+		return 0, err
 	}
 	pieces := split(body, snap.Segments)
 	packed := s.packNew(watchID, pieces)
@@ -764,23 +764,63 @@ func (s *Store) Body(ctx context.Context, watchID int64, seq int) ([]byte, error
 		if err != nil {
 			return err
 		}
-		body = make([]byte, 0, rec.hdr.Size)
-		for _, id := range rec.chunks {
-			p, err := readChunk(tx, id, rec.hdr.Size-len(body))
-			if err != nil {
-				return err
-			}
-			body = append(body, p...)
-		}
-		if len(body) != rec.hdr.Size || !rec.hdr.check(body) {
-			return corruptf("body of version %d of watch %d does not match its checksum", seq, watchID)
-		}
-		return nil
+		body, err = readBody(tx, watchID, seq, rec)
+		return err
 	})
 	if err != nil {
 		return nil, wrap(err, "body of version %d of watch %d", seq, watchID)
 	}
 	return body, nil
+}
+
+func readBody(tx *bolt.Tx, watchID int64, seq int, rec *versionRec) ([]byte, error) {
+	body := make([]byte, 0, rec.hdr.Size)
+	for _, id := range rec.chunks {
+		p, err := readChunk(tx, id, rec.hdr.Size-len(body))
+		if err != nil {
+			return nil, err
+		}
+		body = append(body, p...)
+	}
+	if len(body) != rec.hdr.Size || !rec.hdr.check(body) {
+		return nil, corruptf("body of version %d of watch %d does not match its checksum", seq, watchID)
+	}
+	return body, nil
+}
+
+// Prior returns what segmenting the watch's next version needs, read in
+// one transaction: the latest version (with texts and layout; nil for a
+// watch without versions), its body, and the signature matrix of the
+// last m versions (m <= 0: Matrix), newest first. Errors: ENOTFOUND when
+// the watch does not exist.
+func (s *Store) Prior(ctx context.Context, watchID int64, m int) (*changedigest.Snapshot, []byte, [][]string, error) {
+	if m <= 0 {
+		m = s.Matrix
+	}
+	var (
+		snap *changedigest.Snapshot
+		body []byte
+		rows [][]string
+	)
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		meta, err := trackOf(tx, watchID)
+		if err != nil || meta.Latest == 0 {
+			return err
+		}
+		var rec *versionRec
+		if snap, rec, err = readVersion(tx, watchID, meta.Latest, true); err != nil {
+			return err
+		}
+		if body, err = readBody(tx, watchID, meta.Latest, rec); err != nil {
+			return err
+		}
+		rows, err = matrix(tx, watchID, meta, m)
+		return err
+	})
+	if err != nil {
+		return nil, nil, nil, wrap(err, "prior version of watch %d", watchID)
+	}
+	return snap, body, rows, nil
 }
 
 // History returns the signature matrix of the watch: the segment hashes
@@ -797,17 +837,24 @@ func (s *Store) History(ctx context.Context, watchID int64, m int) ([][]string, 
 		if err != nil {
 			return err
 		}
-		for seq := meta.Latest; seq >= meta.Oldest && seq > 0 && len(rows) < m; seq-- {
-			snap, _, err := readVersion(tx, watchID, seq, false)
-			if err != nil {
-				return err
-			}
-			rows = append(rows, snap.Hashes())
-		}
-		return nil
+		rows, err = matrix(tx, watchID, meta, m)
+		return err
 	})
 	if err != nil {
 		return nil, wrap(err, "signature matrix of watch %d", watchID)
+	}
+	return rows, nil
+}
+
+// matrix reads the segment hashes of the last m versions, newest first.
+func matrix(tx *bolt.Tx, watchID int64, meta trackMeta, m int) ([][]string, error) {
+	var rows [][]string
+	for seq := meta.Latest; seq >= meta.Oldest && seq > 0 && len(rows) < m; seq-- {
+		snap, _, err := readVersion(tx, watchID, seq, false)
+		if err != nil {
+			return nil, err
+		}
+		rows = append(rows, snap.Hashes())
 	}
 	return rows, nil
 }

@@ -948,3 +948,26 @@ func TestReindexAndCompact(t *testing.T) {
 	}
 	checkTrack(t, f.s, f.watch.ID, nil)
 }
+
+func TestPrior(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	snap, body, rows, err := f.s.Prior(ctx, f.watch.ID, 0)
+	if err != nil || snap != nil || body != nil || rows != nil {
+		t.Fatalf("Prior of a new watch = %v, %q, %v, %v", snap, body, rows, err)
+	}
+	var want [][]string
+	var last string
+	for v := range 7 {
+		last = page(words(uint64(v), 6), "fixed")
+		s, _ := f.add(t, f.watch.ID, last)
+		want = append([][]string{s.Hashes()}, want...)
+	}
+	snap, body, rows, err = f.s.Prior(ctx, f.watch.ID, 3)
+	if err != nil || snap.Seq != 7 || string(body) != last || !reflect.DeepEqual(rows, want[:3]) || snap.Segments[1].Text != "fixed" {
+		t.Errorf("Prior = seq %d, %d bytes, %v, %v", snap.Seq, len(body), rows, err)
+	}
+	if _, _, _, err := f.s.Prior(ctx, 99, 0); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Prior of an unknown watch: %v", err)
+	}
+}
