@@ -173,7 +173,7 @@ func splitPage(body []byte, minSeg int) *changedigest.Snapshot {
 type ingestReport struct {
 	Versions    int
 	RawBytes    int64 // sum of body sizes
-	StoredBytes int64 // growth of pet.db in use plus the index directory
+	StoredBytes int64 // growth of pet.db in use plus the index segments in use
 	DBBytes     int64
 	IndexBytes  int64
 	ChunkBytes  int64
@@ -190,44 +190,63 @@ func (r ingestReport) PerVersion() (bytes float64, share float64) {
 	return bytes, bytes / (float64(r.RawBytes) / float64(r.Versions))
 }
 
-// ingest stores the snapshots (with their bodies) as versions of a new
-// watch and measures the disk they take: the hook for the real ingest
-// benchmark once the segmenter produces the snapshots. skip versions are
-// stored first and not counted (to measure the steady state).
-func ingest(tb testing.TB, s *Store, userID int64, snaps []*changedigest.Snapshot, bodies [][]byte, skip int) ingestReport {
+// segmentFunc turns a body into a snapshot, given what the track holds:
+// the latest version, its body and the signature matrix (as Prior returns
+// them; nil for the first version). The segmenter fits here.
+type segmentFunc func(body []byte, prev *changedigest.Snapshot, prevBody []byte, history [][]string) (*changedigest.Snapshot, error)
+
+// ingest stores the bodies as versions of a new watch, segmenting each
+// against the track as the crawler will (Prior, segment, AddVersion), and
+// measures the disk they take: the hook for the real ingest benchmark
+// once the segmenter lands. The first skip versions are stored and not
+// counted (to measure the steady state). The index is compacted before
+// both measurements, as after Bleve's own merges; between merges it
+// holds more.
+func ingest(tb testing.TB, s *Store, userID int64, bodies [][]byte, segment segmentFunc, skip int) ingestReport {
 	tb.Helper()
 	ctx := context.Background()
 	w := &changedigest.Watch{UserID: userID, URL: "https://ingest.example/" + strconv.Itoa(int(time.Now().UnixNano()%1e9))}
 	if err := s.CreateWatch(ctx, w); err != nil {
 		tb.Fatal(err)
 	}
-	var before Stats
+	// measure compacts the index and reads the disk in use.
+	measure := func() (db, index, chunks int64) {
+		if err := s.Compact(ctx); err != nil {
+			tb.Fatal(err)
+		}
+		st, err := s.Stats(ctx)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		return st.DBBytes, st.IndexLiveBytes, st.ChunkBytes
+	}
+	var db0, index0, chunks0 int64
 	var rep ingestReport
 	start := time.Now()
-	for i, snap := range snaps {
+	for i, body := range bodies {
 		if i == skip {
-			var err error
-			if before, err = s.Stats(ctx); err != nil {
-				tb.Fatal(err)
-			}
+			db0, index0, chunks0 = measure()
 			start = time.Now()
 		}
-		if _, err := s.AddVersion(ctx, w.ID, snap, bodies[i]); err != nil {
+		prev, prevBody, history, err := s.Prior(ctx, w.ID, 0)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		snap, err := segment(body, prev, prevBody, history)
+		if err != nil {
+			tb.Fatalf("segment version %d: %v", i, err)
+		}
+		if _, err := s.AddVersion(ctx, w.ID, snap, body); err != nil {
 			tb.Fatalf("version %d: %v", i, err)
 		}
 		if i >= skip {
 			rep.Versions++
-			rep.RawBytes += int64(len(bodies[i]))
+			rep.RawBytes += int64(len(body))
 		}
 	}
 	rep.Elapsed = time.Since(start)
-	after, err := s.Stats(ctx)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	rep.DBBytes = after.DBBytes - before.DBBytes
-	rep.IndexBytes = after.IndexBytes - before.IndexBytes
-	rep.ChunkBytes = after.ChunkBytes - before.ChunkBytes
+	db1, index1, chunks1 := measure()
+	rep.DBBytes, rep.IndexBytes, rep.ChunkBytes = db1-db0, index1-index0, chunks1-chunks0
 	rep.StoredBytes = rep.DBBytes + rep.IndexBytes
 	return rep
 }

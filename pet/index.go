@@ -13,6 +13,7 @@ import (
 
 	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/analysis/lang/en"
+	"github.com/blevesearch/bleve/v2/index/scorch/mergeplan"
 	"github.com/blevesearch/bleve/v2/mapping"
 	bolt "go.etcd.io/bbolt"
 )
@@ -388,6 +389,48 @@ func (s *Store) indexableCount() (uint64, error) {
 		return 0, fmt.Errorf("pet: count segments: %w", err)
 	}
 	return n, nil
+}
+
+// Compact merges the search index into one segment, dropping the space
+// of deleted and replaced documents; searches and writes go on meanwhile.
+// Bleve merges by itself as segments accumulate; Compact is for after
+// deleting many watches, and for measuring the index.
+func (s *Store) Compact(ctx context.Context) error {
+	if err := s.ready(ctx); err != nil {
+		return err
+	}
+	s.idxMu.RLock()
+	defer s.idxMu.RUnlock()
+	adv, err := s.idx.Advanced()
+	if err != nil {
+		return fmt.Errorf("pet: compact index: %w", err)
+	}
+	m, ok := adv.(interface {
+		ForceMerge(context.Context, *mergeplan.MergePlanOptions) error
+		StatsMap() map[string]any
+	})
+	if !ok {
+		return fmt.Errorf("pet: compact index: %T cannot merge", adv)
+	}
+	// A merge running in the background when the forced one starts keeps
+	// its segments out of it: go again until one segment is left.
+	for range 10 {
+		if err := m.ForceMerge(ctx, &mergeplan.SingleSegmentMergePlanOptions); err != nil {
+			return fmt.Errorf("pet: compact index: %w", err)
+		}
+		st := m.StatsMap()
+		files, _ := st["TotFileSegmentsAtRoot"].(uint64)
+		mem, _ := st["TotMemorySegmentsAtRoot"].(uint64)
+		if files+mem <= 1 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("pet: compact index: %w", ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return nil
 }
 
 // Reindex rebuilds the search index from pet.db into a new directory and

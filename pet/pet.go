@@ -76,16 +76,17 @@ var (
 // request made on behalf of a user. User ids start at 1.
 const AnyUser int64 = 0
 
-// Defaults set by New.
+// Defaults set by New (see the Store fields of the same names).
 const (
 	DefaultMatrix       = 5
 	DefaultKeepVersions = 1000
-	DefaultKeepDays     = 0
+	DefaultKeepDays     = 0 // no age limit
 	DefaultMaxBodySize  = 32 << 20
 	DefaultOpenTimeout  = 5 * time.Second
-	// MaxProfileDocument is the largest FOAF document PutProfile accepts.
-	MaxProfileDocument = 1 << 20
 )
+
+// MaxProfileDocument is the largest FOAF document PutProfile accepts.
+const MaxProfileDocument = 1 << 20
 
 // Store is the Page Evolution Track and the service state. Create it with
 // New, adjust the exported fields, then call Open. All methods are safe

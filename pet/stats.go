@@ -22,10 +22,12 @@ type Stats struct {
 	// DBBytes is the part of pet.db in use (pages not free); FileBytes the
 	// size of the file, which bbolt grows ahead of need and never shrinks.
 	DBBytes, FileBytes int64
-	// IndexBytes is the size of the search index directory; IndexDocs its
+	// IndexBytes is the size of the search index directory; IndexLiveBytes
+	// the part of it in the index segments in use (not Bleve's metadata
+	// file, nor segments merged away and awaiting removal); IndexDocs its
 	// number of documents.
-	IndexBytes int64
-	IndexDocs  uint64
+	IndexBytes, IndexLiveBytes int64
+	IndexDocs                  uint64
 }
 
 // Stats counts the store's contents and measures its disk use. It walks
@@ -67,6 +69,11 @@ func (s *Store) Stats(ctx context.Context) (Stats, error) {
 	s.idxMu.RLock()
 	if s.idx != nil {
 		st.IndexDocs, _ = s.idx.DocCount()
+		if m, ok := s.idx.StatsMap()["index"].(map[string]any); ok {
+			if n, ok := m["num_bytes_used_disk_by_root"].(uint64); ok {
+				st.IndexLiveBytes = int64(n)
+			}
+		}
 	}
 	s.idxMu.RUnlock()
 	return st, nil

@@ -45,7 +45,7 @@ func (s *Store) AddVersion(ctx context.Context, watchID int64, snap *changediges
 		return 0, err
 	}
 	if err := s.checkSnapshot(snap, body); err != nil {
-		return 0, fmt.Errorf("pet: add version to watch %d: %w", watchID, err)
+		return 0, err
 	}
 	pieces := split(body, snap.Segments)
 	packed := s.packNew(watchID, pieces)
@@ -120,9 +120,10 @@ type packed struct {
 
 // packNew compresses the pieces not yet stored, before the write
 // transaction takes the lock. A changed piece is tried as a delta against
-// the chunk at the same place in the watch's latest version (an edited
-// paragraph costs the edit, not the paragraph). A piece stored meanwhile
-// is compressed again inside the transaction.
+// the chunk at its place in the watch's latest version (by position, and
+// after or before its unchanged neighbours), so an edited paragraph costs
+// the edit, not the paragraph. A piece stored meanwhile is compressed
+// again inside the transaction.
 func (s *Store) packNew(watchID int64, pieces []piece) []packed {
 	out := make([]packed, len(pieces))
 	_ = s.db.View(func(tx *bolt.Tx) error {
@@ -133,6 +134,26 @@ func (s *Store) packNew(watchID int64, pieces []piece) []packed {
 			}
 		}
 		b, data := tx.Bucket(bChunkHash), tx.Bucket(bChunkData)
+		// Where each chunk of the previous version sat, to align a changed
+		// piece by its unchanged neighbours when pieces were inserted or
+		// removed before it.
+		where := map[uint64]int{}
+		for j, id := range prev {
+			if _, ok := where[id]; !ok {
+				where[id] = j
+			}
+		}
+		stored := func(i int) (int, bool) {
+			if i < 0 || i >= len(pieces) {
+				return 0, false
+			}
+			v := b.Get(pieces[i].sum[:])
+			if v == nil {
+				return 0, false
+			}
+			j, ok := where[uint64(at(v, 0))]
+			return j, ok
+		}
 		done := map[[16]byte]bool{}
 		for i, p := range pieces {
 			if done[p.sum] || b.Get(p.sum[:]) != nil {
@@ -140,16 +161,33 @@ func (s *Store) packNew(watchID int64, pieces []piece) []packed {
 			}
 			done[p.sum] = true
 			out[i].blob = pack(p.data)
-			if i >= len(prev) || len(out[i].blob) < 32 {
+			if len(prev) == 0 || len(out[i].blob) < 32 {
 				continue
 			}
-			baseBlob := data.Get(key(prev[i]))
-			baseData, err := readChunk(tx, prev[i], maxChunk)
-			if err != nil {
-				continue
+			var cands []int
+			if i < len(prev) {
+				cands = append(cands, i)
 			}
-			if d := deltaPack(p.data, prev[i], baseBlob, baseData); d != nil && len(d) < len(out[i].blob) {
-				out[i] = packed{blob: d, base: prev[i]}
+			if j, ok := stored(i - 1); ok && j+1 < len(prev) {
+				cands = append(cands, j+1)
+			}
+			if j, ok := stored(i + 1); ok && j > 0 {
+				cands = append(cands, j-1)
+			}
+			tried := map[uint64]bool{}
+			for _, j := range cands {
+				base := prev[j]
+				if tried[base] {
+					continue
+				}
+				tried[base] = true
+				baseData, err := readChunk(tx, base, maxChunk)
+				if err != nil {
+					continue
+				}
+				if d := deltaPack(p.data, base, data.Get(key(base)), baseData); d != nil && len(d) < len(out[i].blob) {
+					out[i] = packed{blob: d, base: base}
+				}
 			}
 		}
 		return nil
@@ -726,23 +764,63 @@ func (s *Store) Body(ctx context.Context, watchID int64, seq int) ([]byte, error
 		if err != nil {
 			return err
 		}
-		body = make([]byte, 0, rec.hdr.Size)
-		for _, id := range rec.chunks {
-			p, err := readChunk(tx, id, rec.hdr.Size-len(body))
-			if err != nil {
-				return err
-			}
-			body = append(body, p...)
-		}
-		if len(body) != rec.hdr.Size || !rec.hdr.check(body) {
-			return corruptf("body of version %d of watch %d does not match its checksum", seq, watchID)
-		}
-		return nil
+		body, err = readBody(tx, watchID, seq, rec)
+		return err
 	})
 	if err != nil {
 		return nil, wrap(err, "body of version %d of watch %d", seq, watchID)
 	}
 	return body, nil
+}
+
+func readBody(tx *bolt.Tx, watchID int64, seq int, rec *versionRec) ([]byte, error) {
+	body := make([]byte, 0, rec.hdr.Size)
+	for _, id := range rec.chunks {
+		p, err := readChunk(tx, id, rec.hdr.Size-len(body))
+		if err != nil {
+			return nil, err
+		}
+		body = append(body, p...)
+	}
+	if len(body) != rec.hdr.Size || !rec.hdr.check(body) {
+		return nil, corruptf("body of version %d of watch %d does not match its checksum", seq, watchID)
+	}
+	return body, nil
+}
+
+// Prior returns what segmenting the watch's next version needs, read in
+// one transaction: the latest version (with texts and layout; nil for a
+// watch without versions), its body, and the signature matrix of the
+// last m versions (m <= 0: Matrix), newest first. Errors: ENOTFOUND when
+// the watch does not exist.
+func (s *Store) Prior(ctx context.Context, watchID int64, m int) (*changedigest.Snapshot, []byte, [][]string, error) {
+	if m <= 0 {
+		m = s.Matrix
+	}
+	var (
+		snap *changedigest.Snapshot
+		body []byte
+		rows [][]string
+	)
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		meta, err := trackOf(tx, watchID)
+		if err != nil || meta.Latest == 0 {
+			return err
+		}
+		var rec *versionRec
+		if snap, rec, err = readVersion(tx, watchID, meta.Latest, true); err != nil {
+			return err
+		}
+		if body, err = readBody(tx, watchID, meta.Latest, rec); err != nil {
+			return err
+		}
+		rows, err = matrix(tx, watchID, meta, m)
+		return err
+	})
+	if err != nil {
+		return nil, nil, nil, wrap(err, "prior version of watch %d", watchID)
+	}
+	return snap, body, rows, nil
 }
 
 // History returns the signature matrix of the watch: the segment hashes
@@ -759,17 +837,24 @@ func (s *Store) History(ctx context.Context, watchID int64, m int) ([][]string, 
 		if err != nil {
 			return err
 		}
-		for seq := meta.Latest; seq >= meta.Oldest && seq > 0 && len(rows) < m; seq-- {
-			snap, _, err := readVersion(tx, watchID, seq, false)
-			if err != nil {
-				return err
-			}
-			rows = append(rows, snap.Hashes())
-		}
-		return nil
+		rows, err = matrix(tx, watchID, meta, m)
+		return err
 	})
 	if err != nil {
 		return nil, wrap(err, "signature matrix of watch %d", watchID)
+	}
+	return rows, nil
+}
+
+// matrix reads the segment hashes of the last m versions, newest first.
+func matrix(tx *bolt.Tx, watchID int64, meta trackMeta, m int) ([][]string, error) {
+	var rows [][]string
+	for seq := meta.Latest; seq >= meta.Oldest && seq > 0 && len(rows) < m; seq-- {
+		snap, _, err := readVersion(tx, watchID, seq, false)
+		if err != nil {
+			return nil, err
+		}
+		rows = append(rows, snap.Hashes())
 	}
 	return rows, nil
 }

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -806,5 +807,167 @@ func TestCheckFindsDamage(t *testing.T) {
 				t.Errorf("Check = %v, want ErrCorrupt", err)
 			}
 		})
+	}
+}
+
+// TestConcurrent writes to several watches while searching and deleting,
+// then checks the store.
+func TestConcurrent(t *testing.T) {
+	f := newFixture(t, func(s *Store) { s.KeepVersions = 8 })
+	ctx := context.Background()
+	var watches []*changedigest.Watch
+	for i := range 4 {
+		watches = append(watches, f.mustWatch(t, f.user.ID, fmt.Sprintf("https://concurrent.example/%d", i)))
+	}
+	errs := make(chan error, 100)
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	for i, w := range watches {
+		wg.Go(func() {
+			for v := range 15 {
+				body := []byte(page("shared banner", fmt.Sprintf("watch%d version%d", i, v), words(uint64(v/3), 30)))
+				if _, err := f.s.AddVersion(ctx, w.ID, snapshotOf(body), body); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	var readers sync.WaitGroup
+	readers.Go(func() {
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			if _, err := f.s.Search(ctx, Query{Text: "banner", UserID: f.user.ID}); err != nil {
+				errs <- err
+				return
+			}
+		}
+	})
+	readers.Go(func() {
+		for i := 0; ; i++ {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			w := &changedigest.Watch{UserID: f.user.ID, URL: fmt.Sprintf("https://temp.example/%d", i)}
+			if err := f.s.CreateWatch(ctx, w); err != nil {
+				errs <- err
+				return
+			}
+			body := []byte(page("shared banner", "temporary"))
+			if _, err := f.s.AddVersion(ctx, w.ID, snapshotOf(body), body); err != nil {
+				errs <- err
+				return
+			}
+			if err := f.s.DeleteWatch(ctx, f.user.ID, w.ID); err != nil {
+				errs <- err
+				return
+			}
+		}
+	})
+	wg.Wait()
+	close(done)
+	readers.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if err := f.s.Check(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i, w := range watches {
+		info, err := f.s.Track(ctx, w.ID)
+		if err != nil || info.Latest != 15 || info.Versions != 8 {
+			t.Errorf("watch %d: %+v, %v", i, info, err)
+		}
+		res, err := f.s.Search(ctx, Query{Text: fmt.Sprintf(`"watch%d version14"`, i), UserID: f.user.ID})
+		if err != nil || res.Total != 1 {
+			t.Errorf("watch %d: last version not found: %+v, %v", i, res, err)
+		}
+	}
+}
+
+func TestOpenErrors(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	a := MustOpen(t, dir, nil)
+	b := New(dir)
+	b.OpenTimeout, b.Logger = 100*time.Millisecond, quiet
+	if err := b.Open(ctx); err == nil || !strings.Contains(err.Error(), "pet: open") {
+		t.Errorf("second store on a locked directory: %v", err)
+	}
+	if err := a.Open(ctx); err == nil {
+		t.Error("Open of an open store succeeded")
+	}
+	a.Close()
+	if err := a.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+
+	file := filepath.Join(t.TempDir(), "file")
+	os.WriteFile(file, []byte("x"), 0o600)
+	if err := New(file).Open(ctx); err == nil {
+		t.Error("a store in a plain file opened")
+	}
+	if err := New("").Open(ctx); !errors.Is(err, ErrInvalid) {
+		t.Errorf("a store without a directory: %v", err)
+	}
+
+	// A newer schema is refused, and the store is left as it was.
+	s := MustOpen(t, dir, nil)
+	s.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bMeta).Put([]byte("schema"), putUvarint(nil, 99)) })
+	s.Close()
+	if err := New(dir).Open(ctx); err == nil || !strings.Contains(err.Error(), "schema 99") {
+		t.Errorf("unknown schema: %v", err)
+	}
+}
+
+func TestReindexAndCompact(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	for v := range 6 {
+		f.add(t, f.watch.ID, page("wombat "+words(uint64(v), 8), "koala"))
+	}
+	if err := f.s.Reindex(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := f.s.Search(ctx, Query{Text: "wombat", UserID: f.user.ID}); err != nil || res.Total != 6 {
+		t.Errorf("after Reindex: %+v, %v", res, err)
+	}
+	if err := f.s.Compact(ctx); err != nil {
+		t.Fatal(err)
+	}
+	st, err := f.s.Stats(ctx)
+	if err != nil || st.IndexLiveBytes <= 0 || st.IndexLiveBytes > st.IndexBytes || st.IndexDocs != 7 {
+		t.Errorf("stats after Compact = %+v, %v", st, err)
+	}
+	checkTrack(t, f.s, f.watch.ID, nil)
+}
+
+func TestPrior(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	snap, body, rows, err := f.s.Prior(ctx, f.watch.ID, 0)
+	if err != nil || snap != nil || body != nil || rows != nil {
+		t.Fatalf("Prior of a new watch = %v, %q, %v, %v", snap, body, rows, err)
+	}
+	var want [][]string
+	var last string
+	for v := range 7 {
+		last = page(words(uint64(v), 6), "fixed")
+		s, _ := f.add(t, f.watch.ID, last)
+		want = append([][]string{s.Hashes()}, want...)
+	}
+	snap, body, rows, err = f.s.Prior(ctx, f.watch.ID, 3)
+	if err != nil || snap.Seq != 7 || string(body) != last || !reflect.DeepEqual(rows, want[:3]) || snap.Segments[1].Text != "fixed" {
+		t.Errorf("Prior = seq %d, %d bytes, %v, %v", snap.Seq, len(body), rows, err)
+	}
+	if _, _, _, err := f.s.Prior(ctx, 99, 0); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Prior of an unknown watch: %v", err)
 	}
 }
