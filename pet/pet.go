@@ -160,6 +160,7 @@ var (
 	bProfiles   = []byte("profiles")    // uid → profileRec JSON
 	bWatches    = []byte("watches")     // wid → Watch JSON
 	bUserWatch  = []byte("user_watch")  // uid|wid → ""
+	bWatchKeys  = []byte("watch_keys")  // uid|sha256(url, zone)[:16] → wid
 	bDue        = []byte("due")         // nextcheck|wid → "" (not paused)
 	bTracks     = []byte("tracks")      // wid → trackMeta
 	bVersions   = []byte("versions")    // wid|seq → version record
@@ -171,7 +172,7 @@ var (
 	bEvents     = []byte("events")      // uid|time|wid|seq → change type mask
 	bPending    = []byte("pending")     // n → doc keys to bring into the index
 	allBuckets  = [][]byte{bMeta, bUsers, bUserNames, bFeedTokens, bSessions, bTokens, bTokenHash,
-		bProfiles, bWatches, bUserWatch, bDue, bTracks, bVersions, bSegs, bSegHash,
+		bProfiles, bWatches, bUserWatch, bWatchKeys, bDue, bTracks, bVersions, bSegs, bSegHash,
 		bChunkHash, bChunkData, bChunkRefs, bEvents, bPending}
 )
 
@@ -211,6 +212,9 @@ func (s *Store) Open(ctx context.Context) error {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 				return err
 			}
+		}
+		if err := rebuildWatchKeys(tx); err != nil {
+			return err
 		}
 		m := tx.Bucket(bMeta)
 		if v := m.Get([]byte("schema")); v == nil {

@@ -209,6 +209,7 @@ type versionHeader struct {
 	FinalURL     string
 	Kind         changedigest.Kind
 	Title        string
+	Zone         string
 	Size         int
 	BodyHash     string
 	Similarity   float64
@@ -224,6 +225,7 @@ type versionHeader struct {
 const (
 	hdrBodyMD5 = 1 << iota // BodyHash is the body's MD5, stored as 16 bytes
 	hdrSimilarity
+	hdrZone // a zone selector follows the similarity
 )
 
 // Change flags: which optional fields follow.
@@ -243,6 +245,9 @@ func (h *versionHeader) encode(e *enc) {
 	if h.Similarity != 0 {
 		flags |= hdrSimilarity
 	}
+	if h.Zone != "" {
+		flags |= hdrZone
+	}
 	e.byte(flags)
 	e.int(h.FetchedAt)
 	e.int(int64(h.Status))
@@ -259,6 +264,9 @@ func (h *versionHeader) encode(e *enc) {
 	}
 	if h.Similarity != 0 {
 		e.b = binary.BigEndian.AppendUint64(e.b, math.Float64bits(h.Similarity))
+	}
+	if h.Zone != "" {
+		e.str(h.Zone)
 	}
 	e.uint(uint64(len(h.Changes)))
 	for _, c := range h.Changes {
@@ -342,6 +350,9 @@ func (h *versionHeader) decode(d *dec) {
 	}
 	if flags&hdrSimilarity != 0 {
 		h.Similarity = d.float()
+	}
+	if flags&hdrZone != 0 {
+		h.Zone = d.str()
 	}
 	n := d.count()
 	if n > 0 {

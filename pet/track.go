@@ -312,7 +312,7 @@ func (t *trackTx) add(snap *changedigest.Snapshot, body []byte, pieces []piece, 
 	rec := &versionRec{hdr: versionHeader{
 		FetchedAt: unixNano(fetched), Status: snap.Status, ETag: snap.ETag,
 		LastModified: snap.LastModified, ContentType: snap.ContentType, FinalURL: snap.FinalURL,
-		Kind: snap.Kind, Title: snap.Title, Size: len(body), BodyHash: snap.BodyHash,
+		Kind: snap.Kind, Title: snap.Title, Zone: snap.Zone, Size: len(body), BodyHash: snap.BodyHash,
 		Similarity: snap.Similarity, Changes: snap.Changes,
 	}}
 	if h := md5.Sum(body); snap.BodyHash == hex.EncodeToString(h[:]) {
@@ -889,7 +889,7 @@ func readVersion(tx *bolt.Tx, watchID int64, seq int, full bool) (*changedigest.
 	snap := &changedigest.Snapshot{
 		WatchID: watchID, Seq: seq, FetchedAt: timeOf(h.FetchedAt),
 		Status: h.Status, ETag: h.ETag, LastModified: h.LastModified, ContentType: h.ContentType,
-		FinalURL: h.FinalURL, Kind: h.Kind, Title: h.Title, Size: h.Size, BodyHash: h.BodyHash,
+		FinalURL: h.FinalURL, Kind: h.Kind, Title: h.Title, Zone: h.Zone, Size: h.Size, BodyHash: h.BodyHash,
 		Changes: h.Changes, Similarity: h.Similarity,
 	}
 	segs := tx.Bucket(bSegs)

@@ -102,6 +102,7 @@ func TestRoundTrip(t *testing.T) {
 		{"everything set", []byte(page("x <b>y</b> &amp; z", "w")), func(b []byte) *changedigest.Snapshot {
 			s := snapshotOf(b)
 			s.ETag, s.LastModified, s.FinalURL, s.Title = `"abc"`, "Mon, 02 Jun 2025 10:00:00 GMT", "https://example.org/final", "Test page"
+			s.Zone = "main > article"
 			s.Layout = []byte("layout: p p")
 			s.Similarity = 0.75
 			s.Segments[1].Index = 7

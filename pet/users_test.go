@@ -344,6 +344,23 @@ func TestWatches(t *testing.T) {
 	if _, err := f.s.UpdateWatch(ctx, f.user.ID, w.ID, func(w *changedigest.Watch) error { w.URL = ""; return nil }); !errors.Is(err, ErrInvalid) {
 		t.Errorf("update to an empty URL: %v", err)
 	}
+	// Moving a watch to a new URL frees the old one; deleting frees its own.
+	if _, err := f.s.UpdateWatch(ctx, f.user.ID, w.ID, func(w *changedigest.Watch) error { w.URL = "https://example.org/moved"; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	again := &changedigest.Watch{UserID: f.user.ID, URL: "https://example.org/"}
+	if err := f.s.CreateWatch(ctx, again); err != nil {
+		t.Errorf("watching the URL a watch moved away from: %v", err)
+	}
+	if err := f.s.DeleteWatch(ctx, f.user.ID, again.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.s.CreateWatch(ctx, &changedigest.Watch{UserID: f.user.ID, URL: "https://example.org/"}); err != nil {
+		t.Errorf("watching a URL again after deleting its watch: %v", err)
+	}
+	if err := f.s.CreateWatch(ctx, &changedigest.Watch{UserID: bob.ID, URL: "https://example.org/moved"}); err != nil {
+		t.Errorf("another user watching the same URL: %v", err)
+	}
 }
 
 func TestDueWatches(t *testing.T) {

@@ -3,6 +3,8 @@ package pet
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"slices"
@@ -79,27 +81,58 @@ func putWatch(tx *bolt.Tx, w, old *changedigest.Watch) error {
 			return err
 		}
 	}
+	if err := indexWatchKey(tx, w, old); err != nil {
+		return err
+	}
 	return tx.Bucket(bUserWatch).Put(id64(w.UserID, w.ID), nil)
+}
+
+// watchKey identifies a watch of a user by its URL and zone.
+func watchKey(w *changedigest.Watch) []byte {
+	h := sha256.Sum256([]byte(w.URL + "\x00" + w.Zone))
+	return append(id64(w.UserID), h[:16]...)
 }
 
 // checkDuplicate refuses a second watch of the same URL and zone for a user.
 func checkDuplicate(tx *bolt.Tx, w *changedigest.Watch) error {
-	prefix := id64(w.UserID)
-	c := tx.Bucket(bUserWatch).Cursor()
-	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
-		id := at(k, 1)
-		if id == w.ID {
-			continue
-		}
-		o, err := getWatch(tx, id)
-		if err != nil {
-			return err
-		}
-		if o.URL == w.URL && o.Zone == w.Zone {
-			return conflictf("you already watch %s (watch %d)", w.URL, o.ID)
-		}
+	v := tx.Bucket(bWatchKeys).Get(watchKey(w))
+	if v == nil {
+		return nil
+	}
+	if id := int64(binary.BigEndian.Uint64(v)); id != w.ID {
+		return conflictf("you already watch %s (watch %d)", w.URL, id)
 	}
 	return nil
+}
+
+// rebuildWatchKeys fills the URL-and-zone index of a store written before
+// it existed.
+func rebuildWatchKeys(tx *bolt.Tx) error {
+	if k, _ := tx.Bucket(bWatchKeys).Cursor().First(); k != nil {
+		return nil
+	}
+	return tx.Bucket(bWatches).ForEach(func(k, v []byte) error {
+		var w changedigest.Watch
+		if err := json.Unmarshal(v, &w); err != nil {
+			return corruptf("watch %x: %v", k, err)
+		}
+		return indexWatchKey(tx, &w, nil)
+	})
+}
+
+// indexWatchKey keeps the URL-and-zone index in step with a watch (old is
+// nil for a new watch; w nil for a deleted one).
+func indexWatchKey(tx *bolt.Tx, w, old *changedigest.Watch) error {
+	keys := tx.Bucket(bWatchKeys)
+	if old != nil && (w == nil || old.URL != w.URL || old.Zone != w.Zone) {
+		if err := keys.Delete(watchKey(old)); err != nil {
+			return err
+		}
+	}
+	if w == nil {
+		return nil
+	}
+	return keys.Put(watchKey(w), id64(w.ID))
 }
 
 // CreateWatch validates and stores a new watch for w.UserID, setting
@@ -294,6 +327,9 @@ func deleteWatch(s *Store, tx *bolt.Tx, w *changedigest.Watch) error {
 		}
 	}
 	if err := tx.Bucket(bUserWatch).Delete(id64(w.UserID, w.ID)); err != nil {
+		return err
+	}
+	if err := indexWatchKey(tx, nil, w); err != nil {
 		return err
 	}
 	return tx.Bucket(bWatches).Delete(id64(w.ID))
