@@ -14,13 +14,10 @@ import (
 
 // Track is the Page Evolution Track as the check pipeline sees it.
 type Track interface {
-	// Latest returns the newest stored version of a watch, or an
-	// ENOTFOUND error when it has none.
-	Latest(ctx context.Context, watchID int64) (*changedigest.Snapshot, error)
-	// Body returns a stored version's body byte for byte.
-	Body(ctx context.Context, watchID int64, seq int) ([]byte, error)
-	// History returns the segment hashes of the last m versions, newest first.
-	History(ctx context.Context, watchID int64, m int) ([][]string, error)
+	// Prior returns, in one read, the newest stored version of a watch
+	// (nil when it has none), its body byte for byte, and the segment
+	// hashes of the last m versions, newest first.
+	Prior(ctx context.Context, watchID int64, m int) (*changedigest.Snapshot, []byte, [][]string, error)
 	// AddVersion stores a version atomically and returns its sequence number.
 	AddVersion(ctx context.Context, watchID int64, snap *changedigest.Snapshot, body []byte) (int, error)
 	// UpdateWatch changes a watch in a transaction.
@@ -60,28 +57,16 @@ func (p *Pipeline) Check(ctx context.Context, w *changedigest.Watch) (Outcome, e
 	sum := md5.Sum(res.Raw)
 	bodyHash := hex.EncodeToString(sum[:])
 
-	prev, err := p.Track.Latest(ctx, w.ID)
-	if changedigest.ErrorCode(err) == changedigest.ENOTFOUND {
-		prev, err = nil, nil
-	}
+	prev, prevRaw, history, err := p.Track.Prior(ctx, w.ID, p.Matrix)
 	if err != nil {
 		return Outcome{}, fmt.Errorf("crawl: read the newest version of %s: %w", w, err)
 	}
 	if prev != nil && prev.BodyHash == bodyHash && prev.Zone == w.Zone {
 		return res.Outcome(Unchanged), nil
 	}
-	in := segmenter.Input{Body: res.Body, Zone: w.Zone, Prev: prev}
+	in := segmenter.Input{Body: res.Body, Zone: w.Zone, Prev: prev, History: history}
 	if prev != nil {
-		raw, err := p.Track.Body(ctx, w.ID, prev.Seq)
-		if err != nil {
-			return Outcome{}, fmt.Errorf("crawl: read version %d of %s: %w", prev.Seq, w, err)
-		}
-		if in.PrevBody, _, err = toUTF8(raw, prev.ContentType); err != nil {
-			in.PrevBody = raw
-		}
-		if in.History, err = p.Track.History(ctx, w.ID, p.Matrix); err != nil {
-			return Outcome{}, fmt.Errorf("crawl: read the signature matrix of %s: %w", w, err)
-		}
+		in.PrevBody = ToUTF8(prevRaw, prev.ContentType)
 	}
 	snap, err := p.Segmenter.Detect(in)
 	if err != nil {

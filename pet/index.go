@@ -273,7 +273,7 @@ func (s *Store) syncIndex() error {
 		s.behind.Store(true)
 		return fmt.Errorf("pet: update index: %w", err)
 	}
-	err = s.db.Update(func(tx *bolt.Tx) error {
+	err = s.db.Batch(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bPending)
 		for _, k := range done {
 			if err := b.Delete(k); err != nil {
@@ -520,7 +520,7 @@ func (s *Store) rebuildIndex(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("pet: swap in rebuilt index: %w", err)
 	}
-	err = s.db.Update(func(tx *bolt.Tx) error {
+	err = s.db.Batch(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bPending)
 		for _, k := range done {
 			if err := b.Delete(k); err != nil {

@@ -281,11 +281,15 @@ func (s *Store) view(ctx context.Context, fn func(tx *bolt.Tx) error) error {
 	return s.db.View(fn)
 }
 
+// update runs fn in a write transaction. Concurrent writers share one
+// commit (bbolt's Batch: one fsync for many writes), so fn may run more
+// than once and must not change anything outside the transaction that a
+// second run would not set again.
 func (s *Store) update(ctx context.Context, fn func(tx *bolt.Tx) error) error {
 	if err := s.ready(ctx); err != nil {
 		return err
 	}
-	return s.db.Update(fn)
+	return s.db.Batch(fn)
 }
 
 // userError is an error for users: a changedigest.Error (code and safe

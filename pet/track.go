@@ -54,7 +54,9 @@ func (s *Store) AddVersion(ctx context.Context, watchID int64, snap *changediges
 		fetched = s.now()
 	}
 	var seq int
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	// Concurrent writers share one commit (see update); fn sets nothing
+	// outside the transaction but seq.
+	err := s.db.Batch(func(tx *bolt.Tx) error {
 		t, err := s.openTrack(tx, watchID)
 		if err != nil {
 			return err

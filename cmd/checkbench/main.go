@@ -18,6 +18,7 @@ import (
 	"log/slog"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"strings"
 	"time"
 
@@ -37,9 +38,20 @@ func main() {
 	gap := flag.Duration("host-gap", 100*time.Millisecond, "least time between two requests to one host")
 	users := flag.Int("users", 100, "users the watches are spread over")
 	noSync := flag.Bool("nosync", false, "do not fsync the store on commit (faster, unsafe)")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	flag.Parse()
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "checkbench:", err)
+			os.Exit(1)
+		}
+		pprof.StartCPUProfile(f)
+		defer pprof.StopCPUProfile()
+	}
 	if err := run(*watches, *hosts, *size, *change, *workers, *gap, *users, *noSync); err != nil {
 		fmt.Fprintln(os.Stderr, "checkbench:", err)
+		pprof.StopCPUProfile()
 		os.Exit(1)
 	}
 }
