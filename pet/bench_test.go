@@ -18,6 +18,7 @@ import (
 
 	"github.com/changedigest/changedigest"
 	"github.com/changedigest/changedigest/internal/testenv"
+	"github.com/changedigest/changedigest/segmenter"
 )
 
 var (
@@ -99,7 +100,8 @@ const storageWarmup = 50
 
 // BenchmarkStorage measures the disk a version costs when 5% of its
 // segments changed (a word of text in each), against the raw page, over
-// real page bodies cut by the simple splitter. One op stores one
+// real page bodies cut by the real segmenter (-pet.segmenter=false: the
+// simple splitter). One op stores one
 // version; the first storageWarmup versions are not counted. The index
 // is compacted before both measurements (see Compact) and counted by its
 // segments in use: between Bleve's own merges it holds more.
@@ -118,12 +120,31 @@ func BenchmarkStorage(b *testing.B) {
 			f := newFixture(b, func(s *Store) { s.KeepVersions = 0 })
 			ctx := context.Background()
 			minSeg := max(200, len(body)/60)
-			snap := splitPage(body, minSeg)
+			// split cuts a version: the real segmenter along the
+			// previous version's layout, or the fixed splitter.
+			seg := segmenter.New()
+			split := func(next []byte, prev *changedigest.Snapshot, prevBody []byte) *changedigest.Snapshot {
+				if !*ingestSegmenter {
+					return splitPage(next, minSeg)
+				}
+				hist := [][]string(nil)
+				if prev != nil {
+					hist = [][]string{prev.Hashes()}
+				}
+				out, err := seg.Detect(segmenter.Input{Body: next, Prev: prev, PrevBody: prevBody, History: hist})
+				if err != nil {
+					b.Fatal(err)
+				}
+				return out
+			}
+			snap := split(body, nil, nil)
 			r := rand.New(rand.NewPCG(1, 2))
 			step := func() {
 				next, changes := mutate(r, body, snap, 0.05)
-				nsnap := splitPage(next, minSeg)
-				nsnap.Changes = changes
+				nsnap := split(next, snap, body)
+				if !*ingestSegmenter {
+					nsnap.Changes = changes
+				}
 				nsnap.FetchedAt = f.clock.Add(time.Hour)
 				if _, err := f.s.AddVersion(ctx, f.watch.ID, nsnap, next); err != nil {
 					b.Fatal(err)
@@ -177,6 +198,10 @@ func BenchmarkStorage(b *testing.B) {
 // (segmenting included). One op ingests them all: run it with
 // -benchtime 1x. To measure the real thing, pass the segmenter as the
 // segmentFunc.
+// ingestSegmenter segments the benchmarks' versions with the real
+// segmenter (the crawler's path) instead of a fixed splitter.
+var ingestSegmenter = flag.Bool("pet.segmenter", true, "storage and ingest benchmarks: segment with the real segmenter")
+
 func BenchmarkIngestPandasThumb(b *testing.B) {
 	dir := testenv.Corpus(b, "versions", "pandasthumb-homepage", "versions")
 	files, err := filepath.Glob(filepath.Join(dir, "*.html"))
@@ -195,10 +220,18 @@ func BenchmarkIngestPandasThumb(b *testing.B) {
 	simple := func(body []byte, _ *changedigest.Snapshot, _ []byte, _ [][]string) (*changedigest.Snapshot, error) {
 		return splitPage(body, 200), nil
 	}
+	seg := segmenter.New()
+	real := func(body []byte, prev *changedigest.Snapshot, prevBody []byte, history [][]string) (*changedigest.Snapshot, error) {
+		return seg.Detect(segmenter.Input{Body: body, Prev: prev, PrevBody: prevBody, History: history})
+	}
+	segment := simple
+	if *ingestSegmenter {
+		segment = real
+	}
 	var rep ingestReport
 	for b.Loop() {
 		f := newFixture(b, func(s *Store) { s.KeepVersions = 0 })
-		rep = ingest(b, f.s, f.user.ID, bodies, simple, 1)
+		rep = ingest(b, f.s, f.user.ID, bodies, segment, 1)
 		f.s.Close()
 	}
 	per, share := rep.PerVersion()

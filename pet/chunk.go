@@ -308,3 +308,10 @@ func readChunkDepth(tx *bolt.Tx, id uint64, limit, depthLeft int) ([]byte, error
 }
 
 func (p piece) String() string { return fmt.Sprintf("%x(%d)", p.sum[:4], len(p.data)) }
+
+// hasChunk reports whether a chunk with p's bytes is stored (b is the
+// chunk_hash bucket).
+func hasChunk(b *bolt.Bucket, p []byte) bool {
+	sum := sum16(p)
+	return b.Get(sum[:]) != nil
+}

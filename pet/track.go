@@ -48,7 +48,7 @@ func (s *Store) AddVersion(ctx context.Context, watchID int64, snap *changediges
 		return 0, err
 	}
 	pieces := split(body, snap.Segments)
-	packed := s.packNew(watchID, pieces)
+	packed, layout := s.packNew(watchID, pieces, snap.Layout)
 	fetched := snap.FetchedAt
 	if fetched.IsZero() {
 		fetched = s.now()
@@ -61,7 +61,7 @@ func (s *Store) AddVersion(ctx context.Context, watchID int64, snap *changediges
 		if err != nil {
 			return err
 		}
-		if seq, err = t.add(snap, body, pieces, packed, fetched); err != nil {
+		if seq, err = t.add(snap, body, pieces, packed, layout, fetched); err != nil {
 			return err
 		}
 		if err := t.retain(s.now()); err != nil {
@@ -125,17 +125,28 @@ type packed struct {
 // the chunk at its place in the watch's latest version (by position, and
 // after or before its unchanged neighbours), so an edited paragraph costs
 // the edit, not the paragraph. A piece stored meanwhile is compressed
-// again inside the transaction.
-func (s *Store) packNew(watchID int64, pieces []piece) []packed {
+// again inside the transaction. The layout is tried as a delta against
+// the latest version's layout likewise: the boundaries of most segments
+// stay the same from one version to the next.
+func (s *Store) packNew(watchID int64, pieces []piece, layout []byte) ([]packed, packed) {
 	out := make([]packed, len(pieces))
+	var lp packed
 	_ = s.db.View(func(tx *bolt.Tx) error {
 		var prev []uint64
+		var prevLayout uint64
 		if m, err := trackOf(tx, watchID); err == nil && m.Latest > 0 {
 			if _, rec, err := readVersion(tx, watchID, m.Latest, false); err == nil {
-				prev = rec.chunks
+				prev, prevLayout = rec.chunks, rec.layout
 			}
 		}
 		b, data := tx.Bucket(bChunkHash), tx.Bucket(bChunkData)
+		if len(layout) > 0 && prevLayout != 0 && !hasChunk(b, layout) {
+			if baseData, err := readChunk(tx, prevLayout, maxLayout); err == nil {
+				if d := deltaPack(layout, prevLayout, data.Get(key(prevLayout)), baseData); d != nil {
+					lp = packed{blob: d, base: prevLayout}
+				}
+			}
+		}
 		// Where each chunk of the previous version sat, to align a changed
 		// piece by its unchanged neighbours when pieces were inserted or
 		// removed before it.
@@ -194,7 +205,12 @@ func (s *Store) packNew(watchID int64, pieces []piece) []packed {
 		}
 		return nil
 	})
-	return out
+	if lp.blob != nil {
+		if plain := pack(layout); len(plain) <= len(lp.blob) {
+			lp = packed{}
+		}
+	}
+	return out, lp
 }
 
 // trackTx is one watch's track inside a write transaction.
@@ -309,7 +325,7 @@ func bodySum(body []byte) uint64 {
 }
 
 // add writes version Latest+1 and returns its number.
-func (t *trackTx) add(snap *changedigest.Snapshot, body []byte, pieces []piece, packed []packed, fetched time.Time) (int, error) {
+func (t *trackTx) add(snap *changedigest.Snapshot, body []byte, pieces []piece, packed []packed, layout packed, fetched time.Time) (int, error) {
 	seq := t.meta.Latest + 1
 	rec := &versionRec{hdr: versionHeader{
 		FetchedAt: unixNano(fetched), Status: snap.Status, ETag: snap.ETag,
@@ -348,7 +364,7 @@ func (t *trackTx) add(snap *changedigest.Snapshot, body []byte, pieces []piece, 
 		off += len(p.data)
 	}
 	if len(snap.Layout) > 0 {
-		id, err := t.chunks.ref(sum16(snap.Layout), snap.Layout, nil, 0)
+		id, err := t.chunks.ref(sum16(snap.Layout), snap.Layout, layout.blob, layout.base)
 		if err != nil {
 			return 0, err
 		}
