@@ -207,6 +207,9 @@ func (s *Store) Open(ctx context.Context) error {
 	} else if err != nil {
 		return fmt.Errorf("pet: open %s: %w", path, err)
 	}
+	// Batched writes (AddVersion, index bookkeeping) wait at most this
+	// long for company; a lone writer pays it once.
+	db.MaxBatchDelay = 2 * time.Millisecond
 	err = db.Update(func(tx *bolt.Tx) error {
 		for _, name := range allBuckets {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
@@ -281,15 +284,12 @@ func (s *Store) view(ctx context.Context, fn func(tx *bolt.Tx) error) error {
 	return s.db.View(fn)
 }
 
-// update runs fn in a write transaction. Concurrent writers share one
-// commit (bbolt's Batch: one fsync for many writes), so fn may run more
-// than once and must not change anything outside the transaction that a
-// second run would not set again.
+// update runs fn in a write transaction.
 func (s *Store) update(ctx context.Context, fn func(tx *bolt.Tx) error) error {
 	if err := s.ready(ctx); err != nil {
 		return err
 	}
-	return s.db.Batch(fn)
+	return s.db.Update(fn)
 }
 
 // userError is an error for users: a changedigest.Error (code and safe

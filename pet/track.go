@@ -54,8 +54,9 @@ func (s *Store) AddVersion(ctx context.Context, watchID int64, snap *changediges
 		fetched = s.now()
 	}
 	var seq int
-	// Concurrent writers share one commit (see update); fn sets nothing
-	// outside the transaction but seq.
+	// Concurrent writers (the crawler's workers) share one commit and one
+	// fsync (bbolt's Batch); fn may run more than once, so it sets
+	// nothing outside the transaction but seq.
 	err := s.db.Batch(func(tx *bolt.Tx) error {
 		t, err := s.openTrack(tx, watchID)
 		if err != nil {
