@@ -20,6 +20,7 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/changedigest/changedigest"
@@ -104,6 +105,7 @@ func run(n, hosts, size int, change float64, workers int, gap time.Duration, nus
 		ws[i] = w
 	}
 	fmt.Printf("created %d watches for %d users in %s\n", n, nusers, time.Since(start).Round(time.Millisecond))
+	stopSampling := sampleMemory()
 
 	f := crawl.NewFetcher()
 	f.AllowPrivate = true
@@ -134,11 +136,66 @@ func run(n, hosts, size int, change float64, workers int, gap time.Duration, nus
 	if err := pass("second"); err != nil {
 		return err
 	}
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	fmt.Printf("peak RSS %s, heap in use %d MB, store on disk %d MB, %d pages of %d KB on %d hosts, %d workers, host gap %s, GOMAXPROCS %d\n",
-		peakRSS(), ms.HeapInuse>>20, diskUsage(dir)>>20, n, size>>10, hosts, workers, gap, runtime.GOMAXPROCS(0))
+	stopSampling()
+	st, err := store.Stats(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("memory: peak RSS %s: anonymous (Go heap, stacks) peak %d MB, file-backed (the store's memory maps) peak %d MB; Go heap peak %d MB\n",
+		peakRSS(), peak.anon>>20, peak.file>>20, peak.heap>>20)
+	fmt.Printf("store: %d versions, %d segments, chunks %d MB, pet.db in use %d MB (file %d MB), index %d MB (live %d MB, %d docs); %d pages of %d KB on %d hosts, %d workers, host gap %s, GOMAXPROCS %d\n",
+		st.Versions, st.Segments, st.ChunkBytes>>20, st.DBBytes>>20, st.FileBytes>>20, st.IndexBytes>>20, st.IndexLiveBytes>>20, st.IndexDocs,
+		n, size>>10, hosts, workers, gap, runtime.GOMAXPROCS(0))
 	return nil
+}
+
+// peaks of memory use, sampled while the benchmark runs.
+var peak struct {
+	mu               sync.Mutex
+	anon, file, heap int64
+}
+
+// sampleMemory records peak memory every 100 ms until the returned
+// function is called.
+func sampleMemory() func() {
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		t := time.NewTicker(100 * time.Millisecond)
+		defer t.Stop()
+		for {
+			var ms runtime.MemStats
+			runtime.ReadMemStats(&ms)
+			anon, file := rss()
+			peak.mu.Lock()
+			peak.anon, peak.file, peak.heap = max(peak.anon, anon), max(peak.file, file), max(peak.heap, int64(ms.HeapInuse))
+			peak.mu.Unlock()
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() { close(done); <-stopped }
+}
+
+// rss reads the resident anonymous and file-backed memory (Linux).
+func rss() (anon, file int64) {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0, 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		var v int64
+		if _, err := fmt.Sscanf(line, "RssAnon: %d kB", &v); err == nil {
+			anon = v << 10
+		} else if _, err := fmt.Sscanf(line, "RssFile: %d kB", &v); err == nil {
+			file = v << 10
+		}
+	}
+	return anon, file
 }
 
 // peakRSS reads the process's peak resident set size (Linux).
@@ -153,19 +210,4 @@ func peakRSS() string {
 		}
 	}
 	return "unknown"
-}
-
-func diskUsage(dir string) int64 {
-	var total int64
-	entries, _ := os.ReadDir(dir)
-	for _, e := range entries {
-		if info, err := e.Info(); err == nil {
-			if e.IsDir() {
-				total += diskUsage(dir + "/" + e.Name())
-			} else {
-				total += info.Size()
-			}
-		}
-	}
-	return total
 }
