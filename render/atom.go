@@ -218,13 +218,29 @@ func (e *Engine) Atom(w io.Writer, feed FeedInfo, events []Event) error {
 	if len(evs) > 0 {
 		f.Updated = atomTime(evs[0].Snapshot.FetchedAt)
 	}
+	// Entries are encoded one by one (and kept: see entryCache), then
+	// spliced into the encoded feed before its end tag.
+	var entries bytes.Buffer
 	var content bytes.Buffer
 	for _, ev := range evs {
-		entry, err := e.entry(&content, ev)
-		if err != nil {
-			return err
+		key := eventKey(ev)
+		x, ok := e.entries.get(key)
+		if !ok {
+			entry, err := e.entry(&content, ev)
+			if err != nil {
+				return err
+			}
+			var eb bytes.Buffer
+			enc := xml.NewEncoder(&eb)
+			enc.Indent("  ", "  ")
+			if err := enc.EncodeElement(entry, xml.StartElement{Name: xml.Name{Local: "entry"}}); err != nil {
+				return fmt.Errorf("render: encode an entry of feed %s: %w", feed.ID, err)
+			}
+			x = eb.Bytes()
+			e.entries.put(key, x)
 		}
-		f.Entries = append(f.Entries, entry)
+		entries.WriteByte('\n')
+		entries.Write(x)
 	}
 
 	var buf bytes.Buffer
@@ -234,8 +250,18 @@ func (e *Engine) Atom(w io.Writer, feed FeedInfo, events []Event) error {
 	if err := enc.Encode(f); err != nil {
 		return fmt.Errorf("render: encode feed %s: %w", feed.ID, err)
 	}
-	buf.WriteByte('\n')
-	_, err := w.Write(buf.Bytes())
+	out := buf.Bytes()
+	end := bytes.LastIndex(out, []byte("\n</feed>"))
+	if end < 0 {
+		return fmt.Errorf("render: encode feed %s: no end tag", feed.ID)
+	}
+	var doc bytes.Buffer
+	doc.Grow(len(out) + entries.Len() + 1)
+	doc.Write(out[:end])
+	doc.Write(entries.Bytes())
+	doc.Write(out[end:])
+	doc.WriteByte('\n')
+	_, err := w.Write(doc.Bytes())
 	return err
 }
 

@@ -341,10 +341,50 @@ func BenchmarkAtom500(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.SetBytes(int64(buf.Len()))
-	for b.Loop() {
-		buf.Reset()
-		if err := e.Atom(&buf, feed, evs); err != nil {
-			b.Fatal(err)
+	for _, warm := range []bool{false, true} {
+		name := "cold"
+		if warm {
+			name = "cached-entries"
 		}
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				if !warm {
+					e.entries = entryCache{max: DefaultEntryCacheBytes}
+				}
+				buf.Reset()
+				if err := e.Atom(&buf, feed, evs); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// TestAtomEntryCache: entries are kept between renderings, and what an
+// entry is rendered from (the matches, the watch's name) is part of its key.
+func TestAtomEntryCache(t *testing.T) {
+	fx := MustFixture(t)
+	e := MustEngine(t)
+	first := renderUserFeed(t, e, fx)
+	if again := renderUserFeed(t, e, fx); !bytes.Equal(first, again) {
+		t.Fatal("a second rendering from the cache differs")
+	}
+	fresh := renderUserFeed(t, MustEngine(t), fx)
+	if !bytes.Equal(first, fresh) {
+		t.Fatal("a cached rendering differs from a fresh one")
+	}
+	// Without matches the profile marks go; with a new name, the title changes.
+	noMatch := fx
+	noMatch.Events = nil
+	for _, ev := range fx.Events {
+		ev.Matches = nil
+		w := *ev.Watch
+		w.Title = "Renamed watch"
+		ev.Watch = &w
+		noMatch.Events = append(noMatch.Events, ev)
+	}
+	out := renderUserFeed(t, e, noMatch)
+	if bytes.Contains(out, []byte("matches your interest")) || !bytes.Contains(out, []byte("Renamed watch")) {
+		t.Error("the cache served entries rendered from other matches or another watch name")
 	}
 }

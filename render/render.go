@@ -77,8 +77,10 @@ const (
 	DefaultMaxEntryBytes  = 48 << 10
 	DefaultMaxChangeChars = 1500
 	DefaultContext        = 12
-	DefaultDigestChanges  = 5
-	DefaultDigestWatches  = 25
+	// DefaultEntryCacheBytes bounds the memory kept for rendered feed entries.
+	DefaultEntryCacheBytes = 32 << 20
+	DefaultDigestChanges   = 5
+	DefaultDigestWatches   = 25
 )
 
 // Engine renders feeds, digests and pages. Build it with NewEngine; the
@@ -111,6 +113,7 @@ type Engine struct {
 	DigestWatches int
 
 	site     *url.URL
+	entries  entryCache // rendered feed entries
 	pages    map[string]*template.Template
 	inline   *template.Template // feed entries and the digest, styles inlined
 	text     *texttemplate.Template
@@ -143,6 +146,7 @@ func NewEngine(site string) (*Engine, error) {
 		DigestWatches:  DefaultDigestWatches,
 		site:           u,
 		versions:       map[string]string{},
+		entries:        entryCache{max: DefaultEntryCacheBytes},
 	}
 	if err := e.parse(templates.FS); err != nil {
 		return nil, err

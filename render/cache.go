@@ -1,0 +1,92 @@
+package render
+
+import (
+	"container/list"
+	"hash/fnv"
+	"strconv"
+	"sync"
+
+	"github.com/changedigest/changedigest"
+)
+
+// entryCache keeps rendered feed entries. A stored version never changes,
+// so an entry depends only on its event: the watch's name, address and
+// tags, the version, and the profile matches. Feed readers poll the same
+// entries over and over, and rendering them is most of a feed's cost.
+type entryCache struct {
+	mu    sync.Mutex
+	max   int
+	size  int
+	byKey map[uint64]*list.Element
+	lru   list.List // of *cacheItem, most recent first
+}
+
+type cacheItem struct {
+	key   uint64
+	entry []byte // the encoded <entry> element
+	size  int
+}
+
+// eventKey fingerprints everything an entry is rendered from.
+func eventKey(ev Event) uint64 {
+	h := fnv.New64a()
+	w := func(s string) { h.Write([]byte(s)); h.Write([]byte{0}) }
+	w(strconv.FormatInt(ev.Watch.ID, 10))
+	w(strconv.Itoa(ev.Snapshot.Seq))
+	w(strconv.FormatInt(ev.Snapshot.FetchedAt.UnixNano(), 10))
+	w(strconv.FormatInt(ev.Watch.CreatedAt.UnixNano(), 10))
+	w(ev.Watch.Name())
+	w(ev.Watch.URL)
+	for _, t := range ev.Watch.Tags {
+		w(t)
+	}
+	w(strconv.Itoa(len(ev.Snapshot.Changes)))
+	for i, ms := range ev.Matches {
+		w("#" + strconv.Itoa(i))
+		for _, m := range ms {
+			w(matchKey(m))
+		}
+	}
+	return h.Sum64()
+}
+
+func matchKey(m changedigest.Match) string {
+	return m.Interest + "\x01" + m.Term + "\x01" + m.Relation + "\x01" + strconv.Itoa(m.Start) + "\x01" + strconv.Itoa(m.End) +
+		"\x01" + strconv.FormatFloat(m.Weight, 'g', -1, 64)
+}
+
+func (c *entryCache) get(key uint64) ([]byte, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	el, ok := c.byKey[key]
+	if !ok {
+		return nil, false
+	}
+	c.lru.MoveToFront(el)
+	return el.Value.(*cacheItem).entry, true
+}
+
+func (c *entryCache) put(key uint64, e []byte) {
+	size := len(e) + 64
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.max <= 0 || size > c.max/4 {
+		return
+	}
+	if c.byKey == nil {
+		c.byKey = map[uint64]*list.Element{}
+	}
+	if el, ok := c.byKey[key]; ok {
+		c.lru.MoveToFront(el)
+		return
+	}
+	c.byKey[key] = c.lru.PushFront(&cacheItem{key: key, entry: e, size: size})
+	c.size += size
+	for c.size > c.max {
+		last := c.lru.Back()
+		it := last.Value.(*cacheItem)
+		c.lru.Remove(last)
+		delete(c.byKey, it.key)
+		c.size -= it.size
+	}
+}
