@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"strconv"
 	"syscall"
 )
 
@@ -120,9 +121,10 @@ func (f *Fetcher) dialContext(ctx context.Context, network, addr string) (net.Co
 			return nil, fmt.Errorf("%w: %s has no address", ErrDNS, host)
 		}
 	}
+	portNum, _ := strconv.ParseUint(port, 10, 16)
 	var allowed []netip.Addr
 	for _, a := range addrs {
-		if f.addrAllowed(a) {
+		if f.allowed(netip.AddrPortFrom(a, uint16(portNum))) {
 			allowed = append(allowed, a)
 		}
 	}
@@ -159,13 +161,21 @@ func (f *Fetcher) control(network, address string, _ syscall.RawConn) error {
 	if err != nil {
 		return fmt.Errorf("%w: cannot check address %q", ErrPrivateAddress, address)
 	}
-	if !f.addrAllowed(ap.Addr()) {
+	if !f.allowed(ap) {
 		return fmt.Errorf("%w: %s", ErrPrivateAddress, ap.Addr().Unmap())
 	}
 	return nil
 }
 
-func (f *Fetcher) addrAllowed(a netip.Addr) bool {
+// allowed reports whether a connection to ap may be made: a public
+// address, any address with AllowPrivate, or one listed in Allow.
+func (f *Fetcher) allowed(ap netip.AddrPort) bool {
+	a := ap.Addr().Unmap()
+	for _, x := range f.Allow {
+		if x.Addr().Unmap() == a && x.Port() == ap.Port() {
+			return true
+		}
+	}
 	if f.allowAddr != nil {
 		return f.allowAddr(a)
 	}

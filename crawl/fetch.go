@@ -96,6 +96,9 @@ type Fetcher struct {
 	// other non-public addresses. Off by default; tests and the
 	// --allow-private flag turn it on.
 	AllowPrivate bool
+	// Allow lists non-public addresses (IP and port) that may be fetched
+	// even without AllowPrivate, such as the demo site on loopback.
+	Allow []netip.AddrPort
 	// Resolver looks host names up (default net.DefaultResolver).
 	Resolver Resolver
 	// Now is the clock, used for Duration and Retry-After dates.

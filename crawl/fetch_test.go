@@ -757,3 +757,20 @@ func TestDefaultUserAgent(t *testing.T) {
 		t.Errorf("DefaultUserAgent() = %q", ua)
 	}
 }
+
+// TestAllowList: a listed loopback address and port may be fetched
+// without AllowPrivate; another port on the same address may not.
+func TestAllowList(t *testing.T) {
+	ok := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "<p>allowed</p>") }))
+	defer ok.Close()
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "<p>other</p>") }))
+	defer other.Close()
+	f := NewFetcher()
+	f.Allow = []netip.AddrPort{ok.Listener.Addr().(*net.TCPAddr).AddrPort()}
+	if _, err := f.Fetch(context.Background(), Request{URL: ok.URL}); err != nil {
+		t.Errorf("listed address: %v", err)
+	}
+	if _, err := f.Fetch(context.Background(), Request{URL: other.URL}); !errors.Is(err, ErrPrivateAddress) {
+		t.Errorf("unlisted loopback port: %v, want ErrPrivateAddress", err)
+	}
+}

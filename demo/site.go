@@ -28,6 +28,7 @@ import (
 	"html"
 	"net"
 	"net/http"
+	"net/netip"
 	"strings"
 	"time"
 )
@@ -81,6 +82,11 @@ func (s *Site) Start() error {
 
 // URL is the site's base address, e.g. http://127.0.0.1:41234.
 func (s *Site) URL() string { return "http://" + s.ln.Addr().String() }
+
+// AddrPort is the site's loopback address and port.
+func (s *Site) AddrPort() netip.AddrPort {
+	return s.ln.Addr().(*net.TCPAddr).AddrPort()
+}
 
 // Pages are the addresses a demo user watches.
 func (s *Site) Pages() []string {

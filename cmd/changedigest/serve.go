@@ -119,15 +119,18 @@ func runServe(ctx context.Context, e *env) error {
 func (m *Main) Run(ctx context.Context) error {
 	c := &m.Config
 	log := m.Logger
-	if c.Demo {
-		// The demo site is on loopback.
-		c.allowPrivate = true
-	}
 	store, err := c.openStore(ctx, log.With("component", "pet"))
 	if err != nil {
 		return err
 	}
 	m.Store = store
+	if c.Demo {
+		m.Demo = demo.New()
+		m.Demo.Period = c.DemoPeriod
+		if err := m.Demo.Start(); err != nil {
+			return err
+		}
+	}
 
 	wn, _, err := loadWordNet(c.WordNetDir)
 	if err != nil {
@@ -149,6 +152,10 @@ func (m *Main) Run(ctx context.Context) error {
 	eng.Version = buildVersion()
 
 	fetcher, pipeline := c.pipeline(store)
+	if m.Demo != nil {
+		// The demo site is on loopback: allow it, and only it.
+		fetcher.Allow = append(fetcher.Allow, m.Demo.AddrPort())
+	}
 	sched := crawl.NewScheduler(store, pipeline)
 	sched.Workers, sched.HostGap = c.Workers, c.HostGap
 	sched.Logger = log.With("component", "crawl")
@@ -179,7 +186,7 @@ func (m *Main) Run(ctx context.Context) error {
 
 	runCtx, cancel := context.WithCancel(context.Background())
 	m.cancel = cancel
-	if c.Demo {
+	if m.Demo != nil {
 		if err := m.startDemo(ctx, eng); err != nil {
 			ln.Close()
 			return err
@@ -193,7 +200,7 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 	m.goRun(func() error { return sched.Run(runCtx) })
 	m.goRun(func() error { return m.Notify.Run(runCtx, time.Minute) })
-	if c.Demo {
+	if m.Demo != nil {
 		m.goRun(func() error { return m.demoWarmUp(runCtx) })
 	}
 	fmt.Fprintf(m.Stdout, "changedigest is running at %s (data in %s)\n", eng.Site(), absData(c.data))
@@ -285,15 +292,9 @@ const (
 	demoPassword = "demo-password"
 )
 
-// startDemo starts the demo site and gives the demo user a profile and
-// watches on it.
+// startDemo gives the demo user a profile and watches on the demo site.
 func (m *Main) startDemo(ctx context.Context, eng *render.Engine) error {
-	site := demo.New()
-	site.Period = m.Config.DemoPeriod
-	if err := site.Start(); err != nil {
-		return err
-	}
-	m.Demo = site
+	site := m.Demo
 	u, err := m.Store.UserByName(ctx, demoUser)
 	if changedigest.ErrorCode(err) == changedigest.ENOTFOUND {
 		hash, herr := server.HashPassword(demoPassword)

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/changedigest/changedigest"
+	"github.com/changedigest/changedigest/crawl"
 	"github.com/changedigest/changedigest/internal/testenv"
 )
 
@@ -150,6 +151,20 @@ func TestServeDemoEndToEnd(t *testing.T) {
 	code, body = get(t, c, base+"/digest")
 	if code != 200 || !strings.Contains(body, "matches your interest") {
 		t.Errorf("digest: %d, profile match shown: %v", code, strings.Contains(body, "matches your interest"))
+	}
+	// The demo site is the only loopback address the demo may fetch.
+	u, err := m.Store.UserByName(context.Background(), demoUser)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &changedigest.Watch{UserID: u.ID, URL: "http://127.0.0.1:9/private"}
+	if err := m.Store.CreateWatch(context.Background(), w); err != nil {
+		t.Fatal(err)
+	}
+	var rep error
+	m.Scheduler.CheckNow(context.Background(), func(r crawl.Report) { rep = r.Err }, w)
+	if rep == nil || !strings.Contains(rep.Error(), "non-public address") {
+		t.Errorf("a watch on another loopback address: %v, want a refused non-public address", rep)
 	}
 	// Search for a word of a story that slid onto the news page.
 	code, body = get(t, c, base+"/search?q=library")
