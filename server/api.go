@@ -592,18 +592,11 @@ type apiVersion struct {
 }
 
 func (s *Server) apiVersion(w http.ResponseWriter, r *http.Request) error {
-	wt, err := s.userWatch(r)
+	wt, v, err := s.userVersion(r)
 	if err != nil {
 		return err
 	}
-	seq, err := seqParam(r, "seq")
-	if err != nil {
-		return err
-	}
-	v, err := s.Store.Version(r.Context(), wt.ID, seq)
-	if err != nil {
-		return err
-	}
+	seq := v.Seq
 	m, err := s.Notify.Matcher(r.Context(), wt.UserID)
 	if err != nil {
 		return err
@@ -625,18 +618,11 @@ func (s *Server) apiVersion(w http.ResponseWriter, r *http.Request) error {
 // apiVersionBody sends a stored body byte for byte with its stored
 // Content-Type, as a download in a sandbox: it never runs as this site.
 func (s *Server) apiVersionBody(w http.ResponseWriter, r *http.Request) error {
-	wt, err := s.userWatch(r)
+	wt, v, err := s.userVersion(r)
 	if err != nil {
 		return err
 	}
-	seq, err := seqParam(r, "seq")
-	if err != nil {
-		return err
-	}
-	v, err := s.Store.Version(r.Context(), wt.ID, seq)
-	if err != nil {
-		return err
-	}
+	seq := v.Seq
 	body, err := s.Store.Body(r.Context(), wt.ID, seq)
 	if err != nil {
 		return err

@@ -24,6 +24,24 @@ func seqParam(r *http.Request, name string) (int, error) {
 	return n, nil
 }
 
+// userVersion loads the request's watch {id}, if it is the user's, and its
+// stored version {seq}.
+func (s *Server) userVersion(r *http.Request) (*changedigest.Watch, *changedigest.Snapshot, error) {
+	wt, err := s.userWatch(r)
+	if err != nil {
+		return nil, nil, err
+	}
+	seq, err := seqParam(r, "seq")
+	if err != nil {
+		return nil, nil, err
+	}
+	v, err := s.Store.Version(r.Context(), wt.ID, seq)
+	if err != nil {
+		return nil, nil, err
+	}
+	return wt, v, nil
+}
+
 // versionPage is the Data of the "version" page: one version's changes
 // against the version before it, side by side.
 type versionPage struct {
@@ -36,18 +54,11 @@ type versionPage struct {
 }
 
 func (s *Server) handleVersion(w http.ResponseWriter, r *http.Request) error {
-	wt, err := s.userWatch(r)
+	wt, v, err := s.userVersion(r)
 	if err != nil {
 		return err
 	}
-	seq, err := seqParam(r, "seq")
-	if err != nil {
-		return err
-	}
-	v, err := s.Store.Version(r.Context(), wt.ID, seq)
-	if err != nil {
-		return err
-	}
+	seq := v.Seq
 	m, err := s.Notify.Matcher(r.Context(), wt.UserID)
 	if err != nil {
 		return err
@@ -99,18 +110,11 @@ type contentPage struct {
 }
 
 func (s *Server) handleVersionContent(w http.ResponseWriter, r *http.Request) error {
-	wt, err := s.userWatch(r)
+	wt, v, err := s.userVersion(r)
 	if err != nil {
 		return err
 	}
-	seq, err := seqParam(r, "seq")
-	if err != nil {
-		return err
-	}
-	v, err := s.Store.Version(r.Context(), wt.ID, seq)
-	if err != nil {
-		return err
-	}
+	seq := v.Seq
 	p := &contentPage{WatchID: wt.ID, Name: wt.Name(), Seq: seq, At: v.FetchedAt, Kind: v.Kind, Size: v.Size, Segments: v.Segments}
 	return s.renderPage(w, r, http.StatusOK, "content", "", fmt.Sprintf("%s, version %d", wt.Name(), seq), p)
 }
@@ -118,18 +122,11 @@ func (s *Server) handleVersionContent(w http.ResponseWriter, r *http.Request) er
 // handleVersionSource sends a stored body as plain text in a sandbox, so
 // the page's own markup and scripts never run on this site.
 func (s *Server) handleVersionSource(w http.ResponseWriter, r *http.Request) error {
-	wt, err := s.userWatch(r)
+	wt, v, err := s.userVersion(r)
 	if err != nil {
 		return err
 	}
-	seq, err := seqParam(r, "seq")
-	if err != nil {
-		return err
-	}
-	v, err := s.Store.Version(r.Context(), wt.ID, seq)
-	if err != nil {
-		return err
-	}
+	seq := v.Seq
 	body, err := s.Store.Body(r.Context(), wt.ID, seq)
 	if err != nil {
 		return err

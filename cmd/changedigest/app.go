@@ -63,6 +63,21 @@ func (f *storeFlags) pipeline(store *pet.Store) (*crawl.Fetcher, *crawl.Pipeline
 	return fetcher, p
 }
 
+// openAs opens the store and finds the user a command acts for (see
+// cliUser). The caller closes the store.
+func (f *storeFlags) openAs(ctx context.Context, name string, e *env) (*pet.Store, *changedigest.User, error) {
+	store, err := f.openStore(ctx, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	u, err := cliUser(ctx, store, name, e)
+	if err != nil {
+		store.Close()
+		return nil, nil, err
+	}
+	return store, u, nil
+}
+
 // cliUser is the user command-line watches belong to: the one named, or
 // the only user, or (in an empty store) a new user "admin".
 func cliUser(ctx context.Context, store *pet.Store, name string, e *env) (*changedigest.User, error) {

@@ -31,15 +31,11 @@ func runHistory(ctx context.Context, e *env) error {
 	if len(args) != 1 {
 		return usagef("history takes one watch id or URL")
 	}
-	store, err := sf.openStore(ctx, nil)
+	store, u, err := sf.openAs(ctx, *user, e)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
-	u, err := cliUser(ctx, store, *user, e)
-	if err != nil {
-		return err
-	}
 	w, err := findWatch(ctx, store, u, args[0])
 	if err != nil {
 		return err
@@ -118,15 +114,11 @@ func runShow(ctx context.Context, e *env) error {
 			return err
 		}
 	}
-	store, err := sf.openStore(ctx, nil)
+	store, u, err := sf.openAs(ctx, *user, e)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
-	u, err := cliUser(ctx, store, *user, e)
-	if err != nil {
-		return err
-	}
 	w, err := findWatch(ctx, store, u, args[0])
 	if err != nil {
 		return err
@@ -242,15 +234,11 @@ func runSearch(ctx context.Context, e *env) error {
 		}
 		q.Types = []changedigest.ChangeType{t}
 	}
-	store, err := sf.openStore(ctx, nil)
+	store, u, err := sf.openAs(ctx, *user, e)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
-	u, err := cliUser(ctx, store, *user, e)
-	if err != nil {
-		return err
-	}
 	q.UserID = u.ID
 	names := map[int64]string{}
 	ws, err := store.Watches(ctx, u.ID, "")

@@ -71,15 +71,11 @@ func runWatchAdd(ctx context.Context, e *env) error {
 	if err := segmenter.CheckZone(w.Zone); err != nil {
 		return err
 	}
-	store, err := sf.openStore(ctx, nil)
+	store, u, err := sf.openAs(ctx, *user, e)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
-	u, err := cliUser(ctx, store, *user, e)
-	if err != nil {
-		return err
-	}
 	w.UserID = u.ID
 	if err := store.CreateWatch(ctx, w); err != nil {
 		return err
@@ -110,15 +106,11 @@ func runWatchList(ctx context.Context, e *env) error {
 	if _, err := parseFlags(fs, e.args); err != nil {
 		return err
 	}
-	store, err := sf.openStore(ctx, nil)
+	store, u, err := sf.openAs(ctx, *user, e)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
-	u, err := cliUser(ctx, store, *user, e)
-	if err != nil {
-		return err
-	}
 	ws, err := store.Watches(ctx, u.ID, *tag)
 	if err != nil {
 		return err
@@ -148,15 +140,11 @@ func runWatchRm(ctx context.Context, e *env) error {
 	if len(args) == 0 {
 		return usagef("watch rm takes watch ids or URLs")
 	}
-	store, err := sf.openStore(ctx, nil)
+	store, u, err := sf.openAs(ctx, *user, e)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
-	u, err := cliUser(ctx, store, *user, e)
-	if err != nil {
-		return err
-	}
 	for _, a := range args {
 		w, err := findWatch(ctx, store, u, a)
 		if err != nil {
@@ -201,15 +189,11 @@ func runCheck(ctx context.Context, e *env) error {
 	if *all == (len(args) > 0) {
 		return usagef("give watch ids or URLs, or --all")
 	}
-	store, err := sf.openStore(ctx, nil)
+	store, u, err := sf.openAs(ctx, *user, e)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
-	u, err := cliUser(ctx, store, *user, e)
-	if err != nil {
-		return err
-	}
 	var ws []*changedigest.Watch
 	if *all {
 		list, err := store.Watches(ctx, u.ID, "")
