@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"strconv"
 	"strings"
@@ -219,6 +220,7 @@ func runCheck(ctx context.Context, e *env) error {
 	_, pipeline := sf.pipeline(store)
 	sched := crawl.NewScheduler(store, pipeline)
 	sched.Workers = max(*workers, 1)
+	sched.Logger = slog.New(slog.DiscardHandler) // each check prints its own line
 	bar := newProgress(e.stderr, len(ws))
 	sum, err := sched.CheckNow(ctx, func(r crawl.Report) {
 		bar.step()

@@ -1,0 +1,109 @@
+package main
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// TestWatchCommands drives the command line as a user would: add a watch,
+// check it twice while the page changes, read its history, a version and
+// its changes, search, and remove it.
+func TestWatchCommands(t *testing.T) {
+	var mu sync.Mutex
+	page := `<html><head><title>Town news</title></head><body><main>
+<article><h2>Library</h2><p>The library opens until nine on weekdays from next month.</p></article>
+<article><h2>Market</h2><p>The farmers market moves into the old tram depot for winter.</p></article>
+</main></body></html>`
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.Write([]byte(page))
+	}))
+	defer srv.Close()
+	data := t.TempDir()
+	run := func(want int, args ...string) string {
+		t.Helper()
+		code, out, errs := runCmd(t, append(args, "--data", data)...)
+		if code != want {
+			t.Fatalf("%v: exit %d, want %d\n%s%s", args, code, want, out, errs)
+		}
+		return out + errs
+	}
+	out := run(0, "watch", "add", srv.URL+"/news", "--category", "news", "--tag", "town")
+	if !strings.Contains(out, "watch 1: "+srv.URL+"/news") || !strings.Contains(out, "created the local user") {
+		t.Errorf("watch add: %s", out)
+	}
+	run(2, "watch", "add", "ftp://example.org/", "--category", "news")
+	run(2, "watch", "add", srv.URL+"/other", "--zone", "div[")
+	run(1, "watch", "add", srv.URL+"/news") // already watched
+
+	// Loopback is private: refused unless allowed.
+	out = run(1, "check", "--all")
+	if !strings.Contains(out, "refused non-public address") {
+		t.Errorf("check of a loopback page without --allow-private: %s", out)
+	}
+	if out = run(0, "check", "1", "--allow-private"); !strings.Contains(out, "first version") {
+		t.Errorf("first check: %s", out)
+	}
+	mu.Lock()
+	page = strings.Replace(page, "until nine", "until ten", 1)
+	mu.Unlock()
+	if out = run(0, "check", "--all", "--allow-private"); !strings.Contains(out, "1 changed") {
+		t.Errorf("second check: %s", out)
+	}
+	out = run(0, "watch", "list")
+	for _, want := range []string{srv.URL + "/news", "page", "town"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("watch list lacks %q:\n%s", want, out)
+		}
+	}
+	if out = run(0, "history", srv.URL+"/news"); !strings.Contains(out, "\n2 ") || !strings.Contains(out, "content") {
+		t.Errorf("history:\n%s", out)
+	}
+	if out = run(0, "show", "1", "--changes"); !strings.Contains(out, "content update") || !strings.Contains(out, "ten") {
+		t.Errorf("show --changes:\n%s", out)
+	}
+	if out = run(0, "show", "1", "--seq", "1"); !strings.Contains(out, "until nine") {
+		t.Errorf("show --seq 1:\n%s", out)
+	}
+	if out = run(0, "show", "1", "--raw"); !strings.Contains(out, "until ten") || !strings.HasPrefix(out, "<html>") {
+		t.Errorf("show --raw:\n%s", out)
+	}
+	run(1, "show", "1", "--at", "2001-01-01") // nothing that old
+	run(2, "show", "1", "--at", "yesterday")
+	if out = run(0, "search", "tram", "depot"); !strings.Contains(out, "2 hits") || !strings.Contains(out, "*depot*") || !strings.Contains(out, "still there") {
+		t.Errorf("search:\n%s", out)
+	}
+	run(2, "search", "library", "--type", "colour")
+	if out = run(0, "watch", "rm", "1"); !strings.Contains(out, "removed watch 1") {
+		t.Errorf("watch rm: %s", out)
+	}
+	run(1, "history", "1")
+}
+
+func TestUserCommands(t *testing.T) {
+	data := t.TempDir()
+	code, out, errs := runCmdIn(t, "a good password\n", "user", "add", "ann", "--admin", "--data", data)
+	if code != 0 || !strings.Contains(out, "created user ann") {
+		t.Fatalf("user add: %d %s%s", code, out, errs)
+	}
+	if code, _, errs = runCmdIn(t, "short\n", "user", "add", "bob", "--data", data); code != 2 || !strings.Contains(errs, "at least 8") {
+		t.Errorf("short password: %d %s", code, errs)
+	}
+	if code, _, errs = runCmdIn(t, "another password\n", "user", "add", "ann", "--data", data); code != 1 || !strings.Contains(errs, "taken") {
+		t.Errorf("duplicate user: %d %s", code, errs)
+	}
+	if code, _, errs = runCmdIn(t, "", "user", "add", "bob", "--data", data); code != 2 || !strings.Contains(errs, "no password") {
+		t.Errorf("no password: %d %s", code, errs)
+	}
+	if code, out, errs = runCmdIn(t, "a new password\n", "user", "passwd", "ann", "--data", data); code != 0 || !strings.Contains(out, "password of ann changed") {
+		t.Errorf("passwd: %d %s%s", code, out, errs)
+	}
+	if code, out, _ = runCmd(t, "user", "list", "--data", data); code != 0 || !strings.Contains(out, "ann") || !strings.Contains(out, "true") {
+		t.Errorf("user list: %d %s", code, out)
+	}
+}
