@@ -23,7 +23,10 @@ func MainText(body []byte) string {
 	blocks := textBlocks(d)
 	var sb strings.Builder
 	for i := range blocks {
-		prev, next := textBlock{}, textBlock{}
+		// The last block has no successor; it stands in for its own, so a
+		// page that ends with its article (no footer) keeps its last
+		// paragraph.
+		prev, next := textBlock{}, blocks[i]
 		if i > 0 {
 			prev = blocks[i-1]
 		}

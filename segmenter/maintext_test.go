@@ -33,6 +33,12 @@ func TestMainTextSmall(t *testing.T) {
 			t.Errorf("main text keeps boilerplate %q:\n%s", bad, got)
 		}
 	}
+	// A page that ends with its article keeps the last paragraph.
+	noFooter := bytes.Replace(page, []byte("<footer>"), []byte("<!--"), 1)
+	noFooter = bytes.Replace(noFooter, []byte("</footer>"), []byte("-->"), 1)
+	if got := MainText(noFooter); !strings.Contains(got, "driving the last walkers off the pier") {
+		t.Errorf("main text of a page without a footer lacks its last paragraph:\n%s", got)
+	}
 	for _, in := range []string{"", "\x89PNG\r\n\x1a\n", "no markup"} {
 		if got := MainText([]byte(in)); in != "no markup" && got != "" {
 			t.Errorf("MainText(%q) = %q", in, got)

@@ -8,17 +8,13 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
-	"mime"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
-	"time"
-
-	"golang.org/x/net/html"
 
 	"github.com/changedigest/changedigest"
+	"github.com/changedigest/changedigest/crawl"
 	"github.com/changedigest/changedigest/expand"
 	"github.com/changedigest/changedigest/profile"
 )
@@ -31,6 +27,7 @@ func runProfile(ctx context.Context, e *env) error {
 	flags := newFlagSet(e, "profile", "FOAF_FILE [--json] [--fetch]")
 	asJSON := flags.Bool("json", false, "print the profile as JSON")
 	fetch := flags.Bool("fetch", false, "also read the linked pages and add their key terms")
+	allowPrivate := flags.Bool("allow-private", false, "with --fetch: allow private, loopback and link-local addresses")
 	wordnetDir := flags.String("wordnet-dir", "", "read WordNet from these dict files instead of the embedded table (slow)")
 	args, err := parseFlags(flags, e.args)
 	if err != nil {
@@ -49,7 +46,9 @@ func runProfile(ctx context.Context, e *env) error {
 	b := profile.NewBuilder()
 	b.Logger = slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	if *fetch {
-		b.Fetch = fetchPageText
+		f := crawl.NewFetcher()
+		f.AllowPrivate = *allowPrivate
+		b.Fetch = pageText(f)
 	}
 	p, pageErrs, err := b.Build(ctx, doc)
 	if err != nil {
@@ -169,80 +168,4 @@ func orNone(s string) string {
 		return "(none)"
 	}
 	return s
-}
-
-// maxPageBytes bounds a linked page read by --fetch.
-const maxPageBytes = 2 << 20
-
-var pageClient = &http.Client{Timeout: 20 * time.Second}
-
-// fetchPageText returns the visible text of a linked page for --fetch:
-// a plain GET with a timeout and a size cap, and the text of the HTML
-// outside scripts, styles and navigation. The service proper reads pages
-// through its guarded fetcher and the segmenter's main-text extraction.
-func fetchPageText(ctx context.Context, url string) (string, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return "", err
-	}
-	req.Header.Set("User-Agent", "changedigest-profile")
-	resp, err := pageClient.Do(req)
-	if err != nil {
-		return "", err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("HTTP status %s", resp.Status)
-	}
-	body := io.LimitReader(resp.Body, maxPageBytes)
-	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
-	if mt == "text/plain" {
-		data, err := io.ReadAll(body)
-		return string(data), err
-	}
-	if mt != "" && mt != "text/html" && mt != "application/xhtml+xml" {
-		return "", fmt.Errorf("not a web page (%s)", mt)
-	}
-	return htmlText(body)
-}
-
-var blocks = map[string]bool{"p": true, "div": true, "li": true, "ul": true, "ol": true, "h1": true, "h2": true,
-	"h3": true, "h4": true, "h5": true, "h6": true, "td": true, "th": true, "tr": true, "section": true,
-	"article": true, "blockquote": true, "pre": true, "dd": true, "dt": true, "table": true, "title": true}
-
-// htmlText returns the text of an HTML document outside elements that
-// hold no prose.
-func htmlText(r io.Reader) (string, error) {
-	skip := map[string]bool{"script": true, "style": true, "noscript": true, "template": true, "nav": true,
-		"header": true, "footer": true, "aside": true, "form": true, "svg": true, "head": true}
-	z := html.NewTokenizer(r)
-	var b strings.Builder
-	depth := 0
-	for {
-		switch z.Next() {
-		case html.ErrorToken:
-			if errors.Is(z.Err(), io.EOF) {
-				return b.String(), nil
-			}
-			return b.String(), z.Err()
-		case html.StartTagToken:
-			name, _ := z.TagName()
-			if skip[string(name)] {
-				depth++
-			}
-			b.WriteByte(' ')
-		case html.EndTagToken:
-			name, _ := z.TagName()
-			if skip[string(name)] && depth > 0 {
-				depth--
-			}
-			if blocks[string(name)] {
-				b.WriteString(".\n") // the end of a block ends a phrase
-			}
-		case html.TextToken:
-			if depth == 0 {
-				b.Write(z.Text())
-			}
-		}
-	}
 }

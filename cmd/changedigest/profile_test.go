@@ -115,12 +115,15 @@ func TestProfileCommandFetch(t *testing.T) {
 	if err := os.WriteFile(foaf, []byte(doc), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	code, out, errOut := runCmd(t, "profile", foaf, "--fetch")
+	if code, out, _ := runCmd(t, "profile", foaf, "--fetch"); code != exitOK || !strings.Contains(out, "refused non-public address") {
+		t.Errorf("--fetch of loopback pages without --allow-private: exit %d\n%s", code, out)
+	}
+	code, out, errOut := runCmd(t, "profile", foaf, "--fetch", "--allow-private")
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 	t.Logf("\n%s", out)
-	for _, want := range []string{"honey bee", "varroa", "page 0.", srv.URL + "/missing: HTTP status 404", "Pages not read (1):"} {
+	for _, want := range []string{"honey bee", "varroa", "page 0.", srv.URL + "/missing: crawl: GET " + srv.URL + "/missing: status 404", "Pages not read (1):"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q", want)
 		}
