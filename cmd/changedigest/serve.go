@@ -200,6 +200,7 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 	m.goRun(func() error { return sched.Run(runCtx) })
 	m.goRun(func() error { return m.Notify.Run(runCtx, time.Minute) })
+	m.goRun(func() error { return m.maintain(runCtx, time.Hour) })
 	if m.Demo != nil {
 		m.goRun(func() error { return m.demoWarmUp(runCtx) })
 	}
@@ -215,6 +216,29 @@ func (m *Main) goRun(fn func() error) {
 			m.Logger.Error("background task stopped", "err", err)
 		}
 	}()
+}
+
+// maintain applies the retention limits by age (which move with the
+// clock even when nothing is fetched) and drops expired sessions, every
+// interval until ctx ends.
+func (m *Main) maintain(ctx context.Context, interval time.Duration) error {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		if n, err := m.Store.Prune(ctx); err != nil && ctx.Err() == nil {
+			m.Logger.Warn("applying retention", "err", err)
+		} else if n > 0 {
+			m.Logger.Info("retention removed old versions", "versions", n)
+		}
+		if _, err := m.Store.PurgeSessions(ctx); err != nil && ctx.Err() == nil {
+			m.Logger.Warn("purging sessions", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
 }
 
 // Close stops the server, the scheduler and the demo site, then closes the store.
