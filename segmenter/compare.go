@@ -230,6 +230,36 @@ func (sd *side) textOf(n *tnode) string {
 	return t
 }
 
+// ownRuns is the visible text of block n outside the block-level
+// elements nested in it, one run per stretch between them; each run is
+// contiguous text of the page.
+func (sd *side) ownRuns(n *tnode) []string {
+	if n.d == nil || len(n.kids) == 0 {
+		return []string{sd.textOf(n)}
+	}
+	var cuts [][2]int // token ranges of the nested blocks, in order
+	var find func(n *tnode)
+	find = func(n *tnode) {
+		for _, k := range n.kids {
+			switch {
+			case k.isText():
+			case blockElements[k.tag] && k.d == n.d:
+				cuts = append(cuts, [2]int{k.tokA, k.tokB})
+			default:
+				find(k)
+			}
+		}
+	}
+	find(n)
+	runs := make([]string, 0, len(cuts)+1)
+	a := n.tokA
+	for _, c := range cuts {
+		runs = append(runs, n.d.visibleText(a, c[0]))
+		a = c[1]
+	}
+	return append(runs, n.d.visibleText(a, n.tokB))
+}
+
 func (sd *side) path(n *tnode) string {
 	if n == nil || n.d == nil {
 		return ""
@@ -1123,12 +1153,21 @@ func (df *differ) finish() {
 			}
 			continue
 		}
-		ot, nt := df.old.textOf(b.o), df.new.textOf(b.n)
-		if ot == nt {
-			continue
+		// A block reports its own text, the runs between the blocks nested
+		// in it: those report theirs (or were inserted, deleted or moved as
+		// a whole). When the nested blocks do not line up, the whole text.
+		oruns, nruns := df.old.ownRuns(b.o), df.new.ownRuns(b.n)
+		if len(oruns) != len(nruns) {
+			oruns, nruns = []string{df.old.textOf(b.o)}, []string{df.new.textOf(b.n)}
 		}
-		ot, nt = window(ot, nt, df.maxText)
-		df.emit(changedigest.ChangeContent, changedigest.OpUpdate, b.o, b.n, ot, nt)
+		for i := range oruns {
+			ot, nt := oruns[i], nruns[i]
+			if ot == nt {
+				continue
+			}
+			ot, nt = window(ot, nt, df.maxText)
+			df.emit(changedigest.ChangeContent, changedigest.OpUpdate, b.o, b.n, ot, nt)
+		}
 	}
 }
 
