@@ -18,6 +18,7 @@ import (
 	"log/slog"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"runtime/pprof"
 	"strings"
 	"sync"
@@ -40,7 +41,11 @@ func main() {
 	users := flag.Int("users", 100, "users the watches are spread over")
 	noSync := flag.Bool("nosync", false, "do not fsync the store on commit (faster, unsafe)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the run to this file")
+	memLimit := flag.Int("memory-limit", 180, "soft memory limit in MB, as `serve` sets by default (0: none)")
 	flag.Parse()
+	if _, set := os.LookupEnv("GOMEMLIMIT"); !set && *memLimit > 0 {
+		debug.SetMemoryLimit(int64(*memLimit) << 20)
+	}
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
 		if err != nil {
