@@ -81,7 +81,7 @@ func (s *Server) apiRoutes(r chi.Router) {
 	r.With(jsonBody).Post("/profile/terms", s.api(s.apiAddTerm))
 	r.Delete("/profile/terms/{term}", s.api(s.apiRemoveTerm))
 	r.Get("/search", s.api(s.apiSearch))
-	r.Get("/opml", s.api(s.apiExportOPML))
+	r.Get("/opml", s.api(s.handleExportOPML))
 	r.With(requireType("an OPML document", opmlTypes...)).Post("/opml", s.api(s.apiImportOPML))
 }
 
@@ -863,18 +863,8 @@ func (s *Server) apiPutProfile(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	fresh, pageErrs, err := s.Profiles.Build(r.Context(), profile.Document{Body: bytes.NewReader(data),
-		Name: "the FOAF document", ContentType: r.Header.Get("Content-Type")})
+	_, pageErrs, err := s.storeFOAF(r, u, data, "the FOAF document", r.Header.Get("Content-Type"))
 	if err != nil {
-		return err
-	}
-	old, _, err := s.loadProfile(r, u)
-	if err != nil {
-		return err
-	}
-	p := profile.Merge(old, fresh)
-	p.UserID = u.ID
-	if err := s.Store.PutProfile(r.Context(), p, data); err != nil {
 		return err
 	}
 	out, err := s.apiProfileOf(r, u)
@@ -901,14 +891,7 @@ func (s *Server) apiAddTerm(w http.ResponseWriter, r *http.Request) error {
 	if in.Term == nil {
 		return changedigest.Errorf(changedigest.EINVALID, "term: the field is required")
 	}
-	p, doc, err := s.loadProfile(r, u)
-	if err != nil {
-		return err
-	}
-	if err := profile.AddInterest(p, *in.Term); err != nil {
-		return err
-	}
-	if err := s.Store.PutProfile(r.Context(), p, doc); err != nil {
+	if err := s.editProfile(r, u, func(p *changedigest.Profile) error { return profile.AddInterest(p, *in.Term) }); err != nil {
 		return err
 	}
 	out, err := s.apiProfileOf(r, u)
@@ -929,18 +912,13 @@ func (s *Server) apiRemoveTerm(w http.ResponseWriter, r *http.Request) error {
 			term = t
 		}
 	}
-	p, doc, err := s.loadProfile(r, u)
-	if err != nil {
+	if err := s.editProfile(r, u, func(p *changedigest.Profile) error {
+		ok, err := profile.RemoveInterest(p, term)
+		if err == nil && !ok {
+			err = changedigest.Errorf(changedigest.ENOTFOUND, "%q is not one of your interests", term)
+		}
 		return err
-	}
-	ok, err := profile.RemoveInterest(p, term)
-	if err != nil {
-		return err
-	}
-	if !ok {
-		return changedigest.Errorf(changedigest.ENOTFOUND, "%q is not one of your interests", term)
-	}
-	if err := s.Store.PutProfile(r.Context(), p, doc); err != nil {
+	}); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)

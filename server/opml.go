@@ -464,7 +464,8 @@ func exportTag(r *http.Request) (string, error) {
 	return tags[0], nil
 }
 
-// handleExportOPML sends the user's feeds as an OPML file (GET /opml).
+// handleExportOPML sends the user's feeds as an OPML file (GET /opml, on
+// the web and in the API).
 func (s *Server) handleExportOPML(w http.ResponseWriter, r *http.Request) error {
 	u, err := requestUser(r)
 	if err != nil {
@@ -516,22 +517,6 @@ func (s *Server) handleImportOPML(w http.ResponseWriter, r *http.Request) error 
 	}
 	s.setFlash(w, "info", res.Summary())
 	return s.redirect(w, r, "/")
-}
-
-func (s *Server) apiExportOPML(w http.ResponseWriter, r *http.Request) error {
-	u, err := requestUser(r)
-	if err != nil {
-		return err
-	}
-	tag, err := exportTag(r)
-	if err != nil {
-		return err
-	}
-	data, err := s.exportOPML(r.Context(), u, tag)
-	if err != nil {
-		return err
-	}
-	return writeOPML(w, u, data)
 }
 
 // apiImportOPML imports the OPML document of the request body.

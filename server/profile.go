@@ -112,17 +112,8 @@ func (s *Server) handleUploadFOAF(w http.ResponseWriter, r *http.Request) error 
 	if int64(len(data)) > s.MaxUpload {
 		return s.profileError(w, r, u, changedigest.Errorf(changedigest.ETOOLARGE, "the FOAF document is larger than %d bytes", s.MaxUpload))
 	}
-	fresh, pageErrs, err := s.Profiles.Build(r.Context(), profile.Document{Body: bytes.NewReader(data), Name: name, ContentType: ctype})
+	p, pageErrs, err := s.storeFOAF(r, u, data, name, ctype)
 	if err != nil {
-		return s.profileError(w, r, u, err)
-	}
-	old, _, err := s.loadProfile(r, u)
-	if err != nil {
-		return err
-	}
-	p := profile.Merge(old, fresh)
-	p.UserID = u.ID
-	if err := s.Store.PutProfile(r.Context(), p, data); err != nil {
 		return s.profileError(w, r, u, err)
 	}
 	msg := "Profile updated: " + plural(len(p.Interests), "interest", "interests") + "."
@@ -165,19 +156,52 @@ func (s *Server) editTerms(w http.ResponseWriter, r *http.Request, edit func(*ch
 		return err
 	}
 	term := strings.TrimSpace(r.FormValue("term"))
-	p, doc, err := s.loadProfile(r, u)
-	if err != nil {
+	var msg string
+	if err := s.editProfile(r, u, func(p *changedigest.Profile) (err error) {
+		msg, err = edit(p, term)
 		return err
-	}
-	msg, err := edit(p, term)
-	if err != nil {
-		return s.profileError(w, r, u, err)
-	}
-	if err := s.Store.PutProfile(r.Context(), p, doc); err != nil {
+	}); err != nil {
 		return s.profileError(w, r, u, err)
 	}
 	s.setFlash(w, "info", msg)
 	return s.redirect(w, r, "/profile")
+}
+
+// storeFOAF builds the user's profile from a FOAF document (with the key
+// terms of the pages it links), keeps the user's manual terms and
+// exclusions, and stores it with the document. The web form and the API
+// both upload through it.
+func (s *Server) storeFOAF(r *http.Request, u *changedigest.User, data []byte, name, ctype string) (*changedigest.Profile, []profile.PageError, error) {
+	if s.Profiles == nil {
+		return nil, nil, changedigest.Errorf(changedigest.EUNAVAILABLE, "profiles cannot be built in this server")
+	}
+	fresh, pageErrs, err := s.Profiles.Build(r.Context(), profile.Document{Body: bytes.NewReader(data), Name: name, ContentType: ctype})
+	if err != nil {
+		return nil, nil, err
+	}
+	old, _, err := s.loadProfile(r, u)
+	if err != nil {
+		return nil, nil, err
+	}
+	p := profile.Merge(old, fresh)
+	p.UserID = u.ID
+	if err := s.Store.PutProfile(r.Context(), p, data); err != nil {
+		return nil, nil, err
+	}
+	return p, pageErrs, nil
+}
+
+// editProfile applies edit to the user's profile and stores it with its
+// FOAF document.
+func (s *Server) editProfile(r *http.Request, u *changedigest.User, edit func(*changedigest.Profile) error) error {
+	p, doc, err := s.loadProfile(r, u)
+	if err != nil {
+		return err
+	}
+	if err := edit(p); err != nil {
+		return err
+	}
+	return s.Store.PutProfile(r.Context(), p, doc)
 }
 
 func plural(n int, one, many string) string {
