@@ -273,7 +273,18 @@ func (s *Store) syncIndex() error {
 		s.behind.Store(true)
 		return fmt.Errorf("pet: update index: %w", err)
 	}
-	err = s.db.Batch(func(tx *bolt.Tx) error {
+	if err := s.clearPending(done); err != nil {
+		s.behind.Store(true)
+		return fmt.Errorf("pet: clear pending index updates: %w", err)
+	}
+	s.behind.Store(false)
+	return nil
+}
+
+// clearPending deletes the pending index markers whose updates the index
+// has persisted.
+func (s *Store) clearPending(done [][]byte) error {
+	return s.db.Batch(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bPending)
 		for _, k := range done {
 			if err := b.Delete(k); err != nil {
@@ -282,12 +293,6 @@ func (s *Store) syncIndex() error {
 		}
 		return nil
 	})
-	if err != nil {
-		s.behind.Store(true)
-		return fmt.Errorf("pet: clear pending index updates: %w", err)
-	}
-	s.behind.Store(false)
-	return nil
 }
 
 // batchWatch adds to batch the current state of the watch's segments ids.
@@ -520,16 +525,7 @@ func (s *Store) rebuildIndex(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("pet: swap in rebuilt index: %w", err)
 	}
-	err = s.db.Batch(func(tx *bolt.Tx) error {
-		b := tx.Bucket(bPending)
-		for _, k := range done {
-			if err := b.Delete(k); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
+	if err := s.clearPending(done); err != nil {
 		return fmt.Errorf("pet: clear pending index updates: %w", err)
 	}
 	s.behind.Store(false)

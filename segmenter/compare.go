@@ -2,6 +2,7 @@ package segmenter
 
 import (
 	"bytes"
+	"cmp"
 	"hash/maphash"
 	"slices"
 	"sort"
@@ -1054,7 +1055,7 @@ func dice(a, b []uint64) float64 {
 }
 
 // common is the size of the intersection of two sorted multisets.
-func common(a, b []uint64) int {
+func common[T cmp.Ordered](a, b []T) int {
 	i, j, n := 0, 0, 0
 	for i < len(a) && j < len(b) {
 		switch {

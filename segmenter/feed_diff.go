@@ -83,20 +83,7 @@ func feedDice(a, b []string) float64 {
 	if len(a)+len(b) == 0 {
 		return 1
 	}
-	common := 0
-	for i, j := 0, 0; i < len(a) && j < len(b); {
-		switch {
-		case a[i] == b[j]:
-			common++
-			i++
-			j++
-		case a[i] < b[j]:
-			i++
-		default:
-			j++
-		}
-	}
-	return 2 * float64(common) / float64(len(a)+len(b))
+	return 2 * float64(common(a, b)) / float64(len(a)+len(b))
 }
 
 // feedWeigh combines a title and a text similarity 30/70. A part that is
