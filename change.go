@@ -61,6 +61,12 @@ type Change struct {
 	Title      string   `json:"title,omitempty"`
 	Link       string   `json:"link,omitempty"`
 	Similarity *float64 `json:"similarity,omitempty"`
+
+	// Noise, when set, says why the change is not worth telling about
+	// (generated values only, a location that changes at nearly every
+	// check, ...). Noise changes are kept in the track and the API, folded
+	// in the views and left out of feeds and notifications by default.
+	Noise string `json:"noise,omitempty"`
 }
 
 func (c Change) String() string {
@@ -75,7 +81,10 @@ type Diff struct {
 	New             DocumentStat `json:"new"`
 	ChangedSegments int          `json:"changed_segments"`
 	Similarity      float64      `json:"similarity"`
-	Changes         []Change     `json:"changes"`
+	// Significance of the new version against the old one, 0..1 (0 = no
+	// change a reader would notice, 1 = a different page).
+	Significance float64  `json:"significance"`
+	Changes      []Change `json:"changes"`
 }
 
 // DocumentStat is the size of one side of a Diff.

@@ -35,6 +35,10 @@ type Snapshot struct {
 	Changes []Change `json:"changes,omitempty"`
 	// Similarity of this version to the previous one, 0..1 (1 = same).
 	Similarity float64 `json:"similarity"`
+	// Significance of this version against the previous one, 0..1 (0 = no
+	// change a reader would notice, 1 = a different page); versions below
+	// the watch's threshold are minor.
+	Significance float64 `json:"significance"`
 }
 
 // Segment is one block of a page (or one item of a feed) with the MD5 of
