@@ -83,7 +83,7 @@ type Diff struct {
 	Similarity      float64      `json:"similarity"`
 	// Significance of the new version against the old one, 0..1 (0 = no
 	// change a reader would notice, 1 = a different page).
-	Significance float64  `json:"significance"`
+	Significance float64  `json:"significance,omitempty"`
 	Changes      []Change `json:"changes"`
 }
 

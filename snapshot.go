@@ -38,7 +38,7 @@ type Snapshot struct {
 	// Significance of this version against the previous one, 0..1 (0 = no
 	// change a reader would notice, 1 = a different page); versions below
 	// the watch's threshold are minor.
-	Significance float64 `json:"significance"`
+	Significance float64 `json:"significance,omitempty"`
 }
 
 // Segment is one block of a page (or one item of a feed) with the MD5 of
