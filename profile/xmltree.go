@@ -24,8 +24,23 @@ import (
 // maxXMLDepth bounds element nesting, so hostile input cannot exhaust the stack.
 const maxXMLDepth = 512
 
-// maxEntityExpansion bounds the text that DOCTYPE entities may add.
-const maxEntityExpansion = 8 << 20
+// Limits on the entities a DOCTYPE declares, checked while they are
+// expanded, so that a few hundred bytes of nested declarations (the
+// "billion laughs") are refused before they take memory or time.
+const (
+	// maxEntityExpansion bounds the text entities may add to a document,
+	// and separately the text of all declared entities together.
+	maxEntityExpansion = 8 << 20
+	// minEntityExpansion is what entities may always add; beyond it they
+	// may add at most entityAmplification times the document's size.
+	minEntityExpansion = 1 << 20
+	// entityAmplification bounds the expanded text against the document.
+	entityAmplification = 8
+	// maxEntityNesting bounds how deep entity values refer to other entities.
+	maxEntityNesting = 16
+	// maxEntityRefs bounds the entity references inside declarations.
+	maxEntityRefs = 10000
+)
 
 // xelem is one XML element.
 type xelem struct {
@@ -87,28 +102,16 @@ func readXMLTree(data []byte, base string) (*xelem, error) {
 	if err != nil {
 		return nil, &SyntaxError{Format: FormatRDFXML, Msg: err.Error()}
 	}
+	// The entity limits count references in the bytes the decoder reads,
+	// so the document is in UTF-8 before either looks at it.
+	data, err = toUTF8(data)
+	if err != nil {
+		return nil, &SyntaxError{Format: FormatRDFXML, Msg: err.Error()}
+	}
 	d := xml.NewDecoder(bytes.NewReader(data))
 	d.Strict = true
-	d.CharsetReader = func(label string, r io.Reader) (io.Reader, error) {
-		switch strings.ToLower(label) {
-		case "utf-8", "utf8", "us-ascii", "ascii":
-			return r, nil
-		case "utf-16", "utf-16le", "utf-16be", "ucs-2":
-			// decodeBOM has already turned UTF-16 with a BOM into UTF-8;
-			// reaching here means the bytes are ASCII-compatible.
-			return r, nil
-		}
-		cr, err := charset.NewReaderLabel(label, r)
-		if err != nil {
-			return nil, fmt.Errorf("unsupported character encoding %q", label)
-		}
-		return cr, nil
-	}
-	entities, err := declaredEntities(data)
-	if err != nil {
-		return nil, err
-	}
-	d.Entity = entities
+	// toUTF8 has decoded what the declaration names.
+	d.CharsetReader = func(_ string, r io.Reader) (io.Reader, error) { return r, nil }
 
 	initial := map[string]string{"xml": xmlNS}
 	var (
@@ -116,7 +119,19 @@ func readXMLTree(data []byte, base string) (*xelem, error) {
 		stack  []*xelem
 		scopes []map[string]string
 		first  = true
+		// text gathers the character data of the innermost open element
+		// up to its next child or end tag: a run of CDATA sections or
+		// processing instructions is many tokens, and joining them one
+		// by one would take time quadratic in the run's length.
+		text strings.Builder
 	)
+	flush := func() {
+		if n := len(stack); n > 0 && text.Len() > 0 {
+			p := stack[n-1]
+			p.kids = append(p.kids, xkid{text: text.String()})
+		}
+		text.Reset()
+	}
 	for {
 		line, col := d.InputPos()
 		tok, err := d.RawToken()
@@ -125,6 +140,10 @@ func readXMLTree(data []byte, base string) (*xelem, error) {
 		}
 		if err != nil {
 			return nil, xmlError(err, d)
+		}
+		switch tok.(type) {
+		case xml.StartElement, xml.EndElement, xml.Comment:
+			flush()
 		}
 		switch t := tok.(type) {
 		case xml.StartElement:
@@ -212,12 +231,7 @@ func readXMLTree(data []byte, base string) (*xelem, error) {
 				}
 				break
 			}
-			p := stack[n-1]
-			if k := len(p.kids); k > 0 && p.kids[k-1].el == nil && !p.kids[k-1].comment {
-				p.kids[k-1].text += string(t)
-			} else {
-				p.kids = append(p.kids, xkid{text: string(t)})
-			}
+			text.Write(t)
 		case xml.Comment:
 			if n := len(stack); n > 0 {
 				p := stack[n-1]
@@ -233,6 +247,24 @@ func readXMLTree(data []byte, base string) (*xelem, error) {
 				return nil, &SyntaxError{Format: FormatRDFXML, Line: line, Column: col,
 					Msg: "<!" + abbreviate(string(t), 20) + "> inside the document"}
 			}
+			if !bytes.HasPrefix(t, []byte("DOCTYPE")) {
+				break
+			}
+			if d.Entity != nil {
+				return nil, &SyntaxError{Format: FormatRDFXML, Line: line, Column: col, Msg: "a second <!DOCTYPE>"}
+			}
+			// The entities are read from the declaration as the decoder
+			// delimited it, and their references counted in the bytes it
+			// reads next, before it expands any of them.
+			ents, err := declaredEntities(t, data[d.InputOffset():], len(data))
+			if err != nil {
+				var se *SyntaxError
+				if errors.As(err, &se) {
+					se.Line += line - 1
+				}
+				return nil, err
+			}
+			d.Entity = ents
 		}
 		first = false
 	}
@@ -353,44 +385,136 @@ func decodeBOM(data []byte) ([]byte, error) {
 	return data, nil
 }
 
+// xmlDeclRE finds the encoding an XML declaration names.
+var xmlDeclRE = regexp.MustCompile(`^<\?xml\s[^>]*?\bencoding\s*=\s*["']([^"']*)["']`)
+
+// toUTF8 decodes a document whose XML declaration names an encoding other
+// than UTF-8 (decodeBOM has turned UTF-16 with a byte order mark into
+// UTF-8 already; UTF-16 named without one leaves ASCII-compatible bytes).
+// Errors: an encoding it does not know.
+func toUTF8(data []byte) ([]byte, error) {
+	m := xmlDeclRE.FindSubmatch(data)
+	if m == nil {
+		return data, nil
+	}
+	label := strings.ToLower(strings.TrimSpace(string(m[1])))
+	switch label {
+	case "utf-8", "utf8", "us-ascii", "ascii", "utf-16", "utf-16le", "utf-16be", "ucs-2":
+		return data, nil
+	}
+	enc, _ := charset.Lookup(label)
+	if enc == nil {
+		return nil, fmt.Errorf("unsupported character encoding %q", string(m[1]))
+	}
+	out, err := enc.NewDecoder().Bytes(data)
+	if err != nil {
+		return nil, fmt.Errorf("bad %s text: %v", label, err)
+	}
+	return out, nil
+}
+
 var (
-	doctypeRE = regexp.MustCompile(`(?s)<!DOCTYPE\s[^\[>]*\[(.*?)\]\s*>`)
-	entityRE  = regexp.MustCompile(`<!ENTITY\s+([^\s%]+)\s+(?:"([^"]*)"|'([^']*)')\s*>`)
-	entRefRE  = regexp.MustCompile(`&([A-Za-z_][\w.\-]*);`)
+	// internalSubsetRE finds the internal subset of a DOCTYPE directive.
+	internalSubsetRE = regexp.MustCompile(`(?s)^DOCTYPE\s[^\[]*\[(.*)\]\s*$`)
+	entityRE         = regexp.MustCompile(`<!ENTITY\s+([^\s%]+)\s+(?:"([^"]*)"|'([^']*)')\s*>`)
+	entRefRE         = regexp.MustCompile(`&([A-Za-z_][\w.\-]*);`)
 )
 
-// declaredEntities reads the general entities of the DOCTYPE's internal
-// subset (RDF/XML documents often declare namespace IRIs as entities:
-// <!ENTITY foaf "http://xmlns.com/foaf/0.1/">). It refuses declarations
-// whose use would expand the document beyond maxEntityExpansion.
-func declaredEntities(data []byte) (map[string]string, error) {
+// predefinedEntities are the entities XML declares itself.
+var predefinedEntities = map[string]string{"amp": "&", "lt": "<", "gt": ">", "quot": `"`, "apos": "'"}
+
+// entityBudget is how many bytes entities may expand to in a document of
+// n bytes: entityAmplification times its size, at least
+// minEntityExpansion and at most maxEntityExpansion.
+func entityBudget(n int) int {
+	return min(max(entityAmplification*n, minEntityExpansion), maxEntityExpansion)
+}
+
+// declaredEntities reads the general entities of the internal subset of
+// doctype, a <!DOCTYPE> declaration as the decoder returns it (without
+// "<!" and ">"). RDF/XML documents often declare namespace IRIs as
+// entities: <!ENTITY foaf "http://xmlns.com/foaf/0.1/">. A reference in a
+// value to an entity declared before it, or to one XML predefines, is
+// replaced by that entity's text; any other reference stays as it is
+// written. Parameter and
+// external entities are not read, so references to them fail as
+// undeclared.
+//
+// The expansion is bounded while it happens, so that a few hundred bytes
+// of nested declarations (the "billion laughs") are refused at once: a
+// *SyntaxError (its line counted from the declaration's) refuses
+// declarations nested deeper than maxEntityNesting, holding more than
+// maxEntityRefs references in all or whose text together would exceed
+// entityBudget(size), where size is the document's length; and it
+// refuses references in rest, the rest of the document, that would add
+// more than entityBudget(size) bytes. The decoder inserts an entity's
+// text once for each reference in the bytes it reads and never scans the
+// inserted text again, so counting them in rest bounds what it expands.
+func declaredEntities(doctype, rest []byte, size int) (map[string]string, error) {
 	ents := map[string]string{}
-	if !bytes.Contains(data, []byte("<!DOCTYPE")) {
-		return ents, nil
-	}
-	m := doctypeRE.FindSubmatch(data)
+	m := internalSubsetRE.FindSubmatchIndex(doctype)
 	if m == nil {
 		return ents, nil
 	}
-	for _, e := range entityRE.FindAllSubmatch(m[1], -1) {
-		name := string(e[1])
-		val := string(e[2]) + string(e[3])
-		val = entRefRE.ReplaceAllStringFunc(val, func(ref string) string {
-			if v, ok := ents[ref[1:len(ref)-1]]; ok {
-				return v
+	budget := entityBudget(size)
+	refused := func(line int, format string, args ...any) error {
+		return &SyntaxError{Format: FormatRDFXML, Line: line, Msg: "entity expansion refused: " + fmt.Sprintf(format, args...)}
+	}
+	subset := doctype[m[2]:m[3]]
+	depth := map[string]int{} // how deep each entity's value refers to others
+	total, refs := 0, 0       // text of the entities so far; references in their values
+	for _, e := range entityRE.FindAllSubmatchIndex(subset, -1) {
+		name := string(subset[e[2]:e[3]])
+		var val []byte // the value within its quotes, double or single
+		if e[4] >= 0 {
+			val = subset[e[4]:e[5]]
+		} else {
+			val = subset[e[6]:e[7]]
+		}
+		line := 1 + bytes.Count(doctype[:m[2]+e[0]], []byte("\n"))
+		var b strings.Builder
+		d := 0
+		for len(val) > 0 {
+			r := entRefRE.FindSubmatchIndex(val)
+			if r == nil {
+				r = []int{len(val), len(val), len(val), len(val)}
 			}
-			return ref
-		})
-		val = expandCharRefs(val)
+			lit := val[:r[0]]
+			ref := string(val[r[2]:r[3]])
+			v, ok := ents[ref]
+			if !ok {
+				v, ok = predefinedEntities[ref]
+			}
+			if !ok {
+				lit = val[:r[1]] // not declared before: kept as written
+			}
+			if total+b.Len()+len(lit)+len(v) > budget {
+				return nil, refused(line, "the DOCTYPE's entities, up to %q, expand to more than %d bytes, the limit for a document of %d bytes",
+					name, budget, size)
+			}
+			b.Write(lit)
+			if ok {
+				if refs++; refs > maxEntityRefs {
+					return nil, refused(line, "the DOCTYPE's entities, up to %q, hold more than %d entity references", name, maxEntityRefs)
+				}
+				if d = max(d, depth[ref]+1); d > maxEntityNesting {
+					return nil, refused(line, "DOCTYPE entity %q nests entity references more than %d deep", name, maxEntityNesting)
+				}
+				b.WriteString(v)
+			}
+			val = val[r[1]:]
+		}
 		if _, dup := ents[name]; !dup {
-			ents[name] = val
+			v := expandCharRefs(b.String())
+			ents[name], depth[name] = v, d
+			total += len(v)
 		}
 	}
-	total := 0
-	for _, r := range entRefRE.FindAllSubmatch(data, -1) {
-		total += len(ents[string(r[1])])
-		if total > maxEntityExpansion {
-			return nil, &SyntaxError{Format: FormatRDFXML, Msg: fmt.Sprintf("DOCTYPE entities expand to more than %d bytes", maxEntityExpansion)}
+	added := 0
+	for _, r := range entRefRE.FindAllSubmatchIndex(rest, -1) {
+		if added += len(ents[string(rest[r[2]:r[3]])]); added > budget {
+			return nil, refused(1+bytes.Count(doctype, []byte("\n"))+bytes.Count(rest[:r[0]], []byte("\n")),
+				"the document's entity references expand to more than %d bytes, the limit for a document of %d bytes", budget, size)
 		}
 	}
 	return ents, nil

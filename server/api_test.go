@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"reflect"
 	"strings"
 	"sync"
@@ -127,6 +128,16 @@ func (c *apiClient) callErr(method, path, ctype string, body []byte, status int,
 			c.t.Errorf("%s %s: message %q lacks %q", method, path, e.Error.Message, w)
 		}
 	}
+}
+
+// mustReadFile returns the text of a test file.
+func mustReadFile(tb testing.TB, name string) string {
+	tb.Helper()
+	data, err := os.ReadFile(name)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return string(data)
 }
 
 func mustJSON(v any) []byte {
@@ -735,6 +746,9 @@ func TestAPIProfile(t *testing.T) {
 		{"malformed Turtle", "PUT", "/profile", "text/turtle", "<#me> a foaf:Person", 400, "invalid", nil},
 		{"no person", "PUT", "/profile", "text/turtle", "<#x> <http://example.org/p> \"o\" .", 400, "invalid", []string{"no person"}},
 		{"empty FOAF", "PUT", "/profile", "application/rdf+xml", "  ", 400, "invalid", []string{"empty"}},
+		// Nine levels of nested entities would expand to 3 GB.
+		{"entity bomb", "PUT", "/profile", "application/rdf+xml", mustReadFile(t, "../profile/testdata/bomb/laughs9.rdf"), 400, "invalid",
+			[]string{"entity expansion refused", `"lol6"`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

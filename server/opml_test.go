@@ -231,12 +231,21 @@ func TestOPMLBadInput(t *testing.T) {
 		return `<opml version="2.0"><body>` + strings.Repeat(`<outline text="f" xmlUrl="https://x.example/"/>`, n) + `</body></opml>`
 	}
 	deep := `<opml version="2.0"><body>` + strings.Repeat(`<outline text="folder">`, 40) + strings.Repeat(`</outline>`, 40) + `</body></opml>`
+	// Nine levels of ten copies each: "&lol9;" would be 3 GB of text.
+	bomb := "<?xml version=\"1.0\"?>\n<!DOCTYPE opml [\n<!ENTITY lol \"lol\">\n"
+	for i := 1; i <= 9; i++ {
+		bomb += fmt.Sprintf("<!ENTITY lol%d \"%s\">\n", i, strings.Repeat(fmt.Sprintf("&lol%d;", i-1), 10))
+	}
+	bomb = strings.Replace(bomb, "&lol0;", "&lol;", -1) + `]>
+<opml version="2.0"><head><title>&lol9;</title></head>
+<body><outline text="&lol9;" xmlUrl="https://a.example/&lol9;"/></body></opml>`
 	tests := []struct {
 		name, ctype, body string
 		status            int
 		code              string
 		wants             []string
 	}{
+		{"entity bomb", "text/x-opml", bomb, 400, "invalid", []string{"declares entities in its <!DOCTYPE> (ending at line 13)", "remove the DOCTYPE"}},
 		{"unclosed element", "text/x-opml", `<opml version="2.0"><body><outline text="a" xmlUrl="https://a.example/"></body></opml>`, 400, "invalid", []string{"not well-formed", "line 1"}},
 		{"bad attribute", "text/x-opml", "<opml version=\"2.0\">\n<body>\n<outline text=a/></body></opml>", 400, "invalid", []string{"not well-formed", "line 3"}},
 		{"unknown entity", "text/x-opml", `<opml><body><outline text="&bogus;" xmlUrl="https://a.example/"/></body></opml>`, 400, "invalid", []string{"not well-formed"}},
