@@ -26,7 +26,7 @@ func runDiff(ctx context.Context, e *env) error {
 	asJSON := fs.Bool("json", false, "print the result as one JSON object")
 	zone := fs.String("zone", "", "CSS `selector` restricting the comparison to part of a page")
 	allowPrivate := fs.Bool("allow-private", false, "allow fetching private, loopback and link-local addresses")
-	args, err := parseFlags(fs, e.args)
+	args, err := e.parse(fs, e.args)
 	if err != nil {
 		return err
 	}

@@ -22,7 +22,7 @@ func runExpand(ctx context.Context, e *env) error {
 	fs := newFlagSet(e, "expand", expandUsage)
 	asJSON := fs.Bool("json", false, "print JSON")
 	dir := fs.String("wordnet-dir", "", "read WordNet from these dict files instead of the embedded table (slow)")
-	terms, err := parseFlags(fs, e.args)
+	terms, err := e.parse(fs, e.args)
 	if err != nil {
 		return err
 	}

@@ -24,7 +24,7 @@ func runHistory(ctx context.Context, e *env) error {
 	sf.register(fs)
 	user := fs.String("user", "", "whose watch")
 	limit := fs.Int("limit", 50, "newest versions to list (0: all)")
-	args, err := parseFlags(fs, e.args)
+	args, err := e.parse(fs, e.args)
 	if err != nil {
 		return err
 	}
@@ -95,7 +95,7 @@ func runShow(ctx context.Context, e *env) error {
 	seq := fs.Int("seq", 0, "the version with this number")
 	changes := fs.Bool("changes", false, "print the version's changes instead of its text")
 	raw := fs.Bool("raw", false, "print the stored body byte for byte")
-	args, err := parseFlags(fs, e.args)
+	args, err := e.parse(fs, e.args)
 	if err != nil {
 		return err
 	}
@@ -209,7 +209,7 @@ func runSearch(ctx context.Context, e *env) error {
 	typ := fs.String("type", "", "only text brought by a change of this type (content, structural, cosmetic, behavioural)")
 	watch := fs.String("watch", "", "only this watch")
 	limit := fs.Int("limit", 20, "hits to print (at most 100)")
-	args, err := parseFlags(fs, e.args)
+	args, err := e.parse(fs, e.args)
 	if err != nil {
 		return err
 	}

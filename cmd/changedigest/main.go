@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"sort"
+	"strings"
 	"syscall"
 
 	"github.com/changedigest/changedigest"
@@ -36,6 +37,9 @@ type env struct {
 	stdin  io.Reader
 	stdout io.Writer
 	stderr io.Writer
+	// global are the global flags given before the command, as
+	// "--name=value", for parse.
+	global []string
 }
 
 // command is one sub-command.
@@ -56,18 +60,28 @@ func usagef(format string, args ...any) error {
 	return &usageError{msg: fmt.Sprintf(format, args...)}
 }
 
-// Run runs the sub-command named by args[0] and returns the exit status.
+// Run runs the sub-command named by args[0], after any global flags,
+// and returns the exit status.
 func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
 		printUsage(stdout)
 		return exitOK
+	}
+	global, args, err := parseGlobal(args)
+	if errors.Is(err, flag.ErrHelp) {
+		printUsage(stdout)
+		return exitOK
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "changedigest: %v (see 'changedigest help')\n", err)
+		return exitUsage
 	}
 	cmd, ok := commands[args[0]]
 	if !ok {
 		fmt.Fprintf(stderr, "changedigest: unknown command %q (see 'changedigest help')\n", args[0])
 		return exitUsage
 	}
-	err := cmd.run(ctx, &env{args: args[1:], stdin: stdin, stdout: stdout, stderr: stderr})
+	err = cmd.run(ctx, &env{args: args[1:], stdin: stdin, stdout: stdout, stderr: stderr, global: global})
 	if err == nil {
 		return exitOK
 	}
@@ -95,7 +109,79 @@ func printUsage(w io.Writer) {
 		fmt.Fprintf(w, "  %-10s %s\n", n, commands[n].summary)
 	}
 	fmt.Fprintln(w)
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "global flags, taken before the command too (there, a command ignores those it has no use for):")
+	fmt.Fprintln(w, "  --data DIR        data directory (default ./"+defaultDataDir+", env CHANGEDIGEST_DATA)")
+	fmt.Fprintln(w, "  --allow-private   allow fetching private, loopback and link-local addresses")
+	fmt.Fprintln(w, "  --matrix N        versions in the signature matrix (m)")
+	fmt.Fprintln(w, "  --user NAME       the user a command acts for")
+	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Run 'changedigest COMMAND -h' for the flags of a command.")
+}
+
+// globalFlags are the flags that may come before the command, as git and
+// docker accept them (changedigest --data DIR watch list): the flags
+// every command that opens the store shares.
+var globalFlags = []string{"data", "allow-private", "matrix", "user"}
+
+// parseGlobal reads the global flags before the command. It returns them
+// as "--name=value" in the order given, and the command with its
+// arguments. Errors: a flag that is not global, a bad value, or no
+// command after the flags.
+func parseGlobal(args []string) ([]string, []string, error) {
+	fs := flag.NewFlagSet("changedigest", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	fs.String("data", "", "")
+	fs.Bool("allow-private", false, "")
+	fs.Int("matrix", 0, "")
+	fs.String("user", "", "")
+	var global []string
+	for len(args) > 0 && len(args[0]) > 1 && args[0][0] == '-' && args[0] != "--" {
+		name, _, _ := strings.Cut(strings.TrimLeft(args[0], "-"), "=")
+		if name == "h" || name == "help" {
+			return nil, nil, flag.ErrHelp
+		}
+		f := fs.Lookup(name)
+		if f == nil {
+			return nil, nil, fmt.Errorf("unknown flag %s before the command: only %s go there; a command's own flags go after it",
+				args[0], "--"+strings.Join(globalFlags, ", --"))
+		}
+		// Parse one flag (with its value) at a time, to keep their order.
+		n := 1
+		if _, isBool := f.Value.(interface{ IsBoolFlag() bool }); !isBool && !strings.Contains(args[0], "=") {
+			n = 2
+		}
+		if len(args) < n {
+			return nil, nil, fmt.Errorf("flag %s needs a value", args[0])
+		}
+		if err := fs.Parse(args[:n]); err != nil {
+			return nil, nil, err
+		}
+		global = append(global, "--"+name+"="+f.Value.String())
+		args = args[n:]
+	}
+	if len(args) > 0 && args[0] == "--" {
+		args = args[1:]
+	}
+	if len(args) == 0 {
+		return nil, nil, errors.New("want a command after the global flags")
+	}
+	return global, args, nil
+}
+
+// parse parses a command's flags as parseFlags does, after the global
+// flags given before the command that fs defines (so that the same flag
+// after the command wins); the others are no concern of this command.
+func (e *env) parse(fs *flag.FlagSet, args []string) ([]string, error) {
+	var mine []string
+	for _, g := range e.global {
+		name, _, _ := strings.Cut(strings.TrimPrefix(g, "--"), "=")
+		if fs.Lookup(name) != nil {
+			mine = append(mine, g)
+		}
+	}
+	return parseFlags(fs, append(mine, args...))
 }
 
 // newFlagSet returns a flag set that reports errors instead of exiting.

@@ -29,7 +29,7 @@ func runProfile(ctx context.Context, e *env) error {
 	fetch := flags.Bool("fetch", false, "also read the linked pages and add their key terms")
 	allowPrivate := flags.Bool("allow-private", false, "with --fetch: allow private, loopback and link-local addresses")
 	wordnetDir := flags.String("wordnet-dir", "", "read WordNet from these dict files instead of the embedded table (slow)")
-	args, err := parseFlags(flags, e.args)
+	args, err := e.parse(flags, e.args)
 	if err != nil {
 		return err
 	}

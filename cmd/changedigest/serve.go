@@ -103,7 +103,7 @@ func runServe(ctx context.Context, e *env) error {
 	fs.StringVar(&c.SMTPUser, "smtp-user", "", "SMTP user name")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "debug, info, warn or error")
 	fs.IntVar(&c.MemoryLimitMB, "memory-limit", c.MemoryLimitMB, "soft memory limit in MB: the garbage collector works harder near it (0: none; env GOMEMLIMIT wins)")
-	args, err := parseFlags(fs, e.args)
+	args, err := e.parse(fs, e.args)
 	if err != nil {
 		return err
 	}

@@ -26,7 +26,7 @@ func runUser(ctx context.Context, e *env) error {
 	sf.register(fs)
 	admin := fs.Bool("admin", false, "make the user an administrator")
 	email := fs.String("email", "", "e-mail address for the daily digest")
-	args, err := parseFlags(fs, e.args[1:])
+	args, err := e.parse(fs, e.args[1:])
 	if err != nil {
 		return err
 	}

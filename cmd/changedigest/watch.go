@@ -27,7 +27,7 @@ func runWatch(ctx context.Context, e *env) error {
 	if len(e.args) == 0 {
 		return usagef("want a sub-command: watch add URL | watch list | watch rm ID|URL")
 	}
-	sub, rest := e.args[0], &env{args: e.args[1:], stdin: e.stdin, stdout: e.stdout, stderr: e.stderr}
+	sub, rest := e.args[0], &env{args: e.args[1:], stdin: e.stdin, stdout: e.stdout, stderr: e.stderr, global: e.global}
 	switch sub {
 	case "add":
 		return runWatchAdd(ctx, rest)
@@ -50,7 +50,7 @@ func runWatchAdd(ctx context.Context, e *env) error {
 	title := fs.String("title", "", "a name for the watch (default: the page title)")
 	var tags multiFlag
 	fs.Var(&tags, "tag", "a tag (repeat for more)")
-	args, err := parseFlags(fs, e.args)
+	args, err := e.parse(fs, e.args)
 	if err != nil {
 		return err
 	}
@@ -104,7 +104,7 @@ func runWatchList(ctx context.Context, e *env) error {
 	sf.register(fs)
 	user := fs.String("user", "", "whose watches")
 	tag := fs.String("tag", "", "only watches with this tag")
-	if _, err := parseFlags(fs, e.args); err != nil {
+	if _, err := e.parse(fs, e.args); err != nil {
 		return err
 	}
 	store, u, err := sf.openAs(ctx, *user, e)
@@ -134,7 +134,7 @@ func runWatchRm(ctx context.Context, e *env) error {
 	fs := newFlagSet(e, "watch rm", "ID|URL…")
 	sf.register(fs)
 	user := fs.String("user", "", "whose watch")
-	args, err := parseFlags(fs, e.args)
+	args, err := e.parse(fs, e.args)
 	if err != nil {
 		return err
 	}
@@ -183,7 +183,7 @@ func runCheck(ctx context.Context, e *env) error {
 	user := fs.String("user", "", "whose watches")
 	all := fs.Bool("all", false, "check every watch of the user")
 	workers := fs.Int("workers", 8, "checks running at once")
-	args, err := parseFlags(fs, e.args)
+	args, err := e.parse(fs, e.args)
 	if err != nil {
 		return err
 	}
