@@ -32,6 +32,23 @@ func Corpus(tb testing.TB, sub ...string) string {
 	return dir
 }
 
+// Schema returns the path of a schema in the shared schemas directory
+// (../shared/schemas beside the repository, or $CHANGEDIGEST_SCHEMAS),
+// such as "atom.rnc", the normative RELAX NG schema of RFC 4287. It
+// skips the test, saying so, when the file is absent.
+func Schema(tb testing.TB, name string) string {
+	tb.Helper()
+	dir := os.Getenv("CHANGEDIGEST_SCHEMAS")
+	if dir == "" {
+		dir = filepath.Join(repoRoot(), "..", "shared", "schemas")
+	}
+	p := filepath.Join(dir, name)
+	if _, err := os.Stat(p); err != nil {
+		tb.Skipf("schema %s is absent: %v (skipping)", p, err)
+	}
+	return p
+}
+
 // Tool returns the path of an external program, skipping the test when it
 // is not installed (failing it under CI).
 func Tool(tb testing.TB, name string) string {
