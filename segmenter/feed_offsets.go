@@ -47,6 +47,11 @@ func feedXMLScan(body []byte, each func(start, end int, open []string)) {
 	d.CharsetReader = feedIdentityCharset
 	var stack []string // raw names, "prefix:local"
 	var locals []string
+	// open counts the elements of each name on the stack, so that an end
+	// tag matching none is ignored at once: searching the stack for each
+	// took time quadratic in the nesting (100,000 stray end tags in a
+	// 700 KB feed took 23 s of CPU).
+	open := map[string]int{}
 	itemDepth, itemStart := -1, 0
 	for {
 		off := int(d.InputOffset())
@@ -66,6 +71,7 @@ func feedXMLScan(body []byte, each func(start, end int, open []string)) {
 			}
 			stack = append(stack, raw)
 			locals = append(locals, local)
+			open[raw]++
 		case xml.EndElement:
 			raw := t.Name.Local
 			if t.Name.Space != "" {
@@ -73,12 +79,15 @@ func feedXMLScan(body []byte, each func(start, end int, open []string)) {
 			}
 			// Close the innermost element of that name, and any left open
 			// inside it; an end tag matching nothing is ignored.
+			if open[raw] == 0 {
+				continue
+			}
 			i := len(stack) - 1
-			for i >= 0 && stack[i] != raw {
+			for stack[i] != raw {
 				i--
 			}
-			if i < 0 {
-				continue
+			for _, name := range stack[i:] {
+				open[name]--
 			}
 			stack, locals = stack[:i], locals[:i]
 			if itemDepth >= 0 && i <= itemDepth {
