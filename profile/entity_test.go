@@ -69,9 +69,9 @@ func TestEntityExpansionRefused(t *testing.T) {
 	tests := []struct {
 		name, doc, want string
 	}{
-		{"nine levels", read("laughs9.rdf"), `entities, up to "lol6", expand to more than 1048576 bytes`},
-		{"ten levels", read("laughs10.rdf"), `entities, up to "lol6", expand to more than 1048576 bytes`},
-		{"references in the document", manyRefs, "the document's entity references expand to more than 1048576 bytes"},
+		{"nine levels", read("laughs9.rdf"), `line 9: entity expansion refused: the DOCTYPE's entities, up to "lol6", expand to more than 1048576 bytes`},
+		{"ten levels", read("laughs10.rdf"), `line 10: entity expansion refused: the DOCTYPE's entities, up to "lol6", expand to more than 1048576 bytes`},
+		{"references in the document", manyRefs, "line 11: entity expansion refused: the document's entity references expand to more than 1048576 bytes"},
 		{"references hidden by the encoding", hidden, "the document's entity references expand to more than 1048576 bytes"},
 		{"references in attributes", strings.Replace(foafWithDoctype(nestedEntities(4), "Ann"), `rdf:about="http://example.org/#me"`,
 			`rdf:about="http://example.org/#me" foaf:nick="`+strings.Repeat("&lol4;", 100)+`"`, 1), "the document's entity references expand"},

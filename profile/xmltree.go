@@ -457,7 +457,14 @@ func declaredEntities(doctype, rest []byte, size int) (map[string]string, error)
 		return ents, nil
 	}
 	budget := entityBudget(size)
-	refused := func(line int, format string, args ...any) error {
+	// refused locates an error at byte at of the declaration (at <=
+	// len(doctype)) or of rest (at > len(doctype), counted from the
+	// start of the declaration): lines are counted only on failure.
+	refused := func(at int, format string, args ...any) error {
+		line := 1 + bytes.Count(doctype[:min(at, len(doctype))], []byte("\n"))
+		if at > len(doctype) {
+			line += bytes.Count(rest[:at-len(doctype)], []byte("\n"))
+		}
 		return &SyntaxError{Format: FormatRDFXML, Line: line, Msg: "entity expansion refused: " + fmt.Sprintf(format, args...)}
 	}
 	subset := doctype[m[2]:m[3]]
@@ -471,7 +478,7 @@ func declaredEntities(doctype, rest []byte, size int) (map[string]string, error)
 		} else {
 			val = subset[e[6]:e[7]]
 		}
-		line := 1 + bytes.Count(doctype[:m[2]+e[0]], []byte("\n"))
+		at := m[2] + e[0]
 		var b strings.Builder
 		d := 0
 		for len(val) > 0 {
@@ -489,16 +496,16 @@ func declaredEntities(doctype, rest []byte, size int) (map[string]string, error)
 				lit = val[:r[1]] // not declared before: kept as written
 			}
 			if total+b.Len()+len(lit)+len(v) > budget {
-				return nil, refused(line, "the DOCTYPE's entities, up to %q, expand to more than %d bytes, the limit for a document of %d bytes",
+				return nil, refused(at, "the DOCTYPE's entities, up to %q, expand to more than %d bytes, the limit for a document of %d bytes",
 					name, budget, size)
 			}
 			b.Write(lit)
 			if ok {
 				if refs++; refs > maxEntityRefs {
-					return nil, refused(line, "the DOCTYPE's entities, up to %q, hold more than %d entity references", name, maxEntityRefs)
+					return nil, refused(at, "the DOCTYPE's entities, up to %q, hold more than %d entity references", name, maxEntityRefs)
 				}
 				if d = max(d, depth[ref]+1); d > maxEntityNesting {
-					return nil, refused(line, "DOCTYPE entity %q nests entity references more than %d deep", name, maxEntityNesting)
+					return nil, refused(at, "DOCTYPE entity %q nests entity references more than %d deep", name, maxEntityNesting)
 				}
 				b.WriteString(v)
 			}
@@ -511,11 +518,16 @@ func declaredEntities(doctype, rest []byte, size int) (map[string]string, error)
 		}
 	}
 	added := 0
-	for _, r := range entRefRE.FindAllSubmatchIndex(rest, -1) {
-		if added += len(ents[string(rest[r[2]:r[3]])]); added > budget {
-			return nil, refused(1+bytes.Count(doctype, []byte("\n"))+bytes.Count(rest[:r[0]], []byte("\n")),
+	for pos := 0; ; {
+		r := entRefRE.FindSubmatchIndex(rest[pos:])
+		if r == nil {
+			break
+		}
+		if added += len(ents[string(rest[pos+r[2]:pos+r[3]])]); added > budget {
+			return nil, refused(len(doctype)+1+pos+r[0],
 				"the document's entity references expand to more than %d bytes, the limit for a document of %d bytes", budget, size)
 		}
+		pos += r[1]
 	}
 	return ents, nil
 }
