@@ -546,6 +546,16 @@ func TestProfileForms(t *testing.T) {
 			t.Errorf("a malformed upload changed the terms: %q → %q", before, after)
 		}
 	})
+	t.Run("entity bomb", func(t *testing.T) {
+		before := terms(profile())
+		bomb := []byte(mustReadFile(t, "../profile/testdata/bomb/laughs10.rdf"))
+		resp, body := c.postFile("/profile/foaf", nil, "foaf", "laughs.rdf", bomb)
+		mustStatus(t, "entity bomb", resp, body, http.StatusBadRequest)
+		mustContain(t, body, `<div class="form-error" role="alert">`, "laughs.rdf: RDF/XML syntax error at line 10: entity expansion refused")
+		if after := terms(profile()); after != before {
+			t.Errorf("the upload changed the terms: %q → %q", before, after)
+		}
+	})
 	t.Run("empty upload", func(t *testing.T) {
 		resp, body := c.postFile("/profile/foaf", nil, "", "", nil)
 		mustStatus(t, "empty", resp, body, http.StatusBadRequest)
