@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"golang.org/x/crypto/bcrypt"
 
@@ -313,10 +314,47 @@ func (s *Server) handleLogout(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// safeNext keeps a post-login redirect on this site.
+// safeNext keeps a post-login redirect on this site: next must be a plain
+// path of the site (an absolute path, with a query if any) and is refused,
+// in favour of the dashboard, when it holds anything a browser might read
+// as another site: control characters (browsers strip tabs and newlines),
+// backslashes (browsers read them as slashes), a leading "//", a scheme or
+// a host, whether plain or percent-encoded.
 func (s *Server) safeNext(next string) string {
-	if next == "" || !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") {
+	if !plainPath(next) {
 		return s.Render.Path("/")
 	}
 	return next
+}
+
+// maxNext bounds the length of a post-login redirect.
+const maxNext = 2048
+
+// plainPath reports whether p is a plain same-site path, as safeNext wants.
+func plainPath(p string) bool {
+	if p == "" || len(p) > maxNext || !utf8.ValidString(p) || !strings.HasPrefix(p, "/") {
+		return false
+	}
+	decoded := p
+	if d, err := url.PathUnescape(p); err == nil {
+		decoded = d
+	} else {
+		return false // a malformed escape: nothing a link of ours would hold
+	}
+	if strings.ContainsRune(p, ' ') {
+		return false // links of ours escape spaces
+	}
+	for _, v := range []string{p, decoded} {
+		if strings.HasPrefix(v, "//") || strings.ContainsRune(v, '\\') {
+			return false
+		}
+		for _, r := range v {
+			if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+				return false
+			}
+		}
+	}
+	u, err := url.Parse(p)
+	return err == nil && u.Scheme == "" && u.Host == "" && u.User == nil && u.Opaque == "" &&
+		strings.HasPrefix(u.Path, "/") && !strings.HasPrefix(u.Path, "//")
 }
