@@ -55,11 +55,11 @@ import (
 func (s *Server) apiRoutes(r chi.Router) {
 	r.Use(s.requireToken)
 	r.NotFound(s.api(func(w http.ResponseWriter, r *http.Request) error {
-		return changedigest.Errorf(changedigest.ENOTFOUND, "there is no API endpoint at %s", r.URL.Path)
+		return changedigest.Errorf(changedigest.ENOTFOUND, "there is no API endpoint at %s", clip(r.URL.Path))
 	}))
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusMethodNotAllowed, apiErrorBody(changedigest.EINVALID,
-			fmt.Sprintf("%s is not allowed on %s", r.Method, r.URL.Path)))
+			fmt.Sprintf("%s is not allowed on %s", r.Method, clip(r.URL.Path))))
 	})
 	jsonBody := requireType("a JSON object", "application/json")
 
@@ -354,11 +354,11 @@ func (s *Server) apiListWatches(w http.ResponseWriter, r *http.Request) error {
 	}
 	tag := ""
 	if t := r.URL.Query().Get("tag"); t != "" {
-		tags := changedigest.NormaliseTags([]string{t})
-		if len(tags) != 1 {
-			return changedigest.Errorf(changedigest.EINVALID, "tag: %q is not one tag", t)
+		one, ok := oneTag(t)
+		if !ok {
+			return changedigest.Errorf(changedigest.EINVALID, "tag: %q is not one tag of at most %d characters", clip(t), changedigest.MaxTagLen)
 		}
-		tag = tags[0]
+		tag = one
 	}
 	ws, err := s.Store.Watches(r.Context(), u.ID, tag)
 	if err != nil {
@@ -915,7 +915,7 @@ func (s *Server) apiRemoveTerm(w http.ResponseWriter, r *http.Request) error {
 	if err := s.editProfile(r, u, func(p *changedigest.Profile) error {
 		ok, err := profile.RemoveInterest(p, term)
 		if err == nil && !ok {
-			err = changedigest.Errorf(changedigest.ENOTFOUND, "%q is not one of your interests", term)
+			err = changedigest.Errorf(changedigest.ENOTFOUND, "%q is not one of your interests", clip(term))
 		}
 		return err
 	}); err != nil {

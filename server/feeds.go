@@ -24,7 +24,7 @@ func (s *Server) feed(fn feedHandler) http.HandlerFunc {
 			status := statusFor(err)
 			msg := changedigest.ErrorMessage(err)
 			if status == http.StatusInternalServerError {
-				s.Logger.Error("feed failed", "path", r.URL.Path, "err", err, "request_id", reqID(r))
+				s.Logger.Error("feed failed", "path", logPath(r), "err", clipErr(err), "request_id", reqID(r))
 			}
 			if st := retryAfterOf(err); st > 0 {
 				w.Header().Set("Retry-After", fmt.Sprint(st))

@@ -79,7 +79,7 @@ func (s *Server) logRequests(next http.Handler) http.Handler {
 		if sw.status >= 500 {
 			level = slog.LevelWarn
 		}
-		s.Logger.Log(r.Context(), level, "request", "method", r.Method, "path", r.URL.Path,
+		s.Logger.Log(r.Context(), level, "request", "method", r.Method, "path", logPath(r),
 			"status", sw.status, "bytes", sw.bytes, "duration_ms", time.Since(start).Milliseconds(),
 			"client", clientIP(r), "request_id", reqID(r))
 	})
@@ -93,7 +93,7 @@ func (s *Server) recoverer(next http.Handler) http.Handler {
 				if v == http.ErrAbortHandler {
 					panic(v)
 				}
-				s.Logger.Error("panic serving request", "path", r.URL.Path, "panic", v,
+				s.Logger.Error("panic serving request", "path", logPath(r), "panic", v,
 					"stack", string(debug.Stack()), "request_id", reqID(r))
 				http.Error(w, "internal error (request "+reqID(r)+")", http.StatusInternalServerError)
 			}

@@ -491,9 +491,22 @@ func tagParam(r *http.Request) (string, error) {
 			v = u
 		}
 	}
-	tags := changedigest.NormaliseTags([]string{v})
-	if len(tags) != 1 {
+	tag, ok := oneTag(v)
+	if !ok {
 		return "", changedigest.Errorf(changedigest.ENOTFOUND, "no such tag")
 	}
-	return tags[0], nil
+	return tag, nil
+}
+
+// oneTag normalises v as one tag; false when it is not one tag a watch
+// could carry (empty, a list, or longer than changedigest.MaxTagLen).
+func oneTag(v string) (string, bool) {
+	if len(v) > 4*changedigest.MaxTagLen { // before normalising a huge value
+		return "", false
+	}
+	tags := changedigest.NormaliseTags([]string{v})
+	if len(tags) != 1 || len(tags[0]) > changedigest.MaxTagLen {
+		return "", false
+	}
+	return tags[0], true
 }
