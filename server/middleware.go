@@ -116,10 +116,18 @@ func (s *Server) timeout(next http.Handler) http.Handler {
 const contentSecurityPolicy = "default-src 'none'; style-src 'self'; img-src 'self' data:; " +
 	"form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
 
+// hsts asks browsers to use https only for a year, sent when the base
+// URL is https. Subdomains are left alone: the site may be one of many on
+// its domain.
+const hsts = "max-age=31536000"
+
 // securityHeaders sets the headers every response carries.
-func securityHeaders(next http.Handler) http.Handler {
+func (s *Server) securityHeaders(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
+		if s.secure {
+			h.Set("Strict-Transport-Security", hsts)
+		}
 		h.Set("Content-Security-Policy", contentSecurityPolicy)
 		h.Set("X-Content-Type-Options", "nosniff")
 		h.Set("X-Frame-Options", "DENY")

@@ -20,7 +20,7 @@ import (
 func (s *Server) Handler() http.Handler {
 	s.init()
 	r := chi.NewRouter()
-	r.Use(requestID, s.logRequests, s.recoverer, s.timeout, securityHeaders, s.limitBody)
+	r.Use(requestID, s.logRequests, s.recoverer, s.timeout, s.securityHeaders, s.limitBody)
 	r.NotFound(s.page(func(w http.ResponseWriter, r *http.Request) error {
 		return changedigest.Errorf(changedigest.ENOTFOUND, "there is no page at %s", clip(r.URL.Path))
 	}))

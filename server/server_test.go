@@ -2,9 +2,12 @@ package server
 
 import (
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/changedigest/changedigest/render"
 )
 
 func TestLoginRequiredAndWorks(t *testing.T) {
@@ -59,6 +62,34 @@ func TestSecurityHeaders(t *testing.T) {
 	for _, h := range []string{"Content-Security-Policy", "X-Content-Type-Options", "X-Frame-Options", "Referrer-Policy"} {
 		if resp.Header.Get(h) == "" {
 			t.Errorf("missing %s", h)
+		}
+	}
+}
+
+func TestHSTSWhenHTTPS(t *testing.T) {
+	for _, tc := range []struct {
+		base string
+		want bool
+	}{
+		{"https://changes.example", true},
+		{"https://changes.example/app", true},
+		{"http://changes.example", false},
+	} {
+		s := New()
+		eng, err := render.NewEngine(tc.base)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Render = eng
+		h := s.Handler()
+		for _, path := range []string{"/healthz", "/no-such-page"} {
+			u, _ := url.Parse(tc.base)
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, httptest.NewRequest("GET", u.Path+path, nil))
+			got := rec.Header().Get("Strict-Transport-Security")
+			if tc.want && !strings.HasPrefix(got, "max-age=") || !tc.want && got != "" {
+				t.Errorf("%s%s: Strict-Transport-Security %q, want it %v", tc.base, path, got, tc.want)
+			}
 		}
 	}
 }
