@@ -2,11 +2,16 @@ package server
 
 import (
 	"context"
+	"crypto/hmac"
 	"crypto/rand"
-	"crypto/subtle"
+	"crypto/sha256"
 	"encoding/base64"
+	"errors"
+	"fmt"
+	"io/fs"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -18,12 +23,28 @@ import (
 	"github.com/changedigest/changedigest/render"
 )
 
-// Cookie names.
+// Cookie names. Over https they carry the "__Host-" prefix (see
+// cookieName), so that no other site of the domain can set them.
 const (
 	sessionCookie = "cd_session"
 	csrfCookie    = "cd_csrf"
 	flashCookie   = "cd_flash"
 )
+
+// cookieName is the name of a cookie of the site: "__Host-" + base over
+// https, which browsers accept only from this host, with Secure and
+// Path=/ and no Domain.
+func (s *Server) cookieName(base string) string {
+	if s.secure {
+		return "__Host-" + base
+	}
+	return base
+}
+
+// cookie reads a cookie of the site.
+func (s *Server) cookie(r *http.Request, base string) (*http.Cookie, error) {
+	return r.Cookie(s.cookieName(base))
+}
 
 // HashPassword hashes a password with bcrypt. Errors: EINVALID for a
 // password shorter than 8 or longer than 72 bytes.
@@ -53,10 +74,11 @@ func withUser(r *http.Request, u *changedigest.User) *http.Request {
 // loadSession puts the session's user, if any, in the request context.
 func (s *Server) loadSession(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if c, err := r.Cookie(sessionCookie); err == nil && c.Value != "" {
+		if c, err := s.cookie(r, sessionCookie); err == nil && c.Value != "" {
 			if sess, err := s.Store.Session(r.Context(), c.Value); err == nil {
 				if u, err := s.Store.User(r.Context(), sess.UserID); err == nil {
 					r = withUser(r, u)
+					r = r.WithContext(context.WithValue(r.Context(), keySession, c.Value))
 				}
 			}
 		}
@@ -101,25 +123,52 @@ func (s *Server) requireToken(next http.Handler) http.Handler {
 	})
 }
 
-// csrfToken returns the request's CSRF token, setting the cookie that
-// carries it when the browser has none (double-submit pattern).
+// csrfToken returns the request's CSRF token for its forms. The token is
+// bound to the session: an HMAC, under the server's key, of the session
+// token, so that it is worth nothing with another session and cannot be
+// forged by a party that can set cookies but does not hold the key. A
+// visitor (the login form) gets one bound to a random value of a cookie
+// that is set for the purpose.
 func (s *Server) csrfToken(w http.ResponseWriter, r *http.Request) string {
 	if t, ok := r.Context().Value(keyCSRF).(string); ok {
 		return t
 	}
-	if c, err := r.Cookie(csrfCookie); err == nil && len(c.Value) >= 32 {
-		return c.Value
+	if sid, ok := r.Context().Value(keySession).(string); ok {
+		return s.csrfFor("session", sid)
+	}
+	if c, err := s.cookie(r, csrfCookie); err == nil && len(c.Value) >= 32 {
+		return s.csrfFor("visitor", c.Value)
 	}
 	b := make([]byte, 32)
 	rand.Read(b)
-	t := base64.RawURLEncoding.EncodeToString(b)
-	http.SetCookie(w, &http.Cookie{Name: csrfCookie, Value: t, Path: "/", HttpOnly: true,
+	nonce := base64.RawURLEncoding.EncodeToString(b)
+	http.SetCookie(w, &http.Cookie{Name: s.cookieName(csrfCookie), Value: nonce, Path: "/", HttpOnly: true,
 		Secure: s.secure, SameSite: http.SameSiteStrictMode})
-	return t
+	return s.csrfFor("visitor", nonce)
+}
+
+// csrfFor is the CSRF token of a session or of a visitor's cookie value.
+func (s *Server) csrfFor(kind, id string) string {
+	m := hmac.New(sha256.New, s.Key)
+	m.Write([]byte("changedigest csrf\x00" + kind + "\x00" + id))
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}
+
+// expectedCSRF is the token a form of this request must carry; "" when
+// the request can hold none (a visitor without the cookie).
+func (s *Server) expectedCSRF(r *http.Request) string {
+	if sid, ok := r.Context().Value(keySession).(string); ok {
+		return s.csrfFor("session", sid)
+	}
+	if c, err := s.cookie(r, csrfCookie); err == nil && len(c.Value) >= 32 {
+		return s.csrfFor("visitor", c.Value)
+	}
+	return ""
 }
 
 // checkCSRF guards every state-changing form post: the form's token must
-// equal the cookie's, and a cross-origin Origin header is refused.
+// be the one of the request's session (or, for a visitor, of its CSRF
+// cookie), and a cross-origin Origin header is refused.
 func (s *Server) checkCSRF(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodGet || r.Method == http.MethodHead {
@@ -146,30 +195,30 @@ func (s *Server) checkCSRF(next http.Handler) http.Handler {
 			}
 			return
 		}
-		c, err := r.Cookie(csrfCookie)
+		want := s.expectedCSRF(r)
 		form := r.FormValue("csrf_token")
-		if err != nil || form == "" || subtle.ConstantTimeCompare([]byte(c.Value), []byte(form)) != 1 {
+		if want == "" || form == "" || !hmac.Equal([]byte(want), []byte(form)) {
 			s.pageError(w, r, changedigest.Errorf(changedigest.EFORBIDDEN,
 				"the form has expired or was not sent from this site; reload the page and try again"))
 			return
 		}
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), keyCSRF, c.Value)))
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), keyCSRF, want)))
 	})
 }
 
 // setFlash leaves a message for the next page the browser loads.
 func (s *Server) setFlash(w http.ResponseWriter, kind, msg string) {
-	http.SetCookie(w, &http.Cookie{Name: flashCookie, Value: url.QueryEscape(kind + ":" + msg), Path: "/",
+	http.SetCookie(w, &http.Cookie{Name: s.cookieName(flashCookie), Value: url.QueryEscape(kind + ":" + msg), Path: "/",
 		HttpOnly: true, Secure: s.secure, SameSite: http.SameSiteLaxMode, MaxAge: 60})
 }
 
 // takeFlash reads and clears the flash message.
 func (s *Server) takeFlash(w http.ResponseWriter, r *http.Request) *render.Flash {
-	c, err := r.Cookie(flashCookie)
+	c, err := s.cookie(r, flashCookie)
 	if err != nil {
 		return nil
 	}
-	http.SetCookie(w, &http.Cookie{Name: flashCookie, Path: "/", MaxAge: -1, HttpOnly: true, Secure: s.secure})
+	http.SetCookie(w, &http.Cookie{Name: s.cookieName(flashCookie), Path: "/", MaxAge: -1, HttpOnly: true, Secure: s.secure})
 	v, err := url.QueryUnescape(c.Value)
 	if err != nil {
 		return nil
@@ -296,7 +345,7 @@ func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: token, Path: "/", HttpOnly: true,
+	http.SetCookie(w, &http.Cookie{Name: s.cookieName(sessionCookie), Value: token, Path: "/", HttpOnly: true,
 		Secure: s.secure, SameSite: http.SameSiteLaxMode, MaxAge: int(s.SessionTTL / time.Second)})
 	http.Redirect(w, r, s.safeNext(next), http.StatusSeeOther)
 	return nil
@@ -304,12 +353,12 @@ func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request) error {
 
 // handleLogout ends the session.
 func (s *Server) handleLogout(w http.ResponseWriter, r *http.Request) error {
-	if c, err := r.Cookie(sessionCookie); err == nil {
+	if c, err := s.cookie(r, sessionCookie); err == nil {
 		if err := s.Store.DeleteSession(r.Context(), c.Value); err != nil && changedigest.ErrorCode(err) != changedigest.ENOTFOUND {
 			return err
 		}
 	}
-	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Path: "/", MaxAge: -1, HttpOnly: true, Secure: s.secure})
+	http.SetCookie(w, &http.Cookie{Name: s.cookieName(sessionCookie), Path: "/", MaxAge: -1, HttpOnly: true, Secure: s.secure})
 	http.Redirect(w, r, s.Render.Path("/login"), http.StatusSeeOther)
 	return nil
 }
@@ -357,4 +406,40 @@ func plainPath(p string) bool {
 	u, err := url.Parse(p)
 	return err == nil && u.Scheme == "" && u.Host == "" && u.User == nil && u.Opaque == "" &&
 		strings.HasPrefix(u.Path, "/") && !strings.HasPrefix(u.Path, "//")
+}
+
+// LoadKey reads the key of the server's CSRF tokens from path, creating
+// it (32 random bytes, readable by the owner only) when there is none, so
+// that forms stay valid across restarts. Errors: the file's, or a key
+// file shorter than 32 bytes.
+func LoadKey(path string) ([]byte, error) {
+	key, err := os.ReadFile(path)
+	if err == nil {
+		if len(key) < 32 {
+			return nil, fmt.Errorf("server: key file %s holds %d bytes, want at least 32", path, len(key))
+		}
+		return key, nil
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("server: read key: %w", err)
+	}
+	key = make([]byte, 32)
+	rand.Read(key)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		if errors.Is(err, fs.ErrExist) { // another process made it first
+			return LoadKey(path)
+		}
+		return nil, fmt.Errorf("server: create key: %w", err)
+	}
+	if _, err := f.Write(key); err != nil {
+		f.Close()
+		os.Remove(path)
+		return nil, fmt.Errorf("server: write key: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(path)
+		return nil, fmt.Errorf("server: write key: %w", err)
+	}
+	return key, nil
 }

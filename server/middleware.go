@@ -17,6 +17,7 @@ const (
 	keyRequestID ctxKey = iota
 	keyUser
 	keyCSRF
+	keySession
 )
 
 // requestID gives every request an id, in the context and the X-Request-Id header.

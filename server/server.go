@@ -7,6 +7,7 @@ package server
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -50,6 +51,11 @@ type Server struct {
 	// are allowed within LoginWindow before logins are refused for a while.
 	LoginAttempts int
 	LoginWindow   time.Duration
+
+	// Key signs the CSRF tokens of the web forms (at least 32 bytes); a
+	// random key of the process unless set, which makes forms left open
+	// across a restart ask for a reload. See LoadKey.
+	Key []byte
 
 	ln      net.Listener
 	srv     *http.Server
@@ -105,6 +111,10 @@ func (s *Server) Close() error {
 func (s *Server) init() {
 	if s.limiter == nil {
 		s.limiter = newLimiter(s.LoginAttempts, s.LoginWindow, s.now)
+	}
+	if len(s.Key) == 0 {
+		s.Key = make([]byte, 32)
+		rand.Read(s.Key)
 	}
 	if u, err := url.Parse(s.Render.Site()); err == nil {
 		s.secure = strings.EqualFold(u.Scheme, "https")
