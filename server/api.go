@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"mime"
 	"net/http"
 	"net/url"
@@ -34,7 +35,7 @@ import (
 // document of PUT /profile and the OPML document of POST /opml; another
 // Content-Type gets 415.
 //
-//	GET    /watches[?tag=]                     list the watches
+//	GET    /watches[?tag=&sort=&limit=&offset=]   a page of the watches (100, at most 1000)
 //	POST   /watches                            create one (201, Location)
 //	GET    /watches/{id}                       one watch
 //	PATCH  /watches/{id}                       change the fields sent
@@ -199,7 +200,7 @@ func queryInt(q url.Values, name string, def, lo, hi int) (int, error) {
 	}
 	n, err := strconv.Atoi(v)
 	if err != nil || n < lo || n > hi {
-		return 0, changedigest.Errorf(changedigest.EINVALID, "%s: %q is not a whole number from %d to %d", name, v, lo, hi)
+		return 0, changedigest.Errorf(changedigest.EINVALID, "%s: %q is not a whole number from %d to %d", name, clip(v), lo, hi)
 	}
 	return n, nil
 }
@@ -347,6 +348,9 @@ func parseEvery(raw json.RawMessage) (string, error) {
 	return "", changedigest.Errorf(changedigest.EINVALID, "every: %s is not a duration string or a number of seconds", raw)
 }
 
+// apiWatchLimit is the default length of a page of GET /watches.
+const apiWatchLimit = 100
+
 func (s *Server) apiListWatches(w http.ResponseWriter, r *http.Request) error {
 	u, err := requestUser(r)
 	if err != nil {
@@ -360,15 +364,32 @@ func (s *Server) apiListWatches(w http.ResponseWriter, r *http.Request) error {
 		}
 		tag = one
 	}
-	ws, err := s.Store.Watches(r.Context(), u.ID, tag)
+	q := r.URL.Query()
+	order, err := pet.ParseWatchSort(q.Get("sort"))
 	if err != nil {
 		return err
 	}
-	out := make([]apiWatch, len(ws))
-	for i := range ws {
-		out[i] = s.apiWatchOf(u, &ws[i])
+	limit, err := queryInt(q, "limit", apiWatchLimit, 1, pet.MaxWatchLimit)
+	if err != nil {
+		return err
 	}
-	return writeJSON(w, http.StatusOK, map[string]any{"watches": out})
+	offset, err := queryInt(q, "offset", 0, 0, math.MaxInt32)
+	if err != nil {
+		return err
+	}
+	page, err := s.Store.WatchPage(r.Context(), u.ID, pet.WatchQuery{Tag: tag, Sort: order, Offset: offset, Limit: limit})
+	if err != nil {
+		return err
+	}
+	out := make([]apiWatch, len(page.Watches))
+	for i := range page.Watches {
+		out[i] = s.apiWatchOf(u, &page.Watches[i])
+	}
+	body := map[string]any{"watches": out, "total": page.Total, "offset": offset, "limit": page.Limit}
+	if next := offset + len(out); next < page.Total {
+		body["next_offset"] = next
+	}
+	return writeJSON(w, http.StatusOK, body)
 }
 
 func (s *Server) apiCreateWatch(w http.ResponseWriter, r *http.Request) error {

@@ -1,0 +1,136 @@
+package pet
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/changedigest/changedigest"
+)
+
+func pageIDs(p *WatchPage) []int64 {
+	var ids []int64
+	for _, w := range p.Watches {
+		ids = append(ids, w.ID)
+	}
+	return ids
+}
+
+func TestWatchPage(t *testing.T) {
+	f := newFixture(t) // alice's watch 1: https://example.org/, tag news
+	ctx := context.Background()
+	bob := f.mustUser(t, "bob")
+	f.mustWatch(t, bob.ID, "https://bob.example/", "news", "bob")
+	t0 := f.clock.Now()
+	// Alice's watches 3 to 8.
+	specs := []struct {
+		url, title string
+		tags       []string
+		change     time.Duration // since t0; 0 for never
+		failing    bool
+	}{
+		{"https://b.example/", "banana", []string{"fruit"}, -time.Hour, false},
+		{"https://a.example/", "Apple", []string{"fruit", "news"}, -3 * time.Hour, true},
+		{"https://c.example/", "", nil, 0, false},
+		{"https://d.example/", "cherry", []string{"fruit"}, -2 * time.Hour, true},
+		{"https://e.example/", "apple", nil, -30 * time.Minute, false},
+		{"https://f.example/", "Zebra", []string{"animal"}, 0, false},
+	}
+	for _, sp := range specs {
+		w := f.mustWatch(t, f.user.ID, sp.url, sp.tags...)
+		if _, err := f.s.UpdateWatch(ctx, f.user.ID, w.ID, func(w *changedigest.Watch) error {
+			w.Title = sp.title
+			if sp.change != 0 {
+				w.LastChange, w.LastCheck = t0.Add(sp.change), t0.Add(sp.change)
+			}
+			if sp.failing {
+				w.LastError = "fetch: 404"
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cases := []struct {
+		name    string
+		q       WatchQuery
+		want    []int64
+		total   int
+		failing int
+	}{
+		{"all, added", WatchQuery{}, []int64{1, 3, 4, 5, 6, 7, 8}, 7, 2},
+		{"by name", WatchQuery{Sort: SortName}, []int64{4, 7, 3, 6, 5, 1, 8}, 7, 2},
+		{"by last change", WatchQuery{Sort: SortChanged}, []int64{7, 3, 6, 4, 1, 5, 8}, 7, 2},
+		{"failing first", WatchQuery{Sort: SortFailing}, []int64{4, 6, 1, 3, 5, 7, 8}, 7, 2},
+		{"tag", WatchQuery{Tag: "fruit", Sort: SortName}, []int64{4, 3, 6}, 3, 2},
+		{"tag, normalised", WatchQuery{Tag: " News "}, []int64{1, 4}, 2, 1},
+		{"second page", WatchQuery{Sort: SortName, Offset: 2, Limit: 2}, []int64{3, 6}, 7, 2},
+		{"past the end", WatchQuery{Offset: 7}, nil, 7, 2},
+		{"unknown tag", WatchQuery{Tag: "nope"}, nil, 0, 0},
+	}
+	for _, tc := range cases {
+		p, err := f.s.WatchPage(ctx, f.user.ID, tc.q)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if got := pageIDs(p); !slices.Equal(got, tc.want) || p.Total != tc.total || p.Failing != tc.failing {
+			t.Errorf("%s: ids %v, total %d, failing %d; want %v, %d, %d", tc.name, got, p.Total, p.Failing, tc.want, tc.total, tc.failing)
+		}
+		if !slices.Equal(p.Tags, []string{"animal", "fruit", "news"}) {
+			t.Errorf("%s: tags %v", tc.name, p.Tags)
+		}
+	}
+	for _, q := range []WatchQuery{{Offset: -1}, {Limit: -1}, {Sort: "size"}} {
+		if _, err := f.s.WatchPage(ctx, f.user.ID, q); changedigest.ErrorCode(err) != changedigest.EINVALID {
+			t.Errorf("%+v: %v, want EINVALID", q, err)
+		}
+	}
+	if p, _ := f.s.WatchPage(ctx, f.user.ID, WatchQuery{Limit: 5000}); p.Limit != MaxWatchLimit {
+		t.Errorf("limit 5000 became %d, want %d", p.Limit, MaxWatchLimit)
+	}
+
+	// A store written before the summaries: the index values are empty,
+	// and the list reads the watches themselves.
+	want, _ := f.s.WatchPage(ctx, f.user.ID, WatchQuery{Sort: SortName})
+	if err := f.s.db.Update(func(tx *bolt.Tx) error {
+		c := tx.Bucket(bUserWatch).Cursor()
+		for k, _ := c.First(); k != nil; k, _ = c.Next() {
+			if err := tx.Bucket(bUserWatch).Put(append([]byte(nil), k...), nil); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := f.s.WatchPage(ctx, f.user.ID, WatchQuery{Sort: SortName})
+	if err != nil || !slices.Equal(pageIDs(got), pageIDs(want)) || got.Failing != want.Failing {
+		t.Errorf("without summaries: %v, %v; want %v", pageIDs(got), err, pageIDs(want))
+	}
+	// Deleting a watch takes it out of the list.
+	if err := f.s.DeleteWatch(ctx, f.user.ID, 4); err != nil {
+		t.Fatal(err)
+	}
+	if p, _ := f.s.WatchPage(ctx, f.user.ID, WatchQuery{Tag: "fruit"}); !slices.Equal(pageIDs(p), []int64{3, 6}) || p.Failing != 1 {
+		t.Errorf("after deleting watch 4: %v, failing %d", pageIDs(p), p.Failing)
+	}
+}
+
+func TestSummaryRoundTrip(t *testing.T) {
+	w := &changedigest.Watch{ID: 7, URL: "https://x.example/", Title: fmt.Sprint("t", string(make([]byte, 300))),
+		Tags: []string{"a", "bé"}, LastError: "x", Paused: true, LastChange: time.Unix(100, 5), LastCheck: time.Unix(200, 0)}
+	s, ok := decodeSummary(7, summaryOf(w))
+	if !ok || !s.failing || !s.paused || s.lastChange != 100e9+5 || s.lastCheck != 200e9 ||
+		len(s.name) != maxSummaryName || !slices.Equal(s.tags, w.Tags) {
+		t.Errorf("round trip: %+v, %v", s, ok)
+	}
+	for _, bad := range [][]byte{nil, {}, {1}, {2, 0}, {1, 0, 0xff}, {1, 0, 1, 1, 50, 'x'}} {
+		if _, ok := decodeSummary(1, bad); ok {
+			t.Errorf("decodeSummary(%v) accepted", bad)
+		}
+	}
+}
