@@ -6,7 +6,9 @@ import (
 	"context"
 	"encoding/binary"
 	"slices"
-	"strings"
+	"sync"
+	"unicode"
+	"unicode/utf8"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -77,13 +79,16 @@ type WatchPage struct {
 	Limit   int      // the limit applied
 }
 
-// watchSummary is the value of a user_watch entry.
+// watchSummary is the value of a user_watch entry, decoded without
+// copying: name and tags point into the value, which is valid for as long
+// as the transaction it was read in.
 type watchSummary struct {
 	id                    int64
 	failing, paused       bool
-	lastChange, lastCheck int64 // unix nanoseconds, 0 for never
-	name                  string
-	tags                  []string
+	lastChange, lastCheck int64  // unix nanoseconds, 0 for never
+	name                  []byte // title or URL, at most maxSummaryName bytes
+	tags                  []byte // the encoded tags: each a length and its bytes
+	ntags                 int
 }
 
 const summaryVersion = 1
@@ -115,6 +120,27 @@ func summaryOf(w *changedigest.Watch) []byte {
 	return b
 }
 
+// summaryNumber reads a number from the front of *v.
+func summaryNumber(v *[]byte) (uint64, bool) {
+	n, k := binary.Uvarint(*v)
+	if k <= 0 {
+		return 0, false
+	}
+	*v = (*v)[k:]
+	return n, true
+}
+
+// summaryField reads a length and that many bytes from the front of *v.
+func summaryField(v *[]byte) ([]byte, bool) {
+	n, ok := summaryNumber(v)
+	if !ok || n > uint64(len(*v)) {
+		return nil, false
+	}
+	b := (*v)[:n]
+	*v = (*v)[n:]
+	return b, true
+}
+
 // decodeSummary reads a summary; false when v is not one (an empty value
 // of an older store, or another version).
 func decodeSummary(id int64, v []byte) (watchSummary, bool) {
@@ -124,45 +150,42 @@ func decodeSummary(id int64, v []byte) (watchSummary, bool) {
 	}
 	s.failing, s.paused = v[1]&1 != 0, v[1]&2 != 0
 	v = v[2:]
-	next := func() (uint64, bool) {
-		n, k := binary.Uvarint(v)
-		if k <= 0 {
-			return 0, false
-		}
-		v = v[k:]
-		return n, true
-	}
-	str := func() (string, bool) {
-		n, ok := next()
-		if !ok || n > uint64(len(v)) {
-			return "", false
-		}
-		x := string(v[:n])
-		v = v[n:]
-		return x, true
-	}
-	lc, ok1 := next()
-	lk, ok2 := next()
-	name, ok3 := str()
-	nt, ok4 := next()
+	lc, ok1 := summaryNumber(&v)
+	lk, ok2 := summaryNumber(&v)
+	name, ok3 := summaryField(&v)
+	nt, ok4 := summaryNumber(&v)
 	if !ok1 || !ok2 || !ok3 || !ok4 || nt > uint64(len(v)) {
 		return s, false
 	}
-	s.lastChange, s.lastCheck, s.name = int64(lc), int64(lk), name
-	if nt > 0 {
-		s.tags = make([]string, nt)
-		for i := range s.tags {
-			t, ok := str()
-			if !ok {
-				return s, false
-			}
-			s.tags[i] = t
+	s.lastChange, s.lastCheck, s.name, s.tags, s.ntags = int64(lc), int64(lk), name, v, int(nt)
+	// Check the tags now, so that eachTag need not.
+	for range nt {
+		if _, ok := summaryField(&v); !ok {
+			return s, false
 		}
 	}
 	return s, true
 }
 
-func (s *watchSummary) hasTag(t string) bool { return slices.Contains(s.tags, t) }
+// eachTag calls fn with each tag, the bytes pointing into the summary.
+func (s *watchSummary) eachTag(fn func(t []byte) bool) {
+	v := s.tags
+	for range s.ntags {
+		t, _ := summaryField(&v)
+		if !fn(t) {
+			return
+		}
+	}
+}
+
+func (s *watchSummary) hasTag(tag string) bool {
+	found := false
+	s.eachTag(func(t []byte) bool {
+		found = string(t) == tag
+		return !found
+	})
+	return found
+}
 
 // compareSummaries orders two summaries by o, then by id.
 func compareSummaries(o WatchSort) func(a, b watchSummary) int {
@@ -203,13 +226,37 @@ func compareSummaries(o WatchSort) func(a, b watchSummary) int {
 	return byID
 }
 
-// compareFold compares two names ignoring case, then as they are.
-func compareFold(a, b string) int {
-	if c := strings.Compare(strings.ToLower(a), strings.ToLower(b)); c != 0 {
+// compareFold compares two names ignoring case (simple folding to lower
+// case, rune by rune), then as they are. It allocates nothing: sorting
+// calls it some n·log n times.
+func compareFold(a, b []byte) int {
+	i, j := 0, 0
+	for i < len(a) && j < len(b) {
+		ra, rb := rune(a[i]), rune(b[j])
+		na, nb := 1, 1
+		if ra >= utf8.RuneSelf {
+			ra, na = utf8.DecodeRune(a[i:])
+		}
+		if rb >= utf8.RuneSelf {
+			rb, nb = utf8.DecodeRune(b[j:])
+		}
+		if ra != rb {
+			la, lb := unicode.ToLower(ra), unicode.ToLower(rb)
+			if la != lb {
+				return cmp.Compare(la, lb)
+			}
+		}
+		i, j = i+na, j+nb
+	}
+	if c := cmp.Compare(len(a)-i, len(b)-j); c != 0 {
 		return c
 	}
-	return strings.Compare(a, b)
+	return bytes.Compare(a, b)
 }
+
+// summaryPool recycles the summary slices of WatchPage: a user with
+// 10,000 watches needs 10,000 of them per page.
+var summaryPool = sync.Pool{New: func() any { return new([]watchSummary) }}
 
 // WatchPage returns a page of the user's watches in the query's order,
 // with the count of watches that match, how many of those are failing,
@@ -236,7 +283,13 @@ func (s *Store) WatchPage(ctx context.Context, userID int64, q WatchQuery) (*Wat
 	}
 	out := &WatchPage{Offset: q.Offset, Limit: q.Limit}
 	err = s.view(ctx, func(tx *bolt.Tx) error {
-		var sums []watchSummary
+		sp := summaryPool.Get().(*[]watchSummary)
+		defer func() {
+			clear(*sp) // drop the pointers into the transaction's pages
+			*sp = (*sp)[:0]
+			summaryPool.Put(sp)
+		}()
+		sums := (*sp)[:0]
 		tags := map[string]bool{}
 		prefix := id64(userID)
 		c := tx.Bucket(bUserWatch).Cursor()
@@ -250,9 +303,12 @@ func (s *Store) WatchPage(ctx context.Context, userID int64, q WatchQuery) (*Wat
 				}
 				sum, _ = decodeSummary(id, summaryOf(w))
 			}
-			for _, t := range sum.tags {
-				tags[t] = true
-			}
+			sum.eachTag(func(t []byte) bool {
+				if !tags[string(t)] {
+					tags[string(t)] = true
+				}
+				return true
+			})
 			if tag != "" && !sum.hasTag(tag) {
 				continue
 			}
@@ -261,6 +317,7 @@ func (s *Store) WatchPage(ctx context.Context, userID int64, q WatchQuery) (*Wat
 			}
 			sums = append(sums, sum)
 		}
+		*sp = sums
 		out.Total = len(sums)
 		for t := range tags {
 			out.Tags = append(out.Tags, t)

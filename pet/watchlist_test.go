@@ -124,8 +124,10 @@ func TestSummaryRoundTrip(t *testing.T) {
 	w := &changedigest.Watch{ID: 7, URL: "https://x.example/", Title: fmt.Sprint("t", string(make([]byte, 300))),
 		Tags: []string{"a", "bé"}, LastError: "x", Paused: true, LastChange: time.Unix(100, 5), LastCheck: time.Unix(200, 0)}
 	s, ok := decodeSummary(7, summaryOf(w))
+	var tags []string
+	s.eachTag(func(t []byte) bool { tags = append(tags, string(t)); return true })
 	if !ok || !s.failing || !s.paused || s.lastChange != 100e9+5 || s.lastCheck != 200e9 ||
-		len(s.name) != maxSummaryName || !slices.Equal(s.tags, w.Tags) {
+		len(s.name) != maxSummaryName || !slices.Equal(tags, w.Tags) || !s.hasTag("bé") || s.hasTag("b") {
 		t.Errorf("round trip: %+v, %v", s, ok)
 	}
 	for _, bad := range [][]byte{nil, {}, {1}, {2, 0}, {1, 0, 0xff}, {1, 0, 1, 1, 50, 'x'}} {
@@ -133,4 +135,59 @@ func TestSummaryRoundTrip(t *testing.T) {
 			t.Errorf("decodeSummary(%v) accepted", bad)
 		}
 	}
+}
+
+func TestCompareFold(t *testing.T) {
+	for _, tc := range []struct {
+		a, b string
+		want int
+	}{
+		{"apple", "Banana", -1},
+		{"Apple", "apple", -1},
+		{"apple", "apple", 0},
+		{"Ébène", "ébène z", -1},
+		{"zèbre", "Zebra", 1},
+		{"ab", "a", 1},
+		{"", "a", -1},
+	} {
+		if got := compareFold([]byte(tc.a), []byte(tc.b)); got != tc.want {
+			t.Errorf("compareFold(%q, %q) = %d, want %d", tc.a, tc.b, got, tc.want)
+		}
+	}
+}
+
+// BenchmarkWatchPage reads the first page of a user with 10,000 watches
+// in each order.
+func BenchmarkWatchPage(b *testing.B) {
+	f := newFixture(b)
+	ctx := context.Background()
+	tags := []string{"news", "science", "sport", "music", "local", "work"}
+	for i := range 10000 {
+		w := &changedigest.Watch{UserID: f.user.ID, URL: fmt.Sprintf("https://site%d.example/%d", i%300, i),
+			Tags: []string{tags[i%len(tags)], tags[(i/7)%len(tags)]}}
+		if i%3 > 0 {
+			w.Title = fmt.Sprintf("Page %d of site %d", i, i%300)
+		}
+		if err := f.s.CreateWatch(ctx, w); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, o := range []WatchSort{SortAdded, SortName, SortChanged} {
+		b.Run(string(o), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := f.s.WatchPage(ctx, f.user.ID, WatchQuery{Sort: o, Offset: 5000}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+	b.Run("tag", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := f.s.WatchPage(ctx, f.user.ID, WatchQuery{Tag: "music", Sort: SortName}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
