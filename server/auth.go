@@ -13,7 +13,6 @@ import (
 	"net/url"
 	"os"
 	"strings"
-	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -106,15 +105,12 @@ func (s *Server) requireToken(next http.Handler) http.Handler {
 			s.apiError(w, r, changedigest.Errorf(changedigest.EUNAUTHORIZED, "send an API token: Authorization: Bearer TOKEN"))
 			return
 		}
-		if err := s.limiter.check("api:" + clientIP(r)); err != nil {
-			s.apiError(w, r, err)
-			return
-		}
+		// A right token always works: tokens are 256-bit secrets, and
+		// others' wrong guesses from the address must not lock it out.
 		u, _, err := s.Store.UserByToken(r.Context(), strings.TrimSpace(token))
 		if err != nil {
 			if changedigest.ErrorCode(err) == changedigest.ENOTFOUND || changedigest.ErrorCode(err) == changedigest.EUNAUTHORIZED {
-				s.limiter.fail("api:" + clientIP(r))
-				err = changedigest.Errorf(changedigest.EUNAUTHORIZED, "the API token is not valid")
+				err = s.tokenFailed(r, changedigest.Errorf(changedigest.EUNAUTHORIZED, "the API token is not valid"))
 			}
 			s.apiError(w, r, err)
 			return
@@ -233,72 +229,6 @@ func (s *Server) takeFlash(w http.ResponseWriter, r *http.Request) *render.Flash
 	return &render.Flash{Kind: kind, Message: msg}
 }
 
-// limiter counts failures per key in a sliding window and refuses a key
-// that has had too many.
-type limiter struct {
-	max    int
-	window time.Duration
-	now    func() time.Time
-
-	mu    sync.Mutex
-	fails map[string][]time.Time
-}
-
-func newLimiter(max int, window time.Duration, now func() time.Time) *limiter {
-	return &limiter{max: max, window: window, now: now, fails: map[string][]time.Time{}}
-}
-
-// check returns an ERATELIMIT error when key has failed too often lately.
-func (l *limiter) check(key string) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	recent := l.prune(key)
-	if len(recent) < l.max {
-		return nil
-	}
-	wait := recent[0].Add(l.window).Sub(l.now())
-	secs := int(wait/time.Second) + 1
-	return &rateLimited{err: changedigest.Errorf(changedigest.ERATELIMIT,
-		"too many failed attempts; try again in %d minutes", (secs+59)/60), after: secs}
-}
-
-// fail records a failure of key.
-func (l *limiter) fail(key string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.fails[key] = append(l.prune(key), l.now())
-	if len(l.fails) > 100000 { // bound memory under a flood of keys
-		for k := range l.fails {
-			if len(l.prune(k)) == 0 {
-				delete(l.fails, k)
-			}
-		}
-	}
-}
-
-// reset forgets key's failures (after a successful login).
-func (l *limiter) reset(key string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	delete(l.fails, key)
-}
-
-func (l *limiter) prune(key string) []time.Time {
-	cut := l.now().Add(-l.window)
-	ts := l.fails[key]
-	i := 0
-	for i < len(ts) && !ts[i].After(cut) {
-		i++
-	}
-	ts = ts[i:]
-	if len(ts) == 0 {
-		delete(l.fails, key)
-	} else {
-		l.fails[key] = ts
-	}
-	return ts
-}
-
 // handleLoginForm shows the login form.
 func (s *Server) handleLoginForm(w http.ResponseWriter, r *http.Request) error {
 	if currentUser(r) != nil {
@@ -319,11 +249,8 @@ func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request) error {
 	name := strings.TrimSpace(r.FormValue("name"))
 	password := r.FormValue("password")
 	next := r.FormValue("next")
-	ipKey, nameKey := "ip:"+clientIP(r), "name:"+strings.ToLower(name)
-	if err := s.limiter.check(ipKey); err != nil {
-		return err
-	}
-	if err := s.limiter.check(nameKey); err != nil {
+	addr, lname := clientIP(r), strings.ToLower(name)
+	if err := s.logins.check(addr, lname); err != nil {
 		return err
 	}
 	u, err := s.Store.UserByName(r.Context(), name)
@@ -335,12 +262,11 @@ func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request) error {
 		hash = u.PasswordHash
 	}
 	if bcrypt.CompareHashAndPassword(hash, []byte(password)) != nil || u == nil || len(u.PasswordHash) == 0 {
-		s.limiter.fail(ipKey)
-		s.limiter.fail(nameKey)
+		s.logins.fail(addr, lname)
 		return s.renderPage(w, r, http.StatusUnauthorized, "login", "login", "Log in",
 			&loginPage{Name: name, Next: next, Error: "The name or the password is wrong."})
 	}
-	s.limiter.reset(nameKey)
+	s.logins.succeed(addr, lname)
 	token, err := s.Store.CreateSession(r.Context(), u.ID, s.SessionTTL)
 	if err != nil {
 		return err
@@ -442,4 +368,17 @@ func LoadKey(path string) ([]byte, error) {
 		return nil, fmt.Errorf("server: write key: %w", err)
 	}
 	return key, nil
+}
+
+// tokenFailed records a wrong feed or API token from the request's
+// address and returns notFound, or an ERATELIMIT error once the address
+// has failed too often. Only failures count: a right token is never
+// refused.
+func (s *Server) tokenFailed(r *http.Request, notFound error) error {
+	addr := clientIP(r)
+	s.tokens.fail(addr)
+	if d := s.tokens.wait(addr); d > 0 {
+		return rateLimitedFor(d, "too many wrong tokens from your address")
+	}
+	return notFound
 }
