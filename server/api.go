@@ -992,13 +992,9 @@ func (s *Server) apiSearch(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	ws, err := s.Store.Watches(r.Context(), u.ID, "")
+	byID, err := s.hitWatches(r, u, res.Hits)
 	if err != nil {
 		return err
-	}
-	byID := map[int64]*changedigest.Watch{}
-	for i := range ws {
-		byID[ws[i].ID] = &ws[i]
 	}
 	hits := make([]apiHit, 0, len(res.Hits))
 	for _, h := range res.Hits {

@@ -156,3 +156,25 @@ func parseDate(v, name string, end bool) (time.Time, error) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// hitWatches loads the watches of search hits, each once: a page of hits
+// names at most a page of watches, whatever the user has. A watch deleted
+// since it was indexed is left out.
+func (s *Server) hitWatches(r *http.Request, u *changedigest.User, hits []pet.Hit) (map[int64]*changedigest.Watch, error) {
+	out := map[int64]*changedigest.Watch{}
+	for _, h := range hits {
+		if _, ok := out[h.WatchID]; ok {
+			continue
+		}
+		w, err := s.Store.Watch(r.Context(), u.ID, h.WatchID)
+		if changedigest.ErrorCode(err) == changedigest.ENOTFOUND {
+			out[h.WatchID] = nil
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out[h.WatchID] = w
+	}
+	return out, nil
+}
