@@ -125,6 +125,8 @@ type Store struct {
 	// search or Open will apply.
 	behind atomic.Bool
 	open   atomic.Bool
+	// lists keeps users' watch lists (see WatchPage).
+	lists listCache
 }
 
 // New returns a store in dir with default settings. It does no I/O.

@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"unicode"
 	"unicode/utf8"
 
@@ -254,14 +255,134 @@ func compareFold(a, b []byte) int {
 	return bytes.Compare(a, b)
 }
 
-// summaryPool recycles the summary slices of WatchPage: a user with
-// 10,000 watches needs 10,000 of them per page.
-var summaryPool = sync.Pool{New: func() any { return new([]watchSummary) }}
+// userList is the list of a user's watches as of one snapshot of the
+// store: the summaries in id order, copied out of the transaction, with
+// the aggregates a page shows and the orders computed so far.
+type userList struct {
+	txid    int // the bolt transaction the list was read in
+	sums    []watchSummary
+	tags    []string
+	failing int
+	used    atomic.Int64 // when it was last used, on the cache's counter
+
+	mu     sync.Mutex
+	orders map[WatchSort][]int32 // positions in sums
+}
+
+// readUserList reads the user's summaries in tx, decoding the records of
+// watches that have none yet.
+func readUserList(tx *bolt.Tx, userID int64) (*userList, error) {
+	l := &userList{txid: tx.ID(), orders: map[WatchSort][]int32{}}
+	var arena []byte // the summaries' bytes, copied out of the transaction
+	tags := map[string]bool{}
+	prefix := id64(userID)
+	c := tx.Bucket(bUserWatch).Cursor()
+	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		id := at(k, 1)
+		if _, ok := decodeSummary(id, v); !ok {
+			w, err := getWatch(tx, id)
+			if err != nil {
+				return nil, err
+			}
+			v = summaryOf(w)
+		}
+		// Earlier summaries keep pointing into the old array when append
+		// moves the arena: its bytes stay as they were.
+		start := len(arena)
+		arena = append(arena, v...)
+		sum, _ := decodeSummary(id, arena[start:len(arena):len(arena)])
+		sum.eachTag(func(t []byte) bool {
+			if !tags[string(t)] {
+				tags[string(t)] = true
+			}
+			return true
+		})
+		if sum.failing {
+			l.failing++
+		}
+		l.sums = append(l.sums, sum)
+	}
+	for t := range tags {
+		l.tags = append(l.tags, t)
+	}
+	slices.Sort(l.tags)
+	return l, nil
+}
+
+// order returns the positions of the summaries in order o, sorting them
+// the first time o is asked for.
+func (l *userList) order(o WatchSort) []int32 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if idx, ok := l.orders[o]; ok {
+		return idx
+	}
+	idx := make([]int32, len(l.sums))
+	for i := range idx {
+		idx[i] = int32(i)
+	}
+	if o != SortAdded { // sums are in id order already
+		cmpSum := compareSummaries(o)
+		slices.SortFunc(idx, func(a, b int32) int { return cmpSum(l.sums[a], l.sums[b]) })
+	}
+	l.orders[o] = idx
+	return idx
+}
+
+// listCache keeps the lists of the users who looked at their watches
+// lately. A list is good for the snapshot it was read in: a read
+// transaction with another id (any write since) reads the list again, so
+// a list is never stale, and the users who page through many watches
+// read them once per write rather than once per page.
+type listCache struct {
+	mu    sync.Mutex
+	users map[int64]*userList
+	clock atomic.Int64
+}
+
+// listCacheUsers bounds the lists kept.
+const listCacheUsers = 16
+
+func (c *listCache) get(userID int64, txid int) *userList {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	l := c.users[userID]
+	if l == nil || l.txid != txid {
+		return nil
+	}
+	l.used.Store(c.clock.Add(1))
+	return l
+}
+
+func (c *listCache) put(userID int64, l *userList) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.users == nil {
+		c.users = map[int64]*userList{}
+	}
+	if old := c.users[userID]; old != nil && old.txid > l.txid {
+		return // a newer list is there already
+	}
+	if _, ok := c.users[userID]; !ok && len(c.users) >= listCacheUsers {
+		var lru int64
+		var lruUsed int64 = -1
+		for id, x := range c.users {
+			if u := x.used.Load(); lruUsed < 0 || u < lruUsed {
+				lru, lruUsed = id, u
+			}
+		}
+		delete(c.users, lru)
+	}
+	l.used.Store(c.clock.Add(1))
+	c.users[userID] = l
+}
 
 // WatchPage returns a page of the user's watches in the query's order,
 // with the count of watches that match, how many of those are failing,
 // and the user's tags. The cost is one pass over the user's short
-// summaries and a read of the watches on the page. Errors: EINVALID for
+// summaries and a read of the watches on the page; the summaries are kept
+// for a few users until the store's next write (see listCache), so that
+// paging through a long list costs the page. Errors: EINVALID for
 // a negative offset or limit or an unknown order.
 func (s *Store) WatchPage(ctx context.Context, userID int64, q WatchQuery) (*WatchPage, error) {
 	if q.Offset < 0 || q.Limit < 0 {
@@ -283,56 +404,37 @@ func (s *Store) WatchPage(ctx context.Context, userID int64, q WatchQuery) (*Wat
 	}
 	out := &WatchPage{Offset: q.Offset, Limit: q.Limit}
 	err = s.view(ctx, func(tx *bolt.Tx) error {
-		sp := summaryPool.Get().(*[]watchSummary)
-		defer func() {
-			clear(*sp) // drop the pointers into the transaction's pages
-			*sp = (*sp)[:0]
-			summaryPool.Put(sp)
-		}()
-		sums := (*sp)[:0]
-		tags := map[string]bool{}
-		prefix := id64(userID)
-		c := tx.Bucket(bUserWatch).Cursor()
-		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-			id := at(k, 1)
-			sum, ok := decodeSummary(id, v)
-			if !ok {
-				w, err := getWatch(tx, id)
-				if err != nil {
-					return err
+		l := s.lists.get(userID, tx.ID())
+		if l == nil {
+			var err error
+			if l, err = readUserList(tx, userID); err != nil {
+				return err
+			}
+			s.lists.put(userID, l)
+		}
+		out.Tags = l.tags
+		idx := l.order(order)
+		out.Total, out.Failing = len(idx), l.failing
+		if tag != "" {
+			var kept []int32
+			out.Failing = 0
+			for _, i := range idx {
+				if sum := &l.sums[i]; sum.hasTag(tag) {
+					kept = append(kept, i)
+					if sum.failing {
+						out.Failing++
+					}
 				}
-				sum, _ = decodeSummary(id, summaryOf(w))
 			}
-			sum.eachTag(func(t []byte) bool {
-				if !tags[string(t)] {
-					tags[string(t)] = true
-				}
-				return true
-			})
-			if tag != "" && !sum.hasTag(tag) {
-				continue
-			}
-			if sum.failing {
-				out.Failing++
-			}
-			sums = append(sums, sum)
+			idx, out.Total = kept, len(kept)
 		}
-		*sp = sums
-		out.Total = len(sums)
-		for t := range tags {
-			out.Tags = append(out.Tags, t)
-		}
-		slices.Sort(out.Tags)
-		if order != SortAdded { // the index is in id order already
-			slices.SortFunc(sums, compareSummaries(order))
-		}
-		if q.Offset >= len(sums) {
+		if q.Offset >= len(idx) {
 			return nil
 		}
-		page := sums[q.Offset:min(len(sums), q.Offset+q.Limit)]
+		page := idx[q.Offset:min(len(idx), q.Offset+q.Limit)]
 		out.Watches = make([]changedigest.Watch, 0, len(page))
-		for _, sum := range page {
-			w, err := getWatch(tx, sum.id)
+		for _, i := range page {
+			w, err := getWatch(tx, l.sums[i].id)
 			if err != nil {
 				return err
 			}

@@ -93,6 +93,21 @@ func TestWatchPage(t *testing.T) {
 		t.Errorf("limit 5000 became %d, want %d", p.Limit, MaxWatchLimit)
 	}
 
+	// The list is kept until the next write, and a write is seen at once.
+	kept := f.s.lists.users[f.user.ID]
+	if _, err := f.s.WatchPage(ctx, f.user.ID, WatchQuery{Sort: SortChanged}); err != nil || f.s.lists.users[f.user.ID] != kept {
+		t.Errorf("a second page without a write read the list again (%v)", err)
+	}
+	if _, err := f.s.UpdateWatch(ctx, f.user.ID, 8, func(w *changedigest.Watch) error { w.Title = "aardvark"; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if p, _ := f.s.WatchPage(ctx, f.user.ID, WatchQuery{Sort: SortName, Limit: 2}); !slices.Equal(pageIDs(p), []int64{8, 4}) {
+		t.Errorf("by name after renaming watch 8: %v, want [8 4]", pageIDs(p))
+	}
+	if _, err := f.s.UpdateWatch(ctx, f.user.ID, 8, func(w *changedigest.Watch) error { w.Title = "Zebra"; return nil }); err != nil {
+		t.Fatal(err)
+	}
+
 	// A store written before the summaries: the index values are empty,
 	// and the list reads the watches themselves.
 	want, _ := f.s.WatchPage(ctx, f.user.ID, WatchQuery{Sort: SortName})
@@ -156,8 +171,9 @@ func TestCompareFold(t *testing.T) {
 	}
 }
 
-// BenchmarkWatchPage reads the first page of a user with 10,000 watches
-// in each order.
+// BenchmarkWatchPage reads a page of a user with 10,000 watches in each
+// order (the list kept from the first page), and the list itself sorted
+// by name, as the first page after a write does.
 func BenchmarkWatchPage(b *testing.B) {
 	f := newFixture(b)
 	ctx := context.Background()
@@ -182,6 +198,21 @@ func BenchmarkWatchPage(b *testing.B) {
 			}
 		})
 	}
+	// Reading the list, as the first page after a write does.
+	b.Run("read", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := f.s.view(ctx, func(tx *bolt.Tx) error {
+				l, err := readUserList(tx, f.user.ID)
+				if err == nil && len(l.order(SortName)) != 10001 {
+					b.Fatalf("%d watches", len(l.sums))
+				}
+				return err
+			}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 	b.Run("tag", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
