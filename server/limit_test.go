@@ -4,10 +4,18 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 )
+
+// fewAttempts lowers the server's LoginAttempts to n, to spare the tests
+// many bcrypt comparisons.
+func (e *testEnv) fewAttempts(n int) {
+	e.srv.LoginAttempts, e.srv.logins = n, nil
+	e.srv.init()
+}
 
 // clientFrom is a browser whose connections come from the loopback
 // address ip (any of 127.0.0.0/8), as if from another machine.
@@ -26,6 +34,7 @@ func (c *client) tryLogin(name, password string) int {
 
 func TestLoginAttackersDoNotLockOutTheOwner(t *testing.T) {
 	e := mustServer(t)
+	e.fewAttempts(3)
 	e.mustUser("ann", "correct horse")
 	if st := e.clientFrom("127.0.0.2").tryLogin("ann", "correct horse"); st != http.StatusSeeOther {
 		t.Fatalf("owner's first login: %d", st)
@@ -115,5 +124,23 @@ func TestWrongTokensDoNotRefuseTheRightOne(t *testing.T) {
 	}
 	if resp, _ := api.raw("GET", "/watches", "", nil); resp.StatusCode != http.StatusOK {
 		t.Errorf("the right API token from the guessing address: status %d, want 200", resp.StatusCode)
+	}
+}
+
+func TestLoginManyNamesFromOneAddress(t *testing.T) {
+	e := mustServer(t)
+	e.fewAttempts(3)
+	e.mustUser("ann", "correct horse")
+	a := e.clientFrom("127.0.0.5")
+	for i := range 5 * e.srv.LoginAttempts {
+		if st := a.tryLogin("user"+strconv.Itoa(i), "wrong guess"); st != http.StatusUnauthorized {
+			t.Fatalf("guess %d: status %d, want 401", i, st)
+		}
+	}
+	if st := a.tryLogin("ann", "correct horse"); st != http.StatusTooManyRequests {
+		t.Errorf("after guessing %d names from one address: status %d, want 429", 5*e.srv.LoginAttempts, st)
+	}
+	if st := e.clientFrom("127.0.0.6").tryLogin("ann", "correct horse"); st != http.StatusSeeOther {
+		t.Errorf("another address: status %d, want 303", st)
 	}
 }
