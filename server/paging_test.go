@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/changedigest/changedigest"
 )
 
 var (
@@ -120,4 +122,24 @@ func TestAPIWatchPaging(t *testing.T) {
 			t.Errorf("%s: status %d, %d bytes", q, resp.StatusCode, len(body))
 		}
 	}
+}
+
+func TestSearchFormOffersAPageOfWatches(t *testing.T) {
+	e := mustServer(t)
+	u := e.mustUser("ann", "correct horse")
+	var last int64
+	for i := range searchWatchChoices + 5 {
+		last = e.mustWatch(u, fmt.Sprintf("https://site%03d.example/", i)).ID
+	}
+	c := e.login("ann", "correct horse")
+	_, body := c.get("/search")
+	if n := strings.Count(body, "<option value=\"") - len(changedigest.ChangeTypes) - 2; n != searchWatchChoices {
+		t.Errorf("the watch filter offers %d watches, want %d", n, searchWatchChoices)
+	}
+	mustContain(t, body, "the other 5")
+	// A watch past the first ones, chosen from its page, is offered and chosen.
+	_, body = c.get(fmt.Sprintf("/search?watch=%d", last))
+	mustContain(t, body, fmt.Sprintf(`<option value="%d" selected>https://site%03d.example/</option>`, last, searchWatchChoices+4))
+	_, body = c.get(fmt.Sprintf("/watches/%d", last))
+	mustContain(t, body, fmt.Sprintf(`href="/search?watch=%d"`, last))
 }
