@@ -129,11 +129,8 @@ func (s *Server) csrfToken(w http.ResponseWriter, r *http.Request) string {
 	if t, ok := r.Context().Value(keyCSRF).(string); ok {
 		return t
 	}
-	if sid, ok := r.Context().Value(keySession).(string); ok {
-		return s.csrfFor("session", sid)
-	}
-	if c, err := s.cookie(r, csrfCookie); err == nil && len(c.Value) >= 32 {
-		return s.csrfFor("visitor", c.Value)
+	if t := s.expectedCSRF(r); t != "" {
+		return t
 	}
 	b := make([]byte, 32)
 	rand.Read(b)
