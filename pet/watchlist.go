@@ -81,8 +81,8 @@ type WatchPage struct {
 }
 
 // watchSummary is the value of a user_watch entry, decoded without
-// copying: name and tags point into the value, which is valid for as long
-// as the transaction it was read in.
+// copying: name and tags point into the bytes it was decoded from (which
+// readUserList copies out of the transaction).
 type watchSummary struct {
 	id                    int64
 	failing, paused       bool
@@ -412,7 +412,7 @@ func (s *Store) WatchPage(ctx context.Context, userID int64, q WatchQuery) (*Wat
 			}
 			s.lists.put(userID, l)
 		}
-		out.Tags = l.tags
+		out.Tags = slices.Clone(l.tags)
 		idx := l.order(order)
 		out.Total, out.Failing = len(idx), l.failing
 		if tag != "" {
