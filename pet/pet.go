@@ -221,6 +221,9 @@ func (s *Store) Open(ctx context.Context) error {
 		if err := rebuildWatchKeys(tx); err != nil {
 			return err
 		}
+		if err := fillWatchSummaries(tx); err != nil {
+			return err
+		}
 		m := tx.Bucket(bMeta)
 		if v := m.Get([]byte("schema")); v == nil {
 			return m.Put([]byte("schema"), putUvarint(nil, schema))
@@ -234,6 +237,7 @@ func (s *Store) Open(ctx context.Context) error {
 		return fmt.Errorf("pet: open %s: %w", path, err)
 	}
 	s.db = db
+	s.lists.reset() // lists of another opening of the store are not this one's
 	if err := s.openIndex(ctx); err != nil {
 		db.Close()
 		s.db = nil

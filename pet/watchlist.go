@@ -21,8 +21,33 @@ import (
 // a user's watches need. A page of a user with 10,000 watches then reads
 // 10,000 summaries of some 60 bytes and decodes only the watches it
 // shows, instead of decoding every watch record. Stores written before
-// the summaries have empty values there, and those watches are read in
-// full until their next write fills the summary in.
+// the summaries have empty values there: Open fills them in
+// (fillWatchSummaries), and a list reads the watch itself for any still
+// missing.
+
+// fillWatchSummaries writes the summaries missing from user_watch, in a
+// store written before they existed. Keys are collected first: a bucket
+// must not be written while a cursor walks it.
+func fillWatchSummaries(tx *bolt.Tx) error {
+	b := tx.Bucket(bUserWatch)
+	var missing [][]byte
+	c := b.Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		if _, ok := decodeSummary(at(k, 1), v); !ok {
+			missing = append(missing, bytes.Clone(k))
+		}
+	}
+	for _, k := range missing {
+		w, err := getWatch(tx, at(k, 1))
+		if err != nil {
+			return err
+		}
+		if err := b.Put(k, summaryOf(w)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
 // WatchSort orders a list of watches.
 type WatchSort string
@@ -342,6 +367,12 @@ type listCache struct {
 
 // listCacheUsers bounds the lists kept.
 const listCacheUsers = 16
+
+func (c *listCache) reset() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.users = nil
+}
 
 func (c *listCache) get(userID int64, txid int) *userList {
 	c.mu.Lock()

@@ -126,6 +126,28 @@ func TestWatchPage(t *testing.T) {
 	if err != nil || !slices.Equal(pageIDs(got), pageIDs(want)) || got.Failing != want.Failing {
 		t.Errorf("without summaries: %v, %v; want %v", pageIDs(got), err, pageIDs(want))
 	}
+	// Opening the store fills them in.
+	if err := f.s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.s.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.s.db.View(func(tx *bolt.Tx) error {
+		c := tx.Bucket(bUserWatch).Cursor()
+		for k, v := c.First(); k != nil; k, v = c.Next() {
+			if _, ok := decodeSummary(at(k, 1), v); !ok {
+				t.Errorf("watch %d has no summary after Open", at(k, 1))
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	got, err = f.s.WatchPage(ctx, f.user.ID, WatchQuery{Sort: SortName})
+	if err != nil || !slices.Equal(pageIDs(got), pageIDs(want)) || got.Failing != want.Failing {
+		t.Errorf("after reopening: %v, %v; want %v", pageIDs(got), err, pageIDs(want))
+	}
 	// Deleting a watch takes it out of the list.
 	if err := f.s.DeleteWatch(ctx, f.user.ID, 4); err != nil {
 		t.Fatal(err)
