@@ -28,6 +28,7 @@ const (
 	sessionCookie = "cd_session"
 	csrfCookie    = "cd_csrf"
 	flashCookie   = "cd_flash"
+	knownCookie   = "cd_known" // the browser logged in to a name before (see knownBrowser)
 )
 
 // cookieName is the name of a cookie of the site: "__Host-" + base over
@@ -137,13 +138,15 @@ func (s *Server) csrfToken(w http.ResponseWriter, r *http.Request) string {
 	nonce := base64.RawURLEncoding.EncodeToString(b)
 	http.SetCookie(w, &http.Cookie{Name: s.cookieName(csrfCookie), Value: nonce, Path: "/", HttpOnly: true,
 		Secure: s.secure, SameSite: http.SameSiteStrictMode})
-	return s.csrfFor("visitor", nonce)
+	return s.mac("visitor", nonce)
 }
 
-// csrfFor is the CSRF token of a session or of a visitor's cookie value.
-func (s *Server) csrfFor(kind, id string) string {
+// mac is an HMAC under the server's key of a value of a kind: the CSRF
+// token of a session ("session") or of a visitor's cookie ("visitor"),
+// the cookie of a browser that logged in to a name ("known").
+func (s *Server) mac(kind, id string) string {
 	m := hmac.New(sha256.New, s.Key)
-	m.Write([]byte("changedigest csrf\x00" + kind + "\x00" + id))
+	m.Write([]byte("changedigest\x00" + kind + "\x00" + id))
 	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
 }
 
@@ -151,10 +154,10 @@ func (s *Server) csrfFor(kind, id string) string {
 // the request can hold none (a visitor without the cookie).
 func (s *Server) expectedCSRF(r *http.Request) string {
 	if sid, ok := r.Context().Value(keySession).(string); ok {
-		return s.csrfFor("session", sid)
+		return s.mac("session", sid)
 	}
 	if c, err := s.cookie(r, csrfCookie); err == nil && len(c.Value) >= 32 {
-		return s.csrfFor("visitor", c.Value)
+		return s.mac("visitor", c.Value)
 	}
 	return ""
 }
@@ -247,7 +250,7 @@ func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request) error {
 	password := r.FormValue("password")
 	next := r.FormValue("next")
 	addr, lname := clientIP(r), strings.ToLower(name)
-	if err := s.logins.check(addr, lname); err != nil {
+	if err := s.logins.check(addr, lname, s.knownBrowser(r, lname)); err != nil {
 		return err
 	}
 	u, err := s.Store.UserByName(r.Context(), name)
@@ -264,6 +267,8 @@ func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request) error {
 			&loginPage{Name: name, Next: next, Error: "The name or the password is wrong."})
 	}
 	s.logins.succeed(addr, lname)
+	http.SetCookie(w, &http.Cookie{Name: s.cookieName(knownCookie), Value: s.mac("known", lname), Path: "/",
+		HttpOnly: true, Secure: s.secure, SameSite: http.SameSiteStrictMode, MaxAge: 365 * 24 * 3600})
 	token, err := s.Store.CreateSession(r.Context(), u.ID, s.SessionTTL)
 	if err != nil {
 		return err
@@ -378,4 +383,12 @@ func (s *Server) tokenFailed(r *http.Request, notFound error) error {
 		return rateLimitedFor(d, "too many wrong tokens from your address")
 	}
 	return notFound
+}
+
+// knownBrowser reports whether the browser logged in to the name before:
+// its cookie holds an HMAC of the name under the server's key, which the
+// login guard takes as a known address.
+func (s *Server) knownBrowser(r *http.Request, lname string) bool {
+	c, err := s.cookie(r, knownCookie)
+	return err == nil && hmac.Equal([]byte(c.Value), []byte(s.mac("known", lname)))
 }

@@ -116,8 +116,9 @@ func rateLimitedFor(d time.Duration, what string) error {
 //     after more of them (addr), against an address that tries many names;
 //   - failures of a name from all addresses make addresses wait that
 //     have never logged in to it (name), against guessing from many
-//     addresses; an address the name logged in from before is not held
-//     back by others' failures, only by its own.
+//     addresses; an address the name logged in from before, or a browser
+//     that did (it carries a signed cookie), is not held back by others'
+//     failures, only by its own.
 type loginGuard struct {
 	pair, addr, name *backoff
 
@@ -138,13 +139,15 @@ func newLoginGuard(free int, window time.Duration, now func() time.Time) *loginG
 }
 
 // check returns an ERATELIMIT error when a login of name from addr must wait.
-func (g *loginGuard) check(addr, name string) error {
+// A browser that logged in to the name before (knownBrowser, from its
+// cookie) counts as a known address.
+func (g *loginGuard) check(addr, name string, knownBrowser bool) error {
 	if d := max(g.pair.wait(addr+"\x00"+name), g.addr.wait(addr)); d > 0 {
 		return rateLimitedFor(d, "too many failed logins from your address")
 	}
-	if !g.isKnown(addr, name) {
+	if !knownBrowser && !g.isKnown(addr, name) {
 		if d := g.name.wait(name); d > 0 {
-			return rateLimitedFor(d, "too many failed logins for this name; an address you logged in from before is not held back")
+			return rateLimitedFor(d, "too many failed logins for this name; an address or browser you logged in from before is not held back")
 		}
 	}
 	return nil

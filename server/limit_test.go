@@ -144,3 +144,37 @@ func TestLoginManyNamesFromOneAddress(t *testing.T) {
 		t.Errorf("another address: status %d, want 303", st)
 	}
 }
+
+func TestLoginKnownBrowserOnANewAddress(t *testing.T) {
+	e := mustServer(t)
+	e.fewAttempts(3)
+	e.mustUser("ann", "correct horse")
+	laptop := e.clientFrom("127.0.0.7")
+	if st := laptop.tryLogin("ann", "correct horse"); st != http.StatusSeeOther {
+		t.Fatalf("first login: %d", st)
+	}
+	laptop.post("/logout", nil)
+	for _, ip := range []string{"127.0.0.30", "127.0.0.31"} {
+		a := e.clientFrom(ip)
+		for range 5 {
+			a.tryLogin("ann", "wrong guess")
+		}
+	}
+	// The same browser on another network gets in; a new browser there waits.
+	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.8")}}
+	laptop.http.Transport = &http.Transport{DialContext: d.DialContext}
+	if st := laptop.tryLogin("ann", "correct horse"); st != http.StatusSeeOther {
+		t.Errorf("the owner's browser from a new address during the attack: status %d, want 303", st)
+	}
+	if st := e.clientFrom("127.0.0.9").tryLogin("ann", "correct horse"); st != http.StatusTooManyRequests {
+		t.Errorf("a new browser from a new address during the attack: status %d, want 429", st)
+	}
+	// The cookie is good for its own name only.
+	e.mustUser("bob", "battery staple")
+	for range 5 {
+		e.clientFrom("127.0.0.32").tryLogin("bob", "wrong guess")
+	}
+	if st := laptop.tryLogin("bob", "battery staple"); st != http.StatusTooManyRequests {
+		t.Errorf("ann's browser logging in as bob during an attack on bob: status %d, want 429", st)
+	}
+}
