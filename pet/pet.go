@@ -161,7 +161,7 @@ var (
 	bTokenHash  = []byte("token_hash")  // sha256(secret) → tid
 	bProfiles   = []byte("profiles")    // uid → profileRec JSON
 	bWatches    = []byte("watches")     // wid → Watch JSON
-	bUserWatch  = []byte("user_watch")  // uid|wid → ""
+	bUserWatch  = []byte("user_watch")  // uid|wid → summary (watchlist.go)
 	bWatchKeys  = []byte("watch_keys")  // uid|sha256(url, zone)[:16] → wid
 	bDue        = []byte("due")         // nextcheck|wid → "" (not paused)
 	bTracks     = []byte("tracks")      // wid → trackMeta
