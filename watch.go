@@ -125,8 +125,8 @@ func (w *Watch) Validate() error {
 	}
 	w.Tags = NormaliseTags(w.Tags)
 	for _, t := range w.Tags {
-		if len(t) > 64 {
-			return Errorf(EINVALID, "tag %q is longer than 64 characters", t)
+		if len(t) > MaxTagLen {
+			return Errorf(EINVALID, "tag %q is longer than %d characters", t, MaxTagLen)
 		}
 	}
 	if w.KeepVersions < 0 || w.KeepDays < 0 {
@@ -137,6 +137,9 @@ func (w *Watch) Validate() error {
 	}
 	return nil
 }
+
+// MaxTagLen is the longest tag a watch may carry, in bytes.
+const MaxTagLen = 64
 
 // NormaliseTags trims, lower-cases and de-duplicates tags, keeping their order.
 func NormaliseTags(tags []string) []string {

@@ -127,11 +127,19 @@ func (n *Notifier) Day(t time.Time) time.Time {
 	return time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, t.Location())
 }
 
-// ParseDay reads a YYYY-MM-DD day in the notifier's time zone.
+// ParseDay reads a YYYY-MM-DD day in the notifier's time zone, from 1970
+// to 9998. Errors: EINVALID for anything else.
 func (n *Notifier) ParseDay(s string) (time.Time, error) {
+	shown := s
+	if len(shown) > 32 {
+		shown = shown[:32] + "…"
+	}
 	d, err := time.ParseInLocation(time.DateOnly, s, n.location())
 	if err != nil {
-		return time.Time{}, changedigest.Errorf(changedigest.EINVALID, "%q is not a day (want YYYY-MM-DD)", s)
+		return time.Time{}, changedigest.Errorf(changedigest.EINVALID, "%q is not a day (want YYYY-MM-DD)", shown)
+	}
+	if d.Year() < 1970 || d.Year() > 9998 {
+		return time.Time{}, changedigest.Errorf(changedigest.EINVALID, "%q is not a day between 1970 and 9998", shown)
 	}
 	return d, nil
 }

@@ -125,6 +125,8 @@ type Store struct {
 	// search or Open will apply.
 	behind atomic.Bool
 	open   atomic.Bool
+	// lists keeps users' watch lists (see WatchPage).
+	lists listCache
 }
 
 // New returns a store in dir with default settings. It does no I/O.
@@ -159,7 +161,7 @@ var (
 	bTokenHash  = []byte("token_hash")  // sha256(secret) → tid
 	bProfiles   = []byte("profiles")    // uid → profileRec JSON
 	bWatches    = []byte("watches")     // wid → Watch JSON
-	bUserWatch  = []byte("user_watch")  // uid|wid → ""
+	bUserWatch  = []byte("user_watch")  // uid|wid → summary (watchlist.go)
 	bWatchKeys  = []byte("watch_keys")  // uid|sha256(url, zone)[:16] → wid
 	bDue        = []byte("due")         // nextcheck|wid → "" (not paused)
 	bTracks     = []byte("tracks")      // wid → trackMeta
@@ -219,6 +221,9 @@ func (s *Store) Open(ctx context.Context) error {
 		if err := rebuildWatchKeys(tx); err != nil {
 			return err
 		}
+		if err := fillWatchSummaries(tx); err != nil {
+			return err
+		}
 		m := tx.Bucket(bMeta)
 		if v := m.Get([]byte("schema")); v == nil {
 			return m.Put([]byte("schema"), putUvarint(nil, schema))
@@ -232,6 +237,7 @@ func (s *Store) Open(ctx context.Context) error {
 		return fmt.Errorf("pet: open %s: %w", path, err)
 	}
 	s.db = db
+	s.lists.reset() // lists of another opening of the store are not this one's
 	if err := s.openIndex(ctx); err != nil {
 		db.Close()
 		s.db = nil

@@ -84,7 +84,7 @@ func putWatch(tx *bolt.Tx, w, old *changedigest.Watch) error {
 	if err := indexWatchKey(tx, w, old); err != nil {
 		return err
 	}
-	return tx.Bucket(bUserWatch).Put(id64(w.UserID, w.ID), nil)
+	return tx.Bucket(bUserWatch).Put(id64(w.UserID, w.ID), summaryOf(w))
 }
 
 // watchKey identifies a watch of a user by its URL and zone.

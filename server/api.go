@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"mime"
 	"net/http"
 	"net/url"
@@ -34,7 +35,7 @@ import (
 // document of PUT /profile and the OPML document of POST /opml; another
 // Content-Type gets 415.
 //
-//	GET    /watches[?tag=]                     list the watches
+//	GET    /watches[?tag=&sort=&limit=&offset=]   a page of the watches (100, at most 1000)
 //	POST   /watches                            create one (201, Location)
 //	GET    /watches/{id}                       one watch
 //	PATCH  /watches/{id}                       change the fields sent
@@ -55,11 +56,11 @@ import (
 func (s *Server) apiRoutes(r chi.Router) {
 	r.Use(s.requireToken)
 	r.NotFound(s.api(func(w http.ResponseWriter, r *http.Request) error {
-		return changedigest.Errorf(changedigest.ENOTFOUND, "there is no API endpoint at %s", r.URL.Path)
+		return changedigest.Errorf(changedigest.ENOTFOUND, "there is no API endpoint at %s", clip(r.URL.Path))
 	}))
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusMethodNotAllowed, apiErrorBody(changedigest.EINVALID,
-			fmt.Sprintf("%s is not allowed on %s", r.Method, r.URL.Path)))
+			fmt.Sprintf("%s is not allowed on %s", r.Method, clip(r.URL.Path))))
 	})
 	jsonBody := requireType("a JSON object", "application/json")
 
@@ -199,7 +200,7 @@ func queryInt(q url.Values, name string, def, lo, hi int) (int, error) {
 	}
 	n, err := strconv.Atoi(v)
 	if err != nil || n < lo || n > hi {
-		return 0, changedigest.Errorf(changedigest.EINVALID, "%s: %q is not a whole number from %d to %d", name, v, lo, hi)
+		return 0, changedigest.Errorf(changedigest.EINVALID, "%s: %q is not a whole number from %d to %d", name, clip(v), lo, hi)
 	}
 	return n, nil
 }
@@ -347,6 +348,9 @@ func parseEvery(raw json.RawMessage) (string, error) {
 	return "", changedigest.Errorf(changedigest.EINVALID, "every: %s is not a duration string or a number of seconds", raw)
 }
 
+// apiWatchLimit is the default length of a page of GET /watches.
+const apiWatchLimit = 100
+
 func (s *Server) apiListWatches(w http.ResponseWriter, r *http.Request) error {
 	u, err := requestUser(r)
 	if err != nil {
@@ -354,21 +358,38 @@ func (s *Server) apiListWatches(w http.ResponseWriter, r *http.Request) error {
 	}
 	tag := ""
 	if t := r.URL.Query().Get("tag"); t != "" {
-		tags := changedigest.NormaliseTags([]string{t})
-		if len(tags) != 1 {
-			return changedigest.Errorf(changedigest.EINVALID, "tag: %q is not one tag", t)
+		one, ok := oneTag(t)
+		if !ok {
+			return changedigest.Errorf(changedigest.EINVALID, "tag: %q is not one tag of at most %d characters", clip(t), changedigest.MaxTagLen)
 		}
-		tag = tags[0]
+		tag = one
 	}
-	ws, err := s.Store.Watches(r.Context(), u.ID, tag)
+	q := r.URL.Query()
+	order, err := pet.ParseWatchSort(q.Get("sort"))
 	if err != nil {
 		return err
 	}
-	out := make([]apiWatch, len(ws))
-	for i := range ws {
-		out[i] = s.apiWatchOf(u, &ws[i])
+	limit, err := queryInt(q, "limit", apiWatchLimit, 1, pet.MaxWatchLimit)
+	if err != nil {
+		return err
 	}
-	return writeJSON(w, http.StatusOK, map[string]any{"watches": out})
+	offset, err := queryInt(q, "offset", 0, 0, math.MaxInt32)
+	if err != nil {
+		return err
+	}
+	page, err := s.Store.WatchPage(r.Context(), u.ID, pet.WatchQuery{Tag: tag, Sort: order, Offset: offset, Limit: limit})
+	if err != nil {
+		return err
+	}
+	out := make([]apiWatch, len(page.Watches))
+	for i := range page.Watches {
+		out[i] = s.apiWatchOf(u, &page.Watches[i])
+	}
+	body := map[string]any{"watches": out, "total": page.Total, "offset": offset, "limit": page.Limit}
+	if next := offset + len(out); next < page.Total {
+		body["next_offset"] = next
+	}
+	return writeJSON(w, http.StatusOK, body)
 }
 
 func (s *Server) apiCreateWatch(w http.ResponseWriter, r *http.Request) error {
@@ -915,7 +936,7 @@ func (s *Server) apiRemoveTerm(w http.ResponseWriter, r *http.Request) error {
 	if err := s.editProfile(r, u, func(p *changedigest.Profile) error {
 		ok, err := profile.RemoveInterest(p, term)
 		if err == nil && !ok {
-			err = changedigest.Errorf(changedigest.ENOTFOUND, "%q is not one of your interests", term)
+			err = changedigest.Errorf(changedigest.ENOTFOUND, "%q is not one of your interests", clip(term))
 		}
 		return err
 	}); err != nil {
@@ -971,13 +992,9 @@ func (s *Server) apiSearch(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	ws, err := s.Store.Watches(r.Context(), u.ID, "")
+	byID, err := s.hitWatches(r, u, res.Hits)
 	if err != nil {
 		return err
-	}
-	byID := map[int64]*changedigest.Watch{}
-	for i := range ws {
-		byID[ws[i].ID] = &ws[i]
 	}
 	hits := make([]apiHit, 0, len(res.Hits))
 	for _, h := range res.Hits {

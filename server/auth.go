@@ -2,14 +2,19 @@ package server
 
 import (
 	"context"
+	"crypto/hmac"
 	"crypto/rand"
-	"crypto/subtle"
+	"crypto/sha256"
 	"encoding/base64"
+	"errors"
+	"fmt"
+	"io/fs"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
-	"sync"
 	"time"
+	"unicode/utf8"
 
 	"golang.org/x/crypto/bcrypt"
 
@@ -17,12 +22,29 @@ import (
 	"github.com/changedigest/changedigest/render"
 )
 
-// Cookie names.
+// Cookie names. Over https they carry the "__Host-" prefix (see
+// cookieName), so that no other site of the domain can set them.
 const (
 	sessionCookie = "cd_session"
 	csrfCookie    = "cd_csrf"
 	flashCookie   = "cd_flash"
+	knownCookie   = "cd_known" // the browser logged in to a name before (see knownBrowser)
 )
+
+// cookieName is the name of a cookie of the site: "__Host-" + base over
+// https, which browsers accept only from this host, with Secure and
+// Path=/ and no Domain.
+func (s *Server) cookieName(base string) string {
+	if s.secure {
+		return "__Host-" + base
+	}
+	return base
+}
+
+// cookie reads a cookie of the site.
+func (s *Server) cookie(r *http.Request, base string) (*http.Cookie, error) {
+	return r.Cookie(s.cookieName(base))
+}
 
 // HashPassword hashes a password with bcrypt. Errors: EINVALID for a
 // password shorter than 8 or longer than 72 bytes.
@@ -52,10 +74,11 @@ func withUser(r *http.Request, u *changedigest.User) *http.Request {
 // loadSession puts the session's user, if any, in the request context.
 func (s *Server) loadSession(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if c, err := r.Cookie(sessionCookie); err == nil && c.Value != "" {
+		if c, err := s.cookie(r, sessionCookie); err == nil && c.Value != "" {
 			if sess, err := s.Store.Session(r.Context(), c.Value); err == nil {
 				if u, err := s.Store.User(r.Context(), sess.UserID); err == nil {
 					r = withUser(r, u)
+					r = r.WithContext(context.WithValue(r.Context(), keySession, c.Value))
 				}
 			}
 		}
@@ -83,15 +106,12 @@ func (s *Server) requireToken(next http.Handler) http.Handler {
 			s.apiError(w, r, changedigest.Errorf(changedigest.EUNAUTHORIZED, "send an API token: Authorization: Bearer TOKEN"))
 			return
 		}
-		if err := s.limiter.check("api:" + clientIP(r)); err != nil {
-			s.apiError(w, r, err)
-			return
-		}
+		// A right token always works: tokens are 256-bit secrets, and
+		// others' wrong guesses from the address must not lock it out.
 		u, _, err := s.Store.UserByToken(r.Context(), strings.TrimSpace(token))
 		if err != nil {
 			if changedigest.ErrorCode(err) == changedigest.ENOTFOUND || changedigest.ErrorCode(err) == changedigest.EUNAUTHORIZED {
-				s.limiter.fail("api:" + clientIP(r))
-				err = changedigest.Errorf(changedigest.EUNAUTHORIZED, "the API token is not valid")
+				err = s.tokenFailed(r, changedigest.Errorf(changedigest.EUNAUTHORIZED, "the API token is not valid"))
 			}
 			s.apiError(w, r, err)
 			return
@@ -100,25 +120,51 @@ func (s *Server) requireToken(next http.Handler) http.Handler {
 	})
 }
 
-// csrfToken returns the request's CSRF token, setting the cookie that
-// carries it when the browser has none (double-submit pattern).
+// csrfToken returns the request's CSRF token for its forms. The token is
+// bound to the session: an HMAC, under the server's key, of the session
+// token, so that it is worth nothing with another session and cannot be
+// forged by a party that can set cookies but does not hold the key. A
+// visitor (the login form) gets one bound to a random value of a cookie
+// that is set for the purpose.
 func (s *Server) csrfToken(w http.ResponseWriter, r *http.Request) string {
 	if t, ok := r.Context().Value(keyCSRF).(string); ok {
 		return t
 	}
-	if c, err := r.Cookie(csrfCookie); err == nil && len(c.Value) >= 32 {
-		return c.Value
+	if t := s.expectedCSRF(r); t != "" {
+		return t
 	}
 	b := make([]byte, 32)
 	rand.Read(b)
-	t := base64.RawURLEncoding.EncodeToString(b)
-	http.SetCookie(w, &http.Cookie{Name: csrfCookie, Value: t, Path: "/", HttpOnly: true,
+	nonce := base64.RawURLEncoding.EncodeToString(b)
+	http.SetCookie(w, &http.Cookie{Name: s.cookieName(csrfCookie), Value: nonce, Path: "/", HttpOnly: true,
 		Secure: s.secure, SameSite: http.SameSiteStrictMode})
-	return t
+	return s.mac("visitor", nonce)
+}
+
+// mac is an HMAC under the server's key of a value of a kind: the CSRF
+// token of a session ("session") or of a visitor's cookie ("visitor"),
+// the cookie of a browser that logged in to a name ("known").
+func (s *Server) mac(kind, id string) string {
+	m := hmac.New(sha256.New, s.Key)
+	m.Write([]byte("changedigest\x00" + kind + "\x00" + id))
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}
+
+// expectedCSRF is the token a form of this request must carry; "" when
+// the request can hold none (a visitor without the cookie).
+func (s *Server) expectedCSRF(r *http.Request) string {
+	if sid, ok := r.Context().Value(keySession).(string); ok {
+		return s.mac("session", sid)
+	}
+	if c, err := s.cookie(r, csrfCookie); err == nil && len(c.Value) >= 32 {
+		return s.mac("visitor", c.Value)
+	}
+	return ""
 }
 
 // checkCSRF guards every state-changing form post: the form's token must
-// equal the cookie's, and a cross-origin Origin header is refused.
+// be the one of the request's session (or, for a visitor, of its CSRF
+// cookie), and a cross-origin Origin header is refused.
 func (s *Server) checkCSRF(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodGet || r.Method == http.MethodHead {
@@ -145,30 +191,30 @@ func (s *Server) checkCSRF(next http.Handler) http.Handler {
 			}
 			return
 		}
-		c, err := r.Cookie(csrfCookie)
+		want := s.expectedCSRF(r)
 		form := r.FormValue("csrf_token")
-		if err != nil || form == "" || subtle.ConstantTimeCompare([]byte(c.Value), []byte(form)) != 1 {
+		if want == "" || form == "" || !hmac.Equal([]byte(want), []byte(form)) {
 			s.pageError(w, r, changedigest.Errorf(changedigest.EFORBIDDEN,
 				"the form has expired or was not sent from this site; reload the page and try again"))
 			return
 		}
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), keyCSRF, c.Value)))
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), keyCSRF, want)))
 	})
 }
 
 // setFlash leaves a message for the next page the browser loads.
 func (s *Server) setFlash(w http.ResponseWriter, kind, msg string) {
-	http.SetCookie(w, &http.Cookie{Name: flashCookie, Value: url.QueryEscape(kind + ":" + msg), Path: "/",
+	http.SetCookie(w, &http.Cookie{Name: s.cookieName(flashCookie), Value: url.QueryEscape(kind + ":" + msg), Path: "/",
 		HttpOnly: true, Secure: s.secure, SameSite: http.SameSiteLaxMode, MaxAge: 60})
 }
 
 // takeFlash reads and clears the flash message.
 func (s *Server) takeFlash(w http.ResponseWriter, r *http.Request) *render.Flash {
-	c, err := r.Cookie(flashCookie)
+	c, err := s.cookie(r, flashCookie)
 	if err != nil {
 		return nil
 	}
-	http.SetCookie(w, &http.Cookie{Name: flashCookie, Path: "/", MaxAge: -1, HttpOnly: true, Secure: s.secure})
+	http.SetCookie(w, &http.Cookie{Name: s.cookieName(flashCookie), Path: "/", MaxAge: -1, HttpOnly: true, Secure: s.secure})
 	v, err := url.QueryUnescape(c.Value)
 	if err != nil {
 		return nil
@@ -181,72 +227,6 @@ func (s *Server) takeFlash(w http.ResponseWriter, r *http.Request) *render.Flash
 		msg = msg[:500]
 	}
 	return &render.Flash{Kind: kind, Message: msg}
-}
-
-// limiter counts failures per key in a sliding window and refuses a key
-// that has had too many.
-type limiter struct {
-	max    int
-	window time.Duration
-	now    func() time.Time
-
-	mu    sync.Mutex
-	fails map[string][]time.Time
-}
-
-func newLimiter(max int, window time.Duration, now func() time.Time) *limiter {
-	return &limiter{max: max, window: window, now: now, fails: map[string][]time.Time{}}
-}
-
-// check returns an ERATELIMIT error when key has failed too often lately.
-func (l *limiter) check(key string) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	recent := l.prune(key)
-	if len(recent) < l.max {
-		return nil
-	}
-	wait := recent[0].Add(l.window).Sub(l.now())
-	secs := int(wait/time.Second) + 1
-	return &rateLimited{err: changedigest.Errorf(changedigest.ERATELIMIT,
-		"too many failed attempts; try again in %d minutes", (secs+59)/60), after: secs}
-}
-
-// fail records a failure of key.
-func (l *limiter) fail(key string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.fails[key] = append(l.prune(key), l.now())
-	if len(l.fails) > 100000 { // bound memory under a flood of keys
-		for k := range l.fails {
-			if len(l.prune(k)) == 0 {
-				delete(l.fails, k)
-			}
-		}
-	}
-}
-
-// reset forgets key's failures (after a successful login).
-func (l *limiter) reset(key string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	delete(l.fails, key)
-}
-
-func (l *limiter) prune(key string) []time.Time {
-	cut := l.now().Add(-l.window)
-	ts := l.fails[key]
-	i := 0
-	for i < len(ts) && !ts[i].After(cut) {
-		i++
-	}
-	ts = ts[i:]
-	if len(ts) == 0 {
-		delete(l.fails, key)
-	} else {
-		l.fails[key] = ts
-	}
-	return ts
 }
 
 // handleLoginForm shows the login form.
@@ -269,11 +249,8 @@ func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request) error {
 	name := strings.TrimSpace(r.FormValue("name"))
 	password := r.FormValue("password")
 	next := r.FormValue("next")
-	ipKey, nameKey := "ip:"+clientIP(r), "name:"+strings.ToLower(name)
-	if err := s.limiter.check(ipKey); err != nil {
-		return err
-	}
-	if err := s.limiter.check(nameKey); err != nil {
+	addr, lname := clientIP(r), strings.ToLower(name)
+	if err := s.logins.check(addr, lname, s.knownBrowser(r, lname)); err != nil {
 		return err
 	}
 	u, err := s.Store.UserByName(r.Context(), name)
@@ -285,17 +262,18 @@ func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request) error {
 		hash = u.PasswordHash
 	}
 	if bcrypt.CompareHashAndPassword(hash, []byte(password)) != nil || u == nil || len(u.PasswordHash) == 0 {
-		s.limiter.fail(ipKey)
-		s.limiter.fail(nameKey)
+		s.logins.fail(addr, lname)
 		return s.renderPage(w, r, http.StatusUnauthorized, "login", "login", "Log in",
 			&loginPage{Name: name, Next: next, Error: "The name or the password is wrong."})
 	}
-	s.limiter.reset(nameKey)
+	s.logins.succeed(addr, lname)
+	http.SetCookie(w, &http.Cookie{Name: s.cookieName(knownCookie), Value: s.mac("known", lname), Path: "/",
+		HttpOnly: true, Secure: s.secure, SameSite: http.SameSiteStrictMode, MaxAge: 365 * 24 * 3600})
 	token, err := s.Store.CreateSession(r.Context(), u.ID, s.SessionTTL)
 	if err != nil {
 		return err
 	}
-	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: token, Path: "/", HttpOnly: true,
+	http.SetCookie(w, &http.Cookie{Name: s.cookieName(sessionCookie), Value: token, Path: "/", HttpOnly: true,
 		Secure: s.secure, SameSite: http.SameSiteLaxMode, MaxAge: int(s.SessionTTL / time.Second)})
 	http.Redirect(w, r, s.safeNext(next), http.StatusSeeOther)
 	return nil
@@ -303,20 +281,114 @@ func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request) error {
 
 // handleLogout ends the session.
 func (s *Server) handleLogout(w http.ResponseWriter, r *http.Request) error {
-	if c, err := r.Cookie(sessionCookie); err == nil {
+	if c, err := s.cookie(r, sessionCookie); err == nil {
 		if err := s.Store.DeleteSession(r.Context(), c.Value); err != nil && changedigest.ErrorCode(err) != changedigest.ENOTFOUND {
 			return err
 		}
 	}
-	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Path: "/", MaxAge: -1, HttpOnly: true, Secure: s.secure})
+	http.SetCookie(w, &http.Cookie{Name: s.cookieName(sessionCookie), Path: "/", MaxAge: -1, HttpOnly: true, Secure: s.secure})
 	http.Redirect(w, r, s.Render.Path("/login"), http.StatusSeeOther)
 	return nil
 }
 
-// safeNext keeps a post-login redirect on this site.
+// safeNext keeps a post-login redirect on this site: next must be a plain
+// path of the site (an absolute path, with a query if any) and is refused,
+// in favour of the dashboard, when it holds anything a browser might read
+// as another site: control characters (browsers strip tabs and newlines),
+// backslashes (browsers read them as slashes), a leading "//", a scheme or
+// a host, whether plain or percent-encoded.
 func (s *Server) safeNext(next string) string {
-	if next == "" || !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") {
+	if !plainPath(next) {
 		return s.Render.Path("/")
 	}
 	return next
+}
+
+// maxNext bounds the length of a post-login redirect.
+const maxNext = 2048
+
+// plainPath reports whether p is a plain same-site path, as safeNext wants.
+func plainPath(p string) bool {
+	if p == "" || len(p) > maxNext || !utf8.ValidString(p) || !strings.HasPrefix(p, "/") {
+		return false
+	}
+	decoded := p
+	if d, err := url.PathUnescape(p); err == nil {
+		decoded = d
+	} else {
+		return false // a malformed escape: nothing a link of ours would hold
+	}
+	if strings.ContainsRune(p, ' ') {
+		return false // links of ours escape spaces
+	}
+	for _, v := range []string{p, decoded} {
+		if strings.HasPrefix(v, "//") || strings.ContainsRune(v, '\\') {
+			return false
+		}
+		for _, r := range v {
+			if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+				return false
+			}
+		}
+	}
+	u, err := url.Parse(p)
+	return err == nil && u.Scheme == "" && u.Host == "" && u.User == nil && u.Opaque == "" &&
+		strings.HasPrefix(u.Path, "/") && !strings.HasPrefix(u.Path, "//")
+}
+
+// LoadKey reads the key of the server's CSRF tokens from path, creating
+// it (32 random bytes, readable by the owner only) when there is none, so
+// that forms stay valid across restarts. Errors: the file's, or a key
+// file shorter than 32 bytes.
+func LoadKey(path string) ([]byte, error) {
+	key, err := os.ReadFile(path)
+	if err == nil {
+		if len(key) < 32 {
+			return nil, fmt.Errorf("server: key file %s holds %d bytes, want at least 32", path, len(key))
+		}
+		return key, nil
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("server: read key: %w", err)
+	}
+	key = make([]byte, 32)
+	rand.Read(key)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		if errors.Is(err, fs.ErrExist) { // another process made it first
+			return LoadKey(path)
+		}
+		return nil, fmt.Errorf("server: create key: %w", err)
+	}
+	if _, err := f.Write(key); err != nil {
+		f.Close()
+		os.Remove(path)
+		return nil, fmt.Errorf("server: write key: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(path)
+		return nil, fmt.Errorf("server: write key: %w", err)
+	}
+	return key, nil
+}
+
+// tokenFailed records a wrong feed or API token from the request's
+// address and returns notFound, or an ERATELIMIT error once the address
+// has failed too often. Only failures count: a right token is never
+// refused.
+func (s *Server) tokenFailed(r *http.Request, notFound error) error {
+	addr := clientIP(r)
+	s.tokens.fail(addr)
+	if d := s.tokens.wait(addr); d > 0 {
+		return rateLimitedFor(d, "too many wrong tokens from your address")
+	}
+	return notFound
+}
+
+// knownBrowser reports whether the browser logged in to the name before:
+// its cookie holds an HMAC of the name under the server's key, which the
+// login guard takes as a known address.
+func (s *Server) knownBrowser(r *http.Request, lname string) bool {
+	c, err := s.cookie(r, knownCookie)
+	return err == nil && hmac.Equal([]byte(c.Value), []byte(s.mac("known", lname)))
 }

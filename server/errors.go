@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/changedigest/changedigest"
 	"github.com/changedigest/changedigest/render"
@@ -75,7 +76,7 @@ func (s *Server) pageError(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	msg := changedigest.ErrorMessage(err)
 	if status == http.StatusInternalServerError {
-		s.Logger.Error("request failed", "path", r.URL.Path, "err", err, "request_id", reqID(r))
+		s.Logger.Error("request failed", "path", logPath(r), "err", clipErr(err), "request_id", reqID(r))
 		msg = "An internal error occurred (request " + reqID(r) + "). It has been logged."
 	}
 	if st := retryAfterOf(err); st > 0 {
@@ -109,7 +110,7 @@ func (s *Server) apiError(w http.ResponseWriter, r *http.Request, err error) {
 	code := changedigest.ErrorCode(err)
 	msg := changedigest.ErrorMessage(err)
 	if status == http.StatusInternalServerError {
-		s.Logger.Error("api request failed", "path", r.URL.Path, "err", err, "request_id", reqID(r))
+		s.Logger.Error("api request failed", "path", logPath(r), "err", clipErr(err), "request_id", reqID(r))
 		msg = "internal error (request " + reqID(r) + ")"
 	}
 	if status == http.StatusUnauthorized {
@@ -152,3 +153,29 @@ func retryAfterOf(err error) int {
 	}
 	return 0
 }
+
+// maxShown bounds what a message or a log line repeats of a request's
+// own input (a path, a parameter).
+const maxShown = 80
+
+// clip shortens v to at most maxShown bytes for a message, marking the cut.
+func clip(v string) string { return clipTo(v, maxShown) }
+
+func clipTo(v string, n int) string {
+	if len(v) <= n {
+		return v
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(v[cut]) {
+		cut--
+	}
+	return v[:cut] + "…(" + strconv.Itoa(len(v)) + " bytes)"
+}
+
+// logPath is the request's path for a log line, shortened: a path is the
+// client's input and may be megabytes long.
+func logPath(r *http.Request) string { return clipTo(r.URL.Path, 256) }
+
+// clipErr is an error's text for a log line, shortened: errors may quote
+// the request's input.
+func clipErr(err error) string { return clipTo(err.Error(), 1024) }

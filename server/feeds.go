@@ -24,7 +24,7 @@ func (s *Server) feed(fn feedHandler) http.HandlerFunc {
 			status := statusFor(err)
 			msg := changedigest.ErrorMessage(err)
 			if status == http.StatusInternalServerError {
-				s.Logger.Error("feed failed", "path", r.URL.Path, "err", err, "request_id", reqID(r))
+				s.Logger.Error("feed failed", "path", logPath(r), "err", clipErr(err), "request_id", reqID(r))
 			}
 			if st := retryAfterOf(err); st > 0 {
 				w.Header().Set("Retry-After", fmt.Sprint(st))
@@ -35,15 +35,10 @@ func (s *Server) feed(fn feedHandler) http.HandlerFunc {
 }
 
 func (s *Server) serveFeed(w http.ResponseWriter, r *http.Request, fn feedHandler) error {
-	key := "feed:" + clientIP(r)
-	if err := s.limiter.check(key); err != nil {
-		return err
-	}
 	u, err := s.Store.UserByFeedToken(r.Context(), chiParam(r, "token"))
 	if err != nil {
 		if changedigest.ErrorCode(err) == changedigest.ENOTFOUND || changedigest.ErrorCode(err) == changedigest.EINVALID {
-			s.limiter.fail(key)
-			return changedigest.Errorf(changedigest.ENOTFOUND, "no such feed: check the feed address on your settings page")
+			return s.tokenFailed(r, changedigest.Errorf(changedigest.ENOTFOUND, "no such feed: check the feed address on your settings page"))
 		}
 		return err
 	}

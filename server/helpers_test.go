@@ -144,20 +144,18 @@ func (c *client) get(path string) (*http.Response, string) {
 
 var csrfRE = regexp.MustCompile(`name="csrf_token" value="([^"]+)"`)
 
-// csrf returns the client's CSRF token: the cookie a page set, or the
-// one the login page sets for a visitor.
+// csrf returns the client's CSRF token, as a page of the site shows it
+// in its forms: the login form's for a visitor, the logout form's (on
+// the settings page) for a logged-in user.
 func (c *client) csrf() string {
 	c.t.Helper()
-	u, _ := url.Parse(c.base)
-	for _, ck := range c.http.Jar.Cookies(u) {
-		if ck.Name == csrfCookie {
-			return ck.Value
-		}
+	resp, page := c.get("/login")
+	if resp.StatusCode == http.StatusSeeOther { // logged in
+		_, page = c.get("/settings")
 	}
-	_, page := c.get("/login")
 	m := csrfRE.FindStringSubmatch(page)
 	if m == nil {
-		c.t.Fatalf("no CSRF token on the login page")
+		c.t.Fatalf("no CSRF token on the login or settings page")
 	}
 	return m[1]
 }

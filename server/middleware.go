@@ -17,6 +17,7 @@ const (
 	keyRequestID ctxKey = iota
 	keyUser
 	keyCSRF
+	keySession
 )
 
 // requestID gives every request an id, in the context and the X-Request-Id header.
@@ -79,7 +80,7 @@ func (s *Server) logRequests(next http.Handler) http.Handler {
 		if sw.status >= 500 {
 			level = slog.LevelWarn
 		}
-		s.Logger.Log(r.Context(), level, "request", "method", r.Method, "path", r.URL.Path,
+		s.Logger.Log(r.Context(), level, "request", "method", r.Method, "path", logPath(r),
 			"status", sw.status, "bytes", sw.bytes, "duration_ms", time.Since(start).Milliseconds(),
 			"client", clientIP(r), "request_id", reqID(r))
 	})
@@ -93,7 +94,7 @@ func (s *Server) recoverer(next http.Handler) http.Handler {
 				if v == http.ErrAbortHandler {
 					panic(v)
 				}
-				s.Logger.Error("panic serving request", "path", r.URL.Path, "panic", v,
+				s.Logger.Error("panic serving request", "path", logPath(r), "panic", v,
 					"stack", string(debug.Stack()), "request_id", reqID(r))
 				http.Error(w, "internal error (request "+reqID(r)+")", http.StatusInternalServerError)
 			}
@@ -116,10 +117,18 @@ func (s *Server) timeout(next http.Handler) http.Handler {
 const contentSecurityPolicy = "default-src 'none'; style-src 'self'; img-src 'self' data:; " +
 	"form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
 
+// hsts asks browsers to use https only for a year, sent when the base
+// URL is https. Subdomains are left alone: the site may be one of many on
+// its domain.
+const hsts = "max-age=31536000"
+
 // securityHeaders sets the headers every response carries.
-func securityHeaders(next http.Handler) http.Handler {
+func (s *Server) securityHeaders(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
+		if s.secure {
+			h.Set("Strict-Transport-Security", hsts)
+		}
 		h.Set("Content-Security-Policy", contentSecurityPolicy)
 		h.Set("X-Content-Type-Options", "nosniff")
 		h.Set("X-Frame-Options", "DENY")

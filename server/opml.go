@@ -466,11 +466,11 @@ func exportTag(r *http.Request) (string, error) {
 	if t == "" {
 		return "", nil
 	}
-	tags := changedigest.NormaliseTags([]string{t})
-	if len(tags) != 1 {
-		return "", changedigest.Errorf(changedigest.EINVALID, "tag: %q is not one tag", t)
+	tag, ok := oneTag(t)
+	if !ok {
+		return "", changedigest.Errorf(changedigest.EINVALID, "tag: %q is not one tag of at most %d characters", clip(t), changedigest.MaxTagLen)
 	}
-	return tags[0], nil
+	return tag, nil
 }
 
 // handleExportOPML sends the user's feeds as an OPML file (GET /opml, on

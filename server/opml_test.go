@@ -279,18 +279,13 @@ func TestOPMLBadInput(t *testing.T) {
 }
 
 // multipartPost sends an OPML file as the web form does, with the CSRF
-// token of the client's cookie unless csrf is false.
+// token of the client's session unless csrf is false.
 func (c *client) multipartPost(path, field, filename string, data []byte, csrf bool) *http.Response {
 	c.t.Helper()
 	var buf bytes.Buffer
 	mw := multipart.NewWriter(&buf)
 	if csrf {
-		u, _ := url.Parse(c.base)
-		for _, ck := range c.http.Jar.Cookies(u) {
-			if ck.Name == csrfCookie {
-				mw.WriteField("csrf_token", ck.Value)
-			}
-		}
+		mw.WriteField("csrf_token", c.csrf())
 	}
 	if data != nil {
 		fw, err := mw.CreateFormFile(field, filename)

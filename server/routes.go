@@ -20,12 +20,12 @@ import (
 func (s *Server) Handler() http.Handler {
 	s.init()
 	r := chi.NewRouter()
-	r.Use(requestID, s.logRequests, s.recoverer, s.timeout, securityHeaders, s.limitBody)
+	r.Use(requestID, s.logRequests, s.recoverer, s.timeout, s.securityHeaders, s.limitBody)
 	r.NotFound(s.page(func(w http.ResponseWriter, r *http.Request) error {
-		return changedigest.Errorf(changedigest.ENOTFOUND, "there is no page at %s", r.URL.Path)
+		return changedigest.Errorf(changedigest.ENOTFOUND, "there is no page at %s", clip(r.URL.Path))
 	}))
 	r.MethodNotAllowed(s.page(func(w http.ResponseWriter, r *http.Request) error {
-		return changedigest.Errorf(changedigest.EINVALID, "%s is not allowed on %s", r.Method, r.URL.Path)
+		return changedigest.Errorf(changedigest.EINVALID, "%s is not allowed on %s", r.Method, clip(r.URL.Path))
 	}))
 
 	r.Get("/healthz", func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok\n")) })
@@ -135,7 +135,7 @@ func idParam(r *http.Request, name string) (int64, error) {
 	v := chi.URLParam(r, name)
 	id, err := strconv.ParseInt(v, 10, 64)
 	if err != nil || id <= 0 {
-		return 0, changedigest.Errorf(changedigest.ENOTFOUND, "%q is not a valid %s", v, name)
+		return 0, changedigest.Errorf(changedigest.ENOTFOUND, "%q is not a valid %s", clip(v), name)
 	}
 	return id, nil
 }

@@ -4,6 +4,7 @@ import (
 	"html/template"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -16,7 +17,8 @@ import (
 type searchPage struct {
 	Q, Since, Until, Type string
 	Watch                 int64
-	Watches               []watchRow
+	Watches               []watchRow // the choices of the watch filter
+	MoreWatches           int        // watches left out of them
 	Types                 []changedigest.ChangeType
 	Total                 int
 	Hits                  []searchHit
@@ -42,6 +44,9 @@ type searchHit struct {
 
 const searchPageSize = 20
 
+// searchWatchChoices bounds the watches the search form offers to filter by.
+const searchWatchChoices = 200
+
 func (s *Server) handleSearch(w http.ResponseWriter, r *http.Request) error {
 	u, err := requestUser(r)
 	if err != nil {
@@ -50,14 +55,24 @@ func (s *Server) handleSearch(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
 	p := &searchPage{Q: strings.TrimSpace(q.Get("q")), Since: q.Get("since"), Until: q.Get("until"), Type: q.Get("type"),
 		Types: changedigest.ChangeTypes}
-	ws, err := s.Store.Watches(r.Context(), u.ID, "")
+	// The watch filter offers the first watches by name, not all of
+	// them: a user may have thousands.
+	list, err := s.Store.WatchPage(r.Context(), u.ID, pet.WatchQuery{Sort: pet.SortName, Limit: searchWatchChoices})
 	if err != nil {
 		return err
 	}
-	names := map[int64]string{}
-	for i := range ws {
-		p.Watches = append(p.Watches, rowOf(&ws[i]))
-		names[ws[i].ID] = ws[i].Name()
+	for i := range list.Watches {
+		p.Watches = append(p.Watches, rowOf(&list.Watches[i]))
+	}
+	p.MoreWatches = list.Total - len(list.Watches)
+	if v, err := strconv.ParseInt(q.Get("watch"), 10, 64); err == nil && v > 0 {
+		p.Watch = v // chosen, even before a search
+		if !slices.ContainsFunc(p.Watches, func(w watchRow) bool { return w.ID == v }) {
+			if wt, err := s.Store.Watch(r.Context(), u.ID, v); err == nil {
+				p.Watches = append([]watchRow{rowOf(wt)}, p.Watches...)
+				p.MoreWatches--
+			}
+		}
 	}
 	if p.Q == "" {
 		return s.renderPage(w, r, http.StatusOK, "search", "search", "Search", p)
@@ -68,6 +83,16 @@ func (s *Server) handleSearch(w http.ResponseWriter, r *http.Request) error {
 		var res *pet.Results
 		if res, err = s.Store.Search(r.Context(), query); err == nil {
 			p.Searched, p.Total = true, res.Total
+			names := map[int64]string{}
+			ws, err := s.hitWatches(r, u, res.Hits)
+			if err != nil {
+				return err
+			}
+			for id, w := range ws {
+				if w != nil {
+					names[id] = w.Name()
+				}
+			}
 			for _, h := range res.Hits {
 				p.Hits = append(p.Hits, searchHit{WatchID: h.WatchID, WatchName: names[h.WatchID], Seq: h.Seq, Time: h.Time,
 					LastSeq: h.LastSeq, LastSeen: h.LastSeen, Segment: h.Segment, Path: h.Path, Types: h.Types,
@@ -156,3 +181,25 @@ func parseDate(v, name string, end bool) (time.Time, error) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// hitWatches loads the watches of search hits, each once: a page of hits
+// names at most a page of watches, whatever the user has. A watch deleted
+// since it was indexed is left out.
+func (s *Server) hitWatches(r *http.Request, u *changedigest.User, hits []pet.Hit) (map[int64]*changedigest.Watch, error) {
+	out := map[int64]*changedigest.Watch{}
+	for _, h := range hits {
+		if _, ok := out[h.WatchID]; ok {
+			continue
+		}
+		w, err := s.Store.Watch(r.Context(), u.ID, h.WatchID)
+		if changedigest.ErrorCode(err) == changedigest.ENOTFOUND {
+			out[h.WatchID] = nil
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out[h.WatchID] = w
+	}
+	return out, nil
+}

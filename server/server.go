@@ -7,6 +7,7 @@ package server
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -46,15 +47,26 @@ type Server struct {
 	MaxUpload int64
 	// RequestTimeout bounds a request's handling (60 s).
 	RequestTimeout time.Duration
-	// LoginAttempts failed logins per client address and per user name
-	// are allowed within LoginWindow before logins are refused for a while.
+	// After LoginAttempts failed logins of a name from one address (or
+	// failed feed or API tokens from one address), each further try from
+	// there waits, a second at first, twice as long after each failure,
+	// up to LoginWindow; keys quiet for LoginWindow are forgotten.
+	// Failures of a name from all addresses hold back the addresses that
+	// never logged in to it, not those that did; a right feed or API token
+	// is never refused (see loginGuard and tokenFailed).
 	LoginAttempts int
 	LoginWindow   time.Duration
 
-	ln      net.Listener
-	srv     *http.Server
-	limiter *limiter
-	secure  bool // cookies only over https
+	// Key signs the CSRF tokens of the web forms (at least 32 bytes); a
+	// random key of the process unless set, which makes forms left open
+	// across a restart ask for a reload. See LoadKey.
+	Key []byte
+
+	ln     net.Listener
+	srv    *http.Server
+	logins *loginGuard
+	tokens *backoff // failed feed and API tokens per address
+	secure bool     // cookies only over https
 }
 
 // New returns a server with defaults; the caller sets the collaborators.
@@ -103,8 +115,13 @@ func (s *Server) Close() error {
 }
 
 func (s *Server) init() {
-	if s.limiter == nil {
-		s.limiter = newLimiter(s.LoginAttempts, s.LoginWindow, s.now)
+	if s.logins == nil {
+		s.logins = newLoginGuard(s.LoginAttempts, s.LoginWindow, s.now)
+		s.tokens = newBackoff(s.LoginAttempts, s.LoginWindow, s.LoginWindow, s.now)
+	}
+	if len(s.Key) == 0 {
+		s.Key = make([]byte, 32)
+		rand.Read(s.Key)
 	}
 	if u, err := url.Parse(s.Render.Site()); err == nil {
 		s.secure = strings.EqualFold(u.Scheme, "https")

@@ -34,18 +34,14 @@ func (s *Server) settingsPage(r *http.Request, u *changedigest.User) (*settingsP
 	for h := 0; h < 24; h++ {
 		p.Hours = append(p.Hours, h)
 	}
-	ws, err := s.Store.Watches(r.Context(), u.ID, "")
+	// The tags come with a page of the watches (of one watch): reading
+	// every watch for them would cost a user with many watches dearly.
+	list, err := s.Store.WatchPage(r.Context(), u.ID, pet.WatchQuery{Limit: 1})
 	if err != nil {
 		return nil, err
 	}
-	seen := map[string]bool{}
-	for _, w := range ws {
-		for _, t := range w.Tags {
-			if !seen[t] {
-				seen[t] = true
-				p.TagFeeds = append(p.TagFeeds, tagFeed{Tag: t, URL: s.feedURL(u, "/tags/"+pathEscape(t)+".xml")})
-			}
-		}
+	for _, t := range list.Tags {
+		p.TagFeeds = append(p.TagFeeds, tagFeed{Tag: t, URL: s.feedURL(u, "/tags/"+pathEscape(t)+".xml")})
 	}
 	if p.Tokens, err = s.Store.Tokens(r.Context(), u.ID); err != nil {
 		return nil, err

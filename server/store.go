@@ -33,6 +33,7 @@ type Store interface {
 	CreateWatch(ctx context.Context, w *changedigest.Watch) error
 	Watch(ctx context.Context, userID, id int64) (*changedigest.Watch, error)
 	Watches(ctx context.Context, userID int64, tag string) ([]changedigest.Watch, error)
+	WatchPage(ctx context.Context, userID int64, q pet.WatchQuery) (*pet.WatchPage, error)
 	UpdateWatch(ctx context.Context, userID, id int64, fn func(*changedigest.Watch) error) (*changedigest.Watch, error)
 	DeleteWatch(ctx context.Context, userID, id int64) error
 

@@ -19,7 +19,7 @@ func seqParam(r *http.Request, name string) (int, error) {
 	v := chiParam(r, name)
 	n, err := strconv.Atoi(v)
 	if err != nil || n <= 0 {
-		return 0, changedigest.Errorf(changedigest.ENOTFOUND, "%q is not a version number", v)
+		return 0, changedigest.Errorf(changedigest.ENOTFOUND, "%q is not a version number", clip(v))
 	}
 	return n, nil
 }

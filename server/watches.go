@@ -21,6 +21,7 @@ import (
 
 // dashboardPage is the Data of the "dashboard" page.
 type dashboardPage struct {
+	List    *watchList
 	Watches []watchRow
 	Tags    []string
 	FeedURL string
@@ -75,25 +76,12 @@ func (s *Server) handleDashboard(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	ws, err := s.Store.Watches(r.Context(), u.ID, "")
+	list, err := s.watchList(r, u, "", "/")
 	if err != nil {
 		return err
 	}
-	p := &dashboardPage{FeedURL: s.feedURL(u, "/atom.xml")}
-	tags := map[string]bool{}
-	for i := range ws {
-		p.Watches = append(p.Watches, rowOf(&ws[i]))
-		for _, t := range ws[i].Tags {
-			tags[t] = true
-		}
-		if ws[i].LastError != "" {
-			p.Errors++
-		}
-	}
-	for t := range tags {
-		p.Tags = append(p.Tags, t)
-	}
-	slices.Sort(p.Tags)
+	p := &dashboardPage{FeedURL: s.feedURL(u, "/atom.xml"), Watches: list.Rows, Tags: list.Tags,
+		Errors: list.Failing, List: list}
 	evs, err := s.Notify.Events(r.Context(), pet.ChangeFilter{UserID: u.ID, Limit: 5})
 	if err != nil {
 		return err
@@ -106,6 +94,94 @@ func (s *Server) handleDashboard(w http.ResponseWriter, r *http.Request) error {
 		p.Recent = append(p.Recent, v)
 	}
 	return s.renderPage(w, r, http.StatusOK, "dashboard", "dashboard", "Dashboard", p)
+}
+
+// watchesPerPage is the length of a page of the dashboard and tag pages.
+const watchesPerPage = 50
+
+// watchList is one page of a list of watches, with its order and page
+// links. Links keep the list's query: the order and, on the tag's own
+// page, the tag.
+type watchList struct {
+	Rows    []watchRow
+	Tags    []string
+	Total   int
+	Failing int
+	Sort    string
+	Sorts   []sortLink
+	Page    int
+	Pages   int
+	First   int // 1-based position of the first row shown
+	Last    int
+	PrevURL string
+	NextURL string
+}
+
+// sortLink is an order the list can be shown in.
+type sortLink struct {
+	Label, URL string
+	Current    bool
+}
+
+var sortLabels = map[pet.WatchSort]string{
+	pet.SortAdded: "added", pet.SortName: "name", pet.SortChanged: "last change",
+	pet.SortChecked: "last check", pet.SortFailing: "failing first",
+}
+
+// watchList reads the ?sort= and ?page= of a list of the user's watches
+// (all of them, or those with tag) shown at path. Errors: EINVALID for a
+// bad order or page number; ENOTFOUND for a page past the end.
+func (s *Server) watchList(r *http.Request, u *changedigest.User, tag, path string) (*watchList, error) {
+	q := r.URL.Query()
+	order, err := pet.ParseWatchSort(q.Get("sort"))
+	if err != nil {
+		return nil, err
+	}
+	page := 1
+	if v := q.Get("page"); v != "" {
+		if page, err = strconv.Atoi(v); err != nil || page < 1 || page > 1_000_000 {
+			return nil, changedigest.Errorf(changedigest.EINVALID, "page: %q is not a page number", clip(v))
+		}
+	}
+	res, err := s.Store.WatchPage(r.Context(), u.ID, pet.WatchQuery{Tag: tag, Sort: order,
+		Offset: (page - 1) * watchesPerPage, Limit: watchesPerPage})
+	if err != nil {
+		return nil, err
+	}
+	l := &watchList{Tags: res.Tags, Total: res.Total, Failing: res.Failing, Sort: string(order), Page: page,
+		Pages: max(1, (res.Total+watchesPerPage-1)/watchesPerPage)}
+	if page > l.Pages {
+		return nil, changedigest.Errorf(changedigest.ENOTFOUND, "there is no page %d: the list has %d", page, l.Pages)
+	}
+	for i := range res.Watches {
+		l.Rows = append(l.Rows, rowOf(&res.Watches[i]))
+	}
+	if len(l.Rows) > 0 {
+		l.First, l.Last = res.Offset+1, res.Offset+len(l.Rows)
+	}
+	link := func(o pet.WatchSort, page int) string {
+		v := url.Values{}
+		if o != pet.SortAdded {
+			v.Set("sort", string(o))
+		}
+		if page > 1 {
+			v.Set("page", strconv.Itoa(page))
+		}
+		if len(v) == 0 {
+			return s.Render.Path(path)
+		}
+		return s.Render.Path(path) + "?" + v.Encode()
+	}
+	for _, o := range pet.WatchSorts {
+		l.Sorts = append(l.Sorts, sortLink{Label: sortLabels[o], URL: link(o, 1), Current: o == order})
+	}
+	if page > 1 {
+		l.PrevURL = link(order, page-1)
+	}
+	if page < l.Pages {
+		l.NextURL = link(order, page+1)
+	}
+	return l, nil
 }
 
 // watchForm is the Data of the "watch-form" page, and what it posts.
@@ -456,6 +532,7 @@ func typesOf(cs []changedigest.Change) []changedigest.ChangeType {
 
 // tagPage is the Data of the "tag" page.
 type tagPage struct {
+	List    *watchList
 	Tag     string
 	Watches []watchRow
 	FeedURL string
@@ -470,14 +547,11 @@ func (s *Server) handleTag(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	ws, err := s.Store.Watches(r.Context(), u.ID, tag)
+	list, err := s.watchList(r, u, tag, "/tags/"+pathEscape(tag))
 	if err != nil {
 		return err
 	}
-	p := &tagPage{Tag: tag, FeedURL: s.feedURL(u, "/tags/"+pathEscape(tag)+".xml")}
-	for i := range ws {
-		p.Watches = append(p.Watches, rowOf(&ws[i]))
-	}
+	p := &tagPage{Tag: tag, FeedURL: s.feedURL(u, "/tags/"+pathEscape(tag)+".xml"), Watches: list.Rows, List: list}
 	return s.renderPage(w, r, http.StatusOK, "tag", "", "Tag "+tag, p)
 }
 
@@ -491,9 +565,22 @@ func tagParam(r *http.Request) (string, error) {
 			v = u
 		}
 	}
-	tags := changedigest.NormaliseTags([]string{v})
-	if len(tags) != 1 {
+	tag, ok := oneTag(v)
+	if !ok {
 		return "", changedigest.Errorf(changedigest.ENOTFOUND, "no such tag")
 	}
-	return tags[0], nil
+	return tag, nil
+}
+
+// oneTag normalises v as one tag; false when it is not one tag a watch
+// could carry (empty, a list, or longer than changedigest.MaxTagLen).
+func oneTag(v string) (string, bool) {
+	if len(v) > 4*changedigest.MaxTagLen { // before normalising a huge value
+		return "", false
+	}
+	tags := changedigest.NormaliseTags([]string{v})
+	if len(tags) != 1 || len(tags[0]) > changedigest.MaxTagLen {
+		return "", false
+	}
+	return tags[0], true
 }

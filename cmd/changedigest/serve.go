@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
 	"runtime/debug"
 	"strings"
 	"sync"
@@ -199,6 +200,10 @@ func (m *Main) Run(ctx context.Context) error {
 	srv.Store, srv.Checker, srv.Notify, srv.Render = store, sched, m.Notify, eng
 	srv.Segmenter, srv.Expander, srv.Profiles = segmenter.New(), ex, profiles
 	srv.Logger = log.With("component", "server")
+	if srv.Key, err = server.LoadKey(filepath.Join(c.data, "server.key")); err != nil {
+		ln.Close()
+		return err
+	}
 	m.Server = srv
 
 	runCtx, cancel := context.WithCancel(context.Background())
