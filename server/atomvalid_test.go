@@ -58,9 +58,9 @@ func richFeedStore(t *testing.T, e *testEnv) *changedigest.User {
 	step(2)
 	e.addVersion(sports, page("City sports &amp; more \x01", "Local club wins the football cup", "The local soccer club won the cup final. "+oddText))
 	step(3)
-	e.addVersion(sports, page("City sports", "A long report on football", html(long)))
+	e.addVersion(sports, page("City sports", "A long report on football", escapeText(long)))
 	step(4)
-	e.addVersion(sports, page("City sports", "Cycling: "+html(oddText), "<script>alert(1)</script><b onclick=x>Café society</b> gathers at the velodrome <img src=x onerror=alert(1)>."))
+	e.addVersion(sports, page("City sports", "Cycling: "+escapeText(oddText), "<script>alert(1)</script><b onclick=x>Café society</b> gathers at the velodrome <img src=x onerror=alert(1)>."))
 
 	feed := e.mustWatch(u, "https://blog.example.net/feed.xml", "café", "blogs")
 	e.setKind(feed, changedigest.KindFeed)
@@ -78,8 +78,8 @@ func richFeedStore(t *testing.T, e *testEnv) *changedigest.User {
 		}
 		return r
 	}, oddText)
-	items = append(items, rssItem{"Odd " + html(feedOdd), "https://blog.example.net/3?x=1&amp;y=2", "<![CDATA[<p>Markup " + strings.ReplaceAll(feedOdd, "]]>", "]]]]><![CDATA[>") + "</p><script>x()</script>]]>"})
-	items[0].desc = "&lt;p&gt;An edited post on football: " + html(long) + "&lt;/p&gt;"
+	items = append(items, rssItem{"Odd " + escapeText(feedOdd), "https://blog.example.net/3?x=1&amp;y=2", "<![CDATA[<p>Markup " + strings.ReplaceAll(feedOdd, "]]>", "]]]]><![CDATA[>") + "</p><script>x()</script>]]>"})
+	items[0].desc = "&lt;p&gt;An edited post on football: " + escapeText(long) + "&lt;/p&gt;"
 	step(6)
 	e.addTypedVersion(feed, []byte(rssFeed("A blog", "https://blog.example.net/", items)), "application/rss+xml")
 
@@ -96,9 +96,9 @@ func richFeedStore(t *testing.T, e *testEnv) *changedigest.User {
 	return u
 }
 
-// html escapes text for an HTML or XML document, keeping the bytes XML
+// escapeText escapes text for an HTML or XML document, keeping the bytes XML
 // cannot hold so that the page carries them.
-func html(s string) string {
+func escapeText(s string) string {
 	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
 }
 
