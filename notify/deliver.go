@@ -196,6 +196,22 @@ func (d *Dispatcher) release(id string) {
 	d.mu.Unlock()
 }
 
+// Redeliver makes a dead (or delivered) delivery of the user pending
+// again, to be tried at once with a fresh count of tries. Errors:
+// ENOTFOUND.
+func (d *Dispatcher) Redeliver(ctx context.Context, userID int64, id string) (*changedigest.Delivery, error) {
+	now := d.now()
+	dl, err := d.Store.UpdateDelivery(ctx, userID, id, func(x *changedigest.Delivery) error {
+		x.State, x.Attempts, x.NextAttempt = changedigest.DeliveryPending, 0, now
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	d.Wake()
+	return dl, nil
+}
+
 // DeliveryKey is the idempotency key of version seq of watch wid sent to
 // a target: the same on every try and after every restart.
 func DeliveryKey(wid int64, seq int, target string) string {
@@ -597,7 +613,8 @@ func (d *Dispatcher) post(ctx context.Context, method, target, key string, h htt
 	}
 	resp, err := d.client().Do(req)
 	if err != nil {
-		return Result{Err: unwrapURL(err)}
+		// A refused address stays refused until the operator allows it.
+		return Result{Err: unwrapURL(err), Permanent: crawl.IsPrivateAddress(err)}
 	}
 	defer resp.Body.Close()
 	return d.result(resp)
