@@ -234,3 +234,38 @@ func (s *Subscription) Covers(w *Watch) bool {
 	}
 	return true
 }
+
+// SecretHint shows that a secret is set without giving it away: its last
+// four characters when it is long enough that they say little, "set"
+// otherwise, and "" when there is none.
+func (c *Channel) SecretHint() string {
+	switch {
+	case c.Secret == "":
+		return ""
+	case len(c.Secret) >= 16:
+		return "…" + c.Secret[len(c.Secret)-4:]
+	}
+	return "set"
+}
+
+// DisplayURL is the address to show back to the user. An incoming-webhook
+// URL of Slack, Mattermost or Discord is itself the credential, so only
+// its host, first path segment and last four characters are shown; the
+// others are shown whole (their credentials are in Secret).
+func (c *Channel) DisplayURL() string {
+	switch c.Kind {
+	case ChannelSlack, ChannelMattermost, ChannelDiscord:
+	default:
+		return c.URL
+	}
+	u, err := url.Parse(c.URL)
+	if err != nil {
+		return "(hidden)"
+	}
+	first, _, _ := strings.Cut(strings.TrimPrefix(u.Path, "/"), "/")
+	tail := ""
+	if p := u.Path + u.RawQuery; len(p) > 12 {
+		tail = p[len(p)-4:]
+	}
+	return u.Scheme + "://" + u.Host + "/" + first + "/…" + tail
+}

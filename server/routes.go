@@ -77,6 +77,12 @@ func (s *Server) Handler() http.Handler {
 			r.Post("/settings/tokens", s.page(s.handleCreateToken))
 			r.Post("/settings/tokens/{tid}/revoke", s.page(s.handleRevokeToken))
 			r.Post("/settings/feed-token", s.page(s.handleRotateFeedToken))
+			r.Get("/settings/channels", s.page(s.handleChannels))
+			r.Post("/settings/channels", s.page(s.handleCreateChannel))
+			r.Post("/settings/channels/{cid}/test", s.page(s.handleTestChannel))
+			r.Post("/settings/channels/{cid}/toggle", s.page(s.handleToggleChannel))
+			r.Post("/settings/channels/{cid}/delete", s.page(s.handleDeleteChannel))
+			r.Post("/settings/deliveries/redeliver", s.page(s.handleRedeliver))
 		})
 	})
 	if prefix := s.Render.Prefix(); prefix != "" {

@@ -33,6 +33,9 @@ type Server struct {
 	Store     Store
 	Checker   Checker
 	Notify    *notify.Notifier
+	// Dispatch sends channel test messages and redeliveries; nil answers
+	// them as unavailable.
+	Dispatch *notify.Dispatcher
 	Render    *render.Engine
 	Segmenter *segmenter.Segmenter
 	Expander  *expand.Expander
