@@ -30,12 +30,12 @@ type Server struct {
 	// (":0" picks a free port).
 	Addr string
 
-	Store     Store
-	Checker   Checker
-	Notify    *notify.Notifier
+	Store   Store
+	Checker Checker
+	Notify  *notify.Notifier
 	// Dispatch sends channel test messages and redeliveries; nil answers
 	// them as unavailable.
-	Dispatch *notify.Dispatcher
+	Dispatch  *notify.Dispatcher
 	Render    *render.Engine
 	Segmenter *segmenter.Segmenter
 	Expander  *expand.Expander
