@@ -66,6 +66,7 @@ type Main struct {
 	Server    *server.Server
 	Scheduler *crawl.Scheduler
 	Notify    *notify.Notifier
+	Dispatch  *notify.Dispatcher
 	Demo      *demo.Site
 
 	cancel context.CancelFunc
@@ -191,12 +192,20 @@ func (m *Main) Run(ctx context.Context) error {
 		m.Notify.Mail = mailer
 	}
 
+	// Pushes go through the fetcher's address guard: no private receiver
+	// unless --allow-private.
+	disp := notify.NewDispatcher(store, m.Notify, fetcher.Client(30*time.Second))
+	disp.Logger = log.With("component", "dispatch")
+	store.Notified = disp.Wake
+	m.Dispatch = disp
+
 	profiles := profile.NewBuilder()
 	profiles.Logger = log.With("component", "profile")
 	profiles.Fetch = pageText(fetcher)
 
 	srv := server.New()
 	srv.Store, srv.Checker, srv.Notify, srv.Render = store, sched, m.Notify, eng
+	srv.Dispatch = disp
 	srv.Segmenter, srv.Expander, srv.Profiles = segmenter.New(), ex, profiles
 	srv.Logger = log.With("component", "server")
 	m.Server = srv
@@ -217,6 +226,7 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 	m.goRun(func() error { return sched.Run(runCtx) })
 	m.goRun(func() error { return m.Notify.Run(runCtx, time.Minute) })
+	m.goRun(func() error { return disp.Run(runCtx) })
 	m.goRun(func() error { return m.maintain(runCtx, time.Hour) })
 	if m.Demo != nil {
 		m.goRun(func() error { return m.demoWarmUp(runCtx) })
@@ -249,6 +259,11 @@ func (m *Main) maintain(ctx context.Context, interval time.Duration) error {
 		}
 		if _, err := m.Store.PurgeSessions(ctx); err != nil && ctx.Err() == nil {
 			m.Logger.Warn("purging sessions", "err", err)
+		}
+		// Delivered notifications are kept a month; dead ones until sent
+		// again or their channel goes.
+		if _, err := m.Store.PurgeDeliveries(ctx, time.Now().AddDate(0, -1, 0)); err != nil && ctx.Err() == nil {
+			m.Logger.Warn("purging deliveries", "err", err)
 		}
 		select {
 		case <-ctx.Done():
