@@ -123,3 +123,56 @@ func TestServePushesWebhook(t *testing.T) {
 	case <-time.After(300 * time.Millisecond):
 	}
 }
+
+// TestChannelCommands adds, lists, tests and removes channels from the
+// command line; the secret is read from standard input and never printed.
+func TestChannelCommands(t *testing.T) {
+	var got []http.Header
+	var mu sync.Mutex
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		got = append(got, r.Header.Clone())
+		mu.Unlock()
+	}))
+	defer hook.Close()
+	data := t.TempDir()
+	run := func(want int, stdin string, args ...string) string {
+		t.Helper()
+		code, out, errs := runCmdIn(t, stdin, append(args, "--data", data)...)
+		if code != want {
+			t.Fatalf("%v: exit %d, want %d\n%s%s", args, code, want, out, errs)
+		}
+		return out + errs
+	}
+	const secret = "command-line-signing-secret"
+	out := run(0, secret+"\n", "channel", "add", "webhook", hook.URL+"/in", "--secret-stdin", "--name", "hook", "--select", "interests")
+	if !strings.Contains(out, "channel 1: webhook "+hook.URL+"/in") {
+		t.Errorf("channel add: %s", out)
+	}
+	run(2, "", "channel", "add", "pager", "https://example.org/")
+	run(2, "", "channel", "add", "matrix", "https://m.example.org", "--room", "general")
+	run(2, "", "channel", "add", "webhook", "https://example.org/", "--select", "some")
+	run(1, "", "channel", "add", "webhook", "https://example.org/", "--watch", "9")
+	out = run(0, "", "channel", "list")
+	if !strings.Contains(out, "hook") || !strings.Contains(out, "…cret") || strings.Contains(out, secret) || !strings.Contains(out, "interests") {
+		t.Errorf("channel list: %s", out)
+	}
+	out = run(1, "", "channel", "test", "1")
+	if !strings.Contains(out, "refused non-public address") {
+		t.Errorf("test of a loopback receiver without --allow-private: %s", out)
+	}
+	out = run(0, "", "channel", "test", "1", "--allow-private")
+	if !strings.Contains(out, "test message sent to channel 1 (hook): status 200") {
+		t.Errorf("channel test: %s", out)
+	}
+	mu.Lock()
+	if len(got) != 1 || !strings.HasPrefix(got[0].Get(notify.SignatureHeader), "t=") {
+		t.Errorf("the receiver got %v", got)
+	}
+	mu.Unlock()
+	run(1, "", "channel", "test", "7")
+	run(0, "", "channel", "rm", "1")
+	if out = run(0, "", "channel", "list"); !strings.Contains(out, "no channels yet") {
+		t.Errorf("after rm: %s", out)
+	}
+}
