@@ -37,10 +37,10 @@ func TestAtomAdvertisesAlternatesAndHub(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
-		`<link rel="alternate" type="application/rss+xml" href="`+testRSS+`" title="RSS 2.0"></link>`,
-		`<link rel="alternate" type="application/feed+json" href="`+testJSON+`" title="JSON Feed"></link>`,
-		`<link rel="hub" href="`+testHub+`"></link>`,
-		`<link rel="self" type="application/atom+xml" href="`+strings.ReplaceAll(testSelf, "&", "&amp;")+`"></link>`,
+		`<link rel="alternate" type="application/rss+xml" href="` + testRSS + `" title="RSS 2.0"></link>`,
+		`<link rel="alternate" type="application/feed+json" href="` + testJSON + `" title="JSON Feed"></link>`,
+		`<link rel="hub" href="` + testHub + `"></link>`,
+		`<link rel="self" type="application/atom+xml" href="` + strings.ReplaceAll(testSelf, "&", "&amp;") + `"></link>`,
 	} {
 		if !strings.Contains(buf.String(), want) {
 			t.Errorf("the Atom feed lacks %s", want)
