@@ -620,16 +620,19 @@ func (d *Dispatcher) post(ctx context.Context, method, target, key string, h htt
 	return d.result(resp)
 }
 
-// result reads a receiver's answer: 2xx is success; 408, 425, 429 and 5xx
-// are worth retrying (Retry-After honoured); other statuses are not.
-func (d *Dispatcher) result(resp *http.Response) Result {
+// result reads a receiver's answer (see resultOf).
+func (d *Dispatcher) result(resp *http.Response) Result { return resultOf(resp, d.now()) }
+
+// resultOf reads a receiver's answer: 2xx is success; 408, 425, 429 and
+// 5xx are worth retrying (Retry-After honoured); other statuses are not.
+func resultOf(resp *http.Response, now time.Time) Result {
 	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	r := Result{Status: resp.StatusCode}
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
 		return r
 	}
 	r.Err = fmt.Errorf("the receiver answered %s", resp.Status)
-	r.RetryAfter = crawl.ParseRetryAfter(resp.Header.Get("Retry-After"), d.now())
+	r.RetryAfter = crawl.ParseRetryAfter(resp.Header.Get("Retry-After"), now)
 	switch s := resp.StatusCode; {
 	case s == http.StatusRequestTimeout || s == http.StatusTooEarly || s == http.StatusTooManyRequests || s >= 500:
 	default:

@@ -6,6 +6,7 @@ import (
 	"encoding/xml"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/gorilla/feeds"
@@ -175,4 +176,17 @@ func (e *Engine) JSONFeed(w io.Writer, feed FeedInfo, events []Event) error {
 	}
 	_, err = w.Write(append(b, '\n'))
 	return err
+}
+
+// AlternateURLs returns the RSS and JSON Feed addresses of the feed whose
+// Atom address is atomURL: …/atom.xml gives …/rss.xml and …/feed.json,
+// …/NAME.xml gives …/NAME.rss and …/NAME.json; "" for anything else.
+func AlternateURLs(atomURL string) (rss, json string) {
+	if base, ok := strings.CutSuffix(atomURL, "/atom.xml"); ok {
+		return base + "/rss.xml", base + "/feed.json"
+	}
+	if base, ok := strings.CutSuffix(atomURL, ".xml"); ok {
+		return base + ".rss", base + ".json"
+	}
+	return "", ""
 }

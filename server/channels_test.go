@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -47,9 +48,17 @@ func (h *hookReceiver) count() int {
 
 func withDispatcher(e *testEnv) *notify.Dispatcher {
 	d := notify.NewDispatcher(e.store, e.srv.Notify, nil) // loopback receivers: no address guard
-	d.Now, d.Logger = e.clock, discardLogger()
+	d.Now, d.Logger = e.clock, slog.New(slog.NewTextHandler(tlogWriter{e.t}, nil))
 	e.srv.Dispatch = d
 	return d
+}
+
+// tlogWriter sends log lines to the test's log, shown when it fails.
+type tlogWriter struct{ t testing.TB }
+
+func (w tlogWriter) Write(b []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(b)))
+	return len(b), nil
 }
 
 func TestChannelsAPI(t *testing.T) {

@@ -36,7 +36,14 @@ func (s *Server) Handler() http.Handler {
 		r.Get("/atom.xml", s.feed(s.handleUserFeed))
 		r.Get("/watches/{id}.xml", s.feed(s.handleWatchFeed))
 		r.Get("/tags/{tag}.xml", s.feed(s.handleTagFeed))
+		r.Get("/rss.xml", s.feedAs(formatRSS, s.handleUserFeed))
+		r.Get("/feed.json", s.feedAs(formatJSON, s.handleUserFeed))
+		r.Get("/watches/{id}.rss", s.feedAs(formatRSS, s.handleWatchFeed))
+		r.Get("/watches/{id}.json", s.feedAs(formatJSON, s.handleWatchFeed))
+		r.Get("/tags/{tag}.rss", s.feedAs(formatRSS, s.handleTagFeed))
+		r.Get("/tags/{tag}.json", s.feedAs(formatJSON, s.handleTagFeed))
 	})
+	r.Post(HubPath, s.handleHub)
 	r.Route("/api/v1", s.apiRoutes)
 
 	r.Group(func(r chi.Router) {

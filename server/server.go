@@ -35,7 +35,10 @@ type Server struct {
 	Notify  *notify.Notifier
 	// Dispatch sends channel test messages and redeliveries; nil answers
 	// them as unavailable.
-	Dispatch  *notify.Dispatcher
+	Dispatch *notify.Dispatcher
+	// Hub, when set, is the WebSub hub the feeds name; it takes requests
+	// at HubPath.
+	Hub       *notify.Hub
 	Render    *render.Engine
 	Segmenter *segmenter.Segmenter
 	Expander  *expand.Expander

@@ -67,6 +67,7 @@ type Main struct {
 	Scheduler *crawl.Scheduler
 	Notify    *notify.Notifier
 	Dispatch  *notify.Dispatcher
+	Hub       *notify.Hub
 	Demo      *demo.Site
 
 	cancel context.CancelFunc
@@ -194,10 +195,14 @@ func (m *Main) Run(ctx context.Context) error {
 
 	// Pushes go through the fetcher's address guard: no private receiver
 	// unless --allow-private.
-	disp := notify.NewDispatcher(store, m.Notify, fetcher.Client(30*time.Second))
+	pushClient := fetcher.Client(30 * time.Second)
+	disp := notify.NewDispatcher(store, m.Notify, pushClient)
 	disp.Logger = log.With("component", "dispatch")
+	hub := notify.NewHub(store, m.Notify, pushClient, eng.URL(server.HubPath))
+	hub.Logger = log.With("component", "websub")
+	disp.Hub = hub
 	store.Notified = disp.Wake
-	m.Dispatch = disp
+	m.Dispatch, m.Hub = disp, hub
 
 	profiles := profile.NewBuilder()
 	profiles.Logger = log.With("component", "profile")
@@ -205,7 +210,7 @@ func (m *Main) Run(ctx context.Context) error {
 
 	srv := server.New()
 	srv.Store, srv.Checker, srv.Notify, srv.Render = store, sched, m.Notify, eng
-	srv.Dispatch = disp
+	srv.Dispatch, srv.Hub = disp, hub
 	srv.Segmenter, srv.Expander, srv.Profiles = segmenter.New(), ex, profiles
 	srv.Logger = log.With("component", "server")
 	m.Server = srv
@@ -264,6 +269,11 @@ func (m *Main) maintain(ctx context.Context, interval time.Duration) error {
 		// again or their channel goes.
 		if _, err := m.Store.PurgeDeliveries(ctx, time.Now().AddDate(0, -1, 0)); err != nil && ctx.Err() == nil {
 			m.Logger.Warn("purging deliveries", "err", err)
+		}
+		if m.Hub != nil {
+			if _, err := m.Hub.Expire(ctx); err != nil && ctx.Err() == nil {
+				m.Logger.Warn("expiring WebSub subscriptions", "err", err)
+			}
 		}
 		select {
 		case <-ctx.Done():
