@@ -267,3 +267,40 @@ func TestWebSubRefusals(t *testing.T) {
 	}
 	_ = changedigest.ENOTFOUND
 }
+
+// TestFeedFormats serves each feed as Atom, RSS and JSON Feed, and the
+// pages name all three in their <head>.
+func TestFeedFormats(t *testing.T) {
+	e := mustServer(t)
+	withHub(e)
+	ann := e.mustUser("ann", "ann-password")
+	w := e.mustWatch(ann, "http://example.org/club", "sport")
+	e.addVersion(w, "<html><body><p>Training is on Tuesday evening.</p></body></html>")
+	e.setNow(e.clock().Add(time.Hour))
+	e.addVersion(w, "<html><body><p>Training moves to Thursday evening at the new stadium.</p></body></html>")
+	c := e.client()
+	base := "/feeds/" + ann.FeedToken
+	for _, tt := range []struct{ path, ctype, want string }{
+		{"/atom.xml", "application/atom+xml", `<link rel="alternate" type="application/feed+json" href="` + e.srv.Render.URL(base+"/feed.json")},
+		{"/rss.xml", "application/rss+xml", `<atom:link rel="self" type="application/rss+xml" href="` + e.srv.Render.URL(base+"/rss.xml")},
+		{"/feed.json", "application/feed+json", `"feed_url": "` + e.srv.Render.URL(base+"/feed.json")},
+		{"/watches/" + strconv.FormatInt(w.ID, 10) + ".rss", "application/rss+xml", "Thursday evening"},
+		{"/watches/" + strconv.FormatInt(w.ID, 10) + ".json", "application/feed+json", `"version": "https://jsonfeed.org/version/1.1"`},
+		{"/tags/sport.json", "application/feed+json", "Thursday evening"},
+		{"/tags/sport.rss", "application/rss+xml", `<atom:link rel="hub" href="` + e.srv.Render.URL(HubPath)},
+	} {
+		resp, body := c.get(base + tt.path)
+		if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), tt.ctype) || !strings.Contains(body, tt.want) {
+			t.Errorf("%s: %d %s, want %s with %q:\n%.400s", tt.path, resp.StatusCode, resp.Header.Get("Content-Type"), tt.ctype, tt.want, body)
+		}
+	}
+	if resp, _ := c.get("/feeds/wrongtoken/feed.json"); resp.StatusCode != 404 {
+		t.Errorf("a wrong token: %d", resp.StatusCode)
+	}
+	web := e.login("ann", "ann-password")
+	for _, page := range []string{"/", "/tags/sport", "/watches/" + strconv.FormatInt(w.ID, 10)} {
+		_, body := web.get(page)
+		mustContain(t, body, `<link rel="alternate" type="application/rss+xml" title="RSS" href="`,
+			`<link rel="alternate" type="application/feed+json" title="JSON Feed" href="`)
+	}
+}
