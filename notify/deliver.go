@@ -29,7 +29,7 @@ import (
 // deliveries and what a payload is built from.
 type DeliveryStore interface {
 	Outbox(ctx context.Context, limit int) ([]pet.Notification, error)
-	Fanout(ctx context.Context, n pet.Notification, ds []changedigest.Delivery) error
+	Fanout(ctx context.Context, ns []pet.Notification, ds []changedigest.Delivery) error
 	DueDeliveries(ctx context.Context, now time.Time, limit int) ([]changedigest.Delivery, error)
 	NextDelivery(ctx context.Context) (time.Time, error)
 	UpdateDelivery(ctx context.Context, userID int64, id string, fn func(*changedigest.Delivery) error) (*changedigest.Delivery, error)
@@ -218,31 +218,34 @@ func DeliveryKey(wid int64, seq int, target string) string {
 	return "w" + strconv.FormatInt(wid, 10) + ".v" + strconv.Itoa(seq) + "." + target
 }
 
-// route turns every outbox notification into its deliveries.
+// route turns every outbox notification into its deliveries, up to 200
+// notifications in one transaction.
 func (d *Dispatcher) route(ctx context.Context) error {
 	for {
 		ns, err := d.Store.Outbox(ctx, 200)
 		if err != nil || len(ns) == 0 {
 			return err
 		}
+		var all []changedigest.Delivery
 		for _, n := range ns {
 			ds, err := d.targets(ctx, n)
 			if err != nil {
 				return fmt.Errorf("notify: route %s: %w", n, err)
 			}
-			if err := d.Store.Fanout(ctx, n, ds); err != nil {
-				return err
+			all = append(all, ds...)
+		}
+		if err := d.Store.Fanout(ctx, ns, all); err != nil {
+			return err
+		}
+		if d.Delivered != nil {
+			d.mu.Lock()
+			if d.stored == nil {
+				d.stored = map[string]time.Time{}
 			}
-			if d.Delivered != nil {
-				d.mu.Lock()
-				if d.stored == nil {
-					d.stored = map[string]time.Time{}
-				}
-				for _, x := range ds {
-					d.stored[x.ID] = n.StoredAt
-				}
-				d.mu.Unlock()
+			for _, x := range all {
+				d.stored[x.ID] = x.CreatedAt
 			}
+			d.mu.Unlock()
 		}
 		if len(ns) < 200 {
 			return nil

@@ -86,20 +86,26 @@ func (s *Store) Outbox(ctx context.Context, limit int) ([]Notification, error) {
 	return out, wrap(err, "read the outbox")
 }
 
-// Fanout replaces notification n by its deliveries in one transaction.
-// Deliveries whose ID is already stored are left as they are, so running
-// Fanout again for the same notification (after a crash) adds nothing. A
-// notification that is already gone is not an error.
-func (s *Store) Fanout(ctx context.Context, n Notification, ds []changedigest.Delivery) error {
+// Fanout replaces notifications ns by their deliveries ds in one
+// transaction. Deliveries whose ID is already stored are left as they
+// are, so running Fanout again for the same notifications (after a
+// crash) adds nothing. A notification that is already gone is not an
+// error.
+func (s *Store) Fanout(ctx context.Context, ns []Notification, ds []changedigest.Delivery) error {
 	err := s.update(ctx, func(tx *bolt.Tx) error {
 		for i := range ds {
 			if err := addDelivery(tx, &ds[i], s.now()); err != nil {
 				return err
 			}
 		}
-		return tx.Bucket(bOutbox).Delete(key(n.ID))
+		for _, n := range ns {
+			if err := tx.Bucket(bOutbox).Delete(key(n.ID)); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
-	return wrap(err, "route notification %d", n.ID)
+	return wrap(err, "route %d notifications", len(ns))
 }
 
 // AddDelivery stores a new pending delivery (a test message, say).
