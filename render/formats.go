@@ -72,7 +72,7 @@ func (e *Engine) commonFeed(feed FeedInfo, events []Event) (*feeds.Feed, [][]str
 	tags := make([][]string, len(evs))
 	var content bytes.Buffer
 	for i, ev := range evs {
-		entry, err := e.entry(&content, ev)
+		entry, err := e.entryParts(&content, ev)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -101,6 +101,28 @@ func (e *Engine) commonFeed(feed FeedInfo, events []Event) (*feeds.Feed, [][]str
 		f.Items = append(f.Items, item)
 	}
 	return f, tags, nil
+}
+
+// partsSalt keeps the entry parts apart from the encoded Atom entries of
+// the same event in the entry cache.
+const partsSalt = 0x9e3779b97f4a7c15
+
+// entryParts is entry, kept in the entry cache (as JSON) like the Atom
+// entries, since rendering the change list is most of a feed's cost.
+func (e *Engine) entryParts(content *bytes.Buffer, ev Event) (atomEntry, error) {
+	key := eventKey(ev) ^ partsSalt
+	var entry atomEntry
+	if b, ok := e.entries.get(key); ok && json.Unmarshal(b, &entry) == nil {
+		return entry, nil
+	}
+	entry, err := e.entry(content, ev)
+	if err != nil {
+		return entry, err
+	}
+	if b, err := json.Marshal(entry); err == nil {
+		e.entries.put(key, b)
+	}
+	return entry, nil
 }
 
 // RSS writes the feed as RSS 2.0: one item per event as in Atom, with

@@ -206,3 +206,46 @@ func TestJSONFeed(t *testing.T) {
 		t.Errorf("relative feed_url: %v", err)
 	}
 }
+
+// BenchmarkFormats500 renders a feed of 500 entries of 4 changes each as
+// RSS and JSON Feed, cold and with the entries cached.
+func BenchmarkFormats500(b *testing.B) {
+	fx := MustFixture(b)
+	e := MustEngine(b)
+	e.MaxEntries = 500
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var evs []Event
+	for i := range 500 {
+		ev := fx.Events[i%3]
+		s := *ev.Snapshot
+		s.Seq = 100 + i
+		s.FetchedAt = base.Add(time.Duration(i) * time.Minute)
+		ev.Snapshot = &s
+		evs = append(evs, ev)
+	}
+	feed := formatsFeed(e, fx)
+	for _, format := range []string{"rss", "json"} {
+		write := e.RSS
+		if format == "json" {
+			write = e.JSONFeed
+		}
+		for _, warm := range []bool{false, true} {
+			name := format + "/cold"
+			if warm {
+				name = format + "/cached-entries"
+			}
+			var buf bytes.Buffer
+			b.Run(name, func(b *testing.B) {
+				for b.Loop() {
+					if !warm {
+						e.entries = entryCache{max: DefaultEntryCacheBytes}
+					}
+					buf.Reset()
+					if err := write(&buf, feed, evs); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
