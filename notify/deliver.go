@@ -583,7 +583,9 @@ func (d *Dispatcher) matrixRoom(ctx context.Context, c *changedigest.Channel) (s
 func (d *Dispatcher) sendEmail(ctx context.Context, c *changedigest.Channel, ev *event) Result {
 	n := d.Notifier
 	if n == nil || n.Mail == nil {
-		return Result{Err: changedigest.Errorf(changedigest.EINVALID, "e-mail is not configured (set --smtp)")}
+		// Retrying cannot help until the operator sets up mail; then the
+		// delivery can be sent again on demand.
+		return Result{Err: changedigest.Errorf(changedigest.EINVALID, "e-mail is not configured (set --smtp)"), Permanent: true}
 	}
 	u, err := d.Store.User(ctx, c.UserID)
 	if err != nil {
