@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -205,5 +206,66 @@ func TestChannelsPageShowsDeadDeliveries(t *testing.T) {
 	resp, _ = web.post("/settings/channels/1/test", nil)
 	if resp.StatusCode != http.StatusSeeOther || hook.count() != 3 {
 		t.Errorf("test button: %d, %d requests", resp.StatusCode, hook.count())
+	}
+}
+
+// TestChannelKindsFromThePage sets up an ntfy topic and a Matrix room on
+// the settings page and presses their test buttons: the fake ntfy server
+// and homeserver on loopback get the messages.
+func TestChannelKindsFromThePage(t *testing.T) {
+	e := mustServer(t)
+	withDispatcher(e)
+	e.mustUser("ann", "ann-password")
+	web := e.login("ann", "ann-password")
+	var mu sync.Mutex
+	got := map[string]*http.Request{}
+	bodies := map[string]string{}
+	fake := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		got[r.Method+" "+r.URL.Path] = r
+		bodies[r.Method+" "+r.URL.Path] = string(b)
+		mu.Unlock()
+		if strings.HasPrefix(r.URL.Path, "/_matrix/") {
+			io.WriteString(w, `{"event_id":"$1"}`)
+		}
+	}))
+	defer fake.Close()
+	for _, form := range []url.Values{
+		{"kind": {"ntfy"}, "name": {"phone"}, "url": {fake.URL + "/ann-changes"}, "priority": {"5"}, "ntfy_tags": {"bell, news"}, "select": {"all"}},
+		{"kind": {"matrix"}, "name": {"room"}, "url": {fake.URL}, "room": {"!abc:example.org"}, "secret": {"syt_secret_token_value"}, "select": {"interests"}},
+	} {
+		if resp, body := web.post("/settings/channels", form); resp.StatusCode != http.StatusSeeOther {
+			t.Fatalf("create %s: %d %s", form.Get("kind"), resp.StatusCode, body)
+		}
+	}
+	for id := 1; id <= 2; id++ {
+		resp, _ := web.post("/settings/channels/"+strconv.Itoa(id)+"/test", nil)
+		if resp.StatusCode != http.StatusSeeOther {
+			t.Fatalf("test %d: %d", id, resp.StatusCode)
+		}
+		_, page := web.get("/settings/channels")
+		if !strings.Contains(page, "Test message sent") {
+			t.Errorf("after the test of channel %d the page says no success", id)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	n := got["POST /ann-changes"]
+	if n == nil || n.Header.Get("Priority") != "5" || n.Header.Get("Tags") != "bell,news" || !strings.Contains(bodies["POST /ann-changes"], "test message") {
+		t.Errorf("ntfy got %+v %q", n, bodies["POST /ann-changes"])
+	}
+	var m *http.Request
+	for k, r := range got {
+		if strings.HasPrefix(k, "PUT /_matrix/client/v3/rooms/!abc:example.org/send/m.room.message/") {
+			m = r
+		}
+	}
+	if m == nil || m.Header.Get("Authorization") != "Bearer syt_secret_token_value" {
+		t.Errorf("the homeserver got %v", got)
+	}
+	_, page := web.get("/settings/channels")
+	if strings.Contains(page, "syt_secret_token_value") {
+		t.Error("the page shows the Matrix token")
 	}
 }
