@@ -305,6 +305,10 @@ type channelsPage struct {
 type channelRow struct {
 	apiChannel
 	Deliveries []changedigest.Delivery
+	// Routed marks the watches the channel is limited to, for its edit form.
+	Routed map[int64]bool
+	// TagList is Tags as typed in the form.
+	TagList, NtfyTagList string
 }
 
 type channelForm struct {
@@ -329,7 +333,12 @@ func (s *Server) channelsPage(r *http.Request, u *changedigest.User) (*channelsP
 		if err != nil {
 			return nil, err
 		}
-		p.Channels = append(p.Channels, channelRow{apiChannel: ac, Deliveries: ds})
+		row := channelRow{apiChannel: ac, Deliveries: ds, Routed: map[int64]bool{},
+			TagList: strings.Join(cs[i].Tags, ", "), NtfyTagList: strings.Join(cs[i].NtfyTags, ", ")}
+		for _, id := range cs[i].Watches {
+			row.Routed[id] = true
+		}
+		p.Channels = append(p.Channels, row)
 	}
 	if p.Watches, err = s.Store.Watches(ctx, u.ID, ""); err != nil {
 		return nil, err
@@ -362,37 +371,88 @@ func splitList(s string) []string {
 	return strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' || r == '\n' || r == '\r' || r == '\t' })
 }
 
+// readChannelForm reads the channel fields of a form into c. An empty
+// address or secret leaves c's as they are (an edit keeps them), so
+// creating checks that an address was given. Watches must be the user's.
+func (s *Server) readChannelForm(r *http.Request, c *changedigest.Channel) (channelForm, error) {
+	f := channelForm{Name: r.FormValue("name"), Kind: r.FormValue("kind"), URL: r.FormValue("url"), Room: r.FormValue("room"),
+		Select: r.FormValue("select"), Tags: r.FormValue("tags"), NtfyTags: r.FormValue("ntfy_tags")}
+	c.Name, c.Room, c.Select = f.Name, f.Room, changedigest.Selection(f.Select)
+	c.Tags, c.NtfyTags = splitList(f.Tags), splitList(f.NtfyTags)
+	if f.Kind != "" {
+		c.Kind = changedigest.ChannelKind(f.Kind)
+	}
+	if u := strings.TrimSpace(f.URL); u != "" {
+		c.URL = u
+	}
+	if v := strings.TrimSpace(r.FormValue("secret")); v != "" {
+		c.Secret = v
+	}
+	c.Priority = 0
+	if v := r.FormValue("priority"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return f, changedigest.Errorf(changedigest.EINVALID, "priority %q is not a number", v)
+		}
+		c.Priority, f.Priority = n, n
+	}
+	c.Watches = nil
+	for _, v := range r.Form["watch"] {
+		id, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return f, changedigest.Errorf(changedigest.EINVALID, "watch %q is not a watch id", v)
+		}
+		if _, err := s.Store.Watch(r.Context(), c.UserID, id); err != nil {
+			return f, changedigest.Errorf(changedigest.EINVALID, "you have no watch %d", id)
+		}
+		c.Watches = append(c.Watches, id)
+	}
+	return f, nil
+}
+
 func (s *Server) handleCreateChannel(w http.ResponseWriter, r *http.Request) error {
 	u, err := requestUser(r)
 	if err != nil {
 		return err
 	}
-	f := channelForm{Name: r.FormValue("name"), Kind: r.FormValue("kind"), URL: r.FormValue("url"), Room: r.FormValue("room"),
-		Select: r.FormValue("select"), Tags: r.FormValue("tags"), NtfyTags: r.FormValue("ntfy_tags")}
-	c := &changedigest.Channel{UserID: u.ID, Name: f.Name, Kind: changedigest.ChannelKind(f.Kind), URL: f.URL,
-		Secret: strings.TrimSpace(r.FormValue("secret")), Room: f.Room, Select: changedigest.Selection(f.Select),
-		Tags: splitList(f.Tags), NtfyTags: splitList(f.NtfyTags)}
-	if v := r.FormValue("priority"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			return s.channelsError(w, r, u, f, changedigest.Errorf(changedigest.EINVALID, "priority %q is not a number", v))
-		}
-		c.Priority, f.Priority = n, n
+	if err := r.ParseForm(); err != nil {
+		return changedigest.Errorf(changedigest.EINVALID, "the form could not be read: %v", err)
 	}
-	for _, v := range r.Form["watch"] {
-		id, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			return s.channelsError(w, r, u, f, changedigest.Errorf(changedigest.EINVALID, "watch %q is not a watch id", v))
-		}
-		if _, err := s.Store.Watch(r.Context(), u.ID, id); err != nil {
-			return s.channelsError(w, r, u, f, changedigest.Errorf(changedigest.EINVALID, "you have no watch %d", id))
-		}
-		c.Watches = append(c.Watches, id)
+	c := &changedigest.Channel{UserID: u.ID}
+	f, err := s.readChannelForm(r, c)
+	if err == nil {
+		err = s.Store.CreateChannel(r.Context(), c)
 	}
-	if err := s.Store.CreateChannel(r.Context(), c); err != nil {
+	if err != nil {
 		return s.channelsError(w, r, u, f, err)
 	}
 	s.setFlash(w, "info", fmt.Sprintf("Channel %q added. Send it a test message to see that it works.", c.Name))
+	return s.redirect(w, r, "/settings/channels")
+}
+
+// handleUpdateChannel saves a channel's edit form; an empty address or
+// secret keeps the stored one.
+func (s *Server) handleUpdateChannel(w http.ResponseWriter, r *http.Request) error {
+	u, c, err := s.userChannel(r)
+	if err != nil {
+		return err
+	}
+	if err := r.ParseForm(); err != nil {
+		return changedigest.Errorf(changedigest.EINVALID, "the form could not be read: %v", err)
+	}
+	_, err = s.Store.UpdateChannel(r.Context(), u.ID, c.ID, func(x *changedigest.Channel) error {
+		_, ferr := s.readChannelForm(r, x)
+		return ferr
+	})
+	if err != nil {
+		p, perr := s.channelsPage(r, u)
+		if perr != nil || (changedigest.ErrorCode(err) != changedigest.EINVALID && changedigest.ErrorCode(err) != changedigest.ECONFLICT) {
+			return err
+		}
+		p.Error = fmt.Sprintf("Channel %q was not changed: %s", c.Name, changedigest.ErrorMessage(err))
+		return s.renderPage(w, r, http.StatusBadRequest, "channels", "settings", "Notifications", p)
+	}
+	s.setFlash(w, "info", fmt.Sprintf("Channel %q saved.", c.Name))
 	return s.redirect(w, r, "/settings/channels")
 }
 

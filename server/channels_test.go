@@ -268,4 +268,22 @@ func TestChannelKindsFromThePage(t *testing.T) {
 	if strings.Contains(page, "syt_secret_token_value") {
 		t.Error("the page shows the Matrix token")
 	}
+
+	// Edit the Matrix channel: empty address and token keep theirs.
+	resp, body := web.post("/settings/channels/2", url.Values{"name": {"team"}, "select": {"significant"}, "tags": {"work, sport"}, "room": {"!abc:example.org"}})
+	if resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("edit: %d %s", resp.StatusCode, body)
+	}
+	c, err := e.store.Channel(context.Background(), pet.AnyUser, 2)
+	if err != nil || c.Name != "team" || c.Select != changedigest.SelectSignificant || strings.Join(c.Tags, ",") != "work,sport" ||
+		c.URL != fake.URL || c.Secret != "syt_secret_token_value" {
+		t.Errorf("after the edit: %+v, %v", c, err)
+	}
+	resp, body = web.post("/settings/channels/1", url.Values{"name": {"phone"}, "priority": {"9"}})
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(body, "not changed") || !strings.Contains(body, "priority 9") {
+		t.Errorf("a bad edit: %d", resp.StatusCode)
+	}
+	if c, _ := e.store.Channel(context.Background(), pet.AnyUser, 1); c.Priority != 5 {
+		t.Errorf("a refused edit changed the channel: %+v", c)
+	}
 }
