@@ -11,6 +11,11 @@ import (
 // article and holds back a changed date or counter.
 const DefaultSignificance = 0.2
 
+// notable says whether a change is worth telling about: the one test
+// of a change that routing and the pushed messages share (today: it is
+// not classified as noise).
+func notable(c *changedigest.Change) bool { return c.Noise == "" }
+
 // Wants decides whether version snap of watch w goes to channel c:
 //   - the channel is enabled and routes the watch (its watch or tag lists);
 //   - the version has at least one change that is not noise;
@@ -27,8 +32,8 @@ func Wants(c *changedigest.Channel, w *changedigest.Watch, snap *changedigest.Sn
 		return false
 	}
 	told, interest := false, false
-	for i, ch := range snap.Changes {
-		if ch.Noise != "" {
+	for i := range snap.Changes {
+		if !notable(&snap.Changes[i]) {
 			continue
 		}
 		told = true
