@@ -254,6 +254,10 @@ func (h *Hub) get(ctx context.Context, target string, q url.Values) ([]byte, int
 // subscription whose feed carries the watch.
 func (h *Hub) Targets(ctx context.Context, w *changedigest.Watch, snap *changedigest.Snapshot, key func(string) string) ([]changedigest.Delivery, error) {
 	subs, err := h.Store.Subscriptions(ctx, w.UserID)
+	if err != nil || len(subs) == 0 {
+		return nil, err
+	}
+	u, err := h.Store.User(ctx, w.UserID)
 	if err != nil {
 		return nil, err
 	}
@@ -261,6 +265,14 @@ func (h *Hub) Targets(ctx context.Context, w *changedigest.Watch, snap *changedi
 	var out []changedigest.Delivery
 	for i := range subs {
 		s := &subs[i]
+		if t, err := h.ParseTopic(s.Topic); err != nil || t.Token != u.FeedToken {
+			// The user gave their feeds new addresses: the old ones, and
+			// their subscribers, are gone.
+			if err := h.Store.DeleteSubscription(ctx, s.Topic, s.Callback); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		if !s.Covers(w) || (!s.Expires.IsZero() && s.Expires.Before(now)) {
 			continue
 		}

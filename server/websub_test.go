@@ -215,6 +215,21 @@ func TestWebSubFlow(t *testing.T) {
 	if n := len(sub.received()); n != 1 {
 		t.Errorf("the unsubscribed callback got %d distributions", n)
 	}
+
+	// New feed addresses end the subscriptions to the old ones.
+	web := e.login("ann", "ann-password")
+	if resp, _ := web.post("/settings/feed-token", nil); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("rotate the feed token: %d", resp.StatusCode)
+	}
+	e.setNow(e.clock().Add(time.Minute))
+	e.addVersion(w, "<html><body><p>Training is back on Tuesday, the storm has passed.</p></body></html>")
+	runUntil(t, e, d, func() bool {
+		subs, _ := e.store.Subscriptions(context.Background(), ann.ID)
+		return len(subs) == 0
+	})
+	if n := len(sub2.received()); n != 2 {
+		t.Errorf("a subscriber of the old address got %d distributions", n)
+	}
 }
 
 func TestWebSubRefusals(t *testing.T) {
