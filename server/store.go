@@ -48,6 +48,7 @@ type Store interface {
 	UpdateChannel(ctx context.Context, userID, id int64, fn func(*changedigest.Channel) error) (*changedigest.Channel, error)
 	DeleteChannel(ctx context.Context, userID, id int64) error
 	Deliveries(ctx context.Context, f pet.DeliveryFilter) ([]changedigest.Delivery, error)
+	Subscriptions(ctx context.Context, userID int64) ([]changedigest.Subscription, error)
 }
 
 // Checker checks watches now, as the "check now" button asks.

@@ -216,8 +216,13 @@ func TestWebSubFlow(t *testing.T) {
 		t.Errorf("the unsubscribed callback got %d distributions", n)
 	}
 
-	// New feed addresses end the subscriptions to the old ones.
+	// Settings list the subscribers.
 	web := e.login("ann", "ann-password")
+	_, page := web.get("/settings")
+	u2, _ := url.Parse(sub2.URL)
+	mustContain(t, page, "<strong>"+u2.Host+"</strong>: json feed of tag sport, until")
+
+	// New feed addresses end the subscriptions to the old ones.
 	if resp, _ := web.post("/settings/feed-token", nil); resp.StatusCode != http.StatusSeeOther {
 		t.Fatalf("rotate the feed token: %d", resp.StatusCode)
 	}
