@@ -8,6 +8,7 @@ require (
 	github.com/blevesearch/bleve/v2 v2.6.1
 	github.com/fluhus/gostuff v1.4.0
 	github.com/go-chi/chi/v5 v5.5.0
+	github.com/gorilla/feeds v1.2.0
 	github.com/mmcdole/gofeed v1.4.2
 	go.etcd.io/bbolt v1.4.0
 	golang.org/x/crypto v0.54.0
@@ -37,7 +38,6 @@ require (
 	github.com/blevesearch/zapx/v16 v16.3.4 // indirect
 	github.com/blevesearch/zapx/v17 v17.2.3 // indirect
 	github.com/golang/snappy v1.0.0 // indirect
-	github.com/gorilla/feeds v1.2.0 // indirect
 	github.com/json-iterator/go v0.0.0-20171115153421-f7279a603ede // indirect
 	github.com/mmcdole/goxpp/v2 v2.0.0 // indirect
 	github.com/mschoch/smat v0.2.0 // indirect
