@@ -15,6 +15,7 @@ import (
 
 	"github.com/changedigest/changedigest"
 	"github.com/changedigest/changedigest/crawl"
+	"github.com/changedigest/changedigest/internal/smtptest"
 	"github.com/changedigest/changedigest/pet"
 )
 
@@ -561,5 +562,43 @@ func TestCrashDuringDelivery(t *testing.T) {
 		if x.State != changedigest.DeliveryDelivered {
 			t.Errorf("delivery %s is %s after the restart", x.ID, x.State)
 		}
+	}
+}
+
+// TestEmailPerChange mails each routed version, with the idempotency key
+// in the Message-ID, and without a relay fails at once with a clear error.
+func TestEmailPerChange(t *testing.T) {
+	f := newFixture(t)
+	srv := smtptest.New(t)
+	f.channel(t, changedigest.Channel{Kind: changedigest.ChannelEmail, URL: "ann.phone@example.org"})
+	f.addVersion(t, f.now, []string{"a"}, footballChange)
+	d := f.dispatcher()
+	drain(t, d)
+	ds := f.deliveries(t)
+	if len(ds) != 1 || ds[0].State != changedigest.DeliveryDead || !strings.Contains(ds[0].LastError, "e-mail is not configured") {
+		t.Fatalf("without a relay: %+v", ds)
+	}
+	mailer, err := NewMailer(srv.Addr, "changedigest <digest@cd.example.org>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.n.Mail = mailer
+	if _, err := d.Redeliver(context.Background(), f.user.ID, ds[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	drain(t, d)
+	msgs := srv.Messages()
+	if len(msgs) != 1 {
+		t.Fatalf("%d messages", len(msgs))
+	}
+	m := msgs[0]
+	body := string(m.Data)
+	for _, want := range []string{"Subject: News: 1 change, matching your interests", "Message-ID: <" + txnID(ds[0].ID) + "@", "{+The **football** club won on Sunday+}"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the message lacks %q", want)
+		}
+	}
+	if len(m.To) != 1 || m.To[0] != "ann.phone@example.org" {
+		t.Errorf("sent to %v", m.To)
 	}
 }
