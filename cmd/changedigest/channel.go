@@ -16,12 +16,12 @@ import (
 )
 
 func init() {
-	commands["channel"] = command{summary: "notification channels: channel add KIND URL | list | rm ID | test ID", run: runChannel}
+	commands["channel"] = command{summary: "notification channels: channel add KIND URL | list | rm ID | test ID | retry ID", run: runChannel}
 }
 
 func runChannel(ctx context.Context, e *env) error {
 	if len(e.args) == 0 {
-		return usagef("want a sub-command: channel add KIND URL | channel list | channel rm ID | channel test ID")
+		return usagef("want a sub-command: channel add KIND URL | channel list | channel rm ID | channel test ID | channel retry ID")
 	}
 	sub, rest := e.args[0], &env{args: e.args[1:], stdin: e.stdin, stdout: e.stdout, stderr: e.stderr}
 	switch sub {
@@ -33,8 +33,10 @@ func runChannel(ctx context.Context, e *env) error {
 		return runChannelRm(ctx, rest)
 	case "test":
 		return runChannelTest(ctx, rest)
+	case "retry":
+		return runChannelRetry(ctx, rest)
 	}
-	return usagef("unknown sub-command %q: want add, list, rm or test", sub)
+	return usagef("unknown sub-command %q: want add, list, rm, test or retry", sub)
 }
 
 func runChannelAdd(ctx context.Context, e *env) error {
@@ -207,5 +209,27 @@ func runChannelTest(ctx context.Context, e *env) error {
 		return fmt.Errorf("test message to channel %d (%s) failed: %w", c.ID, c.Name, res.Err)
 	}
 	fmt.Fprintf(e.stdout, "test message sent to channel %d (%s): status %d\n", c.ID, c.Name, res.Status)
+	return nil
+}
+
+// runChannelRetry makes the channel's failed deliveries pending again;
+// the service sends them at its next look at the store.
+func runChannelRetry(ctx context.Context, e *env) error {
+	store, c, _, err := channelArg(ctx, e, "channel retry", "ID")
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	dead, err := store.Deliveries(ctx, pet.DeliveryFilter{UserID: c.UserID, ChannelID: c.ID, State: changedigest.DeliveryDead, Limit: 1000})
+	if err != nil {
+		return err
+	}
+	d := notify.NewDispatcher(store, nil, nil)
+	for _, x := range dead {
+		if _, err := d.Redeliver(ctx, c.UserID, x.ID); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(e.stdout, "%d failed notification(s) of channel %d (%s) will be sent again\n", len(dead), c.ID, c.Name)
 	return nil
 }

@@ -13,7 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/changedigest/changedigest"
 	"github.com/changedigest/changedigest/notify"
+	"github.com/changedigest/changedigest/pet"
 )
 
 // TestServePushesWebhook runs the service, adds a watch of a loopback
@@ -171,6 +173,30 @@ func TestChannelCommands(t *testing.T) {
 	}
 	mu.Unlock()
 	run(1, "", "channel", "test", "7")
+	// A notification that failed for good is made pending again.
+	store := pet.New(data)
+	if err := store.Open(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	dl := &changedigest.Delivery{ID: "w1.v2.c1", UserID: 1, ChannelID: 1, WatchID: 1, Seq: 2, State: changedigest.DeliveryDead, LastError: "the receiver answered 500"}
+	if err := store.AddDelivery(context.Background(), dl); err != nil {
+		t.Fatal(err)
+	}
+	store.Close()
+	if out = run(0, "", "channel", "list"); !strings.Contains(out, "the receiver answered 500") {
+		t.Errorf("channel list does not show the failure: %s", out)
+	}
+	if out = run(0, "", "channel", "retry", "1"); !strings.Contains(out, "1 failed notification(s) of channel 1 (hook) will be sent again") {
+		t.Errorf("channel retry: %s", out)
+	}
+	store = pet.New(data)
+	if err := store.Open(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if x, err := store.Delivery(context.Background(), 1, dl.ID); err != nil || x.State != changedigest.DeliveryPending || x.Attempts != 0 {
+		t.Errorf("after retry: %+v, %v", x, err)
+	}
+	store.Close()
 	run(0, "", "channel", "rm", "1")
 	if out = run(0, "", "channel", "list"); !strings.Contains(out, "no channels yet") {
 		t.Errorf("after rm: %s", out)
