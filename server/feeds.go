@@ -98,6 +98,18 @@ func (s *Server) serveFeed(w http.ResponseWriter, r *http.Request, format string
 	etag := `"` + hex.EncodeToString(sum[:12]) + `"`
 	h := w.Header()
 	h.Set("Content-Type", ctype)
+	if info.HubURL != "" {
+		// WebSub discovery by HTTP headers, for any content type.
+		self := info.SelfURL
+		switch format {
+		case formatRSS:
+			self = info.RSSURL
+		case formatJSON:
+			self = info.JSONURL
+		}
+		h.Add("Link", "<"+info.HubURL+`>; rel="hub"`)
+		h.Add("Link", "<"+self+`>; rel="self"`)
+	}
 	h.Set("ETag", etag)
 	h.Set("Cache-Control", "private, max-age=60")
 	if len(events) > 0 {

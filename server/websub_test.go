@@ -310,6 +310,10 @@ func TestFeedFormats(t *testing.T) {
 		{"/tags/sport.rss", "application/rss+xml", `<atom:link rel="hub" href="` + e.srv.Render.URL(HubPath)},
 	} {
 		resp, body := c.get(base + tt.path)
+		links := strings.Join(resp.Header.Values("Link"), ", ")
+		if !strings.Contains(links, "<"+e.srv.Render.URL(HubPath)+`>; rel="hub"`) || !strings.Contains(links, "<"+e.srv.Render.URL(base+tt.path)+`>; rel="self"`) {
+			t.Errorf("%s: Link headers %q", tt.path, links)
+		}
 		if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), tt.ctype) || !strings.Contains(body, tt.want) {
 			t.Errorf("%s: %d %s, want %s with %q:\n%.400s", tt.path, resp.StatusCode, resp.Header.Get("Content-Type"), tt.ctype, tt.want, body)
 		}
