@@ -8,6 +8,7 @@ require (
 	github.com/blevesearch/bleve/v2 v2.6.1
 	github.com/fluhus/gostuff v1.4.0
 	github.com/go-chi/chi/v5 v5.5.0
+	github.com/gorilla/feeds v1.2.0
 	github.com/mmcdole/gofeed v1.4.2
 	go.etcd.io/bbolt v1.4.0
 	golang.org/x/crypto v0.54.0

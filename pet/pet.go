@@ -114,6 +114,10 @@ type Store struct {
 	Now func() time.Time
 	// Logger receives index recovery and background failures.
 	Logger *slog.Logger
+	// Notified, when set, is called after a version that wrote an outbox
+	// entry has committed, to wake the notification centre. It must not
+	// block.
+	Notified func()
 
 	db  *bolt.DB
 	idx bleve.Index
@@ -175,7 +179,9 @@ var (
 	bPending    = []byte("pending")     // n → doc keys to bring into the index
 	allBuckets  = [][]byte{bMeta, bUsers, bUserNames, bFeedTokens, bSessions, bTokens, bTokenHash,
 		bProfiles, bWatches, bUserWatch, bWatchKeys, bDue, bTracks, bVersions, bSegs, bSegHash,
-		bChunkHash, bChunkData, bChunkRefs, bEvents, bPending}
+		bChunkHash, bChunkData, bChunkRefs, bEvents, bPending,
+		// notifications (outbox.go)
+		bOutbox, bChannels, bUserChans, bDeliveries, bDelivDue, bUserDeliv, bWebSub}
 )
 
 // Open creates the directory and the databases on first use, opens them,

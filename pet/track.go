@@ -74,6 +74,9 @@ func (s *Store) AddVersion(ctx context.Context, watchID int64, snap *changediges
 		return 0, wrap(err, "add version to watch %d", watchID)
 	}
 	snap.WatchID, snap.Seq, snap.Size, snap.FetchedAt = watchID, seq, len(body), fetched
+	if len(snap.Changes) > 0 && s.Notified != nil {
+		s.Notified()
+	}
 	s.syncAfterWrite()
 	return seq, nil
 }
@@ -467,6 +470,10 @@ func (t *trackTx) add(snap *changedigest.Snapshot, body []byte, pieces []piece, 
 	if len(snap.Changes) > 0 {
 		k := key(uint64(t.watch.UserID), timeKey(fetched), uint64(t.id()), uint64(seq))
 		if err := t.events.Put(k, []byte{byte(changeMask(snap.Changes))}); err != nil {
+			return 0, err
+		}
+		// The notification is recorded with the version (outbox.go).
+		if err := putOutbox(t.tx, t.watch.UserID, t.id(), seq, t.s.now()); err != nil {
 			return 0, err
 		}
 	}

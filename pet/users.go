@@ -250,7 +250,8 @@ func (s *Store) UpdateUser(ctx context.Context, id int64, fn func(*changedigest.
 }
 
 // DeleteUser deletes the user with everything they own: watches and
-// their histories, sessions, API tokens and profile. Errors: ENOTFOUND.
+// their histories, sessions, API tokens, profile, notification channels,
+// deliveries and WebSub subscriptions. Errors: ENOTFOUND.
 func (s *Store) DeleteUser(ctx context.Context, id int64) error {
 	err := s.update(ctx, func(tx *bolt.Tx) error {
 		u, err := getUser(tx, id)
@@ -273,6 +274,9 @@ func (s *Store) DeleteUser(ctx context.Context, id int64) error {
 			}
 		}
 		if err := deleteSessions(tx, id); err != nil {
+			return err
+		}
+		if err := deleteUserNotifications(tx, id); err != nil {
 			return err
 		}
 		toks, err := userTokens(tx, id)

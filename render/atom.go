@@ -98,6 +98,12 @@ type FeedInfo struct {
 	Updated time.Time
 	// Author names who the feed is for.
 	Author string
+	// RSSURL and JSONURL are the same feed as RSS 2.0 and JSON Feed 1.1,
+	// advertised as alternates (optional).
+	RSSURL, JSONURL string
+	// HubURL is the WebSub hub that pushes the feed (rel="hub"), when
+	// one runs.
+	HubURL string
 }
 
 // tagURI builds "tag:AUTHORITY,DATE:specific"; DATE is the day (UTC) the
@@ -163,38 +169,9 @@ func atomTime(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 // title, or its self or page URL is not an absolute http or https URL,
 // and one wrapping ErrInvalidEvent for an event View rejects.
 func (e *Engine) Atom(w io.Writer, feed FeedInfo, events []Event) error {
-	switch {
-	case feed.ID == "":
-		return fmt.Errorf("%w: no id", ErrInvalidFeed)
-	case oneLine(feed.Title) == "":
-		return fmt.Errorf("%w %s: no title", ErrInvalidFeed, feed.ID)
-	case safeURL(feed.SelfURL) == "":
-		return fmt.Errorf("%w %s: self link %q is not an absolute http or https URL", ErrInvalidFeed, feed.ID, feed.SelfURL)
-	case feed.PageURL != "" && safeURL(feed.PageURL) == "":
-		return fmt.Errorf("%w %s: page link %q is not an absolute http or https URL", ErrInvalidFeed, feed.ID, feed.PageURL)
-	}
-	for _, ev := range events {
-		if err := ev.check(); err != nil {
-			return err
-		}
-	}
-	evs := make([]Event, 0, len(events))
-	for _, ev := range events {
-		if len(ev.Snapshot.Changes) > 0 {
-			evs = append(evs, ev)
-		}
-	}
-	slices.SortStableFunc(evs, func(a, b Event) int {
-		if c := b.Snapshot.FetchedAt.Compare(a.Snapshot.FetchedAt); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(a.Watch.ID, b.Watch.ID); c != 0 {
-			return c
-		}
-		return cmp.Compare(b.Snapshot.Seq, a.Snapshot.Seq)
-	})
-	if max := e.MaxEntries; max > 0 && len(evs) > max {
-		evs = evs[:max]
+	evs, err := e.feedEvents(feed, events)
+	if err != nil {
+		return err
 	}
 
 	author := oneLine(feed.Author)
@@ -211,6 +188,15 @@ func (e *Engine) Atom(w io.Writer, feed FeedInfo, events []Event) error {
 	}
 	if feed.PageURL != "" {
 		f.Links = append(f.Links, atomLink{Rel: "alternate", Type: "text/html", Href: safeURL(feed.PageURL)})
+	}
+	if u := safeURL(feed.RSSURL); u != "" {
+		f.Links = append(f.Links, atomLink{Rel: "alternate", Type: "application/rss+xml", Href: u, Title: "RSS 2.0"})
+	}
+	if u := safeURL(feed.JSONURL); u != "" {
+		f.Links = append(f.Links, atomLink{Rel: "alternate", Type: "application/feed+json", Href: u, Title: "JSON Feed"})
+	}
+	if u := safeURL(feed.HubURL); u != "" {
+		f.Links = append(f.Links, atomLink{Rel: "hub", Href: u})
 	}
 	if s := oneLine(feed.Subtitle); s != "" {
 		f.Subtitle = &atomText{Type: "text", Body: s}
@@ -261,8 +247,47 @@ func (e *Engine) Atom(w io.Writer, feed FeedInfo, events []Event) error {
 	doc.Write(entries.Bytes())
 	doc.Write(out[end:])
 	doc.WriteByte('\n')
-	_, err := w.Write(doc.Bytes())
+	_, err = w.Write(doc.Bytes())
 	return err
+}
+
+// feedEvents checks a feed and its events and returns the events it
+// shows: those with changes, newest first, at most MaxEntries.
+func (e *Engine) feedEvents(feed FeedInfo, events []Event) ([]Event, error) {
+	switch {
+	case feed.ID == "":
+		return nil, fmt.Errorf("%w: no id", ErrInvalidFeed)
+	case oneLine(feed.Title) == "":
+		return nil, fmt.Errorf("%w %s: no title", ErrInvalidFeed, feed.ID)
+	case safeURL(feed.SelfURL) == "":
+		return nil, fmt.Errorf("%w %s: self link %q is not an absolute http or https URL", ErrInvalidFeed, feed.ID, feed.SelfURL)
+	case feed.PageURL != "" && safeURL(feed.PageURL) == "":
+		return nil, fmt.Errorf("%w %s: page link %q is not an absolute http or https URL", ErrInvalidFeed, feed.ID, feed.PageURL)
+	}
+	for _, ev := range events {
+		if err := ev.check(); err != nil {
+			return nil, err
+		}
+	}
+	evs := make([]Event, 0, len(events))
+	for _, ev := range events {
+		if len(ev.Snapshot.Changes) > 0 {
+			evs = append(evs, ev)
+		}
+	}
+	slices.SortStableFunc(evs, func(a, b Event) int {
+		if c := b.Snapshot.FetchedAt.Compare(a.Snapshot.FetchedAt); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(a.Watch.ID, b.Watch.ID); c != 0 {
+			return c
+		}
+		return cmp.Compare(b.Snapshot.Seq, a.Snapshot.Seq)
+	})
+	if max := e.MaxEntries; max > 0 && len(evs) > max {
+		evs = evs[:max]
+	}
+	return evs, nil
 }
 
 // entry builds the Atom entry of one event; content is a scratch buffer.

@@ -279,6 +279,9 @@ func (e *Engine) funcs(inline bool) template.FuncMap {
 		"day":    formatDay,
 		"plural": plural,
 		"runs":   runs,
+		// The RSS and JSON Feed addresses of an Atom feed address.
+		"rssURL":  func(atom string) string { r, _ := AlternateURLs(atom); return r },
+		"jsonURL": func(atom string) string { _, j := AlternateURLs(atom); return j },
 	}
 }
 

@@ -53,6 +53,12 @@ import (
 //	GET    /search?q=[&since=&until=&type=&watch=&limit=&offset=]   full-text search of the history
 //	GET    /opml[?tag=]                        the feeds as OPML 2.0
 //	POST   /opml                               import an OPML document
+//	GET    /channels                           notification channels (secrets as hints)
+//	POST   /channels                           add one (201, Location)
+//	GET, PATCH, DELETE /channels/{cid}         one channel; change the fields sent; remove it (204)
+//	POST   /channels/{cid}/test                send a test message now: {ok, status, error}
+//	GET    /channels/{cid}/deliveries[?state=&limit=]   its deliveries, newest first
+//	POST   /deliveries/{did}/redeliver         send a dead or delivered notification again
 func (s *Server) apiRoutes(r chi.Router) {
 	r.Use(s.requireToken)
 	r.NotFound(s.api(func(w http.ResponseWriter, r *http.Request) error {
@@ -84,6 +90,16 @@ func (s *Server) apiRoutes(r chi.Router) {
 	r.Get("/search", s.api(s.apiSearch))
 	r.Get("/opml", s.api(s.handleExportOPML))
 	r.With(requireType("an OPML document", opmlTypes...)).Post("/opml", s.api(s.apiImportOPML))
+	r.Get("/channels", s.api(s.apiListChannels))
+	r.With(jsonBody).Post("/channels", s.api(s.apiCreateChannel))
+	r.Route("/channels/{cid}", func(r chi.Router) {
+		r.Get("/", s.api(s.apiGetChannel))
+		r.With(jsonBody).Patch("/", s.api(s.apiUpdateChannel))
+		r.Delete("/", s.api(s.apiDeleteChannel))
+		r.Post("/test", s.api(s.apiTestChannel))
+		r.Get("/deliveries", s.api(s.apiChannelDeliveries))
+	})
+	r.Post("/deliveries/{did}/redeliver", s.api(s.apiRedeliver))
 }
 
 // foafTypes are the media types PUT /profile takes: the RDF syntaxes the

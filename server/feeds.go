@@ -15,11 +15,32 @@ import (
 // feedHandler serves one feed of the user named by the feed token.
 type feedHandler func(r *http.Request, u *changedigest.User) (render.FeedInfo, pet.ChangeFilter, error)
 
+// Feed formats: the Atom feed's address ends in .xml (atom.xml for a
+// user's feed); the same feed as RSS 2.0 ends in .rss (rss.xml) and as
+// JSON Feed 1.1 in .json (feed.json).
+const (
+	formatAtom = "atom"
+	formatRSS  = "rss"
+	formatJSON = "json"
+)
+
+// feedURLs sets the RSS, JSON Feed and hub addresses of a feed from its
+// Atom address.
+func (s *Server) feedURLs(info *render.FeedInfo) {
+	info.RSSURL, info.JSONURL = render.AlternateURLs(info.SelfURL)
+	if s.Hub != nil {
+		info.HubURL = s.Hub.URL
+	}
+}
+
 // feed adapts a feed handler: token check, events, Atom, conditional GET.
 // Errors are short plain-text bodies, which feed readers show as they are.
-func (s *Server) feed(fn feedHandler) http.HandlerFunc {
+func (s *Server) feed(fn feedHandler) http.HandlerFunc { return s.feedAs(formatAtom, fn) }
+
+// feedAs is feed in another format.
+func (s *Server) feedAs(format string, fn feedHandler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if err := s.serveFeed(w, r, fn); err != nil {
+		if err := s.serveFeed(w, r, format, fn); err != nil {
 			err = userError(err)
 			status := statusFor(err)
 			msg := changedigest.ErrorMessage(err)
@@ -34,7 +55,7 @@ func (s *Server) feed(fn feedHandler) http.HandlerFunc {
 	}
 }
 
-func (s *Server) serveFeed(w http.ResponseWriter, r *http.Request, fn feedHandler) error {
+func (s *Server) serveFeed(w http.ResponseWriter, r *http.Request, format string, fn feedHandler) error {
 	u, err := s.Store.UserByFeedToken(r.Context(), chiParam(r, "token"))
 	if err != nil {
 		if changedigest.ErrorCode(err) == changedigest.ENOTFOUND || changedigest.ErrorCode(err) == changedigest.EINVALID {
@@ -52,14 +73,38 @@ func (s *Server) serveFeed(w http.ResponseWriter, r *http.Request, fn feedHandle
 	if err != nil {
 		return err
 	}
+	s.feedURLs(&info)
 	var buf bytes.Buffer
-	if err := s.Render.Atom(&buf, info, events); err != nil {
+	ctype := "application/atom+xml; charset=utf-8"
+	switch format {
+	case formatRSS:
+		err = s.Render.RSS(&buf, info, events)
+		ctype = "application/rss+xml; charset=utf-8"
+	case formatJSON:
+		err = s.Render.JSONFeed(&buf, info, events)
+		ctype = "application/feed+json; charset=utf-8"
+	default:
+		err = s.Render.Atom(&buf, info, events)
+	}
+	if err != nil {
 		return err
 	}
 	sum := sha256.Sum256(buf.Bytes())
 	etag := `"` + hex.EncodeToString(sum[:12]) + `"`
 	h := w.Header()
-	h.Set("Content-Type", "application/atom+xml; charset=utf-8")
+	h.Set("Content-Type", ctype)
+	if info.HubURL != "" {
+		// WebSub discovery by HTTP headers, for any content type.
+		self := info.SelfURL
+		switch format {
+		case formatRSS:
+			self = info.RSSURL
+		case formatJSON:
+			self = info.JSONURL
+		}
+		h.Add("Link", "<"+info.HubURL+`>; rel="hub"`)
+		h.Add("Link", "<"+self+`>; rel="self"`)
+	}
 	h.Set("ETag", etag)
 	h.Set("Cache-Control", "private, max-age=60")
 	if len(events) > 0 {

@@ -36,7 +36,14 @@ func (s *Server) Handler() http.Handler {
 		r.Get("/atom.xml", s.feed(s.handleUserFeed))
 		r.Get("/watches/{id}.xml", s.feed(s.handleWatchFeed))
 		r.Get("/tags/{tag}.xml", s.feed(s.handleTagFeed))
+		r.Get("/rss.xml", s.feedAs(formatRSS, s.handleUserFeed))
+		r.Get("/feed.json", s.feedAs(formatJSON, s.handleUserFeed))
+		r.Get("/watches/{id}.rss", s.feedAs(formatRSS, s.handleWatchFeed))
+		r.Get("/watches/{id}.json", s.feedAs(formatJSON, s.handleWatchFeed))
+		r.Get("/tags/{tag}.rss", s.feedAs(formatRSS, s.handleTagFeed))
+		r.Get("/tags/{tag}.json", s.feedAs(formatJSON, s.handleTagFeed))
 	})
+	r.Post(HubPath, s.handleHub)
 	r.Route("/api/v1", s.apiRoutes)
 
 	r.Group(func(r chi.Router) {
@@ -77,6 +84,13 @@ func (s *Server) Handler() http.Handler {
 			r.Post("/settings/tokens", s.page(s.handleCreateToken))
 			r.Post("/settings/tokens/{tid}/revoke", s.page(s.handleRevokeToken))
 			r.Post("/settings/feed-token", s.page(s.handleRotateFeedToken))
+			r.Get("/settings/channels", s.page(s.handleChannels))
+			r.Post("/settings/channels", s.page(s.handleCreateChannel))
+			r.Post("/settings/channels/{cid}", s.page(s.handleUpdateChannel))
+			r.Post("/settings/channels/{cid}/test", s.page(s.handleTestChannel))
+			r.Post("/settings/channels/{cid}/toggle", s.page(s.handleToggleChannel))
+			r.Post("/settings/channels/{cid}/delete", s.page(s.handleDeleteChannel))
+			r.Post("/settings/deliveries/redeliver", s.page(s.handleRedeliver))
 		})
 	})
 	if prefix := s.Render.Prefix(); prefix != "" {

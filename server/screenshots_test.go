@@ -75,6 +75,7 @@ func mustRichScene(t *testing.T) *scene {
 	if _, _, err := e.store.CreateToken(context.Background(), sc.u.ID, "backup script"); err != nil {
 		t.Fatal(err)
 	}
+	sc.channels(t, e, paused.ID)
 	return sc
 }
 
@@ -154,6 +155,7 @@ func TestScreenshots(t *testing.T) {
 		{"watch-form-error", "/shot/watch-form-error"},
 		{"profile-error", "/shot/profile-error"},
 		{"settings-token", "/shot/settings-token"},
+		{"channels", "/settings/channels"},
 	}
 	if err := os.MkdirAll(*screenshots, 0o755); err != nil {
 		t.Fatal(err)
@@ -183,6 +185,36 @@ func TestScreenshots(t *testing.T) {
 				t.Fatalf("chromium %s: %v\n%s", p.name, err, b)
 			}
 			t.Logf("wrote %s", out)
+		}
+	}
+}
+
+// channels gives the user notification channels, one of them with a
+// delivery that failed for good.
+func (sc *scene) channels(t *testing.T, e *testEnv, watchID int64) {
+	ctx := context.Background()
+	for _, c := range []changedigest.Channel{
+		{Name: "Phone", Kind: changedigest.ChannelNtfy, URL: "https://ntfy.sh/ann-changes-3f9a", Priority: 4, NtfyTags: []string{"bell"}, Select: changedigest.SelectInterests},
+		{Name: "Team room", Kind: changedigest.ChannelMatrix, URL: "https://matrix.example.org", Room: "!news:example.org", Secret: "syt_YW5uLXRva2VuLTEyMzQ1Njc4OQ", Tags: []string{"work"}},
+		{Name: "Archive", Kind: changedigest.ChannelWebhook, URL: "https://archive.example.net/hooks/changedigest", Secret: "whsec-0123456789abcdef-7788"},
+	} {
+		c.UserID = sc.u.ID
+		if err := e.store.CreateChannel(ctx, &c); err != nil {
+			t.Fatal(err)
+		}
+		if c.Kind != changedigest.ChannelWebhook {
+			continue
+		}
+		d := &changedigest.Delivery{ID: "shot-1", UserID: sc.u.ID, ChannelID: c.ID, WatchID: watchID, Seq: 1}
+		if err := e.store.AddDelivery(ctx, d); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.store.UpdateDelivery(ctx, sc.u.ID, d.ID, func(x *changedigest.Delivery) error {
+			x.State, x.Attempts, x.LastStatus = changedigest.DeliveryDead, 8, 503
+			x.LastError = "the receiver answered 503 Service Unavailable"
+			return nil
+		}); err != nil {
+			t.Fatal(err)
 		}
 	}
 }

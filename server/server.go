@@ -31,9 +31,15 @@ type Server struct {
 	// (":0" picks a free port).
 	Addr string
 
-	Store     Store
-	Checker   Checker
-	Notify    *notify.Notifier
+	Store   Store
+	Checker Checker
+	Notify  *notify.Notifier
+	// Dispatch sends channel test messages and redeliveries; nil answers
+	// them as unavailable.
+	Dispatch *notify.Dispatcher
+	// Hub, when set, is the WebSub hub the feeds name; it takes requests
+	// at HubPath.
+	Hub       *notify.Hub
 	Render    *render.Engine
 	Segmenter *segmenter.Segmenter
 	Expander  *expand.Expander

@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"net/http"
 	"net/mail"
+	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/crypto/bcrypt"
 
@@ -24,6 +26,16 @@ type settingsPage struct {
 	NewToken   string // the secret of a token just created, shown once
 	Error      string
 	Mail       bool // e-mail delivery is configured
+	// Subscribers are the WebSub subscriptions to the user's feeds.
+	Subscribers []subscriberRow
+}
+
+// subscriberRow is a WebSub subscription as settings show it: the
+// callback's host (its path may hold the reader's own secret) and which
+// feed.
+type subscriberRow struct {
+	Host, Feed string
+	Expires    time.Time
 }
 
 type tagFeed struct{ Tag, URL string }
@@ -45,6 +57,23 @@ func (s *Server) settingsPage(r *http.Request, u *changedigest.User) (*settingsP
 	}
 	if p.Tokens, err = s.Store.Tokens(r.Context(), u.ID); err != nil {
 		return nil, err
+	}
+	subs, err := s.Store.Subscriptions(r.Context(), u.ID)
+	if err != nil {
+		return nil, err
+	}
+	for _, sub := range subs {
+		row := subscriberRow{Host: sub.Callback, Feed: sub.Format + " feed of all your watches", Expires: sub.Expires}
+		if cb, err := url.Parse(sub.Callback); err == nil {
+			row.Host = cb.Host
+		}
+		switch {
+		case sub.WatchID != 0:
+			row.Feed = fmt.Sprintf("%s feed of watch %d", sub.Format, sub.WatchID)
+		case sub.Tag != "":
+			row.Feed = sub.Format + " feed of tag " + sub.Tag
+		}
+		p.Subscribers = append(p.Subscribers, row)
 	}
 	return p, nil
 }

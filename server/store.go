@@ -42,6 +42,14 @@ type Store interface {
 	Versions(ctx context.Context, watchID int64, before, limit int) ([]changedigest.Snapshot, error)
 	Body(ctx context.Context, watchID int64, seq int) ([]byte, error)
 	Search(ctx context.Context, q pet.Query) (*pet.Results, error)
+
+	CreateChannel(ctx context.Context, c *changedigest.Channel) error
+	Channel(ctx context.Context, userID, id int64) (*changedigest.Channel, error)
+	Channels(ctx context.Context, userID int64) ([]changedigest.Channel, error)
+	UpdateChannel(ctx context.Context, userID, id int64, fn func(*changedigest.Channel) error) (*changedigest.Channel, error)
+	DeleteChannel(ctx context.Context, userID, id int64) error
+	Deliveries(ctx context.Context, f pet.DeliveryFilter) ([]changedigest.Delivery, error)
+	Subscriptions(ctx context.Context, userID int64) ([]changedigest.Subscription, error)
 }
 
 // Checker checks watches now, as the "check now" button asks.

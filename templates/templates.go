@@ -10,7 +10,9 @@
 //	                      "change", "pieces", "parts", "sbs", "event-changes",
 //	                      "csrf", "flash"; and by the web pages only (site.html):
 //	                      "when", "types", "tags", "watch-status",
-//	                      "watch-table", "copy", "form-error"
+//	                      "watch-table", "copy", "form-error", "feed-head"
+//	                      and "feed-alts" (an Atom address and its RSS and
+//	                      JSON Feed twins)
 //	pages/NAME.html       one web page each, rendered inside "base" as NAME
 //	feed/entry.html       the HTML content of an Atom entry ("feed-entry")
 //	mail/digest.html      the daily digest as a complete page ("digest"), also
@@ -38,8 +40,9 @@
 // Functions available to templates: url (a path under the site's path),
 // abs (an absolute URL under the site), static (a static file's URL with
 // a content version), site (the service name), date (UTC date and time),
-// day (a long date), plural, runs and cls (class attribute; in feed and
-// mail output also the inline style).
+// day (a long date), plural, runs, cls (class attribute; in feed and
+// mail output also the inline style), and rssURL and jsonURL (the RSS and
+// JSON Feed addresses of an Atom feed address).
 //
 // The layout links these routes, which the server must serve: / (the
 // dashboard), /watches/new, /search, /digest, /profile, /settings, /login,

@@ -67,6 +67,8 @@ type Main struct {
 	Server    *server.Server
 	Scheduler *crawl.Scheduler
 	Notify    *notify.Notifier
+	Dispatch  *notify.Dispatcher
+	Hub       *notify.Hub
 	Demo      *demo.Site
 
 	cancel context.CancelFunc
@@ -192,12 +194,24 @@ func (m *Main) Run(ctx context.Context) error {
 		m.Notify.Mail = mailer
 	}
 
+	// Pushes go through the fetcher's address guard: no private receiver
+	// unless --allow-private.
+	pushClient := fetcher.Client(30 * time.Second)
+	disp := notify.NewDispatcher(store, m.Notify, pushClient)
+	disp.Logger = log.With("component", "dispatch")
+	hub := notify.NewHub(store, m.Notify, pushClient, eng.URL(server.HubPath))
+	hub.Logger = log.With("component", "websub")
+	disp.Hub = hub
+	store.Notified = disp.Wake
+	m.Dispatch, m.Hub = disp, hub
+
 	profiles := profile.NewBuilder()
 	profiles.Logger = log.With("component", "profile")
 	profiles.Fetch = pageText(fetcher)
 
 	srv := server.New()
 	srv.Store, srv.Checker, srv.Notify, srv.Render = store, sched, m.Notify, eng
+	srv.Dispatch, srv.Hub = disp, hub
 	srv.Segmenter, srv.Expander, srv.Profiles = segmenter.New(), ex, profiles
 	srv.Logger = log.With("component", "server")
 	if srv.Key, err = server.LoadKey(filepath.Join(c.data, "server.key")); err != nil {
@@ -222,6 +236,7 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 	m.goRun(func() error { return sched.Run(runCtx) })
 	m.goRun(func() error { return m.Notify.Run(runCtx, time.Minute) })
+	m.goRun(func() error { return disp.Run(runCtx) })
 	m.goRun(func() error { return m.maintain(runCtx, time.Hour) })
 	if m.Demo != nil {
 		m.goRun(func() error { return m.demoWarmUp(runCtx) })
@@ -254,6 +269,16 @@ func (m *Main) maintain(ctx context.Context, interval time.Duration) error {
 		}
 		if _, err := m.Store.PurgeSessions(ctx); err != nil && ctx.Err() == nil {
 			m.Logger.Warn("purging sessions", "err", err)
+		}
+		// Delivered notifications are kept a month; dead ones until sent
+		// again or their channel goes.
+		if _, err := m.Store.PurgeDeliveries(ctx, time.Now().AddDate(0, -1, 0)); err != nil && ctx.Err() == nil {
+			m.Logger.Warn("purging deliveries", "err", err)
+		}
+		if m.Hub != nil {
+			if _, err := m.Hub.Expire(ctx); err != nil && ctx.Err() == nil {
+				m.Logger.Warn("expiring WebSub subscriptions", "err", err)
+			}
 		}
 		select {
 		case <-ctx.Done():

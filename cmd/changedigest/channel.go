@@ -1,0 +1,235 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/changedigest/changedigest"
+	"github.com/changedigest/changedigest/notify"
+	"github.com/changedigest/changedigest/pet"
+)
+
+func init() {
+	commands["channel"] = command{summary: "notification channels: channel add KIND URL | list | rm ID | test ID | retry ID", run: runChannel}
+}
+
+func runChannel(ctx context.Context, e *env) error {
+	if len(e.args) == 0 {
+		return usagef("want a sub-command: channel add KIND URL | channel list | channel rm ID | channel test ID | channel retry ID")
+	}
+	sub, rest := e.args[0], &env{args: e.args[1:], stdin: e.stdin, stdout: e.stdout, stderr: e.stderr}
+	switch sub {
+	case "add":
+		return runChannelAdd(ctx, rest)
+	case "list", "ls":
+		return runChannelList(ctx, rest)
+	case "rm", "remove":
+		return runChannelRm(ctx, rest)
+	case "test":
+		return runChannelTest(ctx, rest)
+	case "retry":
+		return runChannelRetry(ctx, rest)
+	}
+	return usagef("unknown sub-command %q: want add, list, rm, test or retry", sub)
+}
+
+func runChannelAdd(ctx context.Context, e *env) error {
+	var sf storeFlags
+	fs := newFlagSet(e, "channel add", "webhook|slack|mattermost|discord|matrix|ntfy|email URL [--secret-stdin] [--room R] [--select all|significant|interests] [--tag T]… [--watch ID]…")
+	sf.register(fs)
+	user := fs.String("user", "", "the user the channel belongs to")
+	name := fs.String("name", "", "a name for the channel (default: its kind)")
+	secretStdin := fs.Bool("secret-stdin", false, "read the secret (webhook signing key, Matrix or ntfy access token) from the first line of standard input")
+	room := fs.String("room", "", "Matrix room id (!id:server) or alias (#name:server)")
+	priority := fs.Int("priority", 0, "ntfy priority, 1 (min) to 5 (max)")
+	sel := fs.String("select", "all", "which changes: all, significant or interests")
+	var tags, ntfyTags, watches multiFlag
+	fs.Var(&tags, "tag", "send only versions of watches with this tag (repeat for more)")
+	fs.Var(&watches, "watch", "send only versions of this watch id (repeat for more)")
+	fs.Var(&ntfyTags, "ntfy-tag", "an ntfy tag (repeat for more)")
+	args, err := parseFlags(fs, e.args)
+	if err != nil {
+		return err
+	}
+	if len(args) != 2 {
+		return usagef("channel add takes a kind and an address, got %d arguments", len(args))
+	}
+	c := &changedigest.Channel{Name: *name, Kind: changedigest.ChannelKind(args[0]), URL: args[1], Room: *room,
+		Priority: *priority, Select: changedigest.Selection(*sel), Tags: tags, NtfyTags: ntfyTags}
+	for _, v := range watches {
+		id, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || id <= 0 {
+			return usagef("--watch %q is not a watch id", v)
+		}
+		c.Watches = append(c.Watches, id)
+	}
+	if *secretStdin {
+		line, err := bufio.NewReader(e.stdin).ReadString('\n')
+		if err != nil && err != io.EOF {
+			return err
+		}
+		if c.Secret = strings.TrimSpace(line); c.Secret == "" {
+			return usagef("--secret-stdin: no secret on standard input")
+		}
+	}
+	if err := c.Validate(); err != nil {
+		return err
+	}
+	store, u, err := sf.openAs(ctx, *user, e)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	for _, id := range c.Watches {
+		if _, err := store.Watch(ctx, u.ID, id); err != nil {
+			return err
+		}
+	}
+	c.UserID = u.ID
+	if err := store.CreateChannel(ctx, c); err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "channel %d: %s %s (send it a test message with: changedigest channel test %d)\n", c.ID, c.Kind, c.DisplayURL(), c.ID)
+	return nil
+}
+
+func runChannelList(ctx context.Context, e *env) error {
+	var sf storeFlags
+	fs := newFlagSet(e, "channel list", "")
+	sf.register(fs)
+	user := fs.String("user", "", "whose channels")
+	if _, err := parseFlags(fs, e.args); err != nil {
+		return err
+	}
+	store, u, err := sf.openAs(ctx, *user, e)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	cs, err := store.Channels(ctx, u.ID)
+	if err != nil {
+		return err
+	}
+	if len(cs) == 0 {
+		fmt.Fprintln(e.stdout, "no channels yet: add one with 'changedigest channel add KIND URL'")
+		return nil
+	}
+	tw := tabwriter.NewWriter(e.stdout, 2, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tNAME\tKIND\tADDRESS\tSECRET\tSENDS\tFAILED\tLAST ERROR")
+	for _, c := range cs {
+		dead, err := store.Deliveries(ctx, pet.DeliveryFilter{UserID: u.ID, ChannelID: c.ID, State: changedigest.DeliveryDead, Limit: 1000})
+		if err != nil {
+			return err
+		}
+		lastErr := ""
+		if len(dead) > 0 {
+			lastErr = dead[0].LastError
+		}
+		sends := string(c.Select)
+		if len(c.Tags) > 0 {
+			sends += " tags " + strings.Join(c.Tags, ",")
+		}
+		for _, id := range c.Watches {
+			sends += " #" + strconv.FormatInt(id, 10)
+		}
+		if c.Disabled {
+			sends += " (paused)"
+		}
+		addr := c.DisplayURL()
+		if c.Room != "" {
+			addr += " " + c.Room
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", c.ID, c.Name, c.Kind, addr, orDash(c.SecretHint()), sends,
+			len(dead), orDash(oneLine(lastErr, 60)))
+	}
+	return tw.Flush()
+}
+
+// channelArg opens the store and finds the channel named by the one
+// argument; the caller closes the store.
+func channelArg(ctx context.Context, e *env, name, usage string) (*pet.Store, *changedigest.Channel, *storeFlags, error) {
+	sf := &storeFlags{}
+	fs := newFlagSet(e, name, usage)
+	sf.register(fs)
+	user := fs.String("user", "", "whose channel")
+	args, err := parseFlags(fs, e.args)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if len(args) != 1 {
+		return nil, nil, nil, usagef("%s takes one channel id, got %d arguments", name, len(args))
+	}
+	id, err := strconv.ParseInt(args[0], 10, 64)
+	if err != nil || id <= 0 {
+		return nil, nil, nil, usagef("%q is not a channel id", args[0])
+	}
+	store, u, err := sf.openAs(ctx, *user, e)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	c, err := store.Channel(ctx, u.ID, id)
+	if err != nil {
+		store.Close()
+		return nil, nil, nil, err
+	}
+	return store, c, sf, nil
+}
+
+func runChannelRm(ctx context.Context, e *env) error {
+	store, c, _, err := channelArg(ctx, e, "channel rm", "ID")
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	if err := store.DeleteChannel(ctx, c.UserID, c.ID); err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "removed channel %d (%s)\n", c.ID, c.Name)
+	return nil
+}
+
+// runChannelTest sends a test message now, through the same address
+// guard as the service (--allow-private admits private receivers).
+func runChannelTest(ctx context.Context, e *env) error {
+	store, c, sf, err := channelArg(ctx, e, "channel test", "ID [--allow-private]")
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	fetcher, _ := sf.pipeline(store)
+	d := notify.NewDispatcher(store, nil, fetcher.Client(30*time.Second))
+	res := d.Test(ctx, c)
+	if res.Err != nil {
+		return fmt.Errorf("test message to channel %d (%s) failed: %w", c.ID, c.Name, res.Err)
+	}
+	fmt.Fprintf(e.stdout, "test message sent to channel %d (%s): status %d\n", c.ID, c.Name, res.Status)
+	return nil
+}
+
+// runChannelRetry makes the channel's failed deliveries pending again;
+// the service sends them at its next look at the store.
+func runChannelRetry(ctx context.Context, e *env) error {
+	store, c, _, err := channelArg(ctx, e, "channel retry", "ID")
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	dead, err := store.Deliveries(ctx, pet.DeliveryFilter{UserID: c.UserID, ChannelID: c.ID, State: changedigest.DeliveryDead, Limit: 1000})
+	if err != nil {
+		return err
+	}
+	d := notify.NewDispatcher(store, nil, nil)
+	for _, x := range dead {
+		if _, err := d.Redeliver(ctx, c.UserID, x.ID); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(e.stdout, "%d failed notification(s) of channel %d (%s) will be sent again\n", len(dead), c.ID, c.Name)
+	return nil
+}
