@@ -255,7 +255,7 @@ func (m *Manager) Script(ctx context.Context, key string) ([]byte, error) {
 	}
 	digester := false
 	m.mu.Lock()
-	if p != nil && p.key != "" && subtle.ConstantTimeCompare([]byte(p.key), []byte(key)) != 1 {
+	if p != nil && (p.key == "" || subtle.ConstantTimeCompare([]byte(p.key), []byte(key)) != 1) {
 		m.mu.Unlock()
 		return nil, changedigest.Errorf(changedigest.ENOTFOUND, "agent key %q is not that of a watch with the agent on", clip(key))
 	}
@@ -294,6 +294,9 @@ func (m *Manager) page(ctx context.Context, id int64, load bool) (*page, error) 
 	fresh := p != nil && m.now().Sub(p.loaded) < m.CacheFor
 	m.mu.Unlock()
 	if fresh || !load {
+		if p != nil && p.key == "" && fresh {
+			return nil, changedigest.Errorf(changedigest.ENOTFOUND, "watch %d does not have the page agent on", id)
+		}
 		return p, nil
 	}
 	w, err := m.Store.Watch(ctx, 0, id)
@@ -302,22 +305,31 @@ func (m *Manager) page(ctx context.Context, id int64, load bool) (*page, error) 
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if err != nil || w.AgentKey == "" {
-		delete(m.watches, id)
+	p = m.entryLocked(id)
+	p.loaded = m.now()
+	if err != nil {
+		p.key = ""
 		return nil, changedigest.Errorf(changedigest.ENOTFOUND, "watch %d does not have the page agent on", id)
-	}
-	p = m.watches[id]
-	if p == nil {
-		p = &page{id: id}
-		m.watches[id] = p
 	}
 	p.key, p.url, p.origin = w.AgentKey, normalURL(w.URL), origin(w.URL)
 	p.threshold = w.AgentThreshold
 	if p.threshold <= 0 {
 		p.threshold = DefaultThreshold
 	}
-	p.loaded = m.now()
+	if p.key == "" {
+		return nil, changedigest.Errorf(changedigest.ENOTFOUND, "watch %d does not have the page agent on", id)
+	}
 	return p, nil
+}
+
+// entryLocked returns the manager's record of watch id, new if needed.
+func (m *Manager) entryLocked(id int64) *page {
+	p := m.watches[id]
+	if p == nil {
+		p = &page{id: id, threshold: DefaultThreshold}
+		m.watches[id] = p
+	}
+	return p
 }
 
 // Forget drops what the manager caches of watch id (after the owner
@@ -511,6 +523,9 @@ func (m *Manager) work(ctx context.Context) {
 // detect compares a report with the newest stored version and makes the
 // watch due when they differ.
 func (m *Manager) detect(ctx context.Context, q *queued) error {
+	if q.direct {
+		return m.trigger(ctx, q)
+	}
 	p, err := m.page(ctx, q.watchID, true)
 	if err != nil {
 		return err
@@ -534,7 +549,6 @@ func (m *Manager) detect(ctx context.Context, q *queued) error {
 		}
 		m.mu.Unlock()
 	}
-	now := m.now()
 	m.mu.Lock()
 	if snap != nil && (q.summary == p.sum || p.known[q.summary]) {
 		p.stats.Same++
@@ -542,6 +556,16 @@ func (m *Manager) detect(ctx context.Context, q *queued) error {
 		m.mu.Unlock()
 		return nil
 	}
+	m.mu.Unlock()
+	return m.trigger(ctx, q)
+}
+
+// trigger makes the watch due now, unless a report already waits for
+// its check; the report then joins the one waiting.
+func (m *Manager) trigger(ctx context.Context, q *queued) error {
+	now := m.now()
+	m.mu.Lock()
+	p := m.entryLocked(q.watchID)
 	if p.pend != nil && now.Sub(p.pend.at) < m.PendingFor {
 		p.pend.summary = q.summary
 		if len(p.pend.reporters) < maxReporters {
@@ -554,7 +578,7 @@ func (m *Manager) detect(ctx context.Context, q *queued) error {
 	p.stats.Triggered++
 	m.total.Triggered++
 	m.mu.Unlock()
-	_, err = m.Store.UpdateWatch(ctx, 0, q.watchID, func(w *changedigest.Watch) error {
+	_, err := m.Store.UpdateWatch(ctx, 0, q.watchID, func(w *changedigest.Watch) error {
 		if w.NextCheck.After(now) {
 			w.NextCheck = now
 		}
@@ -616,7 +640,7 @@ func (m *Manager) Checked(watchID int64, failed bool) {
 	}
 	p.stats.Refuted++
 	m.total.Refuted++
-	if p.seq > 0 {
+	if p.seq > 0 && !q.direct {
 		if p.known == nil {
 			p.known = map[Summary]bool{}
 		}
@@ -681,4 +705,24 @@ func origin(raw string) string {
 	}
 	u, _ := url.Parse(n)
 	return u.Scheme + "://" + u.Host
+}
+
+// ClientReport takes a polling client's report that watch's page
+// changed (the client compared it with the newest stored version). It
+// goes through the same traffic controller as agents' reports: the
+// reporter's rate limit and ignore list, the page's rate limit, the
+// queue. Errors as for Report.
+func (m *Manager) ClientReport(ctx context.Context, reporter string, watchID int64, now time.Time) error {
+	m.init()
+	if until := m.ignore.ignored(reporter, now); !until.IsZero() {
+		return changedigest.Errorf(changedigest.EFORBIDDEN, "reports from %s are ignored until %s: earlier reports were refuted", reporter, until.UTC().Format(time.RFC3339))
+	}
+	if !m.addrs.allow(reporter, now) || !m.pages.allow(strconv.FormatInt(watchID, 10), now) {
+		return changedigest.Errorf(changedigest.ERATELIMIT, "too many reports from %s", reporter)
+	}
+	q := &queued{watchID: watchID, at: now, by: changedigest.DetectedByClient, reporters: []string{reporter}, direct: true}
+	m.mu.Lock()
+	p := m.entryLocked(watchID)
+	m.mu.Unlock()
+	return m.enqueue(q, p)
 }

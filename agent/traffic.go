@@ -120,6 +120,9 @@ type queued struct {
 	at        time.Time
 	by        changedigest.DetectedBy
 	reporters []string
+	// direct reports say the page changed (a client compared it); the
+	// summary is not compared.
+	direct bool
 }
 
 // queue is the bounded queue of reports between the HTTP handlers and
@@ -150,7 +153,7 @@ func (qu *queue) push(q *queued) bool {
 	qu.mu.Lock()
 	defer qu.mu.Unlock()
 	if w := qu.waiting[q.watchID]; w != nil {
-		w.summary, w.by = q.summary, q.by
+		w.summary, w.by, w.direct = q.summary, q.by, w.direct || q.direct
 		if len(w.reporters) < maxReporters {
 			w.reporters = append(w.reporters, q.reporters...)
 		}
