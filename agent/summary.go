@@ -7,9 +7,9 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/changedigest/changedigest/crawl"
 	"golang.org/x/net/html"
 	"golang.org/x/net/html/atom"
-	"golang.org/x/net/html/charset"
 )
 
 // Summary is the page summary of seed 004 §4.1: the MD5 of the useful
@@ -153,12 +153,12 @@ func Extract(body []byte, contentType string) Content {
 	return c
 }
 
+// decode reads the page in UTF-8 by the fetcher's rules, which agree
+// with browsers': a byte order mark, the header's charset, <meta>, then
+// UTF-8 when the whole page is valid UTF-8 (a browser meets a late <meta
+// charset> while parsing), else windows-1252.
 func decode(body []byte, contentType string) *bytes.Reader {
-	enc, _, _ := charset.DetermineEncoding(body, contentType)
-	out, err := enc.NewDecoder().Bytes(body)
-	if err != nil {
-		out = body
-	}
+	out := crawl.ToUTF8(body, contentType)
 	out = bytes.TrimPrefix(out, []byte("\uFEFF"))
 	return bytes.NewReader(out)
 }
