@@ -35,6 +35,9 @@ type Coordinator struct {
 	OnlineFor, Poll time.Duration
 	// MinGap is the least time gap given to a watch (30 s).
 	MinGap time.Duration
+	// Gap, when set, gives the time gap of a watch in place of the
+	// scheduler's interval (for measurements at a faster pace).
+	Gap func(*changedigest.Watch) time.Duration
 	Now    func() time.Time
 
 	mu      sync.Mutex
@@ -83,6 +86,12 @@ type Assignment struct {
 	Begin        time.Time     `json:"begin"`
 	Clients      int           `json:"clients"`
 	Index        int           `json:"index"`
+	// Version is the newest stored version (0 for none), BodyHash the
+	// MD5 of its body and Summary its page summary (see Summary): a page
+	// that differs from both is reported as changed.
+	Version  int    `json:"version"`
+	BodyHash string `json:"body_hash,omitempty"`
+	Summary  string `json:"summary,omitempty"`
 }
 
 // NewCoordinator returns a Coordinator with the default knobs.
@@ -163,6 +172,9 @@ func (c *Coordinator) onlineLocked(userID int64, now time.Time) []*client {
 // TimeGap is the time between two polls of w the schedule aims at: the
 // watch's interval as the scheduler keeps it, at least MinGap.
 func (c *Coordinator) TimeGap(w *changedigest.Watch) time.Duration {
+	if c.Gap != nil {
+		return c.Gap(w)
+	}
 	gap := w.Interval
 	if gap <= 0 && !w.LastCheck.IsZero() && w.NextCheck.After(w.LastCheck) {
 		gap = w.NextCheck.Sub(w.LastCheck)
@@ -202,9 +214,17 @@ func (c *Coordinator) Assignments(ctx context.Context, userID, id int64) ([]Assi
 			continue
 		}
 		gap := c.TimeGap(w)
-		out = append(out, Assignment{WatchID: w.ID, URL: w.URL, ETag: w.ETag, LastModified: w.LastModified,
+		a := Assignment{WatchID: w.ID, URL: w.URL, ETag: w.ETag, LastModified: w.LastModified,
 			TimeGap: gap, CrawlGap: gap * time.Duration(k), DelayToStart: gap * time.Duration(index),
-			Begin: begin, Clients: k, Index: index})
+			Begin: begin, Clients: k, Index: index}
+		seq, hash, sum, err := c.Manager.Latest(ctx, w.ID)
+		if err != nil {
+			return nil, err
+		}
+		if seq > 0 {
+			a.Version, a.BodyHash, a.Summary = seq, hash, sum.String()
+		}
+		out = append(out, a)
 	}
 	return out, nil
 }
@@ -232,11 +252,12 @@ func (c *Coordinator) Online(userID int64) int {
 	return len(c.onlineLocked(userID, c.now()))
 }
 
-// Report takes a client's report that watch's page changed. The watch is
+// Report takes a client's report that watch's page changed since
+// version base, the one its assignment named. The watch is
 // made due at once; its verified fetch confirms or refutes the report.
 // Errors: ENOTFOUND for a client or watch not the user's; EFORBIDDEN when
 // the client is ignored; ERATELIMIT over the client's rate limit.
-func (c *Coordinator) Report(ctx context.Context, userID, id, watchID int64) error {
+func (c *Coordinator) Report(ctx context.Context, userID, id, watchID int64, base int) error {
 	now := c.now()
 	c.mu.Lock()
 	cl := c.clients[id]
@@ -254,5 +275,5 @@ func (c *Coordinator) Report(ctx context.Context, userID, id, watchID int64) err
 	if !slices.ContainsFunc(ws, func(w changedigest.Watch) bool { return w.ID == watchID }) {
 		return changedigest.Errorf(changedigest.ENOTFOUND, "watch %d is not yours", watchID)
 	}
-	return c.Manager.ClientReport(ctx, "client "+strconv.FormatInt(id, 10), watchID, now)
+	return c.Manager.ClientReport(ctx, "client "+strconv.FormatInt(id, 10), watchID, base, now)
 }

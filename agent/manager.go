@@ -133,6 +133,7 @@ type page struct {
 	// are summaries reported for it that verification refuted (a page
 	// whose scripts change it in the browser).
 	seq   int
+	hash  string
 	sum   Summary
 	known map[Summary]bool
 	pend  *queued
@@ -524,33 +525,31 @@ func (m *Manager) work(ctx context.Context) {
 // watch due when they differ.
 func (m *Manager) detect(ctx context.Context, q *queued) error {
 	if q.direct {
+		// A client compared the page with version q.base; a newer
+		// version means the change is already stored.
+		seq, _, _, err := m.latest(ctx, q.watchID)
+		if err != nil {
+			return err
+		}
+		if seq > q.base {
+			m.mu.Lock()
+			m.entryLocked(q.watchID).stats.Same++
+			m.total.Same++
+			m.mu.Unlock()
+			return nil
+		}
 		return m.trigger(ctx, q)
 	}
 	p, err := m.page(ctx, q.watchID, true)
 	if err != nil {
 		return err
 	}
-	snap, err := m.Store.Latest(ctx, q.watchID)
-	if err != nil && changedigest.ErrorCode(err) != changedigest.ENOTFOUND {
+	seq, _, _, err := m.latest(ctx, q.watchID)
+	if err != nil {
 		return err
 	}
 	m.mu.Lock()
-	have := snap != nil && p.seq == snap.Seq && p.seq > 0
-	m.mu.Unlock()
-	if snap != nil && !have {
-		body, err := m.Store.Body(ctx, q.watchID, snap.Seq)
-		if err != nil {
-			return err
-		}
-		sum := Summarize(body, snap.ContentType)
-		m.mu.Lock()
-		if p.seq != snap.Seq {
-			p.seq, p.sum, p.known = snap.Seq, sum, nil
-		}
-		m.mu.Unlock()
-	}
-	m.mu.Lock()
-	if snap != nil && (q.summary == p.sum || p.known[q.summary]) {
+	if seq > 0 && (q.summary == p.sum || p.known[q.summary]) {
 		p.stats.Same++
 		m.total.Same++
 		m.mu.Unlock()
@@ -558,6 +557,43 @@ func (m *Manager) detect(ctx context.Context, q *queued) error {
 	}
 	m.mu.Unlock()
 	return m.trigger(ctx, q)
+}
+
+// latest returns the newest stored version of watch id: its sequence
+// number (0 for none), body hash and summary. They are kept until the
+// pipeline stores another version (Stored).
+func (m *Manager) latest(ctx context.Context, id int64) (int, string, Summary, error) {
+	m.mu.Lock()
+	p := m.entryLocked(id)
+	seq, hash, sum := p.seq, p.hash, p.sum
+	m.mu.Unlock()
+	if seq > 0 {
+		return seq, hash, sum, nil
+	}
+	snap, err := m.Store.Latest(ctx, id)
+	if changedigest.ErrorCode(err) == changedigest.ENOTFOUND {
+		return 0, "", Summary{}, nil
+	}
+	if err != nil {
+		return 0, "", Summary{}, fmt.Errorf("agent: newest version of watch %d: %w", id, err)
+	}
+	body, err := m.Store.Body(ctx, id, snap.Seq)
+	if err != nil {
+		return 0, "", Summary{}, fmt.Errorf("agent: body of version %d of watch %d: %w", snap.Seq, id, err)
+	}
+	sum = Summarize(body, snap.ContentType)
+	m.mu.Lock()
+	if p.seq != snap.Seq {
+		p.seq, p.hash, p.sum, p.known = snap.Seq, snap.BodyHash, sum, nil
+	}
+	m.mu.Unlock()
+	return snap.Seq, snap.BodyHash, sum, nil
+}
+
+// Latest is what clients compare a page with: the newest stored version
+// of watch id (0 when none), its body hash and its summary.
+func (m *Manager) Latest(ctx context.Context, id int64) (seq int, bodyHash string, sum Summary, err error) {
+	return m.latest(ctx, id)
 }
 
 // trigger makes the watch due now, unless a report already waits for
@@ -708,11 +744,12 @@ func origin(raw string) string {
 }
 
 // ClientReport takes a polling client's report that watch's page
-// changed (the client compared it with the newest stored version). It
+// changed since version base (the newest stored version the client
+// compared it with). It
 // goes through the same traffic controller as agents' reports: the
 // reporter's rate limit and ignore list, the page's rate limit, the
 // queue. Errors as for Report.
-func (m *Manager) ClientReport(ctx context.Context, reporter string, watchID int64, now time.Time) error {
+func (m *Manager) ClientReport(ctx context.Context, reporter string, watchID int64, base int, now time.Time) error {
 	m.init()
 	if until := m.ignore.ignored(reporter, now); !until.IsZero() {
 		return changedigest.Errorf(changedigest.EFORBIDDEN, "reports from %s are ignored until %s: earlier reports were refuted", reporter, until.UTC().Format(time.RFC3339))
@@ -720,7 +757,7 @@ func (m *Manager) ClientReport(ctx context.Context, reporter string, watchID int
 	if !m.addrs.allow(reporter, now) || !m.pages.allow(strconv.FormatInt(watchID, 10), now) {
 		return changedigest.Errorf(changedigest.ERATELIMIT, "too many reports from %s", reporter)
 	}
-	q := &queued{watchID: watchID, at: now, by: changedigest.DetectedByClient, reporters: []string{reporter}, direct: true}
+	q := &queued{watchID: watchID, at: now, by: changedigest.DetectedByClient, reporters: []string{reporter}, direct: true, base: base}
 	m.mu.Lock()
 	p := m.entryLocked(watchID)
 	m.mu.Unlock()

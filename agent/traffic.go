@@ -123,6 +123,8 @@ type queued struct {
 	// direct reports say the page changed (a client compared it); the
 	// summary is not compared.
 	direct bool
+	// base is the version a client compared the page with.
+	base int
 }
 
 // queue is the bounded queue of reports between the HTTP handlers and
@@ -153,7 +155,7 @@ func (qu *queue) push(q *queued) bool {
 	qu.mu.Lock()
 	defer qu.mu.Unlock()
 	if w := qu.waiting[q.watchID]; w != nil {
-		w.summary, w.by, w.direct = q.summary, q.by, w.direct || q.direct
+		w.summary, w.by, w.direct, w.base = q.summary, q.by, w.direct || q.direct, max(w.base, q.base)
 		if len(w.reporters) < maxReporters {
 			w.reporters = append(w.reporters, q.reporters...)
 		}

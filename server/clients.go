@@ -96,6 +96,7 @@ func (s *Server) apiClientReport(w http.ResponseWriter, r *http.Request) error {
 	}
 	var in struct {
 		WatchID int64 `json:"watch_id"`
+		Version int   `json:"version"`
 	}
 	if err := decodeJSON(r, &in); err != nil {
 		return err
@@ -103,7 +104,7 @@ func (s *Server) apiClientReport(w http.ResponseWriter, r *http.Request) error {
 	if in.WatchID <= 0 {
 		return changedigest.Errorf(changedigest.EINVALID, "watch_id is missing")
 	}
-	if err := c.Report(r.Context(), u.ID, id, in.WatchID); err != nil {
+	if err := c.Report(r.Context(), u.ID, id, in.WatchID, in.Version); err != nil {
 		return err
 	}
 	return writeJSON(w, http.StatusAccepted, map[string]string{"status": "queued"})
