@@ -38,7 +38,7 @@ type Coordinator struct {
 	// Gap, when set, gives the time gap of a watch in place of the
 	// scheduler's interval (for measurements at a faster pace).
 	Gap func(*changedigest.Watch) time.Duration
-	Now    func() time.Time
+	Now func() time.Time
 
 	mu      sync.Mutex
 	next    int64
