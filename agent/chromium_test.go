@@ -55,10 +55,10 @@ func newChromiumSite(t *testing.T, pages map[string][]byte) *chromiumSite {
 			w.WriteHeader(http.StatusAccepted)
 		case s.pages[r.URL.Path] != nil:
 			w.Header().Set("Content-Type", "text/html")
-			w.Header().Set("Content-Security-Policy", "script-src "+s.srv.URL+"/agent.js")
+			w.Header().Set("Content-Security-Policy", "default-src 'none'; connect-src 'self'; script-src "+s.srv.URL+"/agent.js")
 			body := s.pages[r.URL.Path]
 			w.Write(body)
-			w.Write([]byte(`<script async src="/agent.js"></script>`))
+			w.Write([]byte(`<script async src="` + s.srv.URL + `/agent.js"></script>`))
 		default:
 			http.NotFound(w, r)
 		}

@@ -6,10 +6,12 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
-	"github.com/changedigest/changedigest/crawl"
 	"golang.org/x/net/html"
 	"golang.org/x/net/html/atom"
+	"golang.org/x/net/html/charset"
+	"golang.org/x/text/encoding/charmap"
 )
 
 // Summary is the page summary of seed 004 §4.1: the MD5 of the useful
@@ -153,14 +155,114 @@ func Extract(body []byte, contentType string) Content {
 	return c
 }
 
-// decode reads the page in UTF-8 by the fetcher's rules, which agree
-// with browsers': a byte order mark, the header's charset, <meta>, then
-// UTF-8 when the whole page is valid UTF-8 (a browser meets a late <meta
-// charset> while parsing), else windows-1252.
+// decode reads the page in UTF-8 as a browser does: a byte order mark,
+// the header's charset, else a <meta> charset found as Chromium looks for
+// one (see metaCharset), else windows-1252. Browsers do not take a page
+// for UTF-8 because it is valid UTF-8, as the fetcher does: the agent
+// must see the text the visitor sees.
 func decode(body []byte, contentType string) *bytes.Reader {
-	out := crawl.ToUTF8(body, contentType)
+	enc, _, certain := charset.DetermineEncoding(body, contentType)
+	if !certain {
+		enc = charmap.Windows1252
+		if label := metaCharset(body); label != "" {
+			if e, _ := charset.Lookup(label); e != nil {
+				enc = e
+			}
+		}
+	}
+	var out []byte
+	if enc == charmap.Windows1252 {
+		out = windows1252(body)
+	} else if b, err := enc.NewDecoder().Bytes(body); err == nil {
+		out = b
+	} else {
+		out = bytes.ToValidUTF8(body, []byte("\uFFFD"))
+	}
 	out = bytes.TrimPrefix(out, []byte("\uFEFF"))
 	return bytes.NewReader(out)
+}
+
+// windows1252 decodes as the WHATWG Encoding standard does: the five
+// bytes windows-1252 leaves undefined become the C1 controls of the same
+// value, not U+FFFD.
+func windows1252(b []byte) []byte {
+	out := make([]byte, 0, len(b)+len(b)/8)
+	for _, c := range b {
+		if c < 0x80 {
+			out = append(out, c)
+			continue
+		}
+		r := charmap.Windows1252.DecodeByte(c)
+		if r == utf8.RuneError {
+			r = rune(c)
+		}
+		out = utf8.AppendRune(out, r)
+	}
+	return out
+}
+
+// metaCharset finds the charset a <meta> element declares as Chromium's
+// meta charset parser does: it reads tags, skipping the content of
+// scripts and styles, for the first 1024 bytes and beyond them while it
+// is still in the head (only script, noscript, style, link, meta,
+// object, title, base, html and head tags seen).
+func metaCharset(body []byte) string {
+	z := html.NewTokenizer(bytes.NewReader(body))
+	consumed, inHead := 0, true
+	for {
+		tt := z.Next()
+		if tt == html.ErrorToken {
+			return ""
+		}
+		consumed += len(z.Raw())
+		if tt == html.StartTagToken || tt == html.SelfClosingTagToken || tt == html.EndTagToken {
+			name, hasAttr := z.TagName()
+			tag := string(name)
+			if tt != html.EndTagToken && tag == "meta" && hasAttr {
+				var cs, equiv, content string
+				for {
+					k, v, more := z.TagAttr()
+					switch strings.ToLower(string(k)) {
+					case "charset":
+						cs = string(v)
+					case "http-equiv":
+						equiv = strings.ToLower(string(v))
+					case "content":
+						content = string(v)
+					}
+					if !more {
+						break
+					}
+				}
+				if cs = strings.TrimSpace(cs); cs != "" {
+					return cs
+				}
+				if equiv == "content-type" {
+					if i := strings.Index(strings.ToLower(content), "charset="); i >= 0 {
+						v := strings.Trim(content[i+8:], "\"' ")
+						if j := strings.IndexAny(v, "; \"'"); j >= 0 {
+							v = v[:j]
+						}
+						if v != "" {
+							return v
+						}
+					}
+				}
+			}
+			switch tag {
+			case "script", "noscript", "style", "link", "meta", "object", "title", "base":
+			case "html", "head":
+				if tt == html.EndTagToken {
+					inHead = false
+				}
+			default:
+				inHead = false
+			}
+		}
+		if !inHead && consumed >= 1024 {
+			return ""
+		}
+	}
 }
 
 // skipped reports whether n and all it holds are ignored.
