@@ -510,6 +510,8 @@ type apiVersionRow struct {
 	Segments    int                       `json:"segments"`
 	Changes     int                       `json:"changes"`
 	Types       []changedigest.ChangeType `json:"types"`
+	// DetectedBy says what led to the version: schedule, agent or client.
+	DetectedBy changedigest.DetectedBy `json:"detected_by"`
 }
 
 func (s *Server) apiVersions(w http.ResponseWriter, r *http.Request) error {
@@ -539,7 +541,8 @@ func (s *Server) apiVersions(w http.ResponseWriter, r *http.Request) error {
 		v := &vs[i]
 		rows[i] = apiVersionRow{Seq: v.Seq, FetchedAt: v.FetchedAt, Status: v.Status, ContentType: v.ContentType,
 			FinalURL: v.FinalURL, Kind: v.Kind, Title: v.Title, Size: v.Size, BodyHash: v.BodyHash,
-			Similarity: v.Similarity, Segments: len(v.Segments), Changes: len(v.Changes), Types: typesOf(v.Changes)}
+			Similarity: v.Similarity, Segments: len(v.Segments), Changes: len(v.Changes), Types: typesOf(v.Changes),
+			DetectedBy: wt.DetectedBy(v.Seq)}
 		if rows[i].Types == nil {
 			rows[i].Types = []changedigest.ChangeType{}
 		}
