@@ -55,7 +55,7 @@ type Manager struct {
 	Logger   *slog.Logger
 	Now      func() time.Time
 
-	// TokenTTL is how long a digester's report token stays valid (1 h).
+	// TokenTTL is how long a digester's report token stays valid (10 min).
 	TokenTTL time.Duration
 	// AddrPerMinute and AddrBurst limit the reports of one address;
 	// PagePerMinute and PageBurst those for one page.
@@ -145,7 +145,7 @@ func New(store Store, endpoint string) *Manager {
 	rand.Read(secret)
 	return &Manager{
 		Store: store, Endpoint: endpoint, Logger: slog.Default(), Now: time.Now,
-		TokenTTL: time.Hour, AddrPerMinute: 30, AddrBurst: 20, PagePerMinute: 120, PageBurst: 30,
+		TokenTTL: 10 * time.Minute, AddrPerMinute: 30, AddrBurst: 20, PagePerMinute: 120, PageBurst: 30,
 		RefuteLimit: 2, IgnoreFor: time.Hour, QueueSize: 10000, Workers: 2,
 		StoreFreeAt: 64, VoidAt: 256, CacheFor: time.Minute, PendingFor: 30 * time.Minute,
 		secret: secret, watches: map[int64]*page{}, nonces: map[uint64]time.Time{},
@@ -425,7 +425,7 @@ func (m *Manager) report(ctx context.Context, in ReportIn, now time.Time) error 
 			m.countRefused(p)
 			return changedigest.Errorf(changedigest.EFORBIDDEN, "the report is for %q, not for the watch's page", clip(in.URL))
 		}
-		if in.Origin != "" && in.Origin != "null" && !strings.EqualFold(in.Origin, po) {
+		if !samePage(&page{url: pu, origin: po}, in.URL, in.Origin) {
 			m.countRefused(p)
 			return changedigest.Errorf(changedigest.EFORBIDDEN, "a report from origin %q is not from the watch's site", clip(in.Origin))
 		}
@@ -438,7 +438,18 @@ func (m *Manager) report(ctx context.Context, in ReportIn, now time.Time) error 
 		m.countRefused(p)
 		return changedigest.Errorf(changedigest.ERATELIMIT, "too many reports for watch %d", id)
 	}
-	return m.enqueue(&queued{watchID: id, summary: sum, at: now, by: changedigest.DetectedByAgent, reporters: []string{reporter}}, p)
+	q := &queued{watchID: id, summary: sum, at: now, by: changedigest.DetectedByAgent, reporters: []string{reporter}}
+	if p == nil {
+		// Too busy to read the store: the detector checks the page.
+		q.url, q.origin = in.URL, in.Origin
+	}
+	return m.enqueue(q, p)
+}
+
+// samePage reports whether a report's URL and origin are the page's.
+func samePage(p *page, rawURL, origin string) bool {
+	u := normalURL(rawURL)
+	return u != "" && u == p.url && (origin == "" || origin == "null" || strings.EqualFold(origin, p.origin))
 }
 
 func (m *Manager) countRefused(p *page) {
@@ -485,7 +496,12 @@ func (m *Manager) checkToken(tok string, now time.Time) (id int64, nonce uint64,
 	return int64(binary.BigEndian.Uint64(b[0:])), binary.BigEndian.Uint64(b[16:]), nil
 }
 
-// useNonce marks a token's nonce used; false when it already was.
+// maxNonces bounds the used tokens remembered (about 50 MB): beyond it,
+// reports are refused until tokens expire.
+const maxNonces = 1 << 20
+
+// useNonce marks a token's nonce used; false when it already was (or
+// when too many are remembered).
 func (m *Manager) useNonce(n uint64, now time.Time) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -497,7 +513,7 @@ func (m *Manager) useNonce(n uint64, now time.Time) bool {
 		}
 		m.swept = now
 	}
-	if _, used := m.nonces[n]; used {
+	if _, used := m.nonces[n]; used || len(m.nonces) >= maxNonces {
 		return false
 	}
 	m.nonces[n] = now.Add(m.TokenTTL + time.Minute)
@@ -543,6 +559,18 @@ func (m *Manager) detect(ctx context.Context, q *queued) error {
 	p, err := m.page(ctx, q.watchID, true)
 	if err != nil {
 		return err
+	}
+	if q.url != "" {
+		m.mu.Lock()
+		ok := samePage(p, q.url, q.origin)
+		if !ok {
+			p.stats.Refused++
+			m.total.Refused++
+		}
+		m.mu.Unlock()
+		if !ok {
+			return nil
+		}
 	}
 	seq, _, _, err := m.latest(ctx, q.watchID)
 	if err != nil {

@@ -457,3 +457,20 @@ func TestNormalURL(t *testing.T) {
 		}
 	}
 }
+
+func TestBusyIntakeLeavesThePageCheckToTheDetector(t *testing.T) {
+	f := newFixture(t)
+	f.m.flight.Add(int64(f.m.StoreFreeAt)) // busy: the intake does not read the store
+	sum := Summarize([]byte(pageV2), "").String()
+	if err := f.m.Report(context.Background(), ReportIn{Token: f.token(t), URL: "https://evil.example/", Summary: sum, Addr: "192.0.2.1"}); err != nil {
+		t.Fatalf("busy intake: %v", err)
+	}
+	f.m.flight.Add(-int64(f.m.StoreFreeAt))
+	f.drain(t)
+	if st := f.m.Totals(); st.Triggered != 0 || st.Refused != 1 {
+		t.Errorf("a report for another page, accepted while busy, was not refused later: %+v", st)
+	}
+	if got := f.store.watch(1).NextCheck; !got.After(f.now) {
+		t.Errorf("the watch was made due")
+	}
+}

@@ -125,6 +125,9 @@ type queued struct {
 	direct bool
 	// base is the version a client compared the page with.
 	base int
+	// url and origin are the report's, when the intake could not check
+	// them against the page (too busy to read the store).
+	url, origin string
 }
 
 // queue is the bounded queue of reports between the HTTP handlers and
@@ -156,6 +159,9 @@ func (qu *queue) push(q *queued) bool {
 	defer qu.mu.Unlock()
 	if w := qu.waiting[q.watchID]; w != nil {
 		w.summary, w.by, w.direct, w.base = q.summary, q.by, w.direct || q.direct, max(w.base, q.base)
+		if q.url != "" || w.url != "" {
+			w.url, w.origin = q.url, q.origin
+		}
 		if len(w.reporters) < maxReporters {
 			w.reporters = append(w.reporters, q.reporters...)
 		}
