@@ -1,6 +1,7 @@
 package server
 
 import (
+	"errors"
 	"net/http"
 	"strconv"
 	"strings"
@@ -67,7 +68,13 @@ func (s *Server) handleAgentReport(w http.ResponseWriter, r *http.Request) {
 		fail(changedigest.Errorf(changedigest.ENOTFOUND, "the page agent is not enabled on this server"))
 		return
 	}
+	r.Body = http.MaxBytesReader(w, r.Body, maxReport)
 	if err := r.ParseForm(); err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			fail(changedigest.Errorf(changedigest.ETOOLARGE, "a report is at most %d bytes", maxReport))
+			return
+		}
 		fail(changedigest.Errorf(changedigest.EINVALID, "the report is not a form: %v", err))
 		return
 	}
@@ -81,6 +88,9 @@ func (s *Server) handleAgentReport(w http.ResponseWriter, r *http.Request) {
 	}
 	w.WriteHeader(http.StatusAccepted)
 }
+
+// maxReport bounds a report's body: a token, a page URL and a summary.
+const maxReport = 8 << 10
 
 // agentView is the page agent's part of a watch's page and API answer.
 type agentView struct {

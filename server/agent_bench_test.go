@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"slices"
 	"strings"
@@ -216,4 +217,64 @@ func BenchmarkAgentLoad(b *testing.B) {
 	if float64(agentsOnly.ok) < 0.9*float64(len(agentsOnly.lat)) {
 		b.Errorf("only %d of %d agent requests succeeded", agentsOnly.ok, len(agentsOnly.lat))
 	}
+}
+
+// BenchmarkAgentHandler is the server's own cost of an agent request and
+// of a report (with the detector's comparison), through the router and
+// middleware without the network; cpu-ns/op is the process's CPU time.
+func BenchmarkAgentHandler(b *testing.B) {
+	e := mustServer(b)
+	e.srv.Logger = slog.New(slog.DiscardHandler)
+	m := agent.New(e.store, e.http.URL+"/agent/report")
+	m.Logger = slog.New(slog.DiscardHandler)
+	m.AddrPerMinute, m.PagePerMinute = 0, 0
+	e.srv.Agent = m
+	m.Start()
+	defer m.Stop()
+	u := e.mustUser("ann", "correct horse")
+	w := e.mustWatch(u, "https://site.example.org/")
+	body := `<html><head><title>Site</title></head><body><main><p>The news of the site today, with a paragraph of text.</p></main></body></html>`
+	e.addVersion(w, body)
+	w, _ = e.store.UpdateWatch(context.Background(), u.ID, w.ID, func(x *changedigest.Watch) error {
+		x.AgentKey, x.AgentThreshold = agent.NewKey(x.ID), time.Nanosecond
+		return nil
+	})
+	sum := agent.Summarize([]byte(body), "text/html").String()
+	h := e.srv.Handler()
+	script := func() string {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("GET", "/agent.js?k="+url.QueryEscape(w.AgentKey), nil))
+		if rec.Code != 200 {
+			b.Fatalf("agent.js: %d", rec.Code)
+		}
+		return rec.Body.String()
+	}
+	b.Run("script", func(b *testing.B) {
+		c0 := cpuTime()
+		for b.Loop() {
+			script()
+		}
+		b.ReportMetric(float64(cpuTime()-c0)/float64(b.N), "cpu-ns/op")
+	})
+	b.Run("report", func(b *testing.B) {
+		toks := make([]string, 0, b.N)
+		for range b.N {
+			js := script()
+			t := js[strings.Index(js, `T = "`)+5:]
+			toks = append(toks, t[:strings.IndexByte(t, '"')])
+		}
+		b.ResetTimer()
+		c0 := cpuTime()
+		for i := range b.N {
+			form := url.Values{"t": {toks[i]}, "u": {w.URL}, "s": {sum}}.Encode()
+			req := httptest.NewRequest("POST", "/agent/report", strings.NewReader(form))
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			if rec.Code != http.StatusAccepted {
+				b.Fatalf("report: %d %s", rec.Code, rec.Body)
+			}
+		}
+		b.ReportMetric(float64(cpuTime()-c0)/float64(b.N), "cpu-ns/op")
+	})
 }
