@@ -267,6 +267,9 @@ func (c *Coordinator) Report(ctx context.Context, userID, id, watchID int64, bas
 	}
 	cl.seen = now
 	cl.fetches++
+	// Keyed by user and address, so a client cannot shed its strikes by
+	// registering again.
+	reporter := "client of user " + strconv.FormatInt(userID, 10) + " at " + cl.addr
 	c.mu.Unlock()
 	ws, err := c.Store.Watches(ctx, userID, "")
 	if err != nil {
@@ -275,5 +278,5 @@ func (c *Coordinator) Report(ctx context.Context, userID, id, watchID int64, bas
 	if !slices.ContainsFunc(ws, func(w changedigest.Watch) bool { return w.ID == watchID }) {
 		return changedigest.Errorf(changedigest.ENOTFOUND, "watch %d is not yours", watchID)
 	}
-	return c.Manager.ClientReport(ctx, "client "+strconv.FormatInt(id, 10), watchID, base, now)
+	return c.Manager.ClientReport(ctx, reporter, watchID, base, now)
 }

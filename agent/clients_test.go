@@ -106,3 +106,24 @@ func TestClientReports(t *testing.T) {
 		t.Errorf("a client whose reports were refuted: %v, want forbidden", err)
 	}
 }
+
+func TestIgnoredClientCannotRegisterAgain(t *testing.T) {
+	f := newFixture(t)
+	c := NewCoordinator(f.store, f.m)
+	c.Now = f.clock
+	ctx := context.Background()
+	id, _ := c.Register(7, "laptop", "192.0.2.1")
+	for range f.m.RefuteLimit {
+		c.Report(ctx, 7, id, 1, 1)
+		f.drain(t)
+		f.m.Checked(1, false)
+	}
+	again, _ := c.Register(7, "laptop", "192.0.2.1")
+	if err := c.Report(ctx, 7, again, 1, 1); changedigest.ErrorCode(err) != changedigest.EFORBIDDEN {
+		t.Errorf("registered again from the same address: %v, want forbidden", err)
+	}
+	other, _ := c.Register(7, "desktop", "192.0.2.2")
+	if err := c.Report(ctx, 7, other, 1, 1); err != nil {
+		t.Errorf("another machine of the user: %v", err)
+	}
+}
