@@ -306,12 +306,15 @@ func (m *Manager) page(ctx context.Context, id int64, load bool) (*page, error) 
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	p = m.entryLocked(id)
-	p.loaded = m.now()
 	if err != nil {
-		p.key = ""
+		// No record for ids of no watch: unknown keys cost no memory.
+		if p := m.watches[id]; p != nil {
+			p.key, p.loaded = "", m.now()
+		}
 		return nil, changedigest.Errorf(changedigest.ENOTFOUND, "watch %d does not have the page agent on", id)
 	}
+	p = m.entryLocked(id)
+	p.loaded = m.now()
 	p.key, p.url, p.origin = w.AgentKey, normalURL(w.URL), origin(w.URL)
 	p.threshold = w.AgentThreshold
 	if p.threshold <= 0 {

@@ -474,3 +474,15 @@ func TestBusyIntakeLeavesThePageCheckToTheDetector(t *testing.T) {
 		t.Errorf("the watch was made due")
 	}
 }
+
+func TestUnknownKeysCostNoMemory(t *testing.T) {
+	f := newFixture(t)
+	for i := range 1000 {
+		if _, err := f.m.Script(context.Background(), fmt.Sprintf("%d-nokey", 1000+i)); code(err) != changedigest.ENOTFOUND {
+			t.Fatalf("unknown key: %v", err)
+		}
+	}
+	if n := len(f.m.watches); n != 0 {
+		t.Errorf("%d records kept for unknown keys", n)
+	}
+}
