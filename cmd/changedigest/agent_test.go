@@ -82,9 +82,7 @@ func TestAgentEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	snippet.Store(agent.Snippet(m.Server.Render.URL("/agent.js"), w.AgentKey))
-	if sum, err := m.Scheduler.CheckNow(ctx, nil, w); err != nil || sum.FirstVersion != 1 {
-		t.Fatalf("first check: %+v, %v", sum, err)
-	}
+	firstVersion(t, m, w)
 
 	version.Store(2)
 	start := time.Now()

@@ -41,9 +41,7 @@ func TestClientsEndToEnd(t *testing.T) {
 	if err := m.Store.CreateWatch(ctx, w); err != nil {
 		t.Fatal(err)
 	}
-	if sum, err := m.Scheduler.CheckNow(ctx, nil, w); err != nil || sum.FirstVersion != 1 {
-		t.Fatalf("first check: %+v, %v", sum, err)
-	}
+	firstVersion(t, m, w)
 	token, _, err := m.Store.CreateToken(ctx, uid, "client")
 	if err != nil {
 		t.Fatal(err)
@@ -116,4 +114,14 @@ func waitFor(t *testing.T, what string, ok func() bool) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// firstVersion waits until the scheduler stored the first version of w
+// (a new watch is due at once).
+func firstVersion(t *testing.T, m *Main, w *changedigest.Watch) {
+	t.Helper()
+	waitFor(t, "the first version", func() bool {
+		tr, err := m.Store.Track(context.Background(), w.ID)
+		return err == nil && tr.Versions >= 1
+	})
 }

@@ -64,9 +64,7 @@ func hybridRun(t *testing.T, k int, run time.Duration) (time.Duration, int, int,
 	if err := m.Store.CreateWatch(ctx, w); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := m.Scheduler.CheckNow(ctx, nil, w); err != nil {
-		t.Fatal(err)
-	}
+	firstVersion(t, m, w)
 	token, _, _ := m.Store.CreateToken(ctx, uid, "hybrid")
 	cctx, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
