@@ -91,6 +91,49 @@ type Watch struct {
 	// Samples are the most recent successful checks, oldest first, as the
 	// change-rate estimator needs them; the crawler keeps the list short.
 	Samples []CheckSample `json:"samples,omitempty"`
+
+	// AgentKey is the public key of the watch's page agent (seed 004),
+	// named in the snippet the site owner puts in the page; empty while
+	// the agent is off. It is not a secret.
+	AgentKey string `json:"agent_key,omitempty"`
+	// AgentThreshold is the least time between two digester agents sent
+	// for the page (the paper's t); 0 means the default, 10 minutes.
+	AgentThreshold time.Duration `json:"agent_threshold,omitempty"`
+	// Detections say which versions were found by a page agent or a
+	// client rather than by the schedule, newest last (a bounded list).
+	Detections []Detection `json:"detections,omitempty"`
+}
+
+// DetectedBy says what led to a version being fetched.
+type DetectedBy string
+
+// Ways a version is detected.
+const (
+	DetectedBySchedule DetectedBy = "schedule"
+	DetectedByAgent    DetectedBy = "agent"
+	DetectedByClient   DetectedBy = "client"
+)
+
+// Detection records that version Seq was fetched because of a report.
+type Detection struct {
+	Seq int        `json:"seq"`
+	By  DetectedBy `json:"by"`
+	// At is when the report that led to the fetch arrived.
+	At time.Time `json:"at"`
+}
+
+// MaxDetections bounds Watch.Detections.
+const MaxDetections = 200
+
+// DetectedBy says how version seq was detected: by an agent or a client
+// when a detection is recorded for it, else by the schedule.
+func (w *Watch) DetectedBy(seq int) DetectedBy {
+	for i := len(w.Detections) - 1; i >= 0; i-- {
+		if w.Detections[i].Seq == seq {
+			return w.Detections[i].By
+		}
+	}
+	return DetectedBySchedule
 }
 
 // CheckSample is one successful check as the change-rate estimator sees
@@ -131,6 +174,9 @@ func (w *Watch) Validate() error {
 	}
 	if w.KeepVersions < 0 || w.KeepDays < 0 {
 		return Errorf(EINVALID, "retention must not be negative")
+	}
+	if w.AgentThreshold < 0 {
+		return Errorf(EINVALID, "agent threshold %s is negative", w.AgentThreshold)
 	}
 	if len(w.Zone) > 1024 {
 		return Errorf(EINVALID, "zone selector is longer than 1024 characters")

@@ -81,8 +81,11 @@ func (s *Server) apiRoutes(r chi.Router) {
 		r.Get("/versions/{seq}", s.api(s.apiVersion))
 		r.Get("/versions/{seq}/body", s.api(s.apiVersionBody))
 		r.Get("/diff", s.api(s.apiDiff))
+		r.Get("/agent", s.api(s.apiGetAgent))
+		r.With(jsonBody).Put("/agent", s.api(s.apiPutAgent))
 	})
 	r.Get("/changes", s.api(s.apiChanges))
+	s.clientRoutes(r, jsonBody)
 	r.Get("/profile", s.api(s.apiGetProfile))
 	r.With(requireType("a FOAF document", foafTypes...)).Put("/profile", s.api(s.apiPutProfile))
 	r.With(jsonBody).Post("/profile/terms", s.api(s.apiAddTerm))
@@ -544,6 +547,8 @@ type apiVersionRow struct {
 	Segments    int                       `json:"segments"`
 	Changes     int                       `json:"changes"`
 	Types       []changedigest.ChangeType `json:"types"`
+	// DetectedBy says what led to the version: schedule, agent or client.
+	DetectedBy changedigest.DetectedBy `json:"detected_by"`
 }
 
 func (s *Server) apiVersions(w http.ResponseWriter, r *http.Request) error {
@@ -573,7 +578,8 @@ func (s *Server) apiVersions(w http.ResponseWriter, r *http.Request) error {
 		v := &vs[i]
 		rows[i] = apiVersionRow{Seq: v.Seq, FetchedAt: v.FetchedAt, Status: v.Status, ContentType: v.ContentType,
 			FinalURL: v.FinalURL, Kind: v.Kind, Title: v.Title, Size: v.Size, BodyHash: v.BodyHash,
-			Similarity: v.Similarity, Segments: len(v.Segments), Changes: len(v.Changes), Types: typesOf(v.Changes)}
+			Similarity: v.Similarity, Segments: len(v.Segments), Changes: len(v.Changes), Types: typesOf(v.Changes),
+			DetectedBy: wt.DetectedBy(v.Seq)}
 		if rows[i].Types == nil {
 			rows[i].Types = []changedigest.ChangeType{}
 		}

@@ -45,6 +45,7 @@ func (s *Server) Handler() http.Handler {
 	})
 	r.Post(HubPath, s.handleHub)
 	r.Route("/api/v1", s.apiRoutes)
+	s.agentRoutes(r)
 
 	r.Group(func(r chi.Router) {
 		r.Use(s.loadSession, s.checkCSRF)
@@ -63,6 +64,7 @@ func (s *Server) Handler() http.Handler {
 				r.Get("/edit", s.page(s.handleEditWatch))
 				r.Post("/delete", s.page(s.handleDeleteWatch))
 				r.Post("/check", s.page(s.handleCheckWatch))
+				r.Post("/agent", s.page(s.handleSetAgent))
 				r.Get("/compare", s.page(s.handleCompare))
 				r.Get("/versions/{seq}", s.page(s.handleVersion))
 				r.Get("/versions/{seq}/content", s.page(s.handleVersionContent))

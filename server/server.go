@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/changedigest/changedigest/agent"
 	"github.com/changedigest/changedigest/expand"
 	"github.com/changedigest/changedigest/notify"
 	"github.com/changedigest/changedigest/profile"
@@ -46,6 +47,10 @@ type Server struct {
 	Profiles  *profile.Builder
 	Logger    *slog.Logger
 	Now       func() time.Time
+	// Agent and Clients, when set, serve the page agent and polling
+	// clients (collaborative detection).
+	Agent   *agent.Manager
+	Clients *agent.Coordinator
 
 	// SessionTTL is how long a login lasts (30 days).
 	SessionTTL time.Duration

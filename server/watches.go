@@ -430,6 +430,7 @@ type watchPage struct {
 	Timeline []versionRow
 	Latest   int
 	Interval string
+	Agent    *agentView
 }
 
 // Oldest is the sequence number of the oldest stored version, 0 for none.
@@ -449,6 +450,8 @@ type versionRow struct {
 	Types   []changedigest.ChangeType
 	Profile bool
 	Status  int
+	// Detected says what led to the version: schedule, agent or client.
+	Detected changedigest.DetectedBy
 }
 
 func (s *Server) handleWatch(w http.ResponseWriter, r *http.Request) error {
@@ -484,14 +487,14 @@ func (s *Server) handleWatch(w http.ResponseWriter, r *http.Request) error {
 		}
 		points = append(points, render.ChartPoint{At: v.FetchedAt, Size: size, Profile: profile})
 		rows = append(rows, versionRow{Seq: v.Seq, At: v.FetchedAt, Changes: len(v.Changes), Size: size,
-			Types: typesOf(v.Changes), Profile: profile, Status: v.Status})
+			Types: typesOf(v.Changes), Profile: profile, Status: v.Status, Detected: wt.DetectedBy(v.Seq)})
 	}
 	slices.Reverse(points) // oldest first for the chart
 	wp, err := s.Render.WatchPage(wt, events, points, s.feedURL(u, fmt.Sprintf("/watches/%d.xml", wt.ID)))
 	if err != nil {
 		return err
 	}
-	p := &watchPage{WatchPage: wp, Watch: rowOf(wt), Timeline: rows}
+	p := &watchPage{WatchPage: wp, Watch: rowOf(wt), Timeline: rows, Agent: s.agentViewOf(wt)}
 	if len(rows) > 0 {
 		p.Latest = rows[0].Seq
 	}

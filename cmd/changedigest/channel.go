@@ -23,7 +23,7 @@ func runChannel(ctx context.Context, e *env) error {
 	if len(e.args) == 0 {
 		return usagef("want a sub-command: channel add KIND URL | channel list | channel rm ID | channel test ID | channel retry ID")
 	}
-	sub, rest := e.args[0], &env{args: e.args[1:], stdin: e.stdin, stdout: e.stdout, stderr: e.stderr}
+	sub, rest := e.args[0], &env{args: e.args[1:], global: e.global, stdin: e.stdin, stdout: e.stdout, stderr: e.stderr}
 	switch sub {
 	case "add":
 		return runChannelAdd(ctx, rest)
@@ -53,7 +53,7 @@ func runChannelAdd(ctx context.Context, e *env) error {
 	fs.Var(&tags, "tag", "send only versions of watches with this tag (repeat for more)")
 	fs.Var(&watches, "watch", "send only versions of this watch id (repeat for more)")
 	fs.Var(&ntfyTags, "ntfy-tag", "an ntfy tag (repeat for more)")
-	args, err := parseFlags(fs, e.args)
+	args, err := e.parse(fs, e.args)
 	if err != nil {
 		return err
 	}
@@ -104,7 +104,7 @@ func runChannelList(ctx context.Context, e *env) error {
 	fs := newFlagSet(e, "channel list", "")
 	sf.register(fs)
 	user := fs.String("user", "", "whose channels")
-	if _, err := parseFlags(fs, e.args); err != nil {
+	if _, err := e.parse(fs, e.args); err != nil {
 		return err
 	}
 	store, u, err := sf.openAs(ctx, *user, e)
@@ -158,7 +158,7 @@ func channelArg(ctx context.Context, e *env, name, usage string) (*pet.Store, *c
 	fs := newFlagSet(e, name, usage)
 	sf.register(fs)
 	user := fs.String("user", "", "whose channel")
-	args, err := parseFlags(fs, e.args)
+	args, err := e.parse(fs, e.args)
 	if err != nil {
 		return nil, nil, nil, err
 	}

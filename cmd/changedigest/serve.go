@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/changedigest/changedigest"
+	"github.com/changedigest/changedigest/agent"
 	"github.com/changedigest/changedigest/crawl"
 	"github.com/changedigest/changedigest/demo"
 	"github.com/changedigest/changedigest/expand"
@@ -70,6 +71,8 @@ type Main struct {
 	Dispatch  *notify.Dispatcher
 	Hub       *notify.Hub
 	Demo      *demo.Site
+	Agent     *agent.Manager
+	Clients   *agent.Coordinator
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -181,6 +184,14 @@ func (m *Main) Run(ctx context.Context) error {
 	sched.Logger = log.With("component", "crawl")
 	m.Scheduler = sched
 
+	// Collaborative detection: reports of page agents and polling
+	// clients make a watch due; the scheduler's fetch verifies them.
+	m.Agent = agent.New(store, eng.URL("/agent/report"))
+	m.Agent.Logger = log.With("component", "agent")
+	m.Clients = agent.NewCoordinator(store, m.Agent)
+	pipeline.OnVersion = m.Agent.Stored
+	sched.OnCheck = func(r crawl.Report) { m.Agent.Checked(r.Watch.ID, r.Err != nil) }
+
 	ex := expand.NewExpander(wn)
 	m.Notify = notify.New(store, ex, eng)
 	m.Notify.Logger = log.With("component", "notify")
@@ -218,6 +229,7 @@ func (m *Main) Run(ctx context.Context) error {
 		ln.Close()
 		return err
 	}
+	srv.Agent, srv.Clients = m.Agent, m.Clients
 	m.Server = srv
 
 	runCtx, cancel := context.WithCancel(context.Background())
@@ -234,6 +246,7 @@ func (m *Main) Run(ctx context.Context) error {
 	if err := srv.Serve(ln); err != nil {
 		return err
 	}
+	m.Agent.Start()
 	m.goRun(func() error { return sched.Run(runCtx) })
 	m.goRun(func() error { return m.Notify.Run(runCtx, time.Minute) })
 	m.goRun(func() error { return disp.Run(runCtx) })
@@ -298,6 +311,9 @@ func (m *Main) Close() error {
 		m.cancel()
 	}
 	m.wg.Wait()
+	if m.Agent != nil {
+		m.Agent.Stop()
+	}
 	if m.Demo != nil {
 		errs = append(errs, m.Demo.Close())
 	}

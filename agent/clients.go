@@ -1,0 +1,282 @@
+package agent
+
+import (
+	"cmp"
+	"context"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/changedigest/changedigest"
+)
+
+// ClientStore is the store as the client coordinator sees it.
+type ClientStore interface {
+	Watches(ctx context.Context, userID int64, tag string) ([]changedigest.Watch, error)
+}
+
+// Coordinator schedules a user's polling clients over the user's watches
+// (Meegahapola et al., Algorithm 1): for a watch with k clients online
+// and the time gap the scheduler keeps for it, each client polls every
+// crawl_gap = time_gap × k, client i starting delay_to_start = i ×
+// time_gap after the schedule begins, so the polls of all clients are
+// time_gap apart. The schedule begins again whenever a client joins or
+// leaves. The server's own schedule goes on as before, with or without
+// clients. A client's report of a change goes to the Manager, which makes
+// the watch due; the verified fetch decides, and a client whose reports
+// are refuted is ignored for a while like an agent's address.
+type Coordinator struct {
+	Store   ClientStore
+	Manager *Manager
+	// OnlineFor is how long a client counts as online after it last
+	// asked for its assignments (90 s); Poll is how often clients are
+	// told to ask (30 s).
+	OnlineFor, Poll time.Duration
+	// MinGap is the least time gap given to a watch (30 s).
+	MinGap time.Duration
+	// Gap, when set, gives the time gap of a watch in place of the
+	// scheduler's interval (for measurements at a faster pace).
+	Gap func(*changedigest.Watch) time.Duration
+	Now func() time.Time
+
+	mu      sync.Mutex
+	next    int64
+	clients map[int64]*client
+	users   map[int64]*schedule
+}
+
+type client struct {
+	id, userID int64
+	name, addr string
+	joined     time.Time
+	seen       time.Time
+	fetches    int64
+}
+
+// schedule is the membership a user's schedule was computed for.
+type schedule struct {
+	begin  time.Time
+	online []int64
+}
+
+// Slot is a client's place in a watch's schedule.
+type Slot struct {
+	Client       int64         `json:"client"`
+	Name         string        `json:"name"`
+	Index        int           `json:"index"`
+	CrawlGap     time.Duration `json:"crawl_gap"`
+	DelayToStart time.Duration `json:"delay_to_start"`
+	Begin        time.Time     `json:"begin"`
+	LastSeen     time.Time     `json:"last_seen"`
+	Reports      int64         `json:"reports"`
+}
+
+// Assignment tells a client to poll a watch: from Begin+DelayToStart,
+// every CrawlGap, with a light check against the newest stored version
+// (its validators, body hash and summary).
+type Assignment struct {
+	WatchID      int64         `json:"watch_id"`
+	URL          string        `json:"url"`
+	ETag         string        `json:"etag,omitempty"`
+	LastModified string        `json:"last_modified,omitempty"`
+	TimeGap      time.Duration `json:"time_gap"`
+	CrawlGap     time.Duration `json:"crawl_gap"`
+	DelayToStart time.Duration `json:"delay_to_start"`
+	Begin        time.Time     `json:"begin"`
+	Clients      int           `json:"clients"`
+	Index        int           `json:"index"`
+	// Version is the newest stored version (0 for none), BodyHash the
+	// MD5 of its body and Summary its page summary (see Summary): a page
+	// that differs from both is reported as changed.
+	Version  int    `json:"version"`
+	BodyHash string `json:"body_hash,omitempty"`
+	Summary  string `json:"summary,omitempty"`
+}
+
+// NewCoordinator returns a Coordinator with the default knobs.
+func NewCoordinator(store ClientStore, m *Manager) *Coordinator {
+	return &Coordinator{Store: store, Manager: m, OnlineFor: 90 * time.Second, Poll: 30 * time.Second,
+		MinGap: 30 * time.Second, Now: time.Now, clients: map[int64]*client{}, users: map[int64]*schedule{}}
+}
+
+func (c *Coordinator) now() time.Time {
+	if c.Now != nil {
+		return c.Now()
+	}
+	return time.Now()
+}
+
+// Register adds a client of userID and returns its id. Errors: EINVALID
+// for a name over 100 characters; ERATELIMIT beyond 100 clients online
+// for one user.
+func (c *Coordinator) Register(userID int64, name, addr string) (int64, error) {
+	if len(name) > 100 {
+		return 0, changedigest.Errorf(changedigest.EINVALID, "client name is longer than 100 characters")
+	}
+	now := c.now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.onlineLocked(userID, now)) >= 100 {
+		return 0, changedigest.Errorf(changedigest.ERATELIMIT, "too many clients online for this user (100)")
+	}
+	c.next++
+	id := c.next
+	if name == "" {
+		name = "client " + strconv.FormatInt(id, 10)
+	}
+	c.clients[id] = &client{id: id, userID: userID, name: name, addr: addr, joined: now, seen: now}
+	c.onlineLocked(userID, now)
+	return id, nil
+}
+
+// Leave removes a client. Errors: ENOTFOUND when it is not userID's.
+func (c *Coordinator) Leave(userID, id int64) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cl := c.clients[id]
+	if cl == nil || cl.userID != userID {
+		return changedigest.Errorf(changedigest.ENOTFOUND, "there is no client %d", id)
+	}
+	delete(c.clients, id)
+	c.onlineLocked(userID, c.now())
+	return nil
+}
+
+// onlineLocked lists userID's online clients in the order they joined,
+// drops those gone silent, and begins the schedule anew when the list
+// changed.
+func (c *Coordinator) onlineLocked(userID int64, now time.Time) []*client {
+	var on []*client
+	for id, cl := range c.clients {
+		if now.Sub(cl.seen) > c.OnlineFor {
+			delete(c.clients, id)
+			continue
+		}
+		if cl.userID == userID {
+			on = append(on, cl)
+		}
+	}
+	slices.SortFunc(on, func(a, b *client) int { return cmp.Or(a.joined.Compare(b.joined), cmp.Compare(a.id, b.id)) })
+	ids := make([]int64, len(on))
+	for i, cl := range on {
+		ids[i] = cl.id
+	}
+	s := c.users[userID]
+	if s == nil || !slices.Equal(s.online, ids) {
+		c.users[userID] = &schedule{begin: now, online: ids}
+	}
+	return on
+}
+
+// TimeGap is the time between two polls of w the schedule aims at: the
+// watch's interval as the scheduler keeps it, at least MinGap.
+func (c *Coordinator) TimeGap(w *changedigest.Watch) time.Duration {
+	if c.Gap != nil {
+		return c.Gap(w)
+	}
+	gap := w.Interval
+	if gap <= 0 && !w.LastCheck.IsZero() && w.NextCheck.After(w.LastCheck) {
+		gap = w.NextCheck.Sub(w.LastCheck)
+	}
+	if gap <= 0 {
+		gap = w.Category.Interval()
+	}
+	return max(gap, c.MinGap)
+}
+
+// Assignments are client id's polls, and count as its sign of life.
+// Errors: ENOTFOUND when the client is not userID's or was dropped
+// (it registers again).
+func (c *Coordinator) Assignments(ctx context.Context, userID, id int64) ([]Assignment, error) {
+	now := c.now()
+	c.mu.Lock()
+	cl := c.clients[id]
+	if cl == nil || cl.userID != userID || now.Sub(cl.seen) > c.OnlineFor {
+		c.mu.Unlock()
+		return nil, changedigest.Errorf(changedigest.ENOTFOUND, "there is no client %d online; register again", id)
+	}
+	cl.seen = now
+	on := c.onlineLocked(userID, now)
+	index := slices.Index(on, cl)
+	k := len(on)
+	begin := c.users[userID].begin
+	c.mu.Unlock()
+
+	ws, err := c.Store.Watches(ctx, userID, "")
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Assignment, 0, len(ws))
+	for i := range ws {
+		w := &ws[i]
+		if w.Paused || w.Kind == changedigest.KindFeed {
+			continue
+		}
+		gap := c.TimeGap(w)
+		a := Assignment{WatchID: w.ID, URL: w.URL, ETag: w.ETag, LastModified: w.LastModified,
+			TimeGap: gap, CrawlGap: gap * time.Duration(k), DelayToStart: gap * time.Duration(index),
+			Begin: begin, Clients: k, Index: index}
+		seq, hash, sum, err := c.Manager.Latest(ctx, w.ID)
+		if err != nil {
+			return nil, err
+		}
+		if seq > 0 {
+			a.Version, a.BodyHash, a.Summary = seq, hash, sum.String()
+		}
+		out = append(out, a)
+	}
+	return out, nil
+}
+
+// Slots are the clients online for w, with their places in its schedule.
+func (c *Coordinator) Slots(w *changedigest.Watch) []Slot {
+	now := c.now()
+	gap := c.TimeGap(w)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	on := c.onlineLocked(w.UserID, now)
+	begin := c.users[w.UserID].begin
+	out := make([]Slot, len(on))
+	for i, cl := range on {
+		out[i] = Slot{Client: cl.id, Name: cl.name, Index: i, CrawlGap: gap * time.Duration(len(on)),
+			DelayToStart: gap * time.Duration(i), Begin: begin, LastSeen: cl.seen, Reports: cl.fetches}
+	}
+	return out
+}
+
+// Online is the number of userID's clients online.
+func (c *Coordinator) Online(userID int64) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.onlineLocked(userID, c.now()))
+}
+
+// Report takes a client's report that watch's page changed since
+// version base, the one its assignment named. The watch is
+// made due at once; its verified fetch confirms or refutes the report.
+// Errors: ENOTFOUND for a client or watch not the user's; EFORBIDDEN when
+// the client is ignored; ERATELIMIT over the client's rate limit.
+func (c *Coordinator) Report(ctx context.Context, userID, id, watchID int64, base int) error {
+	now := c.now()
+	c.mu.Lock()
+	cl := c.clients[id]
+	if cl == nil || cl.userID != userID {
+		c.mu.Unlock()
+		return changedigest.Errorf(changedigest.ENOTFOUND, "there is no client %d online; register again", id)
+	}
+	cl.seen = now
+	cl.fetches++
+	// Keyed by user and address, so a client cannot shed its strikes by
+	// registering again.
+	reporter := "client of user " + strconv.FormatInt(userID, 10) + " at " + cl.addr
+	c.mu.Unlock()
+	ws, err := c.Store.Watches(ctx, userID, "")
+	if err != nil {
+		return err
+	}
+	if !slices.ContainsFunc(ws, func(w changedigest.Watch) bool { return w.ID == watchID }) {
+		return changedigest.Errorf(changedigest.ENOTFOUND, "watch %d is not yours", watchID)
+	}
+	return c.Manager.ClientReport(ctx, reporter, watchID, base, now)
+}

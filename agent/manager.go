@@ -1,0 +1,796 @@
+// Package agent is collaborative change detection: the page agent of
+// Prieto et al. (seed 004), a small script a site owner embeds in a page
+// that reports a summary of the page to the server as people view it,
+// and the polling clients of Meegahapola et al. (seed 002), other
+// machines that share the polling of a user's watches on a staggered
+// schedule. The Manager answers agent requests with the digester or the
+// void agent, takes reports through a traffic controller (rate limits,
+// an ignore list for reporters that verification refutes, a bounded
+// coalescing queue), and makes a watch due at once when a report says
+// its page changed. A report never stores content: only the scheduler's
+// verified fetch does.
+package agent
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base32"
+	"encoding/base64"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/changedigest/changedigest"
+)
+
+// Store is the store as the agent manager sees it (userID 0 is any user).
+type Store interface {
+	Watch(ctx context.Context, userID, id int64) (*changedigest.Watch, error)
+	UpdateWatch(ctx context.Context, userID, id int64, fn func(*changedigest.Watch) error) (*changedigest.Watch, error)
+	Latest(ctx context.Context, watchID int64) (*changedigest.Snapshot, error)
+	Body(ctx context.Context, watchID int64, seq int) ([]byte, error)
+}
+
+// DefaultThreshold is the least time between digester agents for a page
+// when the watch does not set its own (the paper's t).
+const DefaultThreshold = 10 * time.Minute
+
+// Manager is the agent manager, the traffic controller and the change
+// detector. Set the knobs after New, then Start; Stop ends its workers.
+type Manager struct {
+	Store Store
+	// Endpoint is the absolute URL reports are sent to (the digester
+	// names it).
+	Endpoint string
+	Logger   *slog.Logger
+	Now      func() time.Time
+
+	// TokenTTL is how long a digester's report token stays valid (10 min).
+	TokenTTL time.Duration
+	// AddrPerMinute and AddrBurst limit the reports of one address;
+	// PagePerMinute and PageBurst those for one page.
+	AddrPerMinute, AddrBurst int
+	PagePerMinute, PageBurst int
+	// RefuteLimit refuted reports within IgnoreFor make a reporter
+	// ignored for IgnoreFor (2 and 1 h).
+	RefuteLimit int
+	IgnoreFor   time.Duration
+	// QueueSize bounds the pages whose reports wait for the detector (10,000).
+	QueueSize int
+	// Workers compare reports with the stored versions (2).
+	Workers int
+	// StoreFreeAt is the number of agent requests in flight, or of
+	// pages waiting in the queue, from which the manager stops
+	// consulting the store and its threshold and sends the digester;
+	// VoidAt those from which it sends only the void agent. Defaults
+	// 64 and 256 in flight; the queue's half and nine tenths.
+	StoreFreeAt, VoidAt int
+	// CacheFor is how long a watch's agent settings are kept in memory
+	// before they are read again (1 min).
+	CacheFor time.Duration
+	// PendingFor is how long a triggered check is awaited before the
+	// report is dropped unverified (30 min).
+	PendingFor time.Duration
+
+	secret  []byte
+	queue   *queue
+	addrs   *buckets
+	pages   *buckets
+	ignore  *ignoreList
+	flight  atomic.Int64
+	mu      sync.Mutex
+	watches map[int64]*page
+	nonces  map[uint64]time.Time
+	swept   time.Time
+	total   Stats
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	started bool
+}
+
+// Stats count what the manager did, for one page or in total.
+type Stats struct {
+	// Served agents, of which Digester and Void.
+	Served   int64 `json:"served"`
+	Digester int64 `json:"digester"`
+	Void     int64 `json:"void"`
+	// Reports received; Accepted into the queue; Refused (bad, forged,
+	// replayed, rate-limited or ignored).
+	Reports  int64 `json:"reports"`
+	Accepted int64 `json:"accepted"`
+	Refused  int64 `json:"refused"`
+	// Same reports matched the stored version; Triggered made the watch
+	// due; Confirmed checks stored a new version; Refuted found none.
+	Same      int64 `json:"same"`
+	Triggered int64 `json:"triggered"`
+	Confirmed int64 `json:"confirmed"`
+	Refuted   int64 `json:"refuted"`
+	// LastReport is when the last report was accepted.
+	LastReport time.Time `json:"last_report,omitzero"`
+}
+
+// page is what the manager keeps of a watch with the agent on.
+type page struct {
+	id        int64
+	key       string
+	url       string
+	origin    string
+	threshold time.Duration
+	loaded    time.Time
+	lastAcc   time.Time
+	stats     Stats
+	// seq and sum are the summary of the newest stored version; known
+	// are summaries reported for it that verification refuted (a page
+	// whose scripts change it in the browser).
+	seq   int
+	hash  string
+	sum   Summary
+	known map[Summary]bool
+	pend  *queued
+}
+
+// New returns a Manager with the default knobs and a fresh token secret.
+func New(store Store, endpoint string) *Manager {
+	secret := make([]byte, 32)
+	rand.Read(secret)
+	return &Manager{
+		Store: store, Endpoint: endpoint, Logger: slog.Default(), Now: time.Now,
+		TokenTTL: 10 * time.Minute, AddrPerMinute: 30, AddrBurst: 20, PagePerMinute: 120, PageBurst: 30,
+		RefuteLimit: 2, IgnoreFor: time.Hour, QueueSize: 10000, Workers: 2,
+		StoreFreeAt: 64, VoidAt: 256, CacheFor: time.Minute, PendingFor: 30 * time.Minute,
+		secret: secret, watches: map[int64]*page{}, nonces: map[uint64]time.Time{},
+	}
+}
+
+func (m *Manager) init() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.queue == nil {
+		m.queue = newQueue(m.QueueSize)
+		m.addrs = newBuckets(m.AddrPerMinute, m.AddrBurst)
+		m.pages = newBuckets(m.PagePerMinute, m.PageBurst)
+		m.ignore = newIgnoreList(m.RefuteLimit, m.IgnoreFor)
+	}
+}
+
+// Start runs the change detector's workers until Stop.
+func (m *Manager) Start() {
+	m.init()
+	ctx, cancel := context.WithCancel(context.Background())
+	m.cancel = cancel
+	for range max(m.Workers, 1) {
+		m.wg.Add(1)
+		go func() {
+			defer m.wg.Done()
+			m.work(ctx)
+		}()
+	}
+}
+
+// Stop ends the workers; reports still queued are dropped.
+func (m *Manager) Stop() {
+	if m.cancel != nil {
+		m.cancel()
+		m.wg.Wait()
+	}
+}
+
+func (m *Manager) now() time.Time {
+	if m.Now != nil {
+		return m.Now()
+	}
+	return time.Now()
+}
+
+// NewKey returns a fresh public agent key for watch id.
+func NewKey(id int64) string {
+	b := make([]byte, 10)
+	rand.Read(b)
+	return strconv.FormatInt(id, 10) + "-" + strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b))
+}
+
+// KeyWatch returns the watch id a key names.
+func KeyWatch(key string) (int64, error) {
+	i := strings.IndexByte(key, '-')
+	if i <= 0 || len(key) > 64 {
+		return 0, changedigest.Errorf(changedigest.EINVALID, "agent key %q is malformed", clip(key))
+	}
+	id, err := strconv.ParseInt(key[:i], 10, 64)
+	if err != nil || id <= 0 {
+		return 0, changedigest.Errorf(changedigest.EINVALID, "agent key %q is malformed", clip(key))
+	}
+	return id, nil
+}
+
+// Snippet is the HTML a site owner puts in the page: scriptURL is the
+// absolute URL of the agent script.
+func Snippet(scriptURL, key string) string {
+	return `<script async src="` + scriptURL + "?k=" + url.QueryEscape(key) + `"></script>`
+}
+
+// Level says how loaded the manager is: 0 normal, 1 the store is not
+// consulted (digester for all), 2 only the void agent is sent.
+func (m *Manager) Level() int {
+	m.init()
+	f, q := int(m.flight.Load()), m.queue.len()
+	switch {
+	case f >= m.VoidAt || q >= m.QueueSize*9/10:
+		return 2
+	case f >= m.StoreFreeAt || q >= m.QueueSize/2:
+		return 1
+	}
+	return 0
+}
+
+// Script answers a request for the agent with key: the digester agent
+// when the page's last accepted report is at least its threshold old (or
+// when the manager is too busy to look), else the void agent. Errors:
+// EINVALID for a malformed key, ENOTFOUND for a key of no watch with the
+// agent on.
+func (m *Manager) Script(ctx context.Context, key string) ([]byte, error) {
+	m.init()
+	m.flight.Add(1)
+	defer m.flight.Add(-1)
+	id, err := KeyWatch(key)
+	if err != nil {
+		return nil, err
+	}
+	now := m.now()
+	level := m.Level()
+	var p *page
+	if level < 2 {
+		p, err = m.page(ctx, id, level == 0)
+		if err != nil {
+			return nil, err
+		}
+	}
+	digester := false
+	m.mu.Lock()
+	if p != nil && (p.key == "" || subtle.ConstantTimeCompare([]byte(p.key), []byte(key)) != 1) {
+		m.mu.Unlock()
+		return nil, changedigest.Errorf(changedigest.ENOTFOUND, "agent key %q is not that of a watch with the agent on", clip(key))
+	}
+	switch {
+	case level == 2:
+	case level == 1 || p == nil:
+		digester = true
+	default:
+		digester = now.Sub(p.lastAcc) >= p.threshold
+	}
+	count := func(s *Stats) {
+		s.Served++
+		if digester {
+			s.Digester++
+		} else {
+			s.Void++
+		}
+	}
+	count(&m.total)
+	if p != nil {
+		count(&p.stats)
+	}
+	m.mu.Unlock()
+	if !digester {
+		return voidAgent, nil
+	}
+	return digesterAgent(m.Endpoint, m.token(id, now)), nil
+}
+
+// page returns the cached agent settings of watch id, reading the store
+// when they are missing or old and load allows; nil when not cached and
+// the store may not be read.
+func (m *Manager) page(ctx context.Context, id int64, load bool) (*page, error) {
+	m.mu.Lock()
+	p := m.watches[id]
+	fresh := p != nil && m.now().Sub(p.loaded) < m.CacheFor
+	m.mu.Unlock()
+	if fresh || !load {
+		if p != nil && p.key == "" && fresh {
+			return nil, changedigest.Errorf(changedigest.ENOTFOUND, "watch %d does not have the page agent on", id)
+		}
+		return p, nil
+	}
+	w, err := m.Store.Watch(ctx, 0, id)
+	if err != nil && changedigest.ErrorCode(err) != changedigest.ENOTFOUND {
+		return nil, fmt.Errorf("agent: read watch %d: %w", id, err)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err != nil {
+		// No record for ids of no watch: unknown keys cost no memory.
+		if p := m.watches[id]; p != nil {
+			p.key, p.loaded = "", m.now()
+		}
+		return nil, changedigest.Errorf(changedigest.ENOTFOUND, "watch %d does not have the page agent on", id)
+	}
+	p = m.entryLocked(id)
+	p.loaded = m.now()
+	p.key, p.url, p.origin = w.AgentKey, normalURL(w.URL), origin(w.URL)
+	p.threshold = w.AgentThreshold
+	if p.threshold <= 0 {
+		p.threshold = DefaultThreshold
+	}
+	if p.key == "" {
+		return nil, changedigest.Errorf(changedigest.ENOTFOUND, "watch %d does not have the page agent on", id)
+	}
+	return p, nil
+}
+
+// entryLocked returns the manager's record of watch id, new if needed.
+func (m *Manager) entryLocked(id int64) *page {
+	p := m.watches[id]
+	if p == nil {
+		p = &page{id: id, threshold: DefaultThreshold}
+		m.watches[id] = p
+	}
+	return p
+}
+
+// Forget drops what the manager caches of watch id (after the owner
+// changed its agent settings).
+func (m *Manager) Forget(id int64) {
+	m.mu.Lock()
+	if p := m.watches[id]; p != nil {
+		p.loaded = time.Time{}
+	}
+	m.mu.Unlock()
+}
+
+// tokenLen is the length of a report token before encoding: watch id,
+// issue time, nonce and a truncated HMAC.
+const tokenLen = 8 + 8 + 8 + 16
+
+func (m *Manager) token(id int64, now time.Time) string {
+	var b [tokenLen]byte
+	binary.BigEndian.PutUint64(b[0:], uint64(id))
+	binary.BigEndian.PutUint64(b[8:], uint64(now.Unix()))
+	rand.Read(b[16:24])
+	mac := hmac.New(sha256.New, m.secret)
+	mac.Write(b[:24])
+	copy(b[24:], mac.Sum(nil))
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+// ReportIn is one report as it arrives.
+type ReportIn struct {
+	// Token is the digester's report token, URL the page's address as
+	// the browser has it, Summary the wire form of the summary.
+	Token, URL, Summary string
+	// Origin is the request's Origin header (may be empty).
+	Origin string
+	// Addr is the reporting client's address.
+	Addr string
+}
+
+// Errors of reports, wrapped in *changedigest.Error by Report.
+var (
+	ErrForged   = errors.New("agent: the report token is not one this server issued")
+	ErrExpired  = errors.New("agent: the report token has expired")
+	ErrReplayed = errors.New("agent: the report token was already used")
+)
+
+// Report takes a report from a digester agent. It returns nil when the
+// report is queued for the change detector; the caller answers 202 at
+// once. Errors: EINVALID for a malformed report; EFORBIDDEN for a forged,
+// expired or replayed token, a URL that is not the watch's page, another
+// origin, or an ignored address; ERATELIMIT over a rate limit;
+// EUNAVAILABLE when the queue is full.
+func (m *Manager) Report(ctx context.Context, in ReportIn) error {
+	m.init()
+	now := m.now()
+	err := m.report(ctx, in, now)
+	m.mu.Lock()
+	m.total.Reports++
+	if err != nil {
+		m.total.Refused++
+	} else {
+		m.total.Accepted++
+	}
+	m.mu.Unlock()
+	return err
+}
+
+func (m *Manager) report(ctx context.Context, in ReportIn, now time.Time) error {
+	sum, err := ParseSummary(in.Summary)
+	if err != nil {
+		return changedigest.Errorf(changedigest.EINVALID, "%v", err)
+	}
+	reporter := "addr " + in.Addr
+	if until := m.ignore.ignored(reporter, now); !until.IsZero() {
+		return changedigest.Errorf(changedigest.EFORBIDDEN, "reports from %s are ignored until %s: earlier reports were refuted", in.Addr, until.UTC().Format(time.RFC3339))
+	}
+	if !m.addrs.allow(in.Addr, now) {
+		return changedigest.Errorf(changedigest.ERATELIMIT, "too many reports from %s", in.Addr)
+	}
+	id, nonce, err := m.checkToken(in.Token, now)
+	if err != nil {
+		return changedigest.Errorf(changedigest.EFORBIDDEN, "%v", err)
+	}
+	p, err := m.page(ctx, id, m.Level() == 0)
+	if err != nil {
+		return err
+	}
+	if p != nil {
+		m.mu.Lock()
+		pu, po := p.url, p.origin
+		m.mu.Unlock()
+		if u := normalURL(in.URL); u == "" || u != pu {
+			m.countRefused(p)
+			return changedigest.Errorf(changedigest.EFORBIDDEN, "the report is for %q, not for the watch's page", clip(in.URL))
+		}
+		if !samePage(&page{url: pu, origin: po}, in.URL, in.Origin) {
+			m.countRefused(p)
+			return changedigest.Errorf(changedigest.EFORBIDDEN, "a report from origin %q is not from the watch's site", clip(in.Origin))
+		}
+	}
+	if !m.useNonce(nonce, now) {
+		m.countRefused(p)
+		return changedigest.Errorf(changedigest.EFORBIDDEN, "%v", ErrReplayed)
+	}
+	if !m.pages.allow(strconv.FormatInt(id, 10), now) {
+		m.countRefused(p)
+		return changedigest.Errorf(changedigest.ERATELIMIT, "too many reports for watch %d", id)
+	}
+	q := &queued{watchID: id, summary: sum, at: now, by: changedigest.DetectedByAgent, reporters: []string{reporter}}
+	if p == nil {
+		// Too busy to read the store: the detector checks the page.
+		q.url, q.origin = in.URL, in.Origin
+	}
+	return m.enqueue(q, p)
+}
+
+// samePage reports whether a report's URL and origin are the page's.
+func samePage(p *page, rawURL, origin string) bool {
+	u := normalURL(rawURL)
+	return u != "" && u == p.url && (origin == "" || origin == "null" || strings.EqualFold(origin, p.origin))
+}
+
+func (m *Manager) countRefused(p *page) {
+	if p == nil {
+		return
+	}
+	m.mu.Lock()
+	p.stats.Reports++
+	p.stats.Refused++
+	m.mu.Unlock()
+}
+
+func (m *Manager) enqueue(q *queued, p *page) error {
+	if !m.queue.push(q) {
+		m.countRefused(p)
+		return changedigest.Errorf(changedigest.EUNAVAILABLE, "too many reports are waiting; try again later")
+	}
+	m.mu.Lock()
+	if p != nil {
+		p.stats.Reports++
+		p.stats.Accepted++
+		p.stats.LastReport = q.at
+		p.lastAcc = q.at
+	}
+	m.total.LastReport = q.at
+	m.mu.Unlock()
+	return nil
+}
+
+func (m *Manager) checkToken(tok string, now time.Time) (id int64, nonce uint64, err error) {
+	b, err := base64.RawURLEncoding.DecodeString(tok)
+	if err != nil || len(b) != tokenLen {
+		return 0, 0, ErrForged
+	}
+	mac := hmac.New(sha256.New, m.secret)
+	mac.Write(b[:24])
+	if !hmac.Equal(mac.Sum(nil)[:16], b[24:]) {
+		return 0, 0, ErrForged
+	}
+	issued := time.Unix(int64(binary.BigEndian.Uint64(b[8:])), 0)
+	if now.Sub(issued) > m.TokenTTL || issued.Sub(now) > time.Minute {
+		return 0, 0, ErrExpired
+	}
+	return int64(binary.BigEndian.Uint64(b[0:])), binary.BigEndian.Uint64(b[16:]), nil
+}
+
+// maxNonces bounds the used tokens remembered (about 50 MB): beyond it,
+// reports are refused until tokens expire.
+const maxNonces = 1 << 20
+
+// useNonce marks a token's nonce used; false when it already was (or
+// when too many are remembered).
+func (m *Manager) useNonce(n uint64, now time.Time) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if now.Sub(m.swept) > time.Minute {
+		for k, exp := range m.nonces {
+			if now.After(exp) {
+				delete(m.nonces, k)
+			}
+		}
+		m.swept = now
+	}
+	if _, used := m.nonces[n]; used || len(m.nonces) >= maxNonces {
+		return false
+	}
+	m.nonces[n] = now.Add(m.TokenTTL + time.Minute)
+	return true
+}
+
+func (m *Manager) work(ctx context.Context) {
+	for {
+		q := m.queue.pop()
+		if q == nil {
+			select {
+			case <-ctx.Done():
+				return
+			case <-m.queue.ready:
+			}
+			continue
+		}
+		if err := m.detect(ctx, q); err != nil && ctx.Err() == nil {
+			m.Logger.Warn("comparing an agent report", "watch", q.watchID, "err", err)
+		}
+	}
+}
+
+// detect compares a report with the newest stored version and makes the
+// watch due when they differ.
+func (m *Manager) detect(ctx context.Context, q *queued) error {
+	if q.direct {
+		// A client compared the page with version q.base; a newer
+		// version means the change is already stored.
+		seq, _, _, err := m.latest(ctx, q.watchID)
+		if err != nil {
+			return err
+		}
+		if seq > q.base {
+			m.mu.Lock()
+			m.entryLocked(q.watchID).stats.Same++
+			m.total.Same++
+			m.mu.Unlock()
+			return nil
+		}
+		return m.trigger(ctx, q)
+	}
+	p, err := m.page(ctx, q.watchID, true)
+	if err != nil {
+		return err
+	}
+	if q.url != "" {
+		m.mu.Lock()
+		ok := samePage(p, q.url, q.origin)
+		if !ok {
+			p.stats.Refused++
+			m.total.Refused++
+		}
+		m.mu.Unlock()
+		if !ok {
+			return nil
+		}
+	}
+	seq, _, _, err := m.latest(ctx, q.watchID)
+	if err != nil {
+		return err
+	}
+	m.mu.Lock()
+	if seq > 0 && (q.summary == p.sum || p.known[q.summary]) {
+		p.stats.Same++
+		m.total.Same++
+		m.mu.Unlock()
+		return nil
+	}
+	m.mu.Unlock()
+	return m.trigger(ctx, q)
+}
+
+// latest returns the newest stored version of watch id: its sequence
+// number (0 for none), body hash and summary. They are kept until the
+// pipeline stores another version (Stored).
+func (m *Manager) latest(ctx context.Context, id int64) (int, string, Summary, error) {
+	m.mu.Lock()
+	p := m.entryLocked(id)
+	seq, hash, sum := p.seq, p.hash, p.sum
+	m.mu.Unlock()
+	if seq > 0 {
+		return seq, hash, sum, nil
+	}
+	snap, err := m.Store.Latest(ctx, id)
+	if changedigest.ErrorCode(err) == changedigest.ENOTFOUND {
+		return 0, "", Summary{}, nil
+	}
+	if err != nil {
+		return 0, "", Summary{}, fmt.Errorf("agent: newest version of watch %d: %w", id, err)
+	}
+	body, err := m.Store.Body(ctx, id, snap.Seq)
+	if err != nil {
+		return 0, "", Summary{}, fmt.Errorf("agent: body of version %d of watch %d: %w", snap.Seq, id, err)
+	}
+	sum = Summarize(body, snap.ContentType)
+	m.mu.Lock()
+	if p.seq != snap.Seq {
+		p.seq, p.hash, p.sum, p.known = snap.Seq, snap.BodyHash, sum, nil
+	}
+	m.mu.Unlock()
+	return snap.Seq, snap.BodyHash, sum, nil
+}
+
+// Latest is what clients compare a page with: the newest stored version
+// of watch id (0 when none), its body hash and its summary.
+func (m *Manager) Latest(ctx context.Context, id int64) (seq int, bodyHash string, sum Summary, err error) {
+	return m.latest(ctx, id)
+}
+
+// trigger makes the watch due now, unless a report already waits for
+// its check; the report then joins the one waiting.
+func (m *Manager) trigger(ctx context.Context, q *queued) error {
+	now := m.now()
+	m.mu.Lock()
+	p := m.entryLocked(q.watchID)
+	if p.pend != nil && now.Sub(p.pend.at) < m.PendingFor {
+		p.pend.summary = q.summary
+		if len(p.pend.reporters) < maxReporters {
+			p.pend.reporters = append(p.pend.reporters, q.reporters...)
+		}
+		m.mu.Unlock()
+		return nil
+	}
+	p.pend = q
+	p.stats.Triggered++
+	m.total.Triggered++
+	m.mu.Unlock()
+	_, err := m.Store.UpdateWatch(ctx, 0, q.watchID, func(w *changedigest.Watch) error {
+		if w.NextCheck.After(now) {
+			w.NextCheck = now
+		}
+		return nil
+	})
+	return err
+}
+
+// Stored is told of every version the pipeline stores (crawl.Pipeline's
+// OnVersion). A version stored while a report waits for verification
+// confirms the report: the watch records how the version was detected.
+func (m *Manager) Stored(w *changedigest.Watch, snap *changedigest.Snapshot) {
+	m.mu.Lock()
+	p := m.watches[w.ID]
+	var q *queued
+	if p != nil {
+		q, p.pend = p.pend, nil
+		p.seq = 0 // summarised again on the next report
+		if q != nil {
+			p.stats.Confirmed++
+			m.total.Confirmed++
+		}
+	}
+	m.mu.Unlock()
+	if q == nil {
+		return
+	}
+	d := changedigest.Detection{Seq: snap.Seq, By: q.by, At: q.at}
+	_, err := m.Store.UpdateWatch(context.Background(), 0, w.ID, func(x *changedigest.Watch) error {
+		x.Detections = append(x.Detections, d)
+		if n := len(x.Detections) - changedigest.MaxDetections; n > 0 {
+			x.Detections = append([]changedigest.Detection(nil), x.Detections[n:]...)
+		}
+		return nil
+	})
+	if err != nil {
+		m.Logger.Warn("recording how a version was detected", "watch", w.ID, "err", err)
+	}
+}
+
+// Checked is told of every scheduled check that ended (the scheduler's
+// OnCheck): failed says it did not complete. A check that completed
+// without storing a version refutes the report waiting for it: its
+// reporters get a strike, and its summary is taken as a view of the
+// stored version so it does not trigger again.
+func (m *Manager) Checked(watchID int64, failed bool) {
+	now := m.now()
+	m.mu.Lock()
+	p := m.watches[watchID]
+	if p == nil || p.pend == nil {
+		m.mu.Unlock()
+		return
+	}
+	q := p.pend
+	p.pend = nil
+	if failed {
+		m.mu.Unlock()
+		return
+	}
+	p.stats.Refuted++
+	m.total.Refuted++
+	if p.seq > 0 && !q.direct {
+		if p.known == nil {
+			p.known = map[Summary]bool{}
+		}
+		if len(p.known) < 64 {
+			p.known[q.summary] = true
+		}
+	}
+	m.mu.Unlock()
+	for _, r := range q.reporters {
+		if m.ignore.strike(r, now) {
+			m.Logger.Info("ignoring a reporter whose reports were refuted", "reporter", r, "for", m.IgnoreFor)
+		}
+	}
+}
+
+// Stats returns the counts for watch id (zero when the agent has not
+// been used for it since the server started).
+func (m *Manager) Stats(id int64) Stats {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if p := m.watches[id]; p != nil {
+		return p.stats
+	}
+	return Stats{}
+}
+
+// Totals returns the counts over all watches.
+func (m *Manager) Totals() Stats {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.total
+}
+
+// normalURL is the form two page URLs are compared in: scheme and host
+// in lower case, default port and fragment dropped, an empty path "/".
+// The empty string for anything but an absolute http(s) URL.
+func normalURL(raw string) string {
+	u, err := url.Parse(strings.TrimSpace(raw))
+	if err != nil || u.Host == "" {
+		return ""
+	}
+	u.Scheme = strings.ToLower(u.Scheme)
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return ""
+	}
+	u.Host = strings.ToLower(u.Host)
+	if p := u.Port(); (p == "80" && u.Scheme == "http") || (p == "443" && u.Scheme == "https") {
+		u.Host = u.Hostname()
+	}
+	u.Fragment, u.RawFragment, u.User = "", "", nil
+	if u.Path == "" {
+		u.Path = "/"
+	}
+	return u.String()
+}
+
+// origin is the web origin of an absolute URL.
+func origin(raw string) string {
+	n := normalURL(raw)
+	if n == "" {
+		return ""
+	}
+	u, _ := url.Parse(n)
+	return u.Scheme + "://" + u.Host
+}
+
+// ClientReport takes a polling client's report that watch's page
+// changed since version base (the newest stored version the client
+// compared it with). It
+// goes through the same traffic controller as agents' reports: the
+// reporter's rate limit and ignore list, the page's rate limit, the
+// queue. Errors as for Report.
+func (m *Manager) ClientReport(ctx context.Context, reporter string, watchID int64, base int, now time.Time) error {
+	m.init()
+	if until := m.ignore.ignored(reporter, now); !until.IsZero() {
+		return changedigest.Errorf(changedigest.EFORBIDDEN, "reports from %s are ignored until %s: earlier reports were refuted", reporter, until.UTC().Format(time.RFC3339))
+	}
+	if !m.addrs.allow(reporter, now) || !m.pages.allow(strconv.FormatInt(watchID, 10), now) {
+		return changedigest.Errorf(changedigest.ERATELIMIT, "too many reports from %s", reporter)
+	}
+	q := &queued{watchID: watchID, at: now, by: changedigest.DetectedByClient, reporters: []string{reporter}, direct: true, base: base}
+	m.mu.Lock()
+	p := m.entryLocked(watchID)
+	m.mu.Unlock()
+	return m.enqueue(q, p)
+}

@@ -1,0 +1,127 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/changedigest/changedigest"
+	"github.com/changedigest/changedigest/agent"
+)
+
+// TestClientsEndToEnd: two polling clients (one the command, one in
+// process) register with a running service, take staggered slots, and
+// one of them finds a change that the server verifies and stores as
+// detected by a client; the schedule is recomputed as they leave.
+func TestClientsEndToEnd(t *testing.T) {
+	m := mustServe(t)
+	m.Clients.Gap = func(*changedigest.Watch) time.Duration { return 300 * time.Millisecond }
+	m.Clients.Poll = 200 * time.Millisecond
+	ctx := context.Background()
+
+	var version atomic.Int32
+	version.Store(1)
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprintf(w, `<html><head><title>Scores</title></head><body><main><p>The score of the match is now %d to 1, in the second half.</p></main></body></html>`, version.Load())
+	}))
+	defer site.Close()
+
+	users, _ := m.Store.Users(ctx)
+	uid := users[0].ID
+	w := &changedigest.Watch{UserID: uid, URL: site.URL + "/", Interval: 24 * time.Hour}
+	if err := m.Store.CreateWatch(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	firstVersion(t, m, w)
+	token, _, err := m.Store.CreateToken(ctx, uid, "client")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := m.Server.Render.Site()
+
+	// A bad token is refused clearly.
+	var errOut bytes.Buffer
+	if code := Run(ctx, []string{"client", "--server", base, "--token", "nope"}, nil, &bytes.Buffer{}, &errOut); code == 0 || !strings.Contains(errOut.String(), "refused the API token") {
+		t.Errorf("bad token: exit %d, %s", code, errOut.String())
+	}
+
+	cctx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	var cliOut, cliErr bytes.Buffer
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		if code := Run(cctx, []string{"client", "--server", base, "--token", token, "--name", "cli", "--allow-private"}, nil, &cliOut, &cliErr); code != 0 {
+			t.Errorf("client command: exit %d: %s", code, cliErr.String())
+		}
+	}()
+	c := agent.NewClient(base, token)
+	c.Name, c.Fetcher.AllowPrivate, c.HostGap = "inproc", true, 0
+	c.Logger = slog.New(slog.DiscardHandler)
+	go func() {
+		defer wg.Done()
+		if err := c.Run(cctx); err != nil {
+			t.Errorf("client: %v", err)
+		}
+	}()
+	waitFor(t, "two clients online", func() bool { return m.Clients.Online(uid) == 2 })
+	slots := m.Clients.Slots(w)
+	if len(slots) != 2 || slots[0].CrawlGap != 600*time.Millisecond || slots[1].DelayToStart != 300*time.Millisecond {
+		t.Errorf("slots: %+v", slots)
+	}
+	time.Sleep(time.Second) // a few polls of an unchanged page: no report
+	if st := m.Agent.Stats(w.ID); st.Reports != 0 {
+		t.Errorf("reports of an unchanged page: %+v", st)
+	}
+
+	version.Store(2)
+	waitFor(t, "a second version", func() bool {
+		tr, _ := m.Store.Track(ctx, w.ID)
+		return tr.Versions >= 2
+	})
+	waitFor(t, "the detection recorded", func() bool {
+		got, _ := m.Store.Watch(ctx, uid, w.ID)
+		return got.DetectedBy(2) == changedigest.DetectedByClient
+	})
+	stop()
+	wg.Wait()
+	if n := m.Clients.Online(uid); n != 0 {
+		t.Errorf("%d clients online after both stopped", n)
+	}
+	if !strings.Contains(cliOut.String(), "stopped:") {
+		t.Errorf("client output: %q", cliOut.String())
+	}
+	if st := m.Agent.Stats(w.ID); st.Confirmed != 1 || st.Refuted != 0 {
+		t.Errorf("stats: %+v", st)
+	}
+}
+
+func waitFor(t *testing.T, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// firstVersion waits until the scheduler stored the first version of w
+// (a new watch is due at once).
+func firstVersion(t *testing.T, m *Main, w *changedigest.Watch) {
+	t.Helper()
+	waitFor(t, "the first version", func() bool {
+		tr, err := m.Store.Track(context.Background(), w.ID)
+		return err == nil && tr.Versions >= 1
+	})
+}

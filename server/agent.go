@@ -1,0 +1,246 @@
+package server
+
+import (
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/changedigest/changedigest"
+	"github.com/changedigest/changedigest/agent"
+)
+
+// agentRoutes are the page agent's public routes: pages on other sites
+// load the agent script and post reports, without a login. They have
+// limits of their own (the agent manager's traffic controller), apart
+// from those of users' pages, feeds and API.
+func (s *Server) agentRoutes(r chi.Router) {
+	r.Get("/agent.js", s.handleAgentScript)
+	r.Post("/agent/report", s.handleAgentReport)
+}
+
+// handleAgentScript answers with the digester or the void agent. Errors
+// are sent as a script comment with their status, so a page embedding a
+// stale snippet gets a readable answer and no broken script.
+func (s *Server) handleAgentScript(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("Content-Type", "text/javascript; charset=utf-8")
+	h.Set("Cache-Control", "no-store")
+	h.Set("Cross-Origin-Resource-Policy", "cross-origin")
+	if s.Agent == nil {
+		w.WriteHeader(http.StatusNotFound)
+		w.Write([]byte("/* changedigest: the page agent is not enabled on this server */\n"))
+		return
+	}
+	script, err := s.Agent.Script(r.Context(), r.URL.Query().Get("k"))
+	if err != nil {
+		err = userError(err)
+		w.WriteHeader(statusFor(err))
+		msg := changedigest.ErrorMessage(err)
+		if statusFor(err) == http.StatusInternalServerError {
+			s.Logger.Error("agent request failed", "err", err, "request_id", reqID(r))
+			msg = "internal error"
+		}
+		w.Write([]byte("/* changedigest: " + strings.ReplaceAll(msg, "*/", "* /") + " */\n"))
+		return
+	}
+	w.Write(script)
+}
+
+// handleAgentReport takes a digester's report (form fields t, u and s)
+// and answers 202 at once; the comparison runs behind the queue.
+func (s *Server) handleAgentReport(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("Access-Control-Allow-Origin", "*")
+	h.Set("Cache-Control", "no-store")
+	fail := func(err error) {
+		err = userError(err)
+		status := statusFor(err)
+		if status == http.StatusInternalServerError {
+			s.Logger.Error("agent report failed", "err", err, "request_id", reqID(r))
+		}
+		http.Error(w, changedigest.ErrorMessage(err), status)
+	}
+	if s.Agent == nil {
+		fail(changedigest.Errorf(changedigest.ENOTFOUND, "the page agent is not enabled on this server"))
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, maxReport)
+	if err := r.ParseForm(); err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			fail(changedigest.Errorf(changedigest.ETOOLARGE, "a report is at most %d bytes", maxReport))
+			return
+		}
+		fail(changedigest.Errorf(changedigest.EINVALID, "the report is not a form: %v", err))
+		return
+	}
+	err := s.Agent.Report(r.Context(), agent.ReportIn{
+		Token: r.PostForm.Get("t"), URL: r.PostForm.Get("u"), Summary: r.PostForm.Get("s"),
+		Origin: r.Header.Get("Origin"), Addr: clientIP(r),
+	})
+	if err != nil {
+		fail(err)
+		return
+	}
+	w.WriteHeader(http.StatusAccepted)
+}
+
+// maxReport bounds a report's body: a token, a page URL and a summary.
+const maxReport = 8 << 10
+
+// agentView is the page agent's part of a watch's page and API answer.
+type agentView struct {
+	Enabled   bool                     `json:"enabled"`
+	Key       string                   `json:"key,omitempty"`
+	Snippet   string                   `json:"snippet,omitempty"`
+	Threshold string                   `json:"threshold"`
+	Stats     agent.Stats              `json:"stats"`
+	Clients   []agent.Slot             `json:"clients"`
+	Detected  []changedigest.Detection `json:"detections"`
+}
+
+func (s *Server) agentViewOf(wt *changedigest.Watch) *agentView {
+	v := &agentView{Enabled: wt.AgentKey != "", Key: wt.AgentKey, Threshold: agent.DefaultThreshold.String(),
+		Detected: wt.Detections, Clients: []agent.Slot{}}
+	if v.Detected == nil {
+		v.Detected = []changedigest.Detection{}
+	}
+	if wt.AgentThreshold > 0 {
+		v.Threshold = wt.AgentThreshold.String()
+	}
+	if v.Enabled {
+		v.Snippet = agent.Snippet(s.Render.URL("/agent.js"), wt.AgentKey)
+	}
+	if s.Agent != nil {
+		v.Stats = s.Agent.Stats(wt.ID)
+	}
+	if s.Clients != nil {
+		v.Clients = s.Clients.Slots(wt)
+	}
+	return v
+}
+
+// agentInput is what an owner sets: the agent on or off, its threshold.
+type agentInput struct {
+	Enabled   *bool   `json:"enabled"`
+	Threshold *string `json:"threshold"`
+	// NewKey replaces the key (old snippets stop working).
+	NewKey bool `json:"new_key"`
+}
+
+// setAgent applies in to the user's watch.
+func (s *Server) setAgent(r *http.Request, in agentInput) (*changedigest.Watch, error) {
+	u, err := requestUser(r)
+	if err != nil {
+		return nil, err
+	}
+	id, err := idParam(r, "id")
+	if err != nil {
+		return nil, err
+	}
+	var threshold time.Duration
+	if in.Threshold != nil && strings.TrimSpace(*in.Threshold) != "" {
+		threshold, err = parseThreshold(*in.Threshold)
+		if err != nil {
+			return nil, err
+		}
+	}
+	wt, err := s.Store.UpdateWatch(r.Context(), u.ID, id, func(w *changedigest.Watch) error {
+		if in.Enabled != nil {
+			if !*in.Enabled {
+				w.AgentKey = ""
+			} else if w.AgentKey == "" {
+				w.AgentKey = agent.NewKey(w.ID)
+			}
+		}
+		if in.NewKey && w.AgentKey != "" {
+			w.AgentKey = agent.NewKey(w.ID)
+		}
+		if in.Threshold != nil {
+			w.AgentThreshold = threshold
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if s.Agent != nil {
+		s.Agent.Forget(wt.ID)
+	}
+	return wt, nil
+}
+
+// parseThreshold reads a threshold as a Go duration ("10m") or minutes ("10").
+func parseThreshold(v string) (time.Duration, error) {
+	v = strings.TrimSpace(v)
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		n, nerr := strconv.Atoi(v)
+		if nerr != nil {
+			return 0, changedigest.Errorf(changedigest.EINVALID, "threshold %q is not a duration such as 10m or a number of minutes", v)
+		}
+		d = time.Duration(n) * time.Minute
+	}
+	if d < 10*time.Second || d > 7*24*time.Hour {
+		return 0, changedigest.Errorf(changedigest.EINVALID, "threshold %s is out of range (10s to 7 days)", d)
+	}
+	return d, nil
+}
+
+func (s *Server) handleSetAgent(w http.ResponseWriter, r *http.Request) error {
+	if err := r.ParseForm(); err != nil {
+		return changedigest.Errorf(changedigest.EINVALID, "bad form: %v", err)
+	}
+	var in agentInput
+	switch r.PostForm.Get("action") {
+	case "enable":
+		on := true
+		in.Enabled = &on
+	case "disable":
+		off := false
+		in.Enabled = &off
+	case "new-key":
+		in.NewKey = true
+	case "", "save":
+	default:
+		return changedigest.Errorf(changedigest.EINVALID, "unknown action %q", r.PostForm.Get("action"))
+	}
+	if _, ok := r.PostForm["threshold"]; ok {
+		t := r.PostForm.Get("threshold")
+		in.Threshold = &t
+	}
+	wt, err := s.setAgent(r, in)
+	if err != nil {
+		return err
+	}
+	if wt.AgentKey != "" {
+		s.setFlash(w, "info", "The page agent is on: put the snippet below in the page.")
+	} else {
+		s.setFlash(w, "info", "The page agent is off.")
+	}
+	return s.redirect(w, r, "/watches/"+strconv.FormatInt(wt.ID, 10))
+}
+
+func (s *Server) apiGetAgent(w http.ResponseWriter, r *http.Request) error {
+	wt, err := s.userWatch(r)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, s.agentViewOf(wt))
+}
+
+func (s *Server) apiPutAgent(w http.ResponseWriter, r *http.Request) error {
+	var in agentInput
+	if err := decodeJSON(r, &in); err != nil {
+		return err
+	}
+	wt, err := s.setAgent(r, in)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, s.agentViewOf(wt))
+}
