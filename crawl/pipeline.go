@@ -24,6 +24,14 @@ type Track interface {
 	UpdateWatch(ctx context.Context, userID, id int64, fn func(*changedigest.Watch) error) (*changedigest.Watch, error)
 }
 
+// versionLister is the part of the track that lists stored versions
+// (light rows with their changes, newest first), to learn which locations
+// of a page change at nearly every check. A track without it learns
+// nothing.
+type versionLister interface {
+	Versions(ctx context.Context, watchID int64, before, limit int) ([]changedigest.Snapshot, error)
+}
+
 // Pipeline checks one watch: fetch, segment and compare against the
 // track, store the new version. It is the scheduler's Checker. A failed
 // fetch, or a body that is neither a page nor a feed, returns an error
@@ -67,6 +75,15 @@ func (p *Pipeline) Check(ctx context.Context, w *changedigest.Watch) (Outcome, e
 	in := segmenter.Input{Body: res.Body, Zone: w.Zone, Prev: prev, History: history}
 	if prev != nil {
 		in.PrevBody = ToUTF8(prevRaw, prev.ContentType)
+		if vl, ok := p.Track.(versionLister); ok {
+			recent, err := vl.Versions(ctx, w.ID, 0, segmenter.NoiseVolatileWindow)
+			if err != nil {
+				return Outcome{}, fmt.Errorf("crawl: read the recent versions of %s: %w", w, err)
+			}
+			for _, v := range recent {
+				in.Recent = append(in.Recent, v.Changes)
+			}
+		}
 	}
 	snap, err := p.Segmenter.Detect(in)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"net/http"
 
 	"github.com/changedigest/changedigest"
+	"github.com/changedigest/changedigest/notify"
 	"github.com/changedigest/changedigest/pet"
 	"github.com/changedigest/changedigest/render"
 )
@@ -57,6 +58,7 @@ func (s *Server) serveFeed(w http.ResponseWriter, r *http.Request, fn feedHandle
 	if err != nil {
 		return err
 	}
+	events = notify.Told(events)
 	var buf bytes.Buffer
 	if err := s.Render.Atom(&buf, info, events); err != nil {
 		return err
