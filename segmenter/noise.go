@@ -71,11 +71,11 @@ func Classify(d *changedigest.Diff, old, new []byte) {
 	}
 	markGenerated(d.Changes)
 	markRepeated(d.Changes)
-	var oldText, newText string
+	var o, n pageText
 	if d.Kind == changedigest.KindPage {
-		oldText, newText = MainText(old), MainText(new)
+		o, n = textOf(old), textOf(new)
 	}
-	d.Significance = significance(oldText, newText, d.Changes, max(d.Old.Segments, d.New.Segments))
+	d.Significance = significance(o, n, d.Changes, max(d.Old.Segments, d.New.Segments))
 }
 
 // classifySnapshot marks the noise of a new version's changes, learning
@@ -87,17 +87,25 @@ func classifySnapshot(snap *changedigest.Snapshot, in Input) {
 	markGenerated(snap.Changes)
 	markRepeated(snap.Changes)
 	markVolatile(snap.Changes, in.Recent)
-	var oldText, newText string
-	if snap.Kind == changedigest.KindPage {
-		newText = MainText(in.Body)
-		if len(in.PrevBody) > 0 {
-			oldText = MainText(in.PrevBody)
-		}
+	var o, n pageText
+	if snap.Kind == changedigest.KindPage && len(in.PrevBody) > 0 {
+		o, n = textOf(in.PrevBody), textOf(in.Body)
+	} else {
+		o.main = segmentText(in.Prev)
+		o.all = o.main
+		n.main = segmentText(snap)
+		n.all = n.main
 	}
-	if oldText == "" || newText == "" {
-		oldText, newText = segmentText(in.Prev), segmentText(snap)
-	}
-	snap.Significance = significance(oldText, newText, snap.Changes, len(snap.Segments))
+	snap.Significance = significance(o, n, snap.Changes, len(snap.Segments))
+}
+
+// pageText is what significance reads of a version: its main text and
+// all its visible text.
+type pageText struct{ main, all string }
+
+func textOf(body []byte) pageText {
+	m, a := pageTexts(body)
+	return pageText{m, a}
 }
 
 func segmentText(s *changedigest.Snapshot) string {
@@ -252,16 +260,16 @@ func generatedURL(tag, name, old, new string) bool {
 	if err1 != nil || err2 != nil || ou.Scheme != nu.Scheme || ou.Host != nu.Host {
 		return false
 	}
-	if ou.Path != nu.Path && !sameTokensBut(ou.Path, nu.Path, func(a, b string) bool { return random(a) && random(b) }) {
-		// A hashed file name with a changed extension (.css.gzip -> .css)
-		// is a real change of what is loaded; other path edits too.
+	resource := resourceTags[tag] || name != "href" && name != "action" && name != "formaction" ||
+		assetExt[strings.ToLower(path.Ext(nu.Path))]
+	if ou.Path != nu.Path && !sameTokensBut(ou.Path, nu.Path, func(a, b string) bool { return random(a) && random(b) }) &&
+		!(resource && assetBase(ou.Path) == assetBase(nu.Path)) {
+		// A link to another address, or another file loaded.
 		return false
 	}
 	if ou.RawQuery == nu.RawQuery && ou.Fragment == nu.Fragment {
 		return true
 	}
-	resource := resourceTags[tag] || name != "href" && name != "action" && name != "formaction" ||
-		assetExt[strings.ToLower(path.Ext(nu.Path))]
 	if ou.Fragment != nu.Fragment && !sameTokensBut(ou.Fragment, nu.Fragment, numberOrRandom) {
 		return false
 	}
@@ -287,6 +295,24 @@ func generatedURL(tag, name, old, new string) bool {
 		return false
 	}
 	return true
+}
+
+// assetBase is a loaded file's address as the build that made it does
+// not change it: generated tokens (content hashes) masked and the
+// compression suffix (.gz, .gzip, .br) removed, so that
+// "app-3f2a…9c.js.gzip" and "app-77b1…e0.js" are the same file.
+func assetBase(p string) string {
+	for _, ext := range []string{".gzip", ".gz", ".br"} {
+		p = strings.TrimSuffix(p, ext)
+	}
+	var sb strings.Builder
+	for _, t := range tokens(p) {
+		if random(t) {
+			t = "#"
+		}
+		sb.WriteString(t)
+	}
+	return sb.String()
 }
 
 func union(a, b url.Values) map[string]bool {
@@ -607,47 +633,81 @@ func timeish(t string) bool {
 
 // ---------------------------------------------------------------- significance
 
-// significance scores a version against the previous one from their main
+// significance scores a version against the previous one from their
 // texts and the changes that are not noise; items is the number of
 // segments (feed items) for the share when there is no text.
-func significance(oldText, newText string, changes []changedigest.Change, items int) float64 {
-	changed, notable := 0, 0
+func significance(o, n pageText, changes []changedigest.Change, items int) float64 {
+	changed, notable, floor := 0.0, 0, 0.0
 	for _, c := range changes {
 		if c.Noise != "" {
 			continue
 		}
 		notable++
-		del, ins := bagDiff(wordsOf(c.OldText), wordsOf(c.NewText))
-		if c.Type != changedigest.ChangeContent && c.Op == changedigest.OpUpdate {
-			// Markup: an edit of an attribute counts as one word.
-			if len(del)+len(ins) > 0 {
-				changed++
-			}
-			continue
+		weight := 1.0
+		if boilerPath(c.Path) {
+			weight = 0.25 // menus and footers matter less than the page's own text
 		}
-		changed += len(del) + len(ins)
+		if c.Type != changedigest.ChangeContent {
+			if (c.Op == changedigest.OpInsert || c.Op == changedigest.OpDelete) && mediaMarkup(c.OldText+c.NewText) {
+				floor = MediaSignificance // an image, a table or a data file came or went
+			}
+			if c.Op == changedigest.OpUpdate || c.Op == changedigest.OpMove {
+				changed += weight // markup edited or moved: one word
+				continue
+			}
+		}
+		del, ins := bagDiff(wordsOf(c.OldText), wordsOf(c.NewText))
+		changed += weight * float64(len(del)+len(ins))
 	}
 	if notable == 0 {
 		return 0
 	}
-	total := max(len(wordsOf(oldText)), len(wordsOf(newText)))
+	total := max(len(wordsOf(o.all)), len(wordsOf(n.all)))
 	var share float64
 	switch {
 	case total > 0:
-		share = float64(changed) / float64(total)
+		share = changed / float64(total)
 	case items > 0:
 		share = float64(notable) / float64(items)
 	}
-	dist := 0.0
-	if oldText != "" || newText != "" {
-		dist = float64(bits.OnesCount64(Simhash(oldText)^Simhash(newText))) / 32
+	// The simhash reads the main text when there is enough of it (a link
+	// list has next to none), else all the text.
+	om, nm := o.main, n.main
+	if len(wordsOf(om)) < 50 || len(wordsOf(nm)) < 50 {
+		om, nm = o.all, n.all
 	}
-	s := min(1, max(dist, 2*share))
+	dist := 0.0
+	if om != "" || nm != "" {
+		dist = min(1, float64(bits.OnesCount64(Simhash(om)^Simhash(nm)))/32)
+	}
+	s := max(dist*dist, min(1, 2*share), floor)
 	s = math.Round(s*1000) / 1000
 	if s == 0 {
 		s = 0.001 // a change that is not noise is never insignificant to the last digit
 	}
 	return s
+}
+
+// MediaSignificance is the least significance of a version in which an
+// image, a video, a table, an embedded object or a link to a data file
+// came or went.
+const MediaSignificance = 0.2
+
+var mediaRE = regexp.MustCompile(`(?i)^\s*<(img|picture|video|audio|iframe|object|embed|table|figure|svg)\b|` +
+	`href="[^"]+\.(csv|tsv|xlsx?|ods|json|xml|zip|gz|tar|pdf|docx?|parquet|geojson|shp|kml|sav|dta|rdata)(\?[^"]*)?"`)
+
+func mediaMarkup(s string) bool { return mediaRE.MatchString(s) }
+
+// boilerPath reports whether a location lies in a menu, a sidebar or a footer.
+func boilerPath(p string) bool {
+	p = strings.ToLower(p)
+	for _, part := range strings.Split(p, "|") {
+		if strings.HasPrefix(part, "nav") || strings.HasPrefix(part, "footer") || strings.HasPrefix(part, "aside") ||
+			strings.Contains(part, "-footer") || strings.Contains(part, "-nav") || strings.Contains(part, "sidebar") {
+			return true
+		}
+	}
+	return false
 }
 
 // wordsOf returns the lower-cased words (runs of letters and digits) of s.
