@@ -358,10 +358,14 @@ func tokens(s string) []string {
 	return out
 }
 
+var uuidRE = regexp.MustCompile(`(?i)\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b`)
+
 // sameTokensBut reports whether a and b differ, token by token, only in
 // pairs that gen accepts. Runs that differ in length are aligned by their
 // common prefix and suffix; what is left must be one token each side.
 func sameTokensBut(a, b string, gen func(x, y string) bool) bool {
+	// A UUID is generated whatever its parts look like.
+	a, b = uuidRE.ReplaceAllString(a, "\x00uuid"), uuidRE.ReplaceAllString(b, "\x00uuid")
 	ta, tb := tokens(a), tokens(b)
 	p := 0
 	for p < len(ta) && p < len(tb) && ta[p] == tb[p] {
