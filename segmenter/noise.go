@@ -651,6 +651,10 @@ func significance(o, n pageText, changes []changedigest.Change, items int) float
 		if boilerPath(c.Path) {
 			weight = 0.25 // menus and footers matter less than the page's own text
 		}
+		if (c.Op == changedigest.OpInsert || c.Op == changedigest.OpDelete) && !boilerPath(c.Path) &&
+			(c.Type == changedigest.ChangeContent && dataText.MatchString(c.OldText+c.NewText)) {
+			floor = MediaSignificance // a download (a data set, a report) came or went
+		}
 		if c.Type != changedigest.ChangeContent {
 			if (c.Op == changedigest.OpInsert || c.Op == changedigest.OpDelete) && mediaMarkup(c.OldText+c.NewText) {
 				floor = MediaSignificance // an image, a table or a data file came or went
@@ -699,6 +703,9 @@ const MediaSignificance = 0.2
 
 var mediaRE = regexp.MustCompile(`(?i)^\s*<(img|picture|video|audio|iframe|object|embed|table|figure|svg)\b|` +
 	`href="[^"]+\.(csv|tsv|xlsx?|ods|json|xml|zip|gz|tar|pdf|docx?|parquet|geojson|shp|kml|sav|dta|rdata)(\?[^"]*)?"`)
+
+// dataText names a download in the text of a link or a list item.
+var dataText = regexp.MustCompile(`(?i)\b(csv|tsv|xlsx?|json|zip|pdf|geojson|shapefile|kml|dataset|datasets|data set|data sets|download)\b`)
 
 func mediaMarkup(s string) bool { return mediaRE.MatchString(s) }
 

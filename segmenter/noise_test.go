@@ -161,11 +161,13 @@ func TestSignificance(t *testing.T) {
 		sb.WriteString("</p>")
 		return sb.String()
 	}
-	base := page(lorem(1), lorem(2), lorem(3), lorem(4), lorem(5))
+	data := `<ul><li><a href="/files/wells-2016.csv">Well data (CSV, 2 MB)</a></li></ul>`
+	base := page(lorem(1), lorem(2), data, lorem(3), lorem(4), lorem(5))
 	typo := []byte(strings.Replace(string(base), "council", "councel", 1))
 	counter := []byte(strings.Replace(string(base), "1234 visits", "1235 visits", 1))
 	image := []byte(strings.Replace(string(base), "<main>", `<main><figure><img src="/flood.jpg" alt=""></figure>`, 1))
-	major := page(lorem(1), lorem(6), lorem(7), lorem(8), lorem(5))
+	major := page(lorem(1), lorem(6), data, lorem(7), lorem(8), lorem(5))
+	dataGone := []byte(strings.Replace(string(base), data, "", 1))
 	s := New()
 	sig := func(name string, b []byte) float64 {
 		d, err := s.Diff(base, b, "")
@@ -179,7 +181,7 @@ func TestSignificance(t *testing.T) {
 		t.Error("a page compared with itself must have significance 0")
 	}
 	small := max(sig("typo", typo), sig("footer counter", counter))
-	for name, b := range map[string][]byte{"image added": image, "three paragraphs rewritten": major} {
+	for name, b := range map[string][]byte{"image added": image, "three paragraphs rewritten": major, "data set removed": dataGone} {
 		if big := sig(name, b); big <= small || big < 0.2 {
 			t.Errorf("%s: significance %.3f, want ≥ 0.2 and above the small edits (%.3f)", name, big, small)
 		}
