@@ -248,7 +248,8 @@ func volatileParam(k string) bool {
 	switch k {
 	case "v", "ver", "version", "_", "t", "ts", "time", "timestamp", "cb", "cachebuster", "cache", "rand", "rnd",
 		"r", "nonce", "sid", "session", "sessionid", "phpsessid", "jsessionid", "token", "csrf", "_csrf",
-		"fbclid", "gclid", "mc_cid", "mc_eid", "hash", "h", "rev", "build":
+		"fbclid", "gclid", "mc_cid", "mc_eid", "hash", "h", "rev", "build", "trk", "ref_src", "_ga", "_gl",
+		"igshid", "mkt_tok", "msclkid", "yclid", "spm", "si":
 		return true
 	}
 	return strings.HasPrefix(k, "utm_")

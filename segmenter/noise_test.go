@@ -30,6 +30,7 @@ func TestGeneratedOnly(t *testing.T) {
 		{"hashed class", `class="card css-1x9k2qa"`, `class="card css-8b3n7wd"`, true},
 		{"session in a link", `href="/page?id=5&sid=9a8b7c6d5e4f3a2b"`, `href="/page?id=5&sid=1f2e3d4c5b6a7980"`, true},
 		{"script counter", `<script>var n = __fn("48"); run(1700000000);</script>`, `<script>var n = __fn("31"); run(1700000999);</script>`, true},
+		{"tracking parameter dropped", `href="http://www.linkedin.com/in/someone?trk=shareTw"`, `href="http://www.linkedin.com/in/someone"`, true},
 		{"link target changed", `href="/news/2024/election"`, `href="/news/2024/football"`, false},
 		{"article number in a link", `href="/article/123"`, `href="/article/124"`, false},
 		{"page parameter of a link", `href="/list?page=2"`, `href="/list?page=3"`, false},
