@@ -258,7 +258,7 @@ func volatileParam(k string) bool {
 func generatedURL(tag, name, old, new string) bool {
 	ou, err1 := url.Parse(strings.TrimSpace(old))
 	nu, err2 := url.Parse(strings.TrimSpace(new))
-	if err1 != nil || err2 != nil || ou.Scheme != nu.Scheme || ou.Host != nu.Host {
+	if err1 != nil || err2 != nil || ou.Scheme != nu.Scheme || ou.Host != nu.Host || ou.Opaque != nu.Opaque {
 		return false
 	}
 	resource := resourceTags[tag] || name != "href" && name != "action" && name != "formaction" ||
@@ -277,23 +277,38 @@ func generatedURL(tag, name, old, new string) bool {
 	if ou.RawQuery == nu.RawQuery {
 		return true
 	}
-	if resource {
-		return true // a cache buster: the same file is loaded
+	if !strings.Contains(ou.RawQuery+nu.RawQuery, "=") {
+		// A bare query ("?1700674753"): a cache buster when only numbers
+		// or generated tokens differ.
+		return ou.RawQuery != "" && nu.RawQuery != "" && sameTokensBut(ou.RawQuery, nu.RawQuery, numberOrRandom)
 	}
 	oq, _ := url.ParseQuery(ou.RawQuery)
 	nq, _ := url.ParseQuery(nu.RawQuery)
 	for k := range union(oq, nq) {
-		if strings.Join(oq[k], "\x00") == strings.Join(nq[k], "\x00") {
-			continue
-		}
-		if volatileParam(k) {
-			continue
-		}
 		ov, nv := strings.Join(oq[k], " "), strings.Join(nq[k], " ")
-		if ov != "" && nv != "" && sameTokensBut(ov, nv, func(a, b string) bool { return random(a) && random(b) }) {
+		_, inOld := oq[k]
+		_, inNew := nq[k]
+		switch {
+		case ov == nv && inOld == inNew:
 			continue
+		case inOld != inNew:
+			// A parameter added or removed: only session, tracking and
+			// time parameters of a link, never of a file loaded (a query
+			// added to a script is another request).
+			if resource || !volatileParam(k) {
+				return false
+			}
+		case resource || volatileParam(k):
+			// A cache buster or a session: numbers and generated tokens.
+			if !sameTokensBut(ov, nv, numberOrRandom) {
+				return false
+			}
+		default:
+			// Another parameter of a link: only generated tokens.
+			if !sameTokensBut(ov, nv, func(a, b string) bool { return random(a) && random(b) }) {
+				return false
+			}
 		}
-		return false
 	}
 	return true
 }
