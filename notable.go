@@ -80,35 +80,16 @@ func hasType(ts []ChangeType, t ChangeType) bool {
 }
 
 // textPattern is one ignore or trigger text: plain text matched without
-// regard to case, or a regular expression written between slashes.
+// regard to case, or a regular expression written between slashes; re
+// matches either.
 type textPattern struct {
-	plain string // lower-cased
+	plain string // lower-cased, for plain text
 	re    *regexp.Regexp
 }
 
-func (p *textPattern) remove(s string) string {
-	if p.re != nil {
-		return p.re.ReplaceAllString(s, " ")
-	}
-	if p.plain == "" {
-		return s
-	}
-	return caseless(p.plain).ReplaceAllString(s, " ")
-}
+func (p *textPattern) remove(s string) string { return p.re.ReplaceAllString(s, " ") }
 
-func (p *textPattern) count(s string) int {
-	if p.re != nil {
-		return len(p.re.FindAllStringIndex(s, -1))
-	}
-	if p.plain == "" {
-		return 0
-	}
-	return strings.Count(strings.ToLower(s), p.plain)
-}
-
-func caseless(plain string) *regexp.Regexp {
-	return regexp.MustCompile("(?i)" + regexp.QuoteMeta(plain))
-}
+func (p *textPattern) count(s string) int { return len(p.re.FindAllStringIndex(s, -1)) }
 
 var textPatterns sync.Map // string -> *textPattern
 
@@ -122,8 +103,8 @@ func compileText(s string) *textPattern {
 	if err != nil {
 		p = &textPattern{plain: strings.ToLower(s)}
 	}
-	if p.re == nil && p.plain != "" {
-		p.re = caseless(p.plain)
+	if p.re == nil {
+		p.re = regexp.MustCompile("(?i)" + regexp.QuoteMeta(p.plain))
 	}
 	textPatterns.Store(s, p)
 	return p

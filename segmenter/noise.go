@@ -435,7 +435,7 @@ func random(s string) bool {
 		return n >= 9
 	}
 	hex, digits, letters := true, 0, 0
-	switch_ := 0
+	changes := 0 // between character classes
 	prev := -1
 	for _, r := range s {
 		cls := 0
@@ -456,14 +456,14 @@ func random(s string) bool {
 			hex = false
 		}
 		if prev >= 0 && cls != prev {
-			switch_++
+			changes++
 		}
 		prev = cls
 	}
 	if hex && n >= 8 && digits > 0 && letters > 0 {
 		return true
 	}
-	return switch_ >= 3 && digits > 0 || switch_ >= 4 && n >= 6
+	return changes >= 3 && digits > 0 || changes >= 4 && n >= 6
 }
 
 // ---------------------------------------------------------------- repeated edits
