@@ -53,7 +53,9 @@ func (s *Server) serveFeed(w http.ResponseWriter, r *http.Request, fn feedHandle
 		return err
 	}
 	filter.UserID = u.ID
-	filter.Limit = s.Render.MaxEntries
+	// Versions with nothing to tell (noise, filters) are left out, so read
+	// more than the feed shows (Atom keeps the newest MaxEntries).
+	filter.Limit = min(1000, 4*s.Render.MaxEntries)
 	events, err := s.Notify.Events(r.Context(), filter)
 	if err != nil {
 		return err
