@@ -498,8 +498,9 @@ func markRepeated(changes []changedigest.Change) {
 	}
 }
 
-// editKey describes what an update changes, digits masked, so that the
-// same edit at two places has the same key; "" for a text it cannot read.
+// editKey describes what an update changes, digits masked outside link
+// addresses, so that the same edit at two places has the same key; "" for
+// a text it cannot read.
 func editKey(c *changedigest.Change) string {
 	om, ok1 := parseMarkup(c.OldText)
 	nm, ok2 := parseMarkup(c.NewText)
@@ -517,7 +518,11 @@ func editKey(c *changedigest.Change) string {
 		if a.value == b.value {
 			continue
 		}
-		del, ins := bagDiff(tokens(maskDigits(a.value)), tokens(maskDigits(b.value)))
+		ov, nv := a.value, b.value
+		if !linkAttrs[a.name] {
+			ov, nv = maskDigits(ov), maskDigits(nv) // a link to another number is another link
+		}
+		del, ins := bagDiff(tokens(ov), tokens(nv))
 		fmt.Fprintf(&sb, "|%s-%s+%s", a.name, strings.Join(del, " "), strings.Join(ins, " "))
 	}
 	return sb.String()

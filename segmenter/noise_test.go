@@ -68,7 +68,16 @@ func TestMarkRepeated(t *testing.T) {
 	}
 	cs = append(cs, changedigest.Change{Type: changedigest.ChangeCosmetic, Op: changedigest.OpUpdate,
 		Path: "p", OldText: `class="a"`, NewText: `class="b"`})
+	for i := range 3 {
+		cs = append(cs, changedigest.Change{Type: changedigest.ChangeStructural, Op: changedigest.OpUpdate,
+			Path: fmt.Sprintf("ul|li[%d]|a", i), OldText: fmt.Sprintf(`href="/story/%d"`, 10+i), NewText: fmt.Sprintf(`href="/story/%d"`, 20+i)})
+	}
 	markRepeated(cs)
+	for _, c := range cs[6:] {
+		if c.Noise != "" {
+			t.Errorf("links to other stories are not one repeated edit: %s: %q", c.Path, c.Noise)
+		}
+	}
 	if cs[0].Noise != "" || cs[5].Noise != "" {
 		t.Errorf("the first of a repeated edit and a single edit must be told: %q, %q", cs[0].Noise, cs[5].Noise)
 	}
