@@ -72,6 +72,20 @@ type Watch struct {
 	KeepVersions int `json:"keep_versions,omitempty"`
 	KeepDays     int `json:"keep_days,omitempty"`
 
+	// Filters say which changes are told (feeds, digest, e-mail; see
+	// Notable); the track keeps every change. IgnoreText and TriggerText
+	// are plain texts (any case) or regular expressions between slashes.
+	IgnoreText  []string `json:"ignore_text,omitempty"`
+	TriggerText []string `json:"trigger_text,omitempty"`
+	// MinSignificance (0..1): versions below it are minor and not told.
+	MinSignificance float64 `json:"min_significance,omitempty"`
+	// NotifyTypes lists the change types told; empty tells every type.
+	NotifyTypes []ChangeType `json:"notify_types,omitempty"`
+	// OnlyInterests tells only the changes that match the owner's interests.
+	OnlyInterests bool `json:"only_interests,omitempty"`
+	// ShowNoise tells noise changes too.
+	ShowNoise bool `json:"show_noise,omitempty"`
+
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
 
@@ -181,7 +195,7 @@ func (w *Watch) Validate() error {
 	if len(w.Zone) > 1024 {
 		return Errorf(EINVALID, "zone selector is longer than 1024 characters")
 	}
-	return nil
+	return w.validateFilters()
 }
 
 // MaxTagLen is the longest tag a watch may carry, in bytes.

@@ -24,6 +24,14 @@ type Track interface {
 	UpdateWatch(ctx context.Context, userID, id int64, fn func(*changedigest.Watch) error) (*changedigest.Watch, error)
 }
 
+// versionLister is the part of the track that lists stored versions
+// (light rows with their changes, newest first), to learn which locations
+// of a page change at nearly every check. A track without it learns
+// nothing.
+type versionLister interface {
+	Versions(ctx context.Context, watchID int64, before, limit int) ([]changedigest.Snapshot, error)
+}
+
 // Pipeline checks one watch: fetch, segment and compare against the
 // track, store the new version. It is the scheduler's Checker. A failed
 // fetch, or a body that is neither a page nor a feed, returns an error
@@ -67,6 +75,15 @@ func (p *Pipeline) Check(ctx context.Context, w *changedigest.Watch) (Outcome, e
 	in := segmenter.Input{Body: res.Body, Zone: w.Zone, Prev: prev, History: history}
 	if prev != nil {
 		in.PrevBody = ToUTF8(prevRaw, prev.ContentType)
+		if vl, ok := p.Track.(versionLister); ok && mostChecksChange(w) {
+			recent, err := vl.Versions(ctx, w.ID, 0, segmenter.NoiseVolatileWindow)
+			if err != nil {
+				return Outcome{}, fmt.Errorf("crawl: read the recent versions of %s: %w", w, err)
+			}
+			for _, v := range recent {
+				in.Recent = append(in.Recent, v.Changes)
+			}
+		}
 	}
 	snap, err := p.Segmenter.Detect(in)
 	if err != nil {
@@ -118,6 +135,23 @@ func (p *Pipeline) Check(ctx context.Context, w *changedigest.Watch) (Outcome, e
 	default:
 		return res.Outcome(Unchanged), nil
 	}
+}
+
+// mostChecksChange reports whether most of the watch's recent checks
+// stored a version: only then can a location that changed in most stored
+// versions have changed at most checks (a page stored once in ten checks
+// has no volatile location, however its versions differ).
+func mostChecksChange(w *changedigest.Watch) bool {
+	if len(w.Samples) == 0 {
+		return true // no check history yet: the versions are the checks
+	}
+	n := 0
+	for _, s := range w.Samples {
+		if s.Changed {
+			n++
+		}
+	}
+	return float64(n) >= segmenter.NoiseVolatileShare*float64(len(w.Samples))
 }
 
 func (p *Pipeline) now() time.Time {

@@ -304,3 +304,53 @@ func TestSchedulerRecordsErrors(t *testing.T) {
 		t.Errorf("%d versions stored after a failed check", info.Versions)
 	}
 }
+
+// TestVolatileLocation checks a page whose view counter moves at every
+// check: once the track has seen it change at most checks, the counter is
+// stored as noise with its reason, while an edit of the story is not.
+func TestVolatileLocation(t *testing.T) {
+	e := newTrackEnv(t, "text/html; charset=utf-8")
+	page := func(views int, story string) []byte {
+		return []byte(fmt.Sprintf(`<html><body><main><h1>Harbour</h1><p>%s</p>
+<p>The ferry to the islands leaves from the north pier every hour until midnight in summer.</p></main>
+<aside><p>%d views</p></aside></body></html>`, story, views))
+	}
+	story := "The harbour festival opens on Friday with music on the quay."
+	var last *changedigest.Snapshot
+	for i := range segmenter.NoiseVolatileMin + 3 {
+		e.site.set(page(100+i, story))
+		if _, err := e.check(t); err != nil {
+			t.Fatal(err)
+		}
+		var err error
+		if last, err = e.store.Latest(context.Background(), e.watch.ID); err != nil {
+			t.Fatal(err)
+		}
+		if i < segmenter.NoiseVolatileMin && last.Seq > 1 && last.Changes[0].Noise != "" {
+			t.Fatalf("check %d: noise %q before the location could be known as volatile", i, last.Changes[0].Noise)
+		}
+	}
+	if len(last.Changes) != 1 || !strings.HasPrefix(last.Changes[0].Noise, "volatile location: changes at") {
+		t.Fatalf("the counter after %d checks: %+v", segmenter.NoiseVolatileMin+3, last.Changes)
+	}
+	if last.Significance != 0 {
+		t.Errorf("a version with only noise has significance %v, want 0", last.Significance)
+	}
+	e.site.set(page(200, "The harbour festival is cancelled because of the storm."))
+	if _, err := e.check(t); err != nil {
+		t.Fatal(err)
+	}
+	last, _ = e.store.Latest(context.Background(), e.watch.ID)
+	told := 0
+	for _, c := range last.Changes {
+		if c.Noise == "" {
+			told++
+			if !strings.Contains(c.NewText, "cancelled") {
+				t.Errorf("told change %+v, want the story", c)
+			}
+		}
+	}
+	if told != 1 || last.Significance <= 0 {
+		t.Errorf("the story edit: %d changes told, significance %v; changes %+v", told, last.Significance, last.Changes)
+	}
+}

@@ -212,6 +212,41 @@ func TestWantsRouting(t *testing.T) {
 	}
 }
 
+// TestWantsWatchFilters: a channel honours the watch's own filters, as
+// the feeds do (changedigest.Notable).
+func TestWantsWatchFilters(t *testing.T) {
+	all := &changedigest.Channel{Select: changedigest.SelectAll}
+	sig := &changedigest.Channel{Select: changedigest.SelectSignificant}
+	price := []changedigest.Change{{Type: changedigest.ChangeContent, Op: changedigest.OpUpdate, OldText: "Price 10 EUR", NewText: "Price 12 EUR"}}
+	clock := []changedigest.Change{{Type: changedigest.ChangeContent, Op: changedigest.OpUpdate, OldText: "Updated 10:02", NewText: "Updated 10:07"}}
+	style := []changedigest.Change{{Type: changedigest.ChangeCosmetic, Op: changedigest.OpUpdate, OldText: "a", NewText: "b"}}
+	tests := []struct {
+		name    string
+		c       *changedigest.Channel
+		w       changedigest.Watch
+		changes []changedigest.Change
+		sig     float64
+		want    bool
+	}{
+		{"ignored text only", all, changedigest.Watch{IgnoreText: []string{`/Updated \d+:\d+/`}}, clock, 0.5, false},
+		{"ignored text beside a real edit", all, changedigest.Watch{IgnoreText: []string{`/Updated \d+:\d+/`}}, append(clock, price...), 0.5, true},
+		{"trigger text appears", all, changedigest.Watch{TriggerText: []string{"12 EUR"}}, price, 0.5, true},
+		{"trigger text absent", all, changedigest.Watch{TriggerText: []string{"sold out"}}, price, 0.5, false},
+		{"type not told", all, changedigest.Watch{NotifyTypes: []changedigest.ChangeType{changedigest.ChangeContent}}, style, 0.5, false},
+		{"watch threshold above", sig, changedigest.Watch{MinSignificance: 0.6}, price, 0.5, false},
+		{"watch threshold below", sig, changedigest.Watch{MinSignificance: 0.05}, price, 0.1, true},
+		{"noise shown on request", all, changedigest.Watch{ShowNoise: true}, []changedigest.Change{{Type: changedigest.ChangeContent, Op: changedigest.OpUpdate, NewText: "43", Noise: "volatile location"}}, 0.5, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			snap := &changedigest.Snapshot{Changes: tt.changes, Significance: tt.sig}
+			if got := Wants(tt.c, &tt.w, snap, nil, DefaultSignificance); got != tt.want {
+				t.Errorf("Wants = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
 func TestRetryAfterBackoffAndDead(t *testing.T) {
 	f := newFixture(t)
 	rc := newReceiver(t)

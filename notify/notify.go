@@ -121,6 +121,43 @@ func (n *Notifier) Events(ctx context.Context, f pet.ChangeFilter) ([]render.Eve
 	return out, nil
 }
 
+// Told keeps of each event the changes that changedigest.Notable lets
+// through (with their matches) and drops the events left with none: what
+// feeds, digests and e-mail tell. The track and the API keep every change.
+// The events' snapshots are copied, never changed.
+func Told(evs []render.Event) []render.Event {
+	out := evs[:0:0]
+	for _, ev := range evs {
+		if ev.Watch == nil || ev.Snapshot == nil {
+			continue
+		}
+		var keep []changedigest.Change
+		var ms [][]changedigest.Match
+		for i := range ev.Snapshot.Changes {
+			var m []changedigest.Match
+			if i < len(ev.Matches) {
+				m = ev.Matches[i]
+			}
+			if ok, _ := changedigest.Notable(ev.Watch, ev.Snapshot, &ev.Snapshot.Changes[i], len(m) > 0); ok {
+				keep = append(keep, ev.Snapshot.Changes[i])
+				if ev.Matches != nil {
+					ms = append(ms, m)
+				}
+			}
+		}
+		if len(keep) == 0 {
+			continue
+		}
+		if len(keep) < len(ev.Snapshot.Changes) {
+			snap := *ev.Snapshot
+			snap.Changes = keep
+			ev.Snapshot, ev.Matches = &snap, ms
+		}
+		out = append(out, ev)
+	}
+	return out
+}
+
 // Day returns the start of the day holding t in the notifier's time zone.
 func (n *Notifier) Day(t time.Time) time.Time {
 	t = t.In(n.location())
@@ -163,7 +200,7 @@ func (n *Notifier) Digest(ctx context.Context, u *changedigest.User, day time.Ti
 	if err != nil {
 		return render.DigestData{}, err
 	}
-	return render.DigestData{User: u, Day: day, Events: evs}, nil
+	return render.DigestData{User: u, Day: day, Events: Told(evs)}, nil
 }
 
 // SendDigest e-mails a user the digest of a day.

@@ -153,3 +153,28 @@ func TestSendDigestNeedsAddress(t *testing.T) {
 		t.Errorf("err = %v", err)
 	}
 }
+
+// TestTold keeps what Notable lets through, with the matches of the kept
+// changes, and drops events left with nothing; the stored snapshot is
+// not changed.
+func TestTold(t *testing.T) {
+	w := &changedigest.Watch{ID: 1, NotifyTypes: []changedigest.ChangeType{changedigest.ChangeContent}}
+	snap := &changedigest.Snapshot{Seq: 2, Changes: []changedigest.Change{
+		{Type: changedigest.ChangeBehavioural, Op: changedigest.OpUpdate, Noise: "generated value"},
+		{Type: changedigest.ChangeContent, Op: changedigest.OpUpdate, OldText: "a", NewText: "b"},
+		{Type: changedigest.ChangeCosmetic, Op: changedigest.OpUpdate},
+	}}
+	m := changedigest.Match{Interest: "x"}
+	onlyNoise := &changedigest.Snapshot{Seq: 3, Changes: []changedigest.Change{{Type: changedigest.ChangeContent, Op: changedigest.OpUpdate, Noise: "volatile location"}}}
+	evs := Told([]render.Event{
+		{Watch: w, Snapshot: snap, Matches: [][]changedigest.Match{nil, {m}, nil}},
+		{Watch: w, Snapshot: onlyNoise},
+	})
+	if len(evs) != 1 || len(evs[0].Snapshot.Changes) != 1 || evs[0].Snapshot.Changes[0].NewText != "b" ||
+		len(evs[0].Matches) != 1 || len(evs[0].Matches[0]) != 1 {
+		t.Fatalf("told: %+v", evs)
+	}
+	if len(snap.Changes) != 3 {
+		t.Errorf("Told changed the stored snapshot: %d changes", len(snap.Changes))
+	}
+}

@@ -115,7 +115,7 @@ func (ev *event) payload(now time.Time) Payload {
 	seen := map[string]bool{}
 	total, profile := 0, 0
 	for i, c := range ev.snap.Changes {
-		if !notable(&c) {
+		if !notable(ev.watch, ev.snap, &c, matched(ev.matches, i)) {
 			continue
 		}
 		total++
@@ -197,7 +197,7 @@ func (ev *event) lines(n, width int) ([]string, int) {
 	var out []string
 	more := 0
 	for i, c := range ev.snap.Changes {
-		if !notable(&c) {
+		if !notable(ev.watch, ev.snap, &c, matched(ev.matches, i)) {
 			continue
 		}
 		if len(out) == n {

@@ -11,16 +11,24 @@ import (
 // article and holds back a changed date or counter.
 const DefaultSignificance = 0.2
 
-// notable says whether a change is worth telling about: the one test
-// of a change that routing and the pushed messages share (today: it is
-// not classified as noise).
-func notable(c *changedigest.Change) bool { return c.Noise == "" }
+// notable says whether change c of version s is worth telling about,
+// by changedigest.Notable: the rule feeds, digests and pushes share.
+func notable(w *changedigest.Watch, s *changedigest.Snapshot, c *changedigest.Change, interest bool) bool {
+	ok, _ := changedigest.Notable(w, s, c, interest)
+	return ok
+}
+
+// matched reports whether change i matched the user's interests.
+func matched(matches [][]changedigest.Match, i int) bool {
+	return i < len(matches) && len(matches[i]) > 0
+}
 
 // Wants decides whether version snap of watch w goes to channel c:
 //   - the channel is enabled and routes the watch (its watch or tag lists);
-//   - the version has at least one change that is not noise;
+//   - the version has at least one change that changedigest.Notable
+//     tells (not noise, and through the watch's own filters);
 //   - SelectSignificant: the version's significance is at or above
-//     threshold (the watch's);
+//     threshold (the watch's minimum significance when it has one);
 //   - SelectInterests: a change that is not noise matches the user's
 //     interests (matches holds the profile matches per change, as Match
 //     returns them).
@@ -33,19 +41,21 @@ func Wants(c *changedigest.Channel, w *changedigest.Watch, snap *changedigest.Sn
 	}
 	told, interest := false, false
 	for i := range snap.Changes {
-		if !notable(&snap.Changes[i]) {
+		hit := matched(matches, i)
+		if !notable(w, snap, &snap.Changes[i], hit) {
 			continue
 		}
 		told = true
-		if i < len(matches) && len(matches[i]) > 0 {
-			interest = true
-		}
+		interest = interest || hit
 	}
 	if !told {
 		return false
 	}
 	switch c.Select {
 	case changedigest.SelectSignificant:
+		if w != nil && w.MinSignificance > 0 {
+			threshold = w.MinSignificance
+		}
 		return snap.Significance >= threshold
 	case changedigest.SelectInterests:
 		return interest

@@ -213,6 +213,7 @@ type versionHeader struct {
 	Size         int
 	BodyHash     string
 	Similarity   float64
+	Significance float64
 	Changes      []changedigest.Change
 	// Sum is the first 8 bytes of the body's SHA-256, checked on read,
 	// unless BodyHash is the body's MD5 (then that is checked).
@@ -225,7 +226,8 @@ type versionHeader struct {
 const (
 	hdrBodyMD5 = 1 << iota // BodyHash is the body's MD5, stored as 16 bytes
 	hdrSimilarity
-	hdrZone // a zone selector follows the similarity
+	hdrZone         // a zone selector follows the similarity
+	hdrSignificance // the significance follows the zone
 )
 
 // Change flags: which optional fields follow.
@@ -235,6 +237,7 @@ const (
 	chTitle
 	chLink
 	chSimilarity
+	chNoise // the noise reason follows the similarity
 )
 
 func (h *versionHeader) encode(e *enc) {
@@ -247,6 +250,9 @@ func (h *versionHeader) encode(e *enc) {
 	}
 	if h.Zone != "" {
 		flags |= hdrZone
+	}
+	if h.Significance != 0 {
+		flags |= hdrSignificance
 	}
 	e.byte(flags)
 	e.int(h.FetchedAt)
@@ -268,6 +274,9 @@ func (h *versionHeader) encode(e *enc) {
 	if h.Zone != "" {
 		e.str(h.Zone)
 	}
+	if h.Significance != 0 {
+		e.b = binary.BigEndian.AppendUint64(e.b, math.Float64bits(h.Significance))
+	}
 	e.uint(uint64(len(h.Changes)))
 	for _, c := range h.Changes {
 		var cf byte
@@ -285,6 +294,9 @@ func (h *versionHeader) encode(e *enc) {
 		}
 		if c.Similarity != nil {
 			cf |= chSimilarity
+		}
+		if c.Noise != "" {
+			cf |= chNoise
 		}
 		e.byte(cf)
 		e.int(int64(c.Segment))
@@ -307,6 +319,9 @@ func (h *versionHeader) encode(e *enc) {
 		}
 		if c.Similarity != nil {
 			e.b = binary.BigEndian.AppendUint64(e.b, math.Float64bits(*c.Similarity))
+		}
+		if c.Noise != "" {
+			e.str(c.Noise)
 		}
 	}
 }
@@ -354,6 +369,9 @@ func (h *versionHeader) decode(d *dec) {
 	if flags&hdrZone != 0 {
 		h.Zone = d.str()
 	}
+	if flags&hdrSignificance != 0 {
+		h.Significance = d.float()
+	}
 	n := d.count()
 	if n > 0 {
 		h.Changes = make([]changedigest.Change, n)
@@ -383,6 +401,9 @@ func (h *versionHeader) decode(d *dec) {
 		if cf&chSimilarity != 0 {
 			v := d.float()
 			c.Similarity = &v
+		}
+		if cf&chNoise != 0 {
+			c.Noise = d.str()
 		}
 	}
 }

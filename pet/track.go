@@ -335,7 +335,7 @@ func (t *trackTx) add(snap *changedigest.Snapshot, body []byte, pieces []piece, 
 		FetchedAt: unixNano(fetched), Status: snap.Status, ETag: snap.ETag,
 		LastModified: snap.LastModified, ContentType: snap.ContentType, FinalURL: snap.FinalURL,
 		Kind: snap.Kind, Title: snap.Title, Zone: snap.Zone, Size: len(body), BodyHash: snap.BodyHash,
-		Similarity: snap.Similarity, Changes: snap.Changes,
+		Similarity: snap.Similarity, Significance: snap.Significance, Changes: snap.Changes,
 	}}
 	if h := md5.Sum(body); snap.BodyHash == hex.EncodeToString(h[:]) {
 		rec.hdr.bodyMD5 = true
@@ -344,6 +344,9 @@ func (t *trackTx) add(snap *changedigest.Snapshot, body []byte, pieces []piece, 
 	}
 	if math.IsNaN(rec.hdr.Similarity) || math.IsInf(rec.hdr.Similarity, 0) {
 		rec.hdr.Similarity = 0
+	}
+	if math.IsNaN(rec.hdr.Significance) || math.IsInf(rec.hdr.Significance, 0) {
+		rec.hdr.Significance = 0
 	}
 	seen := map[[16]byte]uint64{}
 	// spans maps a piece's start to its end and chunk, to find the piece
@@ -916,7 +919,7 @@ func readVersion(tx *bolt.Tx, watchID int64, seq int, full bool) (*changedigest.
 		WatchID: watchID, Seq: seq, FetchedAt: timeOf(h.FetchedAt),
 		Status: h.Status, ETag: h.ETag, LastModified: h.LastModified, ContentType: h.ContentType,
 		FinalURL: h.FinalURL, Kind: h.Kind, Title: h.Title, Zone: h.Zone, Size: h.Size, BodyHash: h.BodyHash,
-		Changes: h.Changes, Similarity: h.Similarity,
+		Changes: h.Changes, Similarity: h.Similarity, Significance: h.Significance,
 	}
 	segs := tx.Bucket(bSegs)
 	cache := map[uint64]*segRec{}

@@ -110,6 +110,15 @@ func TestRoundTrip(t *testing.T) {
 				Op: changedigest.OpUpdate, OldText: "v", NewText: "w", OldItem: &one, Title: "t"}}
 			return s
 		}},
+		{"noise and significance", []byte(page("a", "b")), func(b []byte) *changedigest.Snapshot {
+			s := snapshotOf(b)
+			s.Significance = 0.125
+			s.Changes = []changedigest.Change{
+				{Segment: 0, Path: "html|body|p", Type: changedigest.ChangeContent, Op: changedigest.OpUpdate, OldText: "1 view", NewText: "2 views",
+					Noise: "volatile location: changes at 19 of the last 20 checks"},
+				{Segment: 1, Path: "html|body|p[1]", Type: changedigest.ChangeContent, Op: changedigest.OpInsert, NewText: "b"}}
+			return s
+		}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -293,7 +293,13 @@ func (s *Store) UpdateWatch(ctx context.Context, userID, id int64, fn func(*chan
 func userFieldsChanged(a, b *changedigest.Watch) bool {
 	return a.URL != b.URL || a.Title != b.Title || a.Zone != b.Zone || a.Category != b.Category ||
 		a.Interval != b.Interval || !slices.Equal(a.Tags, b.Tags) || a.Paused != b.Paused ||
-		a.KeepVersions != b.KeepVersions || a.KeepDays != b.KeepDays
+		a.KeepVersions != b.KeepVersions || a.KeepDays != b.KeepDays || filtersChanged(a, b)
+}
+
+func filtersChanged(a, b *changedigest.Watch) bool {
+	return !slices.Equal(a.IgnoreText, b.IgnoreText) || !slices.Equal(a.TriggerText, b.TriggerText) ||
+		a.MinSignificance != b.MinSignificance || !slices.Equal(a.NotifyTypes, b.NotifyTypes) ||
+		a.OnlyInterests != b.OnlyInterests || a.ShowNoise != b.ShowNoise
 }
 
 // DeleteWatch deletes the watch with its whole history and its index

@@ -2,6 +2,7 @@ package render
 
 import (
 	"container/list"
+	"fmt"
 	"hash/fnv"
 	"strconv"
 	"sync"
@@ -41,6 +42,13 @@ func eventKey(ev Event) uint64 {
 		w(t)
 	}
 	w(strconv.Itoa(len(ev.Snapshot.Changes)))
+	// Which changes are told depends on the watch's filters.
+	for _, c := range ev.Snapshot.Changes {
+		w(c.Path + "\x01" + string(c.Type) + "\x01" + string(c.Op) + "\x01" + c.Noise)
+	}
+	w(strconv.FormatFloat(ev.Snapshot.Significance, 'g', -1, 64))
+	w(fmt.Sprint(ev.Watch.IgnoreText, ev.Watch.TriggerText, ev.Watch.MinSignificance, ev.Watch.NotifyTypes,
+		ev.Watch.OnlyInterests, ev.Watch.ShowNoise))
 	for i, ms := range ev.Matches {
 		w("#" + strconv.Itoa(i))
 		for _, m := range ms {

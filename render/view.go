@@ -97,6 +97,12 @@ type EventView struct {
 	General []ChangeView
 	// Omitted counts changes left out of Profile and General by a cap.
 	Omitted int
+	// Folded are the changes that are not told (changedigest.Notable:
+	// noise, or left out by the watch's filters), each with its Why; views
+	// show them collapsed.
+	Folded []ChangeView
+	// Significance of the version, 0..1 (0: not scored).
+	Significance float64
 	// Types and Interests list the distinct change types and matched
 	// interests, in order of first appearance.
 	Types     []changedigest.ChangeType
@@ -122,6 +128,8 @@ type ChangeView struct {
 	// Item is set for a change of a feed item.
 	Item       *ItemView
 	SideBySide bool
+	// Why says why a folded change is not told ("noise: generated value").
+	Why string
 }
 
 // ItemView is the feed item a change is about.
@@ -237,13 +245,14 @@ func (e *Engine) View(ev Event, o ViewOptions) (EventView, error) {
 	}
 	w, s := ev.Watch, ev.Snapshot
 	v := EventView{
-		WatchID:   w.ID,
-		WatchName: oneLine(w.Name()),
-		WatchURL:  safeURL(w.URL),
-		WatchPage: e.URL(watchPath(w.ID)),
-		URL:       e.URL(versionPath(w.ID, s.Seq)),
-		Seq:       s.Seq,
-		Detected:  s.FetchedAt.UTC(),
+		WatchID:      w.ID,
+		WatchName:    oneLine(w.Name()),
+		WatchURL:     safeURL(w.URL),
+		WatchPage:    e.URL(watchPath(w.ID)),
+		URL:          e.URL(versionPath(w.ID, s.Seq)),
+		Seq:          s.Seq,
+		Detected:     s.FetchedAt.UTC(),
+		Significance: s.Significance,
 	}
 	if v.WatchName == "" {
 		v.WatchName = "watch " + strconv.FormatInt(w.ID, 10)
@@ -251,6 +260,11 @@ func (e *Engine) View(ev Event, o ViewOptions) (EventView, error) {
 	feed := w.Kind == changedigest.KindFeed || s.Kind == changedigest.KindFeed
 	for i, c := range s.Changes {
 		cv := changeView(i, c, ev.matches(i), o, feed)
+		if ok, why := changedigest.Notable(w, s, &c, len(ev.matches(i)) > 0); !ok {
+			cv.Why = oneLine(why)
+			v.Folded = append(v.Folded, cv)
+			continue
+		}
 		if !slices.Contains(v.Types, c.Type) && c.Type != "" {
 			v.Types = append(v.Types, c.Type)
 		}
@@ -265,7 +279,17 @@ func (e *Engine) View(ev Event, o ViewOptions) (EventView, error) {
 			v.General = append(v.General, cv)
 		}
 	}
-	v.Summary = summary(len(s.Changes), len(v.Profile))
+	v.Summary = summary(len(v.Profile)+len(v.General), len(v.Profile))
+	if n := len(v.Folded); n > 0 {
+		if len(v.Profile)+len(v.General) == 0 {
+			v.Summary = strconv.Itoa(n) + " " + plural(n, "change", "changes") + ", none told (noise or filters)"
+		} else {
+			v.Summary += ", " + strconv.Itoa(n) + " not told (noise or filters)"
+		}
+	}
+	if s.Significance > 0 {
+		v.Summary += " · significance " + strconv.FormatFloat(s.Significance, 'f', 2, 64)
+	}
 	return v, nil
 }
 

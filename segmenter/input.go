@@ -16,4 +16,8 @@ type Input struct {
 	// History holds the segment hashes of the last m stored versions,
 	// newest first (History[0] is Prev's): the signature matrix.
 	History [][]string
+	// Recent holds the changes of the last stored versions, newest first
+	// (up to NoiseVolatileWindow of them), to learn which locations change
+	// at nearly every check; nil learns nothing.
+	Recent [][]changedigest.Change
 }

@@ -15,14 +15,23 @@ import (
 // nav, aside and footer elements and in the head is boilerplate outright.
 // Bad input (empty, binary, not HTML) gives "".
 func MainText(body []byte) string {
+	main, _ := pageTexts(body)
+	return main
+}
+
+// pageTexts returns the main text of a page (as MainText) and all its
+// visible text, from one scan.
+func pageTexts(body []byte) (main, all string) {
 	if len(body) == 0 || len(body) > DefaultMaxBytes || binaryKind(body) != "" {
-		return ""
+		return "", ""
 	}
 	d := scan(decode(body), nil, step{})
 	defer d.release()
 	blocks := textBlocks(d)
-	var sb strings.Builder
+	var sb, ab strings.Builder
 	for i := range blocks {
+		ab.WriteString(blocks[i].text)
+		ab.WriteByte('\n')
 		// The last block has no successor; it stands in for its own, so a
 		// page that ends with its article (no footer) keeps its last
 		// paragraph.
@@ -41,7 +50,7 @@ func MainText(body []byte) string {
 		}
 		sb.WriteString(blocks[i].text)
 	}
-	return sb.String()
+	return sb.String(), ab.String()
 }
 
 // textBlock is a run of text between two block-level tags.

@@ -94,10 +94,15 @@ func (s *Segmenter) Detect(in Input) (*changedigest.Snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
+	detect := s.DetectPage
 	if kind == changedigest.KindFeed {
-		return DetectFeed(in)
+		detect = DetectFeed
 	}
-	return s.DetectPage(in)
+	snap, err := detect(in)
+	if err == nil {
+		classifySnapshot(snap, in) // noise and significance (noise.go)
+	}
+	return snap, err
 }
 
 // Diff compares two versions of a page or feed (the `changedigest diff`
@@ -123,10 +128,15 @@ func (s *Segmenter) Diff(old, new []byte, zone string) (*changedigest.Diff, erro
 	if ko != kn {
 		return nil, inputErrorf(ErrNotDocument, "old is a %s and new is a %s: cannot compare them", ko, kn)
 	}
+	diff := func() (*changedigest.Diff, error) { return s.DiffPages(old, new, zone) }
 	if ko == changedigest.KindFeed {
-		return DiffFeeds(old, new)
+		diff = func() (*changedigest.Diff, error) { return DiffFeeds(old, new) }
 	}
-	return s.DiffPages(old, new, zone)
+	d, err := diff()
+	if err == nil {
+		Classify(d, old, new) // noise and significance (noise.go)
+	}
+	return d, err
 }
 
 func (s *Segmenter) checkSize(body []byte, label string) error {

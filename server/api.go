@@ -241,16 +241,23 @@ type apiWatch struct {
 	Paused       bool                  `json:"paused"`
 	KeepVersions int                   `json:"keep_versions"`
 	KeepDays     int                   `json:"keep_days"`
-	CreatedAt    time.Time             `json:"created_at"`
-	UpdatedAt    time.Time             `json:"updated_at"`
-	NextCheck    time.Time             `json:"next_check"`
-	LastCheck    time.Time             `json:"last_check,omitzero"`
-	LastChange   time.Time             `json:"last_change,omitzero"`
-	LastError    string                `json:"last_error,omitempty"`
-	LastErrorAt  time.Time             `json:"last_error_at,omitzero"`
-	ErrorCount   int                   `json:"error_count"`
-	Checks       int                   `json:"checks"`
-	ChangeChecks int                   `json:"change_checks"`
+	// Filters of what is told (changedigest.Notable).
+	IgnoreText      []string                  `json:"ignore_text"`
+	TriggerText     []string                  `json:"trigger_text"`
+	MinSignificance float64                   `json:"min_significance"`
+	NotifyTypes     []changedigest.ChangeType `json:"notify_types"`
+	OnlyInterests   bool                      `json:"only_interests"`
+	ShowNoise       bool                      `json:"show_noise"`
+	CreatedAt       time.Time                 `json:"created_at"`
+	UpdatedAt       time.Time                 `json:"updated_at"`
+	NextCheck       time.Time                 `json:"next_check"`
+	LastCheck       time.Time                 `json:"last_check,omitzero"`
+	LastChange      time.Time                 `json:"last_change,omitzero"`
+	LastError       string                    `json:"last_error,omitempty"`
+	LastErrorAt     time.Time                 `json:"last_error_at,omitzero"`
+	ErrorCount      int                       `json:"error_count"`
+	Checks          int                       `json:"checks"`
+	ChangeChecks    int                       `json:"change_checks"`
 	// FeedURL is the watch's Atom feed, for feed readers.
 	FeedURL string `json:"feed_url"`
 }
@@ -260,9 +267,20 @@ func (s *Server) apiWatchOf(u *changedigest.User, w *changedigest.Watch) apiWatc
 		Tags: w.Tags, Paused: w.Paused, KeepVersions: w.KeepVersions, KeepDays: w.KeepDays,
 		CreatedAt: w.CreatedAt, UpdatedAt: w.UpdatedAt, NextCheck: w.NextCheck, LastCheck: w.LastCheck,
 		LastChange: w.LastChange, LastError: w.LastError, LastErrorAt: w.LastErrorAt, ErrorCount: w.ErrorCount,
-		Checks: w.Checks, ChangeChecks: w.ChangeChecks, FeedURL: s.feedURL(u, fmt.Sprintf("/watches/%d.xml", w.ID))}
+		Checks: w.Checks, ChangeChecks: w.ChangeChecks, FeedURL: s.feedURL(u, fmt.Sprintf("/watches/%d.xml", w.ID)),
+		IgnoreText: w.IgnoreText, TriggerText: w.TriggerText, MinSignificance: w.MinSignificance,
+		NotifyTypes: w.NotifyTypes, OnlyInterests: w.OnlyInterests, ShowNoise: w.ShowNoise}
 	if a.Tags == nil {
 		a.Tags = []string{}
+	}
+	if a.IgnoreText == nil {
+		a.IgnoreText = []string{}
+	}
+	if a.TriggerText == nil {
+		a.TriggerText = []string{}
+	}
+	if a.NotifyTypes == nil {
+		a.NotifyTypes = changedigest.ChangeTypes // empty tells every type
 	}
 	if w.Interval > 0 {
 		a.Every = formatInterval(w.Interval)
@@ -284,6 +302,13 @@ type apiWatchInput struct {
 	Paused       *bool           `json:"paused"`
 	KeepVersions *int            `json:"keep_versions"`
 	KeepDays     *int            `json:"keep_days"`
+	// Filters; notify_types [] or null tells every type.
+	IgnoreText      *[]string `json:"ignore_text"`
+	TriggerText     *[]string `json:"trigger_text"`
+	MinSignificance *float64  `json:"min_significance"`
+	NotifyTypes     *[]string `json:"notify_types"`
+	OnlyInterests   *bool     `json:"only_interests"`
+	ShowNoise       *bool     `json:"show_noise"`
 }
 
 // apply lays the input over w's current values and validates the result
@@ -330,6 +355,36 @@ func (in *apiWatchInput) apply(w *changedigest.Watch) error {
 		if *n.v > 0 {
 			*n.dst = strconv.Itoa(*n.v)
 		}
+	}
+	for _, t := range []struct {
+		name string
+		v    *[]string
+		dst  *string
+	}{{"ignore_text", in.IgnoreText, &f.IgnoreText}, {"trigger_text", in.TriggerText, &f.TriggerText}} {
+		if t.v == nil {
+			continue
+		}
+		for _, x := range *t.v {
+			if strings.ContainsAny(x, "\r\n") {
+				return changedigest.Errorf(changedigest.EINVALID, "%s: %q spans several lines (give one text per entry)", t.name, x)
+			}
+		}
+		*t.dst = strings.Join(*t.v, "\n")
+	}
+	if in.MinSignificance != nil {
+		f.MinSignificance = strconv.FormatFloat(*in.MinSignificance, 'g', -1, 64)
+	}
+	if in.NotifyTypes != nil {
+		f.Types = nil
+		if len(*in.NotifyTypes) > 0 {
+			f.Types = *in.NotifyTypes
+		}
+	}
+	if in.OnlyInterests != nil {
+		f.OnlyInterests = *in.OnlyInterests
+	}
+	if in.ShowNoise != nil {
+		f.ShowNoise = *in.ShowNoise
 	}
 	return f.apply(w)
 }

@@ -8,6 +8,7 @@ import (
 	"net/http"
 
 	"github.com/changedigest/changedigest"
+	"github.com/changedigest/changedigest/notify"
 	"github.com/changedigest/changedigest/pet"
 	"github.com/changedigest/changedigest/render"
 )
@@ -68,12 +69,15 @@ func (s *Server) serveFeed(w http.ResponseWriter, r *http.Request, format string
 		return err
 	}
 	filter.UserID = u.ID
-	filter.Limit = s.Render.MaxEntries
+	// Versions with nothing to tell (noise, filters) are left out, so read
+	// more than the feed shows (Atom keeps the newest MaxEntries).
+	filter.Limit = min(1000, 4*s.Render.MaxEntries)
 	events, err := s.Notify.Events(r.Context(), filter)
 	if err != nil {
 		return err
 	}
 	s.feedURLs(&info)
+	events = notify.Told(events)
 	var buf bytes.Buffer
 	ctype := "application/atom+xml; charset=utf-8"
 	switch format {

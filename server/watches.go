@@ -196,8 +196,19 @@ type watchForm struct {
 	Paused       bool
 	KeepVersions string
 	KeepDays     string
-	Error        string
+	// Filters (see changedigest.Notable): texts one per line; Types are
+	// the change types told (all of them when the form did not show them).
+	IgnoreText      string
+	TriggerText     string
+	MinSignificance string
+	Types           []string
+	OnlyInterests   bool
+	ShowNoise       bool
+	Error           string
 }
+
+// Told reports whether changes of type t are told (a checkbox of the form).
+func (f *watchForm) Told(t string) bool { return len(f.Types) == 0 || slices.Contains(f.Types, t) }
 
 func formOf(w *changedigest.Watch) *watchForm {
 	f := &watchForm{ID: w.ID, URL: w.URL, Title: w.Title, Zone: w.Zone, Category: string(w.Category),
@@ -211,6 +222,14 @@ func formOf(w *changedigest.Watch) *watchForm {
 	if w.KeepDays > 0 {
 		f.KeepDays = strconv.Itoa(w.KeepDays)
 	}
+	f.IgnoreText, f.TriggerText = strings.Join(w.IgnoreText, "\n"), strings.Join(w.TriggerText, "\n")
+	if w.MinSignificance > 0 {
+		f.MinSignificance = strconv.FormatFloat(w.MinSignificance, 'g', -1, 64)
+	}
+	for _, t := range w.NotifyTypes {
+		f.Types = append(f.Types, string(t))
+	}
+	f.OnlyInterests, f.ShowNoise = w.OnlyInterests, w.ShowNoise
 	return f
 }
 
@@ -220,8 +239,36 @@ func readWatchForm(r *http.Request) *watchForm {
 		Zone: strings.TrimSpace(r.FormValue("zone")), Category: r.FormValue("category"),
 		Every: strings.TrimSpace(r.FormValue("every")), Tags: r.FormValue("tags"),
 		Paused: r.FormValue("paused") != "", KeepVersions: strings.TrimSpace(r.FormValue("keep_versions")),
-		KeepDays: strings.TrimSpace(r.FormValue("keep_days")),
+		KeepDays:   strings.TrimSpace(r.FormValue("keep_days")),
+		IgnoreText: r.FormValue("ignore_text"), TriggerText: r.FormValue("trigger_text"),
+		MinSignificance: strings.TrimSpace(r.FormValue("min_significance")),
+		Types:           formTypes(r),
+		OnlyInterests:   r.FormValue("only_interests") != "", ShowNoise: r.FormValue("show_noise") != "",
 	}
+}
+
+// formTypes reads the change-type checkboxes; a form that did not show
+// them (no "types_shown") tells every type.
+func formTypes(r *http.Request) []string {
+	if r.FormValue("types_shown") == "" {
+		return nil
+	}
+	ts := r.Form["notify_types"]
+	if ts == nil {
+		ts = []string{} // none checked: Validate says so
+	}
+	return ts
+}
+
+// lines splits a text area into its non-empty lines.
+func lines(s string) []string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			out = append(out, l)
+		}
+	}
+	return out
 }
 
 // apply copies the form into w and validates the result.
@@ -244,6 +291,23 @@ func (f *watchForm) apply(w *changedigest.Watch) error {
 	if w.KeepDays, err = optionalInt(f.KeepDays, "days to keep"); err != nil {
 		return err
 	}
+	w.IgnoreText, w.TriggerText = lines(f.IgnoreText), lines(f.TriggerText)
+	w.MinSignificance = 0
+	if f.MinSignificance != "" {
+		v, err := strconv.ParseFloat(f.MinSignificance, 64)
+		if err != nil {
+			return changedigest.Errorf(changedigest.EINVALID, "minimum significance: %q is not a number from 0 to 1", f.MinSignificance)
+		}
+		w.MinSignificance = v
+	}
+	if f.Types != nil && len(f.Types) == 0 {
+		return changedigest.Errorf(changedigest.EINVALID, "change types to tell: choose at least one")
+	}
+	w.NotifyTypes = nil
+	for _, t := range f.Types {
+		w.NotifyTypes = append(w.NotifyTypes, changedigest.ChangeType(t))
+	}
+	w.OnlyInterests, w.ShowNoise = f.OnlyInterests, f.ShowNoise
 	if err := w.Validate(); err != nil {
 		return err
 	}

@@ -156,6 +156,9 @@ func writeChanges(bw *bufio.Writer, kind changedigest.Kind, changes []changedige
 			what = "item"
 		}
 		fmt.Fprintf(bw, "%s %d  %s  %s\n", what, c.Segment, paint(ansiBold, string(c.Type)+" "+string(c.Op)), paint(ansiDim, location(c)))
+		if c.Noise != "" {
+			fmt.Fprintf(bw, "  %s\n", paint(ansiDim, "noise: "+c.Noise))
+		}
 		switch {
 		case c.Op == changedigest.OpInsert:
 			fmt.Fprintf(bw, "  %s\n", paint(ansiGreen, "+ "+shorten(c.NewText, 400)))

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -19,13 +20,13 @@ import (
 )
 
 func init() {
-	commands["watch"] = command{summary: "add, list or remove watched pages and feeds (watch add|list|rm)", run: runWatch}
+	commands["watch"] = command{summary: "add, list, filter or remove watched pages and feeds (watch add|list|filter|rm)", run: runWatch}
 	commands["check"] = command{summary: "check watches once now: check [ID…|--all]", run: runCheck}
 }
 
 func runWatch(ctx context.Context, e *env) error {
 	if len(e.args) == 0 {
-		return usagef("want a sub-command: watch add URL | watch list | watch rm ID|URL")
+		return usagef("want a sub-command: watch add URL | watch list | watch filter ID|URL | watch rm ID|URL")
 	}
 	sub, rest := e.args[0], &env{args: e.args[1:], stdin: e.stdin, stdout: e.stdout, stderr: e.stderr, global: e.global}
 	switch sub {
@@ -35,8 +36,10 @@ func runWatch(ctx context.Context, e *env) error {
 		return runWatchList(ctx, rest)
 	case "rm", "remove":
 		return runWatchRm(ctx, rest)
+	case "filter":
+		return runWatchFilter(ctx, rest)
 	}
-	return usagef("unknown sub-command %q: want add, list or rm", sub)
+	return usagef("unknown sub-command %q: want add, list, filter or rm", sub)
 }
 
 func runWatchAdd(ctx context.Context, e *env) error {
@@ -50,6 +53,8 @@ func runWatchAdd(ctx context.Context, e *env) error {
 	title := fs.String("title", "", "a name for the watch (default: the page title)")
 	var tags multiFlag
 	fs.Var(&tags, "tag", "a tag (repeat for more)")
+	var ff filterFlags
+	ff.register(fs)
 	args, err := e.parse(fs, e.args)
 	if err != nil {
 		return err
@@ -66,6 +71,7 @@ func runWatchAdd(ctx context.Context, e *env) error {
 			return err
 		}
 	}
+	ff.apply(fs, w)
 	if err := w.Validate(); err != nil {
 		return err
 	}
@@ -82,6 +88,115 @@ func runWatchAdd(ctx context.Context, e *env) error {
 		return err
 	}
 	fmt.Fprintf(e.stdout, "watch %d: %s (%s)\n", w.ID, w.URL, intervalText(w))
+	return nil
+}
+
+// filterFlags are the flags of a watch's filters (changedigest.Notable).
+type filterFlags struct {
+	ignore, trigger multiFlag
+	minSig          float64
+	types           string
+	onlyInterests   bool
+	showNoise       bool
+}
+
+func (f *filterFlags) register(fs *flag.FlagSet) {
+	fs.Var(&f.ignore, "ignore", "do not tell changes that only concern this text: plain, or /regexp/ (repeat for more)")
+	fs.Var(&f.trigger, "trigger", "tell only changes in which this text appears or disappears: plain, or /regexp/ (repeat for more)")
+	fs.Float64Var(&f.minSig, "min-significance", 0, "do not tell versions whose significance (0..1) is below this")
+	fs.StringVar(&f.types, "types", "", "change types to tell, comma-separated (content,structural,cosmetic,behavioural; empty: all)")
+	fs.BoolVar(&f.onlyInterests, "only-interests", false, "tell only changes that match my interests")
+	fs.BoolVar(&f.showNoise, "show-noise", false, "tell noise changes too")
+}
+
+// apply sets the filters whose flags were given; Validate checks them.
+func (f *filterFlags) apply(fs *flag.FlagSet, w *changedigest.Watch) {
+	fs.Visit(func(fl *flag.Flag) {
+		switch fl.Name {
+		case "ignore":
+			w.IgnoreText = f.ignore
+		case "trigger":
+			w.TriggerText = f.trigger
+		case "min-significance":
+			w.MinSignificance = f.minSig
+		case "types":
+			w.NotifyTypes = nil
+			for _, t := range strings.Split(f.types, ",") {
+				if t = strings.TrimSpace(t); t != "" {
+					w.NotifyTypes = append(w.NotifyTypes, changedigest.ChangeType(t))
+				}
+			}
+		case "only-interests":
+			w.OnlyInterests = f.onlyInterests
+		case "show-noise":
+			w.ShowNoise = f.showNoise
+		}
+	})
+}
+
+// filterText describes a watch's filters in one line.
+func filterText(w *changedigest.Watch) string {
+	var parts []string
+	if len(w.NotifyTypes) > 0 {
+		ts := make([]string, len(w.NotifyTypes))
+		for i, t := range w.NotifyTypes {
+			ts[i] = string(t)
+		}
+		parts = append(parts, "types "+strings.Join(ts, ","))
+	}
+	for _, t := range w.IgnoreText {
+		parts = append(parts, fmt.Sprintf("ignore %q", t))
+	}
+	for _, t := range w.TriggerText {
+		parts = append(parts, fmt.Sprintf("trigger %q", t))
+	}
+	if w.MinSignificance > 0 {
+		parts = append(parts, fmt.Sprintf("min significance %g", w.MinSignificance))
+	}
+	if w.OnlyInterests {
+		parts = append(parts, "only my interests")
+	}
+	if w.ShowNoise {
+		parts = append(parts, "noise shown")
+	} else {
+		parts = append(parts, "noise left out")
+	}
+	return strings.Join(parts, "; ")
+}
+
+// runWatchFilter sets the filters of a watch: the flags given change, the
+// others stay.
+func runWatchFilter(ctx context.Context, e *env) error {
+	var sf storeFlags
+	fs := newFlagSet(e, "watch filter", "ID|URL [--ignore T]… [--trigger T]… [--min-significance F] [--types T,…] [--only-interests] [--show-noise]")
+	sf.register(fs)
+	user := fs.String("user", "", "whose watch")
+	var ff filterFlags
+	ff.register(fs)
+	args, err := e.parse(fs, e.args)
+	if err != nil {
+		return err
+	}
+	if len(args) != 1 {
+		return usagef("watch filter takes one watch id or URL, got %d arguments", len(args))
+	}
+	store, u, err := sf.openAs(ctx, *user, e)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	w, err := findWatch(ctx, store, u, args[0])
+	if err != nil {
+		return err
+	}
+	w, err = store.UpdateWatch(ctx, u.ID, w.ID, func(x *changedigest.Watch) error {
+		ff.apply(fs, x)
+		return x.Validate()
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "watch %d: %s\n", w.ID, filterText(w))
 	return nil
 }
 

@@ -107,3 +107,37 @@ func TestUserCommands(t *testing.T) {
 		t.Errorf("user list: %d %s", code, out)
 	}
 }
+
+// TestWatchFilter sets a watch's filters from the command line: the flags
+// given change, the others stay, and bad values are refused with the
+// watch left as it was.
+func TestWatchFilter(t *testing.T) {
+	data := t.TempDir()
+	run := func(want int, args ...string) string {
+		t.Helper()
+		code, out, errs := runCmd(t, append(args, "--data", data)...)
+		if code != want {
+			t.Fatalf("%v: exit %d, want %d\n%s%s", args, code, want, out, errs)
+		}
+		return out + errs
+	}
+	run(0, "watch", "add", "https://news.example.org/", "--ignore", `/\d+ comments/`, "--types", "content,structural")
+	out := run(0, "watch", "filter", "1", "--trigger", "sold out", "--min-significance", "0.1")
+	want := `watch 1: types content,structural; ignore "/\\d+ comments/"; trigger "sold out"; min significance 0.1; noise left out`
+	if !strings.Contains(out, want) {
+		t.Errorf("watch filter: %s\nwant %s", out, want)
+	}
+	for _, bad := range [][]string{
+		{"--ignore", "/a(/"}, {"--min-significance", "3"}, {"--types", "visual"}, {"--min-significance", "lots"},
+	} {
+		out = run(2, append([]string{"watch", "filter", "1"}, bad...)...)
+		if !strings.Contains(out, strings.TrimPrefix(bad[0], "--")) && !strings.Contains(out, "regular expression") &&
+			!strings.Contains(out, "significance") && !strings.Contains(out, "change type") {
+			t.Errorf("%v: %s", bad, out)
+		}
+	}
+	out = run(0, "watch", "filter", "https://news.example.org/", "--show-noise", "--types", "")
+	if !strings.Contains(out, `watch 1: ignore "/\\d+ comments/"; trigger "sold out"; min significance 0.1; noise shown`) {
+		t.Errorf("after bad values and a last change: %s", out)
+	}
+}

@@ -1,0 +1,791 @@
+package segmenter
+
+import (
+	"fmt"
+	"hash/fnv"
+	"math"
+	"math/bits"
+	"net/url"
+	"path"
+	"regexp"
+	"strings"
+	"unicode"
+
+	"github.com/changedigest/changedigest"
+)
+
+// Noise and significance.
+//
+// After the comparison, each change is looked at once more for what a
+// reader would not call a change (Change.Noise says why), and the version
+// gets a significance score (Diff.Significance, Snapshot.Significance).
+// Nothing is dropped: noise changes stay in the change set, the track and
+// the API; the views fold them and the feeds, digests and notifications
+// leave them out (changedigest.Notable).
+//
+// A change is noise when:
+//   - generated value: a cosmetic, structural or behavioural update whose
+//     attribute values and script or style text differ only in generated
+//     tokens: UUIDs, long hex or base64-like runs, numbers in scripts and
+//     in attributes that are not link targets, the nonce and integrity
+//     attributes, hashed file and class names, and the query strings of
+//     resource addresses (cache busters) or session, tracking and time
+//     parameters of links. A changed link path, colour, class word or new
+//     code is a real change.
+//   - repeated edit: the same attribute edit (digits aside) made at many
+//     places of one version, e.g. a table column renamed in every row's
+//     data attribute: the first place is reported, the others point to it.
+//   - volatile location: a location that changed at nearly every recent
+//     check (NoiseVolatileShare of the last NoiseVolatileWindow versions,
+//     at least NoiseVolatileMin of them), when the change is a small edit
+//     of numbers, dates or relative times (a counter, "updated 2 hours
+//     ago") or not a content change at all. Counting only recent versions,
+//     a location that calms down is told about again by itself.
+//
+// Significance is 0 when every change is noise; otherwise the larger of
+// the 64-bit simhash distance between the main texts of the two versions
+// (Manku, Jain and Das Sarma 2007: near-duplicates differ in few bits; a
+// different page in about half of them, so the distance is divided by
+// 32) and twice the share of the page's words that changed in the changes
+// that are not noise, at most 1.
+
+// Noise reasons (Change.Noise); a volatile location's reason carries the
+// counts, "changes at 19 of the last 20 checks".
+const (
+	NoiseGenerated = "generated value"
+	NoiseRepeated  = "repeated edit"
+)
+
+// Learned volatility knobs.
+const (
+	NoiseVolatileWindow = 20
+	NoiseVolatileMin    = 6
+	NoiseVolatileShare  = 0.75
+)
+
+// Classify marks the noise in a computed diff of old and new (the raw
+// bodies of both versions) and sets its significance.
+func Classify(d *changedigest.Diff, old, new []byte) {
+	if d == nil {
+		return
+	}
+	markGenerated(d.Changes)
+	markRepeated(d.Changes)
+	var o, n pageText
+	if d.Kind == changedigest.KindPage {
+		o, n = textOf(old), textOf(new)
+	}
+	d.Significance = significance(o, n, d.Changes, max(d.Old.Segments, d.New.Segments))
+}
+
+// classifySnapshot marks the noise of a new version's changes, learning
+// volatile locations from in.Recent, and sets its significance.
+func classifySnapshot(snap *changedigest.Snapshot, in Input) {
+	if snap == nil || len(snap.Changes) == 0 {
+		return
+	}
+	markGenerated(snap.Changes)
+	markRepeated(snap.Changes)
+	markVolatile(snap.Changes, in.Recent)
+	var o, n pageText
+	if snap.Kind == changedigest.KindPage && len(in.PrevBody) > 0 {
+		o, n = textOf(in.PrevBody), textOf(in.Body)
+	} else {
+		o.main = segmentText(in.Prev)
+		o.all = o.main
+		n.main = segmentText(snap)
+		n.all = n.main
+	}
+	snap.Significance = significance(o, n, snap.Changes, len(snap.Segments))
+}
+
+// pageText is what significance reads of a version: its main text and
+// all its visible text.
+type pageText struct{ main, all string }
+
+func textOf(body []byte) pageText {
+	m, a := pageTexts(body)
+	return pageText{m, a}
+}
+
+func segmentText(s *changedigest.Snapshot) string {
+	if s == nil {
+		return ""
+	}
+	var sb strings.Builder
+	for _, sg := range s.Segments {
+		sb.WriteString(sg.Text)
+		sb.WriteByte('\n')
+	}
+	return sb.String()
+}
+
+// ---------------------------------------------------------------- generated values
+
+func markGenerated(changes []changedigest.Change) {
+	for i := range changes {
+		c := &changes[i]
+		if c.Noise != "" || c.Op != changedigest.OpUpdate || c.Type == changedigest.ChangeContent {
+			continue
+		}
+		if generatedOnly(c.OldText, c.NewText) {
+			c.Noise = NoiseGenerated
+		}
+	}
+}
+
+// markup is a change text split into what it is made of: an optional tag
+// name, attributes in order and the text after the start tag (a script or
+// style source).
+type markup struct {
+	tag   string
+	attrs []attr
+	body  string
+}
+
+type attr struct{ name, value string }
+
+var attrRE = regexp.MustCompile(`^\s*([^\s="'<>/]+)(?:\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'>]+)))?`)
+
+// parseMarkup reads `<tag a="b" ...>body` or `a="b" c="d"`; ok is false
+// for anything else (a text).
+func parseMarkup(s string) (m markup, ok bool) {
+	rest := s
+	inTag := false
+	if strings.HasPrefix(rest, "<") {
+		end := strings.IndexAny(rest[1:], " \t\n>")
+		if end < 0 {
+			return m, false
+		}
+		m.tag = strings.ToLower(rest[1 : 1+end])
+		rest = rest[1+end:]
+		inTag = true
+	}
+	for {
+		rest = strings.TrimLeft(rest, " \t\r\n")
+		if rest == "" {
+			return m, true // a text cut before its start tag ends
+		}
+		if inTag && (strings.HasPrefix(rest, ">") || strings.HasPrefix(rest, "/>")) {
+			m.body = strings.TrimPrefix(strings.TrimPrefix(rest, "/"), ">")
+			return m, true
+		}
+		sm := attrRE.FindStringSubmatch(rest)
+		if sm == nil {
+			return m, false
+		}
+		m.attrs = append(m.attrs, attr{strings.ToLower(sm[1]), sm[2] + sm[3] + sm[4]})
+		rest = rest[len(sm[0]):]
+	}
+}
+
+// generatedOnly reports whether old and new (texts of a non-content
+// update) differ only in generated values.
+func generatedOnly(old, new string) bool {
+	if old == new {
+		return false
+	}
+	om, ok1 := parseMarkup(old)
+	nm, ok2 := parseMarkup(new)
+	if !ok1 || !ok2 || om.tag != nm.tag || len(om.attrs) != len(nm.attrs) {
+		return false
+	}
+	for i := range om.attrs {
+		a, b := om.attrs[i], nm.attrs[i]
+		if a.name != b.name {
+			return false
+		}
+		if a.value != b.value && !generatedValue(om.tag, a.name, a.value, b.value) {
+			return false
+		}
+	}
+	if om.body != nm.body {
+		return sameTokensBut(om.body, nm.body, numberOrRandom)
+	}
+	return true
+}
+
+// linkAttrs hold addresses.
+var linkAttrs = map[string]bool{
+	"href": true, "src": true, "action": true, "srcset": true, "data-src": true, "data-srcset": true,
+	"poster": true, "formaction": true, "data": true, "xlink:href": true, "imagesrcset": true,
+}
+
+// resourceTags load what their address names rather than lead to it.
+var resourceTags = map[string]bool{
+	"script": true, "link": true, "img": true, "source": true, "iframe": true, "video": true,
+	"audio": true, "embed": true, "object": true, "track": true, "input": true, "image": true, "use": true,
+}
+
+func generatedValue(tag, name, old, new string) bool {
+	switch {
+	case name == "nonce" || name == "integrity" || name == "data-nonce" || name == "csp-nonce":
+		return true
+	case linkAttrs[name]:
+		if name == "srcset" || name == "data-srcset" || name == "imagesrcset" {
+			return sameTokensBut(old, new, func(a, b string) bool { return random(a) && random(b) || numeric(a) && numeric(b) && len(a) >= 8 })
+		}
+		return generatedURL(tag, name, old, new)
+	case name == "class":
+		return sameTokensBut(old, new, func(a, b string) bool { return random(a) && random(b) })
+	case name == "style":
+		return sameTokensBut(old, new, func(a, b string) bool { return random(a) && random(b) })
+	default:
+		return sameTokensBut(old, new, numberOrRandom)
+	}
+}
+
+// assetExt are file extensions of addresses that are loaded, not visited.
+var assetExt = map[string]bool{
+	".js": true, ".mjs": true, ".css": true, ".png": true, ".jpg": true, ".jpeg": true, ".gif": true,
+	".svg": true, ".webp": true, ".avif": true, ".ico": true, ".woff": true, ".woff2": true, ".ttf": true,
+	".eot": true, ".otf": true, ".json": true, ".map": true, ".gzip": true, ".gz": true,
+}
+
+// volatileParams are query parameters that carry sessions, tracking or time.
+func volatileParam(k string) bool {
+	k = strings.ToLower(k)
+	switch k {
+	case "v", "ver", "version", "_", "t", "ts", "time", "timestamp", "cb", "cachebuster", "cache", "rand", "rnd",
+		"r", "nonce", "sid", "session", "sessionid", "phpsessid", "jsessionid", "token", "csrf", "_csrf",
+		"fbclid", "gclid", "mc_cid", "mc_eid", "hash", "h", "rev", "build", "trk", "ref_src", "_ga", "_gl",
+		"igshid", "mkt_tok", "msclkid", "yclid", "spm", "si":
+		return true
+	}
+	return strings.HasPrefix(k, "utm_")
+}
+
+func generatedURL(tag, name, old, new string) bool {
+	ou, err1 := url.Parse(strings.TrimSpace(old))
+	nu, err2 := url.Parse(strings.TrimSpace(new))
+	if err1 != nil || err2 != nil || ou.Scheme != nu.Scheme || ou.Host != nu.Host || ou.Opaque != nu.Opaque {
+		return false
+	}
+	resource := resourceTags[tag] || name != "href" && name != "action" && name != "formaction" ||
+		assetExt[strings.ToLower(path.Ext(nu.Path))]
+	if ou.Path != nu.Path && !sameTokensBut(ou.Path, nu.Path, func(a, b string) bool { return random(a) && random(b) }) &&
+		!(resource && assetBase(ou.Path) == assetBase(nu.Path)) {
+		// A link to another address, or another file loaded.
+		return false
+	}
+	if ou.RawQuery == nu.RawQuery && ou.Fragment == nu.Fragment {
+		return true
+	}
+	if ou.Fragment != nu.Fragment && !sameTokensBut(ou.Fragment, nu.Fragment, numberOrRandom) {
+		return false
+	}
+	if ou.RawQuery == nu.RawQuery {
+		return true
+	}
+	if !strings.Contains(ou.RawQuery+nu.RawQuery, "=") {
+		// A bare query ("?1700674753"): a cache buster when only numbers
+		// or generated tokens differ.
+		return ou.RawQuery != "" && nu.RawQuery != "" && sameTokensBut(ou.RawQuery, nu.RawQuery, numberOrRandom)
+	}
+	oq, _ := url.ParseQuery(ou.RawQuery)
+	nq, _ := url.ParseQuery(nu.RawQuery)
+	for k := range union(oq, nq) {
+		ov, nv := strings.Join(oq[k], " "), strings.Join(nq[k], " ")
+		_, inOld := oq[k]
+		_, inNew := nq[k]
+		switch {
+		case ov == nv && inOld == inNew:
+			continue
+		case inOld != inNew:
+			// A parameter added or removed: only session, tracking and
+			// time parameters of a link, never of a file loaded (a query
+			// added to a script is another request).
+			if resource || !volatileParam(k) {
+				return false
+			}
+		case resource || volatileParam(k):
+			// A cache buster or a session: numbers and generated tokens.
+			if !sameTokensBut(ov, nv, numberOrRandom) {
+				return false
+			}
+		default:
+			// Another parameter of a link: only generated tokens.
+			if !sameTokensBut(ov, nv, func(a, b string) bool { return random(a) && random(b) }) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// assetBase is a loaded file's address as the build that made it does
+// not change it: generated tokens (content hashes) masked and the
+// compression suffix (.gz, .gzip, .br) removed, so that
+// "app-3f2a…9c.js.gzip" and "app-77b1…e0.js" are the same file.
+func assetBase(p string) string {
+	for _, ext := range []string{".gzip", ".gz", ".br"} {
+		p = strings.TrimSuffix(p, ext)
+	}
+	var sb strings.Builder
+	for _, t := range tokens(p) {
+		if random(t) {
+			t = "#"
+		}
+		sb.WriteString(t)
+	}
+	return sb.String()
+}
+
+func union(a, b url.Values) map[string]bool {
+	out := map[string]bool{}
+	for k := range a {
+		out[k] = true
+	}
+	for k := range b {
+		out[k] = true
+	}
+	return out
+}
+
+// tokens splits s into runs of letters and digits and single other
+// characters (spaces collapsed to one).
+func tokens(s string) []string {
+	var out []string
+	start := -1
+	for i, r := range s {
+		alnum := unicode.IsLetter(r) || unicode.IsDigit(r)
+		if alnum {
+			if start < 0 {
+				start = i
+			}
+			continue
+		}
+		if start >= 0 {
+			out = append(out, s[start:i])
+			start = -1
+		}
+		if unicode.IsSpace(r) {
+			if len(out) > 0 && out[len(out)-1] == " " {
+				continue
+			}
+			out = append(out, " ")
+			continue
+		}
+		out = append(out, string(r))
+	}
+	if start >= 0 {
+		out = append(out, s[start:])
+	}
+	return out
+}
+
+var uuidRE = regexp.MustCompile(`(?i)\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b`)
+
+// sameTokensBut reports whether a and b differ, token by token, only in
+// pairs that gen accepts. Runs that differ in length are aligned by their
+// common prefix and suffix; what is left must be one token each side.
+func sameTokensBut(a, b string, gen func(x, y string) bool) bool {
+	// A UUID is generated whatever its parts look like.
+	a, b = uuidRE.ReplaceAllString(a, "\x00uuid"), uuidRE.ReplaceAllString(b, "\x00uuid")
+	ta, tb := tokens(a), tokens(b)
+	p := 0
+	for p < len(ta) && p < len(tb) && ta[p] == tb[p] {
+		p++
+	}
+	q := 0
+	for q < len(ta)-p && q < len(tb)-p && ta[len(ta)-1-q] == tb[len(tb)-1-q] {
+		q++
+	}
+	ma, mb := ta[p:len(ta)-q], tb[p:len(tb)-q]
+	if len(ma) != len(mb) {
+		return false
+	}
+	for i := range ma {
+		if ma[i] == mb[i] {
+			continue
+		}
+		if !gen(ma[i], mb[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func numberOrRandom(a, b string) bool {
+	return numeric(a) && numeric(b) || random(a) && random(b)
+}
+
+func numeric(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, r := range s {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// random reports whether a token looks generated rather than written: a
+// long number (a timestamp or id), a long hex run with letters and
+// digits, or a mixed run whose character classes (lower, upper, digit)
+// alternate often, as in base64, hashed class names and session ids.
+func random(s string) bool {
+	n := len(s)
+	if n < 5 {
+		return false
+	}
+	if numeric(s) {
+		return n >= 9
+	}
+	hex, digits, letters := true, 0, 0
+	changes := 0 // between character classes
+	prev := -1
+	for _, r := range s {
+		cls := 0
+		switch {
+		case r >= '0' && r <= '9':
+			digits++
+			cls = 1
+		case r >= 'a' && r <= 'z':
+			letters++
+			cls = 2
+		case r >= 'A' && r <= 'Z':
+			letters++
+			cls = 3
+		default:
+			return false
+		}
+		if !(r >= '0' && r <= '9' || r >= 'a' && r <= 'f' || r >= 'A' && r <= 'F') {
+			hex = false
+		}
+		if prev >= 0 && cls != prev {
+			changes++
+		}
+		prev = cls
+	}
+	if hex && n >= 8 && digits > 0 && letters > 0 {
+		return true
+	}
+	return changes >= 3 && digits > 0 || changes >= 4 && n >= 6
+}
+
+// ---------------------------------------------------------------- repeated edits
+
+// markRepeated marks every non-content update after the first that makes
+// the same edit (the same tag, attributes and removed and added tokens,
+// digits aside) as an earlier one.
+func markRepeated(changes []changedigest.Change) {
+	first := map[string]int{}
+	count := map[string]int{}
+	keys := make([]string, len(changes))
+	for i := range changes {
+		c := &changes[i]
+		if c.Noise != "" || c.Type == changedigest.ChangeContent || c.Op != changedigest.OpUpdate {
+			continue
+		}
+		k := editKey(c)
+		if k == "" {
+			continue
+		}
+		keys[i] = k
+		count[k]++
+		if _, ok := first[k]; !ok {
+			first[k] = i
+		}
+	}
+	for i, k := range keys {
+		if k == "" || first[k] == i || count[k] < 3 {
+			continue
+		}
+		changes[i].Noise = fmt.Sprintf("%s: as at %s (%d places)", NoiseRepeated, changes[first[k]].Path, count[k])
+	}
+}
+
+// editKey describes what an update changes, digits masked outside link
+// addresses, so that the same edit at two places has the same key; "" for
+// a text it cannot read.
+func editKey(c *changedigest.Change) string {
+	om, ok1 := parseMarkup(c.OldText)
+	nm, ok2 := parseMarkup(c.NewText)
+	if !ok1 || !ok2 || om.tag != nm.tag || len(om.attrs) != len(nm.attrs) || om.body != nm.body {
+		return ""
+	}
+	var sb strings.Builder
+	sb.WriteString(string(c.Type))
+	sb.WriteString("|" + om.tag)
+	for i := range om.attrs {
+		a, b := om.attrs[i], nm.attrs[i]
+		if a.name != b.name {
+			return ""
+		}
+		if a.value == b.value {
+			continue
+		}
+		ov, nv := a.value, b.value
+		if !linkAttrs[a.name] {
+			ov, nv = maskDigits(ov), maskDigits(nv) // a link to another number is another link
+		}
+		del, ins := bagDiff(tokens(ov), tokens(nv))
+		fmt.Fprintf(&sb, "|%s-%s+%s", a.name, strings.Join(del, " "), strings.Join(ins, " "))
+	}
+	return sb.String()
+}
+
+func maskDigits(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r >= '0' && r <= '9' {
+			return '#'
+		}
+		return r
+	}, s)
+}
+
+// bagDiff returns the tokens of a missing from b and of b missing from a,
+// spaces left out.
+func bagDiff(a, b []string) (del, ins []string) {
+	n := map[string]int{}
+	for _, t := range a {
+		if t != " " {
+			n[t]++
+		}
+	}
+	for _, t := range b {
+		if t == " " {
+			continue
+		}
+		if n[t] > 0 {
+			n[t]--
+		} else {
+			ins = append(ins, t)
+		}
+	}
+	for _, t := range a {
+		if t != " " && n[t] > 0 {
+			n[t]--
+			del = append(del, t)
+		}
+	}
+	return del, ins
+}
+
+// ---------------------------------------------------------------- volatile locations
+
+// markVolatile marks changes at locations that changed in most of the
+// recent versions (newest first), when the change is a small edit.
+func markVolatile(changes []changedigest.Change, recent [][]changedigest.Change) {
+	if len(recent) > NoiseVolatileWindow {
+		recent = recent[:NoiseVolatileWindow]
+	}
+	if len(recent) < NoiseVolatileMin {
+		return
+	}
+	seen := map[string]int{}
+	for _, cs := range recent {
+		at := map[string]bool{}
+		for _, c := range cs {
+			at[location(c)] = true
+		}
+		for k := range at {
+			seen[k]++
+		}
+	}
+	need := int(math.Ceil(NoiseVolatileShare * float64(len(recent))))
+	for i := range changes {
+		c := &changes[i]
+		if c.Noise != "" {
+			continue
+		}
+		n := seen[location(*c)]
+		if n < need || !smallEdit(c) {
+			continue
+		}
+		// The version at hand is a check too: "19 of the last 20" counts it.
+		c.Noise = fmt.Sprintf("volatile location: changes at %d of the last %d checks", n+1, len(recent)+1)
+	}
+}
+
+// location is where a change happened: its type and path.
+func location(c changedigest.Change) string { return string(c.Type) + " " + c.Path }
+
+// smallEdit reports whether a change only edits numbers, dates and
+// relative times, or is not a content change at all.
+func smallEdit(c *changedigest.Change) bool {
+	if c.Type != changedigest.ChangeContent {
+		return c.Op == changedigest.OpUpdate
+	}
+	if c.Op != changedigest.OpUpdate {
+		return false
+	}
+	del, ins := bagDiff(tokens(strings.ToLower(c.OldText)), tokens(strings.ToLower(c.NewText)))
+	if len(del)+len(ins) == 0 || len(del) > 6 || len(ins) > 6 {
+		return false
+	}
+	for _, t := range append(del, ins...) {
+		if !timeish(t) {
+			return false
+		}
+	}
+	return true
+}
+
+// timeWords are the words of dates, times and counters in the languages
+// of the test histories.
+var timeWords = map[string]bool{}
+
+func init() {
+	for _, w := range strings.Fields(`ago hour hours hr hrs h minute minutes min mins m second seconds sec secs s
+		day days d week weeks month months year years yesterday today now just
+		am pm utc gmt est edt cet cest mst mdt pst pdt bst
+		jan feb mar apr may jun jul aug sep sept oct nov dec
+		january february march april june july august september october november december
+		mon tue wed thu fri sat sun monday tuesday wednesday thursday friday saturday sunday
+		views view comments comment replies reply likes like shares visits visitors
+		hora horas minuto minutos dia dias semana semanas mês meses ano anos há ontem hoje
+		stunde stunden minute minuten tag tagen vor gestern heute kommentare kommentar
+		il y a heure heures jour jours hier aujourd`) {
+		timeWords[w] = true
+	}
+}
+
+func timeish(t string) bool {
+	if t == " " || len(t) == 1 && !unicode.IsLetter(rune(t[0])) && !unicode.IsDigit(rune(t[0])) {
+		return true // punctuation
+	}
+	if numeric(t) || timeWords[t] {
+		return true
+	}
+	// 2nd, 3rd, 10am, 5pm, 12h, 30min
+	digits := strings.TrimLeftFunc(t, unicode.IsDigit)
+	return digits != t && (timeWords[digits] || digits == "st" || digits == "nd" || digits == "rd" || digits == "th")
+}
+
+// ---------------------------------------------------------------- significance
+
+// significance scores a version against the previous one from their
+// texts and the changes that are not noise; items is the number of
+// segments (feed items) for the share when there is no text.
+func significance(o, n pageText, changes []changedigest.Change, items int) float64 {
+	changed, notable, floor := 0.0, 0, 0.0
+	for _, c := range changes {
+		if c.Noise != "" {
+			continue
+		}
+		notable++
+		weight := 1.0
+		if boilerPath(c.Path) {
+			weight = 0.25 // menus and footers matter less than the page's own text
+		}
+		if (c.Op == changedigest.OpInsert || c.Op == changedigest.OpDelete) && !boilerPath(c.Path) &&
+			(c.Type == changedigest.ChangeContent && dataText.MatchString(c.OldText+c.NewText)) {
+			floor = MediaSignificance // a download (a data set, a report) came or went
+		}
+		if c.Type != changedigest.ChangeContent {
+			if (c.Op == changedigest.OpInsert || c.Op == changedigest.OpDelete) && mediaMarkup(c.OldText+c.NewText) {
+				floor = MediaSignificance // an image, a table or a data file came or went
+			}
+			if c.Op == changedigest.OpUpdate || c.Op == changedigest.OpMove {
+				changed += weight // markup edited or moved: one word
+				continue
+			}
+		}
+		del, ins := bagDiff(wordsOf(c.OldText), wordsOf(c.NewText))
+		changed += weight * float64(len(del)+len(ins))
+	}
+	if notable == 0 {
+		return 0
+	}
+	total := max(len(wordsOf(o.all)), len(wordsOf(n.all)))
+	var share float64
+	switch {
+	case total > 0:
+		share = changed / float64(total)
+	case items > 0:
+		share = float64(notable) / float64(items)
+	}
+	// The simhash reads the main text when there is enough of it (a link
+	// list has next to none), else all the text.
+	om, nm := o.main, n.main
+	if len(wordsOf(om)) < 50 || len(wordsOf(nm)) < 50 {
+		om, nm = o.all, n.all
+	}
+	dist := 0.0
+	if om != "" || nm != "" {
+		dist = min(1, float64(bits.OnesCount64(Simhash(om)^Simhash(nm)))/32)
+	}
+	s := max(dist*dist, min(1, 2*share), floor)
+	s = math.Round(s*1000) / 1000
+	if s == 0 {
+		s = 0.001 // a change that is not noise is never insignificant to the last digit
+	}
+	return s
+}
+
+// MediaSignificance is the least significance of a version in which an
+// image, a video, a table, an embedded object or a link to a data file
+// came or went.
+const MediaSignificance = 0.2
+
+var mediaRE = regexp.MustCompile(`(?i)^\s*<(img|picture|video|audio|iframe|object|embed|table|figure|svg)\b|` +
+	`href="[^"]+\.(csv|tsv|xlsx?|ods|json|xml|zip|gz|tar|pdf|docx?|parquet|geojson|shp|kml|sav|dta|rdata)(\?[^"]*)?"`)
+
+// dataText names a download in the text of a link or a list item.
+var dataText = regexp.MustCompile(`(?i)\b(csv|tsv|xlsx?|json|zip|pdf|geojson|shapefile|kml|dataset|datasets|data set|data sets|download)\b`)
+
+func mediaMarkup(s string) bool { return mediaRE.MatchString(s) }
+
+// boilerPath reports whether a location lies in a menu, a sidebar or a footer.
+func boilerPath(p string) bool {
+	p = strings.ToLower(p)
+	for _, part := range strings.Split(p, "|") {
+		if strings.HasPrefix(part, "nav") || strings.HasPrefix(part, "footer") || strings.HasPrefix(part, "aside") ||
+			strings.Contains(part, "-footer") || strings.Contains(part, "-nav") || strings.Contains(part, "sidebar") {
+			return true
+		}
+	}
+	return false
+}
+
+// wordsOf returns the lower-cased words (runs of letters and digits) of s.
+func wordsOf(s string) []string {
+	var out []string
+	for _, t := range tokens(strings.ToLower(s)) {
+		r := []rune(t)[0]
+		if unicode.IsLetter(r) || unicode.IsDigit(r) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// Simhash returns the 64-bit simhash of a text (Charikar; Manku et al.):
+// each word shingle (two words) votes with its FNV-1a hash on every bit.
+// Texts that share most shingles differ in few bits.
+func Simhash(text string) uint64 {
+	ws := wordsOf(text)
+	if len(ws) == 0 {
+		return 0
+	}
+	var v [64]int
+	add := func(s string) {
+		h := fnv.New64a()
+		h.Write([]byte(s))
+		x := h.Sum64()
+		for i := range 64 {
+			if x&(1<<i) != 0 {
+				v[i]++
+			} else {
+				v[i]--
+			}
+		}
+	}
+	if len(ws) == 1 {
+		add(ws[0])
+	}
+	for i := 0; i+1 < len(ws); i++ {
+		add(ws[i] + " " + ws[i+1])
+	}
+	var out uint64
+	for i := range 64 {
+		if v[i] > 0 {
+			out |= 1 << i
+		}
+	}
+	return out
+}
