@@ -72,6 +72,13 @@ type Watch struct {
 	KeepVersions int `json:"keep_versions,omitempty"`
 	KeepDays     int `json:"keep_days,omitempty"`
 
+	// Render is how the page is read: fetched (the default) or rendered
+	// in a headless browser, for pages that build their content with
+	// JavaScript. WaitFor is a CSS selector the rendered page must show
+	// before it is read.
+	Render  Render `json:"render,omitempty"`
+	WaitFor string `json:"wait_for,omitempty"`
+
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
 
@@ -135,6 +142,15 @@ func (w *Watch) Validate() error {
 	if len(w.Zone) > 1024 {
 		return Errorf(EINVALID, "zone selector is longer than 1024 characters")
 	}
+	r, err := ParseRender(string(w.Render))
+	if err != nil {
+		return err
+	}
+	w.Render = r
+	w.WaitFor = strings.TrimSpace(w.WaitFor)
+	if len(w.WaitFor) > 1024 {
+		return Errorf(EINVALID, "wait-for selector is longer than 1024 characters")
+	}
 	return nil
 }
 
@@ -174,3 +190,25 @@ func (w *Watch) Name() string {
 }
 
 func (w *Watch) String() string { return fmt.Sprintf("watch %d (%s)", w.ID, w.URL) }
+
+// Render is how a watch reads its page.
+type Render string
+
+// Ways to read a page.
+const (
+	RenderFetch   Render = ""        // an HTTP fetch of the document (the default)
+	RenderBrowser Render = "browser" // headless Chromium, after the page's scripts ran
+)
+
+// ParseRender checks a render mode: "browser", or "" or "fetch" for a
+// plain fetch. Errors: EINVALID naming the mode.
+func ParseRender(s string) (Render, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "", "fetch":
+		return RenderFetch, nil
+	case "browser":
+		return RenderBrowser, nil
+	default:
+		return "", Errorf(EINVALID, "unknown render mode %q (want fetch or browser)", s)
+	}
+}

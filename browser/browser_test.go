@@ -1,0 +1,221 @@
+package browser
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/changedigest/changedigest/crawl"
+	"github.com/changedigest/changedigest/internal/testenv"
+)
+
+// newTestPool returns a pool whose guard allows exactly the given servers
+// (the tests' pages are on loopback, which the guard refuses otherwise).
+func newTestPool(t testing.TB, allow ...*httptest.Server) *Pool {
+	t.Helper()
+	exe := testenv.Tool(t, "chromium")
+	f := crawl.NewFetcher()
+	for _, s := range allow {
+		f.Allow = append(f.Allow, netip.MustParseAddrPort(s.Listener.Addr().String()))
+	}
+	p := NewPool(f.DialContext)
+	p.Exec = exe
+	p.Timeout = 20 * time.Second
+	t.Cleanup(func() { p.Close() })
+	return p
+}
+
+// counter is a loopback server that must never be reached.
+func counter(t *testing.T) (*httptest.Server, *atomic.Int64) {
+	var hits atomic.Int64
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		t.Logf("forbidden server reached: %s %s", r.Method, r.URL)
+		w.Header().Set("Access-Control-Allow-Origin", "*")
+		fmt.Fprint(w, "secret")
+	}))
+	t.Cleanup(s.Close)
+	return s, &hits
+}
+
+const fetchPage = `<!DOCTYPE html><html><head><title>Prices</title></head><body><div id="app">Loading</div>
+<script>
+fetch("/data.json").then(r => r.json()).then(d => {
+  const app = document.getElementById("app");
+  app.textContent = "";
+  for (const p of d.items) {
+    const s = document.createElement("section");
+    const h = document.createElement("h2"); h.textContent = p.name; s.appendChild(h);
+    const para = document.createElement("p"); para.textContent = "Price: " + p.price; s.appendChild(para);
+    app.appendChild(s);
+  }
+  const done = document.createElement("div"); done.className = "ready"; app.appendChild(done);
+});
+</script></body></html>`
+
+func TestRenderFetchedContent(t *testing.T) {
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/":
+			fmt.Fprint(w, fetchPage)
+		case "/data.json":
+			time.Sleep(200 * time.Millisecond)
+			fmt.Fprint(w, `{"items":[{"name":"Blue kettle","price":"24.99"},{"name":"Red toaster","price":"31.50"}]}`)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer site.Close()
+	p := newTestPool(t, site)
+	pg, err := p.Render(context.Background(), Request{URL: site.URL, WaitFor: ".ready", Screenshot: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	html := string(pg.HTML)
+	for _, want := range []string{"Blue kettle", "Price: 31.50", `class="ready"`} {
+		if !strings.Contains(html, want) {
+			t.Errorf("rendered DOM lacks %q:\n%s", want, html)
+		}
+	}
+	if pg.Title != "Prices" || pg.Status != 200 {
+		t.Errorf("title %q status %d", pg.Title, pg.Status)
+	}
+	if len(pg.Screenshot) < 100 || string(pg.Screenshot[1:4]) != "PNG" {
+		t.Errorf("screenshot is not a PNG (%d bytes)", len(pg.Screenshot))
+	}
+	if len(pg.Refused) > 0 {
+		t.Errorf("refused: %v", pg.Refused)
+	}
+}
+
+// hostilePage tries every way a page has to make the browser reach
+// another address: subresources, fetch, XHR, an iframe, a form, a
+// WebSocket, a service worker, a redirect, a navigation, a pop-up, and
+// names for loopback.
+func hostilePage(forbidden string, port string) string {
+	targets := []string{
+		forbidden,
+		"http://localhost:" + port,
+		"http://[::1]:" + port,
+		"http://0.0.0.0:" + port,
+		"http://2130706433:" + port, // 127.0.0.1 as one number
+		"http://127.1:" + port,
+	}
+	var b strings.Builder
+	b.WriteString(`<!DOCTYPE html><html><head><title>hostile</title>`)
+	fmt.Fprintf(&b, `<link rel="stylesheet" href="%s/css"><link rel="prefetch" href="%s/prefetch"><link rel="dns-prefetch" href="%s">`, forbidden, forbidden, forbidden)
+	b.WriteString(`</head><body><p id="text">A page that tries to reach a private address.</p>`)
+	for i, u := range targets {
+		fmt.Fprintf(&b, `<img src="%s/img%d"><script src="%s/js%d"></script>`, u, i, u, i)
+	}
+	fmt.Fprintf(&b, `<iframe src="%s/frame"></iframe><iframe src="/redirect"></iframe>`, forbidden)
+	fmt.Fprintf(&b, `<form id="f" method="post" action="%s/form" target="sink"><input name="a" value="b"></form><iframe name="sink"></iframe>`, forbidden)
+	b.WriteString(`<script>const targets = [`)
+	for _, u := range targets {
+		fmt.Fprintf(&b, "%q,", u)
+	}
+	b.WriteString(`];
+for (const u of targets) {
+  fetch(u + "/fetch").catch(() => {});
+  fetch(u + "/nocors", {mode: "no-cors"}).catch(() => {});
+  const x = new XMLHttpRequest(); x.open("GET", u + "/xhr"); x.send();
+  try { new WebSocket(u.replace("http", "ws") + "/ws"); } catch (e) {}
+  navigator.sendBeacon && navigator.sendBeacon(u + "/beacon", "x");
+  new Image().src = u + "/image";
+}
+window.open(targets[0] + "/popup");
+document.getElementById("f").submit();
+if (navigator.serviceWorker) navigator.serviceWorker.register("/sw.js").catch(() => {});
+fetch("/redirect").catch(() => {});
+setTimeout(() => { const a = document.createElement("a"); a.href = "/download"; a.download = "x"; document.body.appendChild(a); a.click(); }, 50);
+</script></body></html>`)
+	return b.String()
+}
+
+const serviceWorker = `self.addEventListener("install", e => { fetch(%q + "/sw-install").catch(() => {}); self.skipWaiting(); });
+self.addEventListener("activate", e => { fetch(%q + "/sw-activate").catch(() => {}); });`
+
+func TestHostilePageCannotReachLoopback(t *testing.T) {
+	forbidden, hits := counter(t)
+	port := forbidden.URL[strings.LastIndex(forbidden.URL, ":")+1:]
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/":
+			fmt.Fprint(w, hostilePage(forbidden.URL, port))
+		case "/redirect":
+			http.Redirect(w, r, forbidden.URL+"/redirected", http.StatusFound)
+		case "/download":
+			w.Header().Set("Content-Disposition", `attachment; filename="x.bin"`)
+			fmt.Fprint(w, "payload")
+		case "/leave":
+			fmt.Fprintf(w, `<p>leaving</p><script>setTimeout(() => { location.href = %q }, 10)</script>`, forbidden.URL+"/away")
+		case "/sw.js":
+			w.Header().Set("Content-Type", "text/javascript")
+			fmt.Fprintf(w, serviceWorker, forbidden.URL, forbidden.URL)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer site.Close()
+	p := newTestPool(t, site)
+	pg, err := p.Render(context.Background(), Request{URL: site.URL, Screenshot: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(pg.HTML), "tries to reach a private address") {
+		t.Errorf("the page itself was not rendered: %s", pg.HTML)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if n := hits.Load(); n != 0 {
+		t.Errorf("the forbidden loopback server was reached %d times", n)
+	}
+	if len(pg.Refused) == 0 {
+		t.Errorf("the guard refused nothing; requests: %d", pg.Requests)
+	}
+	t.Logf("%d requests, %d refused, e.g. %v", pg.Requests, len(pg.Refused), pg.Refused[:min(3, len(pg.Refused))])
+
+	// A document redirecting to the forbidden server is refused as a whole.
+	_, err = p.Render(context.Background(), Request{URL: site.URL + "/redirect"})
+	if !errors.Is(err, ErrRefused) {
+		t.Errorf("redirect to a forbidden address: err = %v, want ErrRefused", err)
+	}
+	// And one that sends itself there with a script.
+	_, err = p.Render(context.Background(), Request{URL: site.URL + "/leave"})
+	if !errors.Is(err, ErrRefused) {
+		t.Errorf("navigation to a forbidden address: err = %v, want ErrRefused", err)
+	}
+	// So is a document on it.
+	_, err = p.Render(context.Background(), Request{URL: forbidden.URL + "/page"})
+	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "non-public") {
+		t.Errorf("forbidden document: err = %v, want ErrRefused naming the reason", err)
+	}
+	if n := hits.Load(); n != 0 {
+		t.Errorf("the forbidden loopback server was reached %d times", n)
+	}
+}
+
+// TestAllowedServerIsReached is the control of the test above: with the
+// second server allowed too, the same page does reach it, so it is the
+// guard, not Chromium, that keeps it out.
+func TestAllowedServerIsReached(t *testing.T) {
+	other, hits := counter(t)
+	port := other.URL[strings.LastIndex(other.URL, ":")+1:]
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, hostilePage(other.URL, port))
+	}))
+	defer site.Close()
+	p := newTestPool(t, site, other)
+	if _, err := p.Render(context.Background(), Request{URL: site.URL}); err != nil {
+		t.Fatal(err)
+	}
+	if hits.Load() == 0 {
+		t.Error("an allowed server was never reached: the test above proves nothing")
+	}
+}

@@ -1,0 +1,431 @@
+package browser
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"net/url"
+	"sync"
+	"time"
+
+	"github.com/chromedp/cdproto/browser"
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/cdproto/target"
+	"github.com/chromedp/chromedp"
+
+	"github.com/changedigest/changedigest"
+)
+
+// Request is one page to render.
+type Request struct {
+	URL string
+	// WaitFor is a CSS selector that must match before the page is read.
+	WaitFor string
+	// Timeout bounds the whole page (0: the pool's Timeout).
+	Timeout time.Duration
+	// Steps run after the page settled and before it is read.
+	Steps []Step
+	// Screenshot asks for a full-page PNG screenshot.
+	Screenshot bool
+}
+
+// WatchRequest is the request for a check of w.
+func WatchRequest(w *changedigest.Watch) Request {
+	return Request{URL: w.URL, WaitFor: w.WaitFor}
+}
+
+// Step is one action on a rendered page before it is read, for cookie
+// walls and "load more" buttons.
+type Step struct {
+	// Action is click, type (Text into the field), wait (for the element
+	// to appear) or scroll (the element into view).
+	Action   string
+	Selector string
+	Text     string
+	// Timeout bounds the step (0: 10 s).
+	Timeout time.Duration
+}
+
+// Page is a rendered page.
+type Page struct {
+	// URL is the address of the document after redirects.
+	URL    string
+	Status int
+	// HTML is the serialised DOM after scripts ran, in UTF-8.
+	HTML  []byte
+	Title string
+	// Screenshot is a PNG of the whole page (up to MaxShotHeight), when asked.
+	Screenshot []byte
+	// Requests the page made through the proxy, bytes it read, and the
+	// requests the guard refused ("URL: reason", the first 20).
+	Requests int
+	Bytes    int64
+	Refused  []string
+	Duration time.Duration
+}
+
+// Timing knobs of a render; variables so tests can shorten them.
+var (
+	idleQuiet     = 500 * time.Millisecond // no request in flight for this long is idle
+	idleBudget    = 10 * time.Second       // waiting for idle stops after this long in all
+	longRequest   = 5 * time.Second        // a request in flight this long (a stream, long polling) does not keep the page busy
+	stepTimeout   = 10 * time.Second
+	scrollRounds  = 8
+	settleMinimum = 100 * time.Millisecond
+)
+
+// Render loads req.URL in a fresh browser context, waits for it to settle
+// (load, network idle, lazy content on scroll, the WaitFor selector), runs
+// the steps, and returns the DOM and, when asked, a screenshot. Errors:
+// ErrNoChromium and ErrStart when Chromium cannot run; ErrRefused when the
+// guard refuses the document's address; ErrLoad, ErrTimeout, ErrTooLarge,
+// ErrStep; ErrClosed after Close; the context's error when ctx ends.
+func (p *Pool) Render(ctx context.Context, req Request) (*Page, error) {
+	u, err := url.Parse(req.URL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("%w: %q is not an http or https URL", ErrLoad, req.URL)
+	}
+	p.init()
+	select {
+	case p.sem <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	defer func() { <-p.sem }()
+	start := time.Now()
+	timeout := cmpOr(req.Timeout, cmpOr(p.Timeout, DefaultTimeout))
+
+	in, err := p.acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer p.release(in)
+	px, err := p.takeProxy()
+	if err != nil {
+		return nil, err
+	}
+	defer func() { p.proxies <- px }()
+
+	rctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	sess := px.begin(rctx, cmpOr(p.MaxBytes, DefaultMaxBytes))
+	defer px.end(sess)
+
+	tctx, tcancel := chromedp.NewContext(in.ctx, chromedp.WithNewBrowserContext(
+		func(c *target.CreateBrowserContextParams) *target.CreateBrowserContextParams {
+			return c.WithProxyServer(px.addr()).WithProxyBypassList("<-loopback>")
+		}))
+	defer tcancel()
+	// The tab's context ends with the render's time limit or the caller.
+	stop := context.AfterFunc(rctx, tcancel)
+	defer stop()
+
+	r := &run{pool: p, req: req, sess: sess, page: &Page{}}
+	err = r.do(tctx)
+	pg := r.page
+	pg.Requests, pg.Bytes = int(sess.requests.Load()), sess.bytes.Load()
+	sess.mu.Lock()
+	pg.Refused = append([]string(nil), sess.refused...)
+	over := sess.over
+	sess.mu.Unlock()
+	pg.Duration = time.Since(start)
+	switch {
+	case over:
+		return nil, fmt.Errorf("%w: %s read more than %d bytes", ErrTooLarge, req.URL, cmpOr(p.MaxBytes, DefaultMaxBytes))
+	case err == nil:
+		return pg, nil
+	case ctx.Err() != nil:
+		return nil, ctx.Err()
+	case in.dead() && !errors.Is(err, ErrRefused) && !errors.Is(err, ErrLoad):
+		return nil, fmt.Errorf("browser: chromium exited while rendering %s: %w", req.URL, err)
+	case rctx.Err() != nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
+		return nil, fmt.Errorf("%w: %s was not ready within %s (%s)", ErrTimeout, req.URL, timeout, r.stage())
+	}
+	return nil, err
+}
+
+// run is the state of one render.
+type run struct {
+	pool *Pool
+	req  Request
+	sess *session
+	page *Page
+
+	mu        sync.Mutex
+	inflight  map[network.RequestID]time.Time // request → when it started
+	lastNet   time.Time
+	idleSpent time.Duration
+	mainFrame string
+	docID     network.RequestID
+	docResp   *network.Response
+	lastDoc   *network.Response // the main frame's latest document response
+	docErr    string
+	at        string // what the render is doing, for timeout messages
+}
+
+func (r *run) setStage(s string) {
+	r.mu.Lock()
+	r.at = s
+	r.mu.Unlock()
+}
+
+func (r *run) stage() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.at
+}
+
+// listen follows the network events of the tab: requests in flight (for
+// network idle) and the main document's response.
+func (r *run) listen(ev any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch e := ev.(type) {
+	case *network.EventRequestWillBeSent:
+		if _, ok := r.inflight[e.RequestID]; !ok {
+			r.inflight[e.RequestID] = time.Now()
+		}
+		r.lastNet = time.Now()
+		// The document is the first request of the main frame; its
+		// redirect hops keep its id. Later navigations (a script, a form,
+		// a download link) are judged by where the page ends up.
+		if r.docID == "" && e.Type == network.ResourceTypeDocument && string(e.FrameID) == r.mainFrame {
+			r.docID = e.RequestID
+		}
+	case *network.EventResponseReceived:
+		if e.RequestID == r.docID {
+			r.docResp = e.Response
+		}
+		if e.Type == network.ResourceTypeDocument && string(e.FrameID) == r.mainFrame {
+			r.lastDoc = e.Response
+		}
+	case *network.EventLoadingFinished:
+		delete(r.inflight, e.RequestID)
+		r.lastNet = time.Now()
+	case *network.EventLoadingFailed:
+		delete(r.inflight, e.RequestID)
+		r.lastNet = time.Now()
+		if e.RequestID == r.docID && r.docErr == "" {
+			r.docErr = e.ErrorText
+		}
+	}
+}
+
+func (r *run) do(ctx context.Context) error {
+	r.inflight = map[network.RequestID]time.Time{}
+	r.setStage("opening a tab")
+	// The first Run creates the browser context and the tab.
+	if err := chromedp.Run(ctx); err != nil {
+		return err
+	}
+	c := chromedp.FromContext(ctx)
+	r.mainFrame = string(c.Target.TargetID)
+	chromedp.ListenTarget(ctx, r.listen)
+	bexec := cdp.WithExecutor(ctx, c.Browser)
+	if err := browser.SetDownloadBehavior(browser.SetDownloadBehaviorBehaviorDeny).
+		WithBrowserContextID(c.BrowserContextID).Do(bexec); err != nil {
+		return fmt.Errorf("browser: refuse downloads: %w", err)
+	}
+	w, h := cmpOr(r.pool.Width, DefaultWidth), cmpOr(r.pool.Height, DefaultHeight)
+	err := chromedp.Run(ctx,
+		emulation.SetDeviceMetricsOverride(int64(w), int64(h), 1, false),
+		// Non-HTTP schemes never reach the proxy; refuse them outright.
+		network.SetBlockedURLs([]string{"file:*", "ftp:*", "chrome:*", "chrome-extension:*", "devtools:*"}),
+	)
+	if err != nil {
+		return err
+	}
+
+	r.setStage("loading the document")
+	navErr := chromedp.Run(ctx, chromedp.Navigate(r.req.URL))
+	r.mu.Lock()
+	resp, docErr := r.docResp, r.docErr
+	r.mu.Unlock()
+	if resp != nil {
+		if why, ok := resp.Headers[refusedHeader]; ok {
+			return fmt.Errorf("%w: %s: %v", ErrRefused, r.req.URL, why)
+		}
+		r.page.Status = int(resp.Status)
+		if resp.Status >= 400 {
+			return fmt.Errorf("%w: %s: HTTP status %d", ErrLoad, r.req.URL, resp.Status)
+		}
+	}
+	if navErr != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if docErr == "" {
+			docErr = navErr.Error()
+		}
+		return fmt.Errorf("%w: %s: %s", ErrLoad, r.req.URL, docErr)
+	}
+
+	r.setStage("waiting for the network to be idle")
+	if err := r.idle(ctx); err != nil {
+		return err
+	}
+	if r.req.WaitFor != "" {
+		r.setStage("waiting for " + r.req.WaitFor)
+		if err := chromedp.Run(ctx, chromedp.WaitReady(r.req.WaitFor, chromedp.ByQuery)); err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return fmt.Errorf("%w: wait for %q: %v", ErrStep, r.req.WaitFor, err)
+		}
+	}
+	for i, s := range r.req.Steps {
+		r.setStage(fmt.Sprintf("step %d (%s %s)", i+1, s.Action, s.Selector))
+		if err := r.step(ctx, s); err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return fmt.Errorf("%w: step %d (%s %s): %v", ErrStep, i+1, s.Action, s.Selector, err)
+		}
+		if err := r.idle(ctx); err != nil {
+			return err
+		}
+	}
+	r.setStage("scrolling for lazy content")
+	if err := r.scroll(ctx); err != nil {
+		return err
+	}
+
+	r.setStage("reading the document")
+	var html, loc, title string
+	err = chromedp.Run(ctx,
+		chromedp.Evaluate(`(document.doctype ? "<!DOCTYPE " + document.doctype.name + ">\n" : "") + document.documentElement.outerHTML`, &html),
+		chromedp.Location(&loc),
+		chromedp.Title(&title),
+	)
+	if err != nil {
+		return err
+	}
+	if lu, err := url.Parse(loc); err != nil || (lu.Scheme != "http" && lu.Scheme != "https") {
+		return fmt.Errorf("%w: the page went to %q", ErrLoad, loc)
+	}
+	r.mu.Lock()
+	last := r.lastDoc
+	r.mu.Unlock()
+	if last != nil {
+		if why, ok := last.Headers[refusedHeader]; ok {
+			return fmt.Errorf("%w: the page went to %s: %v", ErrRefused, last.URL, why)
+		}
+	}
+	if max := cmpOr(r.pool.MaxHTML, DefaultMaxHTML); len(html) > max {
+		return fmt.Errorf("%w: the rendered document is %d bytes (limit %d)", ErrTooLarge, len(html), max)
+	}
+	r.page.HTML, r.page.URL, r.page.Title = []byte(html), loc, title
+	if r.page.Status == 0 {
+		r.page.Status = 200
+	}
+	if r.req.Screenshot {
+		r.setStage("taking the screenshot")
+		shot, err := r.screenshot(ctx)
+		if err != nil {
+			return fmt.Errorf("browser: screenshot of %s: %w", r.req.URL, err)
+		}
+		r.page.Screenshot = shot
+	}
+	return nil
+}
+
+// idle waits until no request has been in flight for idleQuiet, ignoring
+// requests older than longRequest; all the waits of a render together
+// last at most idleBudget.
+func (r *run) idle(ctx context.Context) error {
+	start := time.Now()
+	defer func() { r.idleSpent += time.Since(start) }()
+	limit := start.Add(idleBudget - r.idleSpent)
+	t := time.NewTicker(50 * time.Millisecond)
+	defer t.Stop()
+	for {
+		now := time.Now()
+		r.mu.Lock()
+		busy, last := 0, r.lastNet
+		for _, at := range r.inflight {
+			if now.Sub(at) < longRequest {
+				busy++
+			}
+		}
+		r.mu.Unlock()
+		if (busy == 0 && now.Sub(last) >= idleQuiet && now.Sub(start) >= settleMinimum) || now.After(limit) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// scroll scrolls to the bottom until the page stops growing (lazy
+// loading on scroll), then back to the top.
+func (r *run) scroll(ctx context.Context) error {
+	var prev float64 = -1
+	for range scrollRounds {
+		var h float64
+		if err := chromedp.Run(ctx, chromedp.Evaluate(`(() => { const h = document.documentElement.scrollHeight; window.scrollTo(0, h); return h })()`, &h)); err != nil {
+			return err
+		}
+		if err := r.idle(ctx); err != nil {
+			return err
+		}
+		if h == prev {
+			break
+		}
+		prev = h
+	}
+	return chromedp.Run(ctx, chromedp.Evaluate(`window.scrollTo(0, 0)`, nil))
+}
+
+func (r *run) step(ctx context.Context, s Step) error {
+	sctx, cancel := context.WithTimeout(ctx, cmpOr(s.Timeout, stepTimeout))
+	defer cancel()
+	var err error
+	switch s.Action {
+	case "click":
+		err = chromedp.Run(sctx, chromedp.Click(s.Selector, chromedp.ByQuery, chromedp.NodeVisible))
+	case "type":
+		err = chromedp.Run(sctx, chromedp.Focus(s.Selector, chromedp.ByQuery), chromedp.SetValue(s.Selector, "", chromedp.ByQuery), chromedp.SendKeys(s.Selector, s.Text, chromedp.ByQuery))
+	case "wait":
+		err = chromedp.Run(sctx, chromedp.WaitReady(s.Selector, chromedp.ByQuery))
+	case "scroll":
+		err = chromedp.Run(sctx, chromedp.ScrollIntoView(s.Selector, chromedp.ByQuery))
+	default:
+		return fmt.Errorf("unknown action %q", s.Action)
+	}
+	if sctx.Err() != nil && ctx.Err() == nil {
+		return fmt.Errorf("not done within %s", cmpOr(s.Timeout, stepTimeout))
+	}
+	return err
+}
+
+// screenshot captures the whole page, up to MaxShotHeight pixels high, as PNG.
+func (r *run) screenshot(ctx context.Context) ([]byte, error) {
+	var shot []byte
+	err := chromedp.Run(ctx, chromedp.ActionFunc(func(ctx context.Context) error {
+		_, _, _, _, _, css, err := page.GetLayoutMetrics().Do(ctx)
+		if err != nil {
+			return err
+		}
+		w := float64(cmpOr(r.pool.Width, DefaultWidth))
+		h := math.Ceil(css.Height)
+		if h < 1 {
+			h = float64(cmpOr(r.pool.Height, DefaultHeight))
+		}
+		h = math.Min(h, float64(cmpOr(r.pool.MaxShotHeight, DefaultMaxShotHeight)))
+		shot, err = page.CaptureScreenshot().
+			WithFormat(page.CaptureScreenshotFormatPng).
+			WithCaptureBeyondViewport(true).
+			WithFromSurface(true).
+			WithClip(&page.Viewport{X: 0, Y: 0, Width: w, Height: h, Scale: 1}).
+			Do(ctx)
+		return err
+	}))
+	return shot, err
+}
