@@ -18,6 +18,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/changedigest/changedigest"
+	"github.com/changedigest/changedigest/crawl"
 )
 
 // Request is one page to render.
@@ -36,6 +37,21 @@ type Request struct {
 // WatchRequest is the request for a check of w.
 func WatchRequest(w *changedigest.Watch) Request {
 	return Request{URL: w.URL, WaitFor: w.WaitFor}
+}
+
+// RenderWatch renders w's page for the check pipeline (it is a
+// crawl.Renderer): the response holds the rendered document in UTF-8.
+// Errors: those of Render.
+func (p *Pool) RenderWatch(ctx context.Context, w *changedigest.Watch) (*crawl.Response, error) {
+	pg, err := p.Render(ctx, WatchRequest(w))
+	if err != nil {
+		return nil, err
+	}
+	return &crawl.Response{
+		Status: pg.Status, Raw: pg.HTML, Body: pg.HTML,
+		ContentType: "text/html; charset=utf-8", Charset: "utf-8",
+		FinalURL: pg.URL, Duration: pg.Duration,
+	}, nil
 }
 
 // Step is one action on a rendered page before it is read, for cookie

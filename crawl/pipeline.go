@@ -24,6 +24,17 @@ type Track interface {
 	UpdateWatch(ctx context.Context, userID, id int64, fn func(*changedigest.Watch) error) (*changedigest.Watch, error)
 }
 
+// Renderer reads a watch's page in a browser, for watches with
+// Render: browser (package browser's Pool). The response's Raw and Body
+// are the rendered document in UTF-8; it has no validators.
+type Renderer interface {
+	RenderWatch(ctx context.Context, w *changedigest.Watch) (*Response, error)
+}
+
+// ErrNoRenderer: a watch asks for browser rendering and the pipeline has
+// no Renderer.
+var ErrNoRenderer = errors.New("crawl: this watch renders its page in a browser, and browser rendering is not set up")
+
 // Pipeline checks one watch: fetch, segment and compare against the
 // track, store the new version. It is the scheduler's Checker. A failed
 // fetch, or a body that is neither a page nor a feed, returns an error
@@ -32,6 +43,9 @@ type Pipeline struct {
 	Fetcher   *Fetcher
 	Segmenter *segmenter.Segmenter
 	Track     Track
+	// Renderer reads the pages of watches with Render: browser (nil:
+	// their checks fail with ErrNoRenderer).
+	Renderer Renderer
 	// Matrix is how many earlier versions the signature matrix holds (m).
 	Matrix int
 	// OnVersion, when set, is called after a version is stored.
@@ -44,10 +58,10 @@ func NewPipeline(f *Fetcher, s *segmenter.Segmenter, t Track) *Pipeline {
 	return &Pipeline{Fetcher: f, Segmenter: s, Track: t, Matrix: 5, Now: time.Now}
 }
 
-// Check fetches w and stores a new version when the body differs from the
-// newest stored one.
+// Check fetches w (or renders it in a browser) and stores a new version
+// when the body differs from the newest stored one.
 func (p *Pipeline) Check(ctx context.Context, w *changedigest.Watch) (Outcome, error) {
-	res, err := p.Fetcher.Fetch(ctx, WatchRequest(w))
+	res, err := p.read(ctx, w)
 	if err != nil {
 		return Outcome{}, err
 	}
@@ -118,6 +132,17 @@ func (p *Pipeline) Check(ctx context.Context, w *changedigest.Watch) (Outcome, e
 	default:
 		return res.Outcome(Unchanged), nil
 	}
+}
+
+// read fetches w's page, or renders it when the watch asks for a browser.
+func (p *Pipeline) read(ctx context.Context, w *changedigest.Watch) (*Response, error) {
+	if w.Render != changedigest.RenderBrowser {
+		return p.Fetcher.Fetch(ctx, WatchRequest(w))
+	}
+	if p.Renderer == nil {
+		return nil, ErrNoRenderer
+	}
+	return p.Renderer.RenderWatch(ctx, w)
 }
 
 func (p *Pipeline) now() time.Time {
