@@ -56,7 +56,7 @@ new IntersectionObserver((es, obs) => {
 
 // shop serves jsShell with a state the test changes.
 type shop struct {
-	mu                   sync.Mutex
+	mu                    sync.Mutex
 	articles, price, more string
 }
 

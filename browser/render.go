@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/andybalholm/cascadia"
 	"github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/emulation"
@@ -444,4 +445,16 @@ func (r *run) screenshot(ctx context.Context) ([]byte, error) {
 		return err
 	}))
 	return shot, err
+}
+
+// CheckWaitFor reports whether sel is a CSS selector a page can wait for:
+// nil for "" and valid selectors, else an EINVALID error naming it.
+func CheckWaitFor(sel string) error {
+	if sel == "" {
+		return nil
+	}
+	if _, err := cascadia.Compile(sel); err != nil {
+		return changedigest.Errorf(changedigest.EINVALID, "invalid wait-for selector %q: %v", sel, err)
+	}
+	return nil
 }

@@ -233,6 +233,10 @@ type apiWatch struct {
 	ChangeChecks int                   `json:"change_checks"`
 	// FeedURL is the watch's Atom feed, for feed readers.
 	FeedURL string `json:"feed_url"`
+	// Render is "browser" for a page rendered in headless Chromium, else
+	// "fetch"; WaitFor the selector the rendered page must show.
+	Render  string `json:"render"`
+	WaitFor string `json:"wait_for,omitempty"`
 }
 
 func (s *Server) apiWatchOf(u *changedigest.User, w *changedigest.Watch) apiWatch {
@@ -240,7 +244,8 @@ func (s *Server) apiWatchOf(u *changedigest.User, w *changedigest.Watch) apiWatc
 		Tags: w.Tags, Paused: w.Paused, KeepVersions: w.KeepVersions, KeepDays: w.KeepDays,
 		CreatedAt: w.CreatedAt, UpdatedAt: w.UpdatedAt, NextCheck: w.NextCheck, LastCheck: w.LastCheck,
 		LastChange: w.LastChange, LastError: w.LastError, LastErrorAt: w.LastErrorAt, ErrorCount: w.ErrorCount,
-		Checks: w.Checks, ChangeChecks: w.ChangeChecks, FeedURL: s.feedURL(u, fmt.Sprintf("/watches/%d.xml", w.ID))}
+		Checks: w.Checks, ChangeChecks: w.ChangeChecks, FeedURL: s.feedURL(u, fmt.Sprintf("/watches/%d.xml", w.ID)),
+		Render: cmp.Or(string(w.Render), "fetch"), WaitFor: w.WaitFor}
 	if a.Tags == nil {
 		a.Tags = []string{}
 	}
@@ -264,6 +269,8 @@ type apiWatchInput struct {
 	Paused       *bool           `json:"paused"`
 	KeepVersions *int            `json:"keep_versions"`
 	KeepDays     *int            `json:"keep_days"`
+	Render       *string         `json:"render"`
+	WaitFor      *string         `json:"wait_for"`
 }
 
 // apply lays the input over w's current values and validates the result
@@ -294,6 +301,16 @@ func (in *apiWatchInput) apply(w *changedigest.Watch) error {
 	}
 	if in.Paused != nil {
 		f.Paused = *in.Paused
+	}
+	if in.Render != nil {
+		r, err := changedigest.ParseRender(*in.Render)
+		if err != nil {
+			return err
+		}
+		f.Browser = r == changedigest.RenderBrowser
+	}
+	if in.WaitFor != nil {
+		f.WaitFor = strings.TrimSpace(*in.WaitFor)
 	}
 	for _, n := range []struct {
 		name string

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/changedigest/changedigest"
+	"github.com/changedigest/changedigest/browser"
 	"github.com/changedigest/changedigest/crawl"
 	"github.com/changedigest/changedigest/notify"
 	"github.com/changedigest/changedigest/pet"
@@ -41,6 +42,8 @@ type watchRow struct {
 	NextCheck  time.Time
 	LastError  string
 	Checks     int
+	Browser    bool   // rendered in a browser
+	WaitFor    string // the selector the rendered page must show
 }
 
 // TagLinks lists the row's tags with the paths of their pages.
@@ -62,7 +65,8 @@ func tagLinks(tags []string) []tagLink {
 
 func rowOf(w *changedigest.Watch) watchRow {
 	return watchRow{ID: w.ID, Name: w.Name(), URL: w.URL, Kind: w.Kind, Tags: w.Tags, Paused: w.Paused,
-		LastCheck: w.LastCheck, LastChange: w.LastChange, NextCheck: w.NextCheck, LastError: w.LastError, Checks: w.Checks}
+		LastCheck: w.LastCheck, LastChange: w.LastChange, NextCheck: w.NextCheck, LastError: w.LastError, Checks: w.Checks,
+		Browser: w.Render == changedigest.RenderBrowser, WaitFor: w.WaitFor}
 }
 
 // feedURL is the absolute address of one of the user's feeds.
@@ -120,12 +124,15 @@ type watchForm struct {
 	Paused       bool
 	KeepVersions string
 	KeepDays     string
+	Browser      bool   // render the page in a browser
+	WaitFor      string // with Browser: the CSS selector to wait for
 	Error        string
 }
 
 func formOf(w *changedigest.Watch) *watchForm {
 	f := &watchForm{ID: w.ID, URL: w.URL, Title: w.Title, Zone: w.Zone, Category: string(w.Category),
-		Tags: strings.Join(w.Tags, ", "), Paused: w.Paused}
+		Tags: strings.Join(w.Tags, ", "), Paused: w.Paused,
+		Browser: w.Render == changedigest.RenderBrowser, WaitFor: w.WaitFor}
 	if w.Interval > 0 {
 		f.Every = formatInterval(w.Interval)
 	}
@@ -145,6 +152,7 @@ func readWatchForm(r *http.Request) *watchForm {
 		Every: strings.TrimSpace(r.FormValue("every")), Tags: r.FormValue("tags"),
 		Paused: r.FormValue("paused") != "", KeepVersions: strings.TrimSpace(r.FormValue("keep_versions")),
 		KeepDays: strings.TrimSpace(r.FormValue("keep_days")),
+		Browser:  r.FormValue("render") == "browser", WaitFor: strings.TrimSpace(r.FormValue("wait_for")),
 	}
 }
 
@@ -168,7 +176,14 @@ func (f *watchForm) apply(w *changedigest.Watch) error {
 	if w.KeepDays, err = optionalInt(f.KeepDays, "days to keep"); err != nil {
 		return err
 	}
+	w.Render, w.WaitFor = changedigest.RenderFetch, f.WaitFor
+	if f.Browser {
+		w.Render = changedigest.RenderBrowser
+	}
 	if err := w.Validate(); err != nil {
+		return err
+	}
+	if err := browser.CheckWaitFor(w.WaitFor); err != nil {
 		return err
 	}
 	if w.Zone != "" {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/changedigest/changedigest"
+	"github.com/changedigest/changedigest/browser"
 	"github.com/changedigest/changedigest/crawl"
 	"github.com/changedigest/changedigest/demo"
 	"github.com/changedigest/changedigest/expand"
@@ -67,6 +68,7 @@ type Main struct {
 	Scheduler *crawl.Scheduler
 	Notify    *notify.Notifier
 	Demo      *demo.Site
+	Browser   *browser.Pool
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -91,6 +93,7 @@ func runServe(ctx context.Context, e *env) error {
 	c := &m.Config
 	fs := newFlagSet(e, "serve", "[--addr HOST:PORT] [--data DIR] [--demo] [flags]")
 	c.storeFlags.register(fs)
+	c.storeFlags.registerBrowser(fs)
 	fs.StringVar(&c.Addr, "addr", c.Addr, "address to listen on")
 	fs.StringVar(&c.BaseURL, "base-url", "", "public URL of the service, for links in feeds and mail (default http://ADDR)")
 	fs.BoolVar(&c.Demo, "demo", false, "also run a local demo site whose pages change every few seconds, with a demo user watching it")
@@ -168,7 +171,9 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 	eng.Version = buildVersion()
 
-	fetcher, pipeline := c.pipeline(store)
+	fetcher, pipeline, pool := c.pipeline(store)
+	pool.Logger = log.With("component", "browser")
+	m.Browser = pool
 	if m.Demo != nil {
 		// The demo site is on loopback: allow it, and only it.
 		fetcher.Allow = append(fetcher.Allow, m.Demo.AddrPort())
@@ -268,6 +273,9 @@ func (m *Main) Close() error {
 		m.cancel()
 	}
 	m.wg.Wait()
+	if m.Browser != nil {
+		errs = append(errs, m.Browser.Close())
+	}
 	if m.Demo != nil {
 		errs = append(errs, m.Demo.Close())
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/changedigest/changedigest"
+	"github.com/changedigest/changedigest/browser"
 	"github.com/changedigest/changedigest/crawl"
 	"github.com/changedigest/changedigest/pet"
 	"github.com/changedigest/changedigest/segmenter"
@@ -41,10 +42,12 @@ func runWatch(ctx context.Context, e *env) error {
 
 func runWatchAdd(ctx context.Context, e *env) error {
 	var sf storeFlags
-	fs := newFlagSet(e, "watch add", "URL [--zone SEL] [--category news|personal|academic | --every 30m] [--tag T]…")
+	fs := newFlagSet(e, "watch add", "URL [--zone SEL] [--browser [--wait-for SEL]] [--category news|personal|academic | --every 30m] [--tag T]…")
 	sf.register(fs)
 	user := fs.String("user", "", "the user the watch belongs to")
 	zone := fs.String("zone", "", "CSS selector: watch only this part of the page")
+	inBrowser := fs.Bool("browser", false, "render the page in headless Chromium (for pages built by JavaScript)")
+	waitFor := fs.String("wait-for", "", "with --browser: CSS selector the rendered page must show before it is read")
 	category := fs.String("category", "", "news (1 h), personal (24 h) or academic (48 h): the first check interval")
 	every := fs.String("every", "", "check at this interval (e.g. 30m, 2h, 1d) instead of by category and change rate")
 	title := fs.String("title", "", "a name for the watch (default: the page title)")
@@ -60,7 +63,13 @@ func runWatchAdd(ctx context.Context, e *env) error {
 	if *category != "" && *every != "" {
 		return usagef("give --category or --every, not both")
 	}
-	w := &changedigest.Watch{URL: args[0], Zone: *zone, Category: changedigest.Category(*category), Tags: tags, Title: *title}
+	if *waitFor != "" && !*inBrowser {
+		return usagef("--wait-for needs --browser")
+	}
+	w := &changedigest.Watch{URL: args[0], Zone: *zone, Category: changedigest.Category(*category), Tags: tags, Title: *title, WaitFor: *waitFor}
+	if *inBrowser {
+		w.Render = changedigest.RenderBrowser
+	}
 	if *every != "" {
 		if w.Interval, err = server.ParseInterval(*every); err != nil {
 			return err
@@ -70,6 +79,9 @@ func runWatchAdd(ctx context.Context, e *env) error {
 		return err
 	}
 	if err := segmenter.CheckZone(w.Zone); err != nil {
+		return err
+	}
+	if err := browser.CheckWaitFor(w.WaitFor); err != nil {
 		return err
 	}
 	store, u, err := sf.openAs(ctx, *user, e)
@@ -180,6 +192,7 @@ func runCheck(ctx context.Context, e *env) error {
 	var sf storeFlags
 	fs := newFlagSet(e, "check", "[ID|URL…] [--all]")
 	sf.register(fs)
+	sf.registerBrowser(fs)
 	user := fs.String("user", "", "whose watches")
 	all := fs.Bool("all", false, "check every watch of the user")
 	workers := fs.Int("workers", 8, "checks running at once")
@@ -217,7 +230,8 @@ func runCheck(ctx context.Context, e *env) error {
 		fmt.Fprintln(e.stdout, "no watches to check")
 		return nil
 	}
-	_, pipeline := sf.pipeline(store)
+	_, pipeline, pool := sf.pipeline(store)
+	defer pool.Close()
 	sched := crawl.NewScheduler(store, pipeline)
 	sched.Workers = max(*workers, 1)
 	sched.Logger = slog.New(slog.DiscardHandler) // each check prints its own line

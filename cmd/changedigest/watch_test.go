@@ -6,6 +6,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/changedigest/changedigest/internal/testenv"
 )
 
 // TestWatchCommands drives the command line as a user would: add a watch,
@@ -105,5 +107,40 @@ func TestUserCommands(t *testing.T) {
 	}
 	if code, out, _ = runCmd(t, "user", "list", "--data", data); code != 0 || !strings.Contains(out, "ann") || !strings.Contains(out, "true") {
 		t.Errorf("user list: %d %s", code, out)
+	}
+}
+
+// TestWatchAddBrowser: watch add --browser makes a watch rendered in
+// Chromium; check reports a missing Chromium on the watch, and with
+// Chromium stores the text the page's script wrote.
+func TestWatchAddBrowser(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte(`<html><body><main id="m"></main><script>
+document.getElementById("m").innerHTML = "<h1>Opening hours</h1><p class=hours>The pool opens at seven, the sauna at nine.</p>";
+</script></body></html>`))
+	}))
+	defer srv.Close()
+	data := t.TempDir()
+	run := func(want int, args ...string) string {
+		t.Helper()
+		code, out, errs := runCmd(t, append(args, "--data", data)...)
+		if code != want {
+			t.Fatalf("%v: exit %d, want %d\n%s%s", args, code, want, out, errs)
+		}
+		return out + errs
+	}
+	run(2, "watch", "add", srv.URL+"/", "--wait-for", ".hours")
+	run(2, "watch", "add", srv.URL+"/", "--browser", "--wait-for", "p[[")
+	run(0, "watch", "add", srv.URL+"/", "--browser", "--wait-for", ".hours")
+	out := run(1, "check", "--all", "--allow-private", "--chromium", "/nonexistent/chromium")
+	if !strings.Contains(out, "chromium not found") || !strings.Contains(out, "/nonexistent/chromium") {
+		t.Errorf("check without Chromium: %s", out)
+	}
+	exe := testenv.Tool(t, "chromium")
+	if out = run(0, "check", "--all", "--allow-private", "--chromium", exe); !strings.Contains(out, "first version") {
+		t.Fatalf("check with Chromium: %s", out)
+	}
+	if out = run(0, "show", "1"); !strings.Contains(out, "The pool opens at seven, the sauna at nine.") {
+		t.Errorf("the stored version lacks the text the script wrote: %s", out)
 	}
 }
