@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -217,5 +218,104 @@ func TestAllowedServerIsReached(t *testing.T) {
 	}
 	if hits.Load() == 0 {
 		t.Error("an allowed server was never reached: the test above proves nothing")
+	}
+}
+
+// TestPoolRestartsAndRecycles: a browser that dies is replaced at the
+// next page, and one that has rendered PagesPerBrowser pages is retired.
+func TestPoolRestartsAndRecycles(t *testing.T) {
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, `<p id="x"></p><script>document.getElementById("x").textContent = "built " + (1 + 1)</script>`)
+	}))
+	defer site.Close()
+	p := newTestPool(t, site)
+	p.PagesPerBrowser = 2
+	render := func() {
+		t.Helper()
+		pg, err := p.Render(context.Background(), Request{URL: site.URL})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(pg.HTML), "built 2") {
+			t.Fatalf("not rendered: %s", pg.HTML)
+		}
+	}
+	render()
+	pid := p.Stats().PID
+	if pid == 0 {
+		t.Fatal("no browser process after a page")
+	}
+	proc, err := os.FindProcess(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := proc.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for p.Stats().PID != 0 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	render()
+	if s := p.Stats(); s.Starts != 2 || s.PID == pid {
+		t.Errorf("after the browser was killed: %+v (old pid %d), want a second start", s, pid)
+	}
+	render() // the second page of the second browser
+	render() // a third browser
+	if s := p.Stats(); s.Starts != 3 {
+		t.Errorf("after 2 pages per browser: %d starts, want 3", s.Starts)
+	}
+}
+
+// TestPoolBoundsTabsAndBytes: no more than Tabs pages load at once, and a
+// page that reads more than MaxBytes fails with ErrTooLarge.
+func TestPoolBoundsTabsAndBytes(t *testing.T) {
+	var cur, peak atomic.Int64
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/":
+			n := cur.Add(1)
+			defer cur.Add(-1)
+			for {
+				old := peak.Load()
+				if n <= old || peak.CompareAndSwap(old, n) {
+					break
+				}
+			}
+			time.Sleep(300 * time.Millisecond)
+			fmt.Fprint(w, `<p>slow page</p>`)
+		case "/big":
+			fmt.Fprint(w, `<p>big page</p><script>fetch("/blob").then(r => r.text()).then(t => document.body.append(t.length))</script>`)
+		case "/blob":
+			chunk := strings.Repeat("x", 64<<10)
+			for range 64 { // 4 MB
+				if _, err := fmt.Fprint(w, chunk); err != nil {
+					return
+				}
+			}
+		}
+	}))
+	defer site.Close()
+	p := newTestPool(t, site)
+	p.Tabs = 2
+	p.MaxBytes = 1 << 20
+	errs := make(chan error, 5)
+	for range 5 {
+		go func() {
+			_, err := p.Render(context.Background(), Request{URL: site.URL})
+			errs <- err
+		}()
+	}
+	for range 5 {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	if n := peak.Load(); n > 2 || n == 0 {
+		t.Errorf("%d pages loaded at once with Tabs = 2", n)
+	}
+	_, err := p.Render(context.Background(), Request{URL: site.URL + "/big"})
+	if !errors.Is(err, ErrTooLarge) {
+		t.Errorf("a page reading 4 MB with a 1 MB limit: err = %v, want ErrTooLarge", err)
 	}
 }
