@@ -207,6 +207,9 @@ func (p *Pool) start(ctx context.Context) (*instance, error) {
 		chromedp.Flag("safebrowsing-disable-auto-update", true),
 		chromedp.Flag("disable-features", "Translate,OptimizationHints,MediaRouter,InterestFeedContentSuggestions,AutofillServerCommunication,CertificateTransparencyComponentUpdater,DialMediaRouteProvider"),
 		chromedp.Flag("disable-dev-shm-usage", true),
+		// A page's scripts get a bounded heap: a runaway page fails, the
+		// service does not.
+		chromedp.Flag("js-flags", "--max-old-space-size=256"),
 		chromedp.Flag("mute-audio", true),
 		chromedp.Flag("hide-scrollbars", true),
 		chromedp.Flag("force-color-profile", "srgb"),

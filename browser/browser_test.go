@@ -319,3 +319,43 @@ func TestPoolBoundsTabsAndBytes(t *testing.T) {
 		t.Errorf("a page reading 4 MB with a 1 MB limit: err = %v, want ErrTooLarge", err)
 	}
 }
+
+// TestSteps: steps run before the page is read: a cookie wall is
+// accepted, a search typed, and a "load more" button clicked; a step
+// whose element never shows fails within its own time limit.
+func TestSteps(t *testing.T) {
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, `<div id="wall"><button id="accept">Accept</button></div><input name="q"><ul id="list"><li>first item</li></ul>
+<button id="more" hidden>Load more</button>
+<script>
+document.getElementById("accept").onclick = () => { document.getElementById("wall").remove(); document.getElementById("more").hidden = false; };
+document.getElementById("more").onclick = () => setTimeout(() => {
+  const li = document.createElement("li"); li.className = "late";
+  li.textContent = "second item for " + document.querySelector("input[name=q]").value;
+  document.getElementById("list").appendChild(li);
+}, 200);
+</script>`)
+	}))
+	defer site.Close()
+	p := newTestPool(t, site)
+	pg, err := p.Render(context.Background(), Request{URL: site.URL, Steps: []Step{
+		{Action: "click", Selector: "#accept"},
+		{Action: "type", Selector: "input[name=q]", Text: "kettles"},
+		{Action: "click", Selector: "#more"},
+		{Action: "wait", Selector: "li.late"},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if html := string(pg.HTML); !strings.Contains(html, "second item for kettles") || strings.Contains(html, `id="wall"`) {
+		t.Errorf("the steps did not run: %s", html)
+	}
+	start := time.Now()
+	_, err = p.Render(context.Background(), Request{URL: site.URL, Steps: []Step{{Action: "click", Selector: "#absent", Timeout: time.Second}}})
+	if !errors.Is(err, ErrStep) || !strings.Contains(err.Error(), "#absent") {
+		t.Errorf("a step on a missing element: err = %v, want ErrStep naming it", err)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("the failing step took %s with a 1 s limit", d)
+	}
+}

@@ -2,6 +2,7 @@ package browser
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -408,7 +409,10 @@ func (r *run) step(ctx context.Context, s Step) error {
 	case "click":
 		err = chromedp.Run(sctx, chromedp.Click(s.Selector, chromedp.ByQuery, chromedp.NodeVisible))
 	case "type":
-		err = chromedp.Run(sctx, chromedp.Focus(s.Selector, chromedp.ByQuery), chromedp.SetValue(s.Selector, "", chromedp.ByQuery), chromedp.SendKeys(s.Selector, s.Text, chromedp.ByQuery))
+		sel, _ := json.Marshal(s.Selector)
+		err = chromedp.Run(sctx, chromedp.Focus(s.Selector, chromedp.ByQuery),
+			chromedp.Evaluate(`document.querySelector(`+string(sel)+`).value = ""`, nil),
+			chromedp.SendKeys(s.Selector, s.Text, chromedp.ByQuery))
 	case "wait":
 		err = chromedp.Run(sctx, chromedp.WaitReady(s.Selector, chromedp.ByQuery))
 	case "scroll":
