@@ -62,6 +62,7 @@ const (
 	DefaultWidth           = 1280
 	DefaultHeight          = 800
 	DefaultMaxShotHeight   = 8000
+	DefaultIdleClose       = 5 * time.Minute
 )
 
 // Pool is a bounded pool of headless Chromium tabs. Set the knobs before
@@ -91,6 +92,10 @@ type Pool struct {
 	// a full-page screenshot.
 	Width, Height int
 	MaxShotHeight int
+	// IdleClose stops the browser after this long without a page (0:
+	// never); the next page starts a new one. An idle Chromium holds a
+	// few hundred MB.
+	IdleClose time.Duration
 	// UserAgent, when set, replaces Chromium's.
 	UserAgent string
 	Logger    *slog.Logger
@@ -114,6 +119,7 @@ func NewPool(dial Dialer) *Pool {
 		Timeout: DefaultTimeout, StartTimeout: DefaultStartTimeout,
 		MaxBytes: DefaultMaxBytes, MaxHTML: DefaultMaxHTML,
 		Width: DefaultWidth, Height: DefaultHeight, MaxShotHeight: DefaultMaxShotHeight,
+		IdleClose: DefaultIdleClose,
 	}
 }
 
@@ -158,6 +164,7 @@ type instance struct {
 	dir      string
 	pid      int
 	pages    int // pages started on it
+	used     int // releases, to tell an idle browser from a busy one
 	active   int
 	retired  bool
 	closeErr error
@@ -316,6 +323,21 @@ func (p *Pool) release(in *instance) {
 	in.active--
 	if in.retired && in.active == 0 {
 		p.shut(in)
+		return
+	}
+	if idle := p.IdleClose; idle > 0 && in.active == 0 && p.cur == in {
+		in.used++
+		used := in.used
+		time.AfterFunc(idle, func() {
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			// Still the current browser, unused since this release.
+			if p.cur == in && in.active == 0 && in.used == used {
+				p.logger().Info("chromium idle; stopping it", "pid", in.pid, "idle", idle)
+				p.cur = nil
+				p.retire(in)
+			}
+		})
 	}
 }
 

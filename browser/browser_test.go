@@ -265,6 +265,24 @@ func TestPoolRestartsAndRecycles(t *testing.T) {
 	if s := p.Stats(); s.Starts != 3 {
 		t.Errorf("after 2 pages per browser: %d starts, want 3", s.Starts)
 	}
+
+	// An idle browser is stopped, and started again for the next page.
+	p.IdleClose = 300 * time.Millisecond
+	render() // the second page of the third browser
+	if s := p.Stats(); s.Starts != 3 || s.PID == 0 {
+		t.Fatalf("after the second page of the third browser: %+v", s)
+	}
+	deadline = time.Now().Add(5 * time.Second)
+	for p.Stats().PID != 0 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if s := p.Stats(); s.PID != 0 {
+		t.Errorf("the browser still runs after %s idle: %+v", p.IdleClose, s)
+	}
+	render()
+	if s := p.Stats(); s.Starts != 4 {
+		t.Errorf("after the idle stop: %d starts, want 4", s.Starts)
+	}
 }
 
 // TestPoolBoundsTabsAndBytes: no more than Tabs pages load at once, and a
