@@ -201,7 +201,7 @@ func run(npages, rounds, tabs int, exe, corpus string) error {
 	peak := stop()
 	svcCPU := selfCPU() - selfA - smp.ownCPU()
 	per := (chromeCPU + svcCPU) / time.Duration(checks)
-	fmt.Printf("%d pages (%d corpus pages, median-ish %d KB, and one built by JavaScript), %d rounds, %d tabs: %d checks in %s\n",
+	fmt.Printf("%d pages (%d corpus pages, mean %d KB, and one built by JavaScript), %d rounds, %d tabs: %d checks in %s\n",
 		len(watches), len(bodies), total/len(bodies)>>10, rounds, tabs, checks, wall.Round(time.Millisecond))
 	fmt.Printf("results: %v; failed: %d\n", results, len(failed))
 	for _, s := range failed[:min(5, len(failed))] {
