@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -143,13 +144,44 @@ setTimeout(() => { const a = document.createElement("a"); a.href = "/download"; 
 const serviceWorker = `self.addEventListener("install", e => { fetch(%q + "/sw-install").catch(() => {}); self.skipWaiting(); });
 self.addEventListener("activate", e => { fetch(%q + "/sw-activate").catch(() => {}); });`
 
+// udpCounter is a loopback UDP socket that must never receive a packet
+// (WebRTC's STUN and TURN traffic would bypass any HTTP proxy).
+func udpCounter(t *testing.T) (string, *atomic.Int64) {
+	c, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	var n atomic.Int64
+	go func() {
+		buf := make([]byte, 2048)
+		for {
+			if _, _, err := c.ReadFrom(buf); err != nil {
+				return
+			}
+			n.Add(1)
+		}
+	}()
+	return c.LocalAddr().String(), &n
+}
+
+const webRTC = `<script>
+try {
+  const pc = new RTCPeerConnection({iceServers: [{urls: "stun:%[1]s"}, {urls: "turn:%[1]s?transport=udp", username: "u", credential: "p"}]});
+  pc.createDataChannel("x");
+  pc.createOffer().then(o => pc.setLocalDescription(o));
+} catch (e) {}
+</script>`
+
 func TestHostilePageCannotReachLoopback(t *testing.T) {
 	forbidden, hits := counter(t)
+	udpAddr, packets := udpCounter(t)
 	port := forbidden.URL[strings.LastIndex(forbidden.URL, ":")+1:]
 	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/":
 			fmt.Fprint(w, hostilePage(forbidden.URL, port))
+			fmt.Fprintf(w, webRTC, udpAddr)
 		case "/redirect":
 			http.Redirect(w, r, forbidden.URL+"/redirected", http.StatusFound)
 		case "/download":
@@ -176,6 +208,9 @@ func TestHostilePageCannotReachLoopback(t *testing.T) {
 	time.Sleep(300 * time.Millisecond)
 	if n := hits.Load(); n != 0 {
 		t.Errorf("the forbidden loopback server was reached %d times", n)
+	}
+	if n := packets.Load(); n != 0 {
+		t.Errorf("WebRTC sent %d UDP packets to loopback", n)
 	}
 	if len(pg.Refused) == 0 {
 		t.Errorf("the guard refused nothing; requests: %d", pg.Requests)
