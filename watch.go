@@ -78,6 +78,9 @@ type Watch struct {
 	// before it is read.
 	Render  Render `json:"render,omitempty"`
 	WaitFor string `json:"wait_for,omitempty"`
+	// LooksLikeShell is set by the crawler when the last fetched version
+	// had little visible text and large scripts: rendering would help.
+	LooksLikeShell bool `json:"looks_like_shell,omitempty"`
 
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`

@@ -106,19 +106,21 @@ func (p *Pipeline) Check(ctx context.Context, w *changedigest.Watch) (Outcome, e
 		return Outcome{}, fmt.Errorf("crawl: store a version of %s: %w", w, err)
 	}
 	snap.Seq = seq
-	if w.Kind != snap.Kind || (w.Title == "" && snap.Title != "") {
+	shell := w.Render != changedigest.RenderBrowser && snap.Kind == changedigest.KindPage && LooksLikeShell(res.Raw, res.ContentType)
+	if w.Kind != snap.Kind || (w.Title == "" && snap.Title != "") || w.LooksLikeShell != shell {
 		updated, err := p.Track.UpdateWatch(ctx, w.UserID, w.ID, func(x *changedigest.Watch) error {
 			x.Kind = snap.Kind
 			if x.Title == "" {
 				x.Title = snap.Title
 			}
+			x.LooksLikeShell = shell
 			return nil
 		})
 		if err != nil && !errors.Is(err, context.Canceled) {
 			return Outcome{}, fmt.Errorf("crawl: record the kind of %s: %w", w, err)
 		}
 		if updated != nil {
-			w.Kind, w.Title = updated.Kind, updated.Title
+			w.Kind, w.Title, w.LooksLikeShell = updated.Kind, updated.Title, updated.LooksLikeShell
 		}
 	}
 	if p.OnVersion != nil {

@@ -48,9 +48,10 @@ func TestAPIWatchRender(t *testing.T) {
 	}
 }
 
-// appPage is a page whose text exists only once its script has run.
-const appPage = `<!DOCTYPE html><html><head><title>Timetable</title></head><body><div id="app"></div>
-<script>
+// appPage is a page whose text exists only once its script, appJS, has run.
+const appPage = `<!DOCTYPE html><html><head><title>Timetable</title><script src="/app.js" defer></script></head><body><div id="app"></div></body></html>`
+
+const appJS = `
 fetch("/departures.json").then(r => r.json()).then(d => {
   const ul = document.createElement("ul");
   ul.id = "departures";
@@ -58,7 +59,7 @@ fetch("/departures.json").then(r => r.json()).then(d => {
   const h = document.createElement("h1"); h.textContent = "Departures from the harbour";
   document.getElementById("app").append(h, ul);
 });
-</script></body></html>`
+`
 
 // TestBrowserWatchThroughTheWeb adds a browser watch with the web form,
 // checks it with the real scheduler, pipeline and Chromium, and sees the
@@ -74,6 +75,9 @@ func TestBrowserWatchThroughTheWeb(t *testing.T) {
 		switch r.URL.Path {
 		case "/":
 			fmt.Fprint(w, appPage)
+		case "/app.js":
+			w.Header().Set("Content-Type", "text/javascript")
+			fmt.Fprint(w, appJS)
 		case "/departures.json":
 			fmt.Fprint(w, d)
 		default:
@@ -96,13 +100,27 @@ func TestBrowserWatchThroughTheWeb(t *testing.T) {
 	e.srv.Checker = sched
 
 	c := e.login("ann", "correct horse")
-	resp, _ := c.post("/watches", url.Values{"url": {origin.URL + "/"}, "category": {"news"},
-		"render": {"browser"}, "wait_for": {"#departures li"}})
-	body := c.follow(resp)
-	mustContain(t, body, "rendered in a browser", "<code>#departures li</code>")
+	// Added as a plain page, it is an empty shell, and the watch page says so.
+	resp, _ := c.post("/watches", url.Values{"url": {origin.URL + "/"}, "category": {"news"}})
 	path := resp.Header.Get("Location")
 	if !strings.HasPrefix(path, "/watches/") {
 		t.Fatalf("created watch at %q", path)
+	}
+	c.follow(resp)
+	resp, _ = c.post(path+"/check", nil)
+	body := c.follow(resp)
+	mustContain(t, body, "This page looks empty without its scripts", "Render with a browser")
+	if strings.Contains(body, "08:15 ferry") {
+		t.Fatalf("the fetched shell already has the departures")
+	}
+
+	// Switched to a browser, it is read as a visitor sees it.
+	resp, _ = c.post(path, url.Values{"url": {origin.URL + "/"}, "category": {"news"},
+		"render": {"browser"}, "wait_for": {"#departures li"}})
+	body = c.follow(resp)
+	mustContain(t, body, "rendered in a browser", "<code>#departures li</code>")
+	if strings.Contains(body, "looks empty without its scripts") {
+		t.Errorf("the suggestion is still shown for a browser watch")
 	}
 	_, edit := c.get(path + "/edit")
 	mustContain(t, edit, `name="render" value="browser" checked`, `value="#departures li"`)
@@ -112,7 +130,7 @@ func TestBrowserWatchThroughTheWeb(t *testing.T) {
 	if strings.Contains(body, "The check failed") {
 		t.Fatalf("the check failed:\n%s", body)
 	}
-	_, text := c.get(path + "/versions/1/content")
+	_, text := c.get(path + "/versions/2/content")
 	mustContain(t, text, "Departures from the harbour", "08:15 ferry to the island, quay 2")
 
 	mu.Lock()

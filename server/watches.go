@@ -44,6 +44,7 @@ type watchRow struct {
 	Checks     int
 	Browser    bool   // rendered in a browser
 	WaitFor    string // the selector the rendered page must show
+	Shell      bool   // fetched, and the page looks like an empty shell built by scripts
 }
 
 // TagLinks lists the row's tags with the paths of their pages.
@@ -66,7 +67,8 @@ func tagLinks(tags []string) []tagLink {
 func rowOf(w *changedigest.Watch) watchRow {
 	return watchRow{ID: w.ID, Name: w.Name(), URL: w.URL, Kind: w.Kind, Tags: w.Tags, Paused: w.Paused,
 		LastCheck: w.LastCheck, LastChange: w.LastChange, NextCheck: w.NextCheck, LastError: w.LastError, Checks: w.Checks,
-		Browser: w.Render == changedigest.RenderBrowser, WaitFor: w.WaitFor}
+		Browser: w.Render == changedigest.RenderBrowser, WaitFor: w.WaitFor,
+		Shell: w.LooksLikeShell && w.Render != changedigest.RenderBrowser}
 }
 
 // feedURL is the absolute address of one of the user's feeds.
