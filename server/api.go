@@ -237,6 +237,9 @@ type apiWatch struct {
 	// "fetch"; WaitFor the selector the rendered page must show.
 	Render  string `json:"render"`
 	WaitFor string `json:"wait_for,omitempty"`
+	// LooksLikeShell: the last fetched version had little visible text
+	// and large scripts, so rendering it in a browser would help.
+	LooksLikeShell bool `json:"looks_like_shell,omitempty"`
 }
 
 func (s *Server) apiWatchOf(u *changedigest.User, w *changedigest.Watch) apiWatch {
@@ -245,7 +248,7 @@ func (s *Server) apiWatchOf(u *changedigest.User, w *changedigest.Watch) apiWatc
 		CreatedAt: w.CreatedAt, UpdatedAt: w.UpdatedAt, NextCheck: w.NextCheck, LastCheck: w.LastCheck,
 		LastChange: w.LastChange, LastError: w.LastError, LastErrorAt: w.LastErrorAt, ErrorCount: w.ErrorCount,
 		Checks: w.Checks, ChangeChecks: w.ChangeChecks, FeedURL: s.feedURL(u, fmt.Sprintf("/watches/%d.xml", w.ID)),
-		Render: cmp.Or(string(w.Render), "fetch"), WaitFor: w.WaitFor}
+		Render: cmp.Or(string(w.Render), "fetch"), WaitFor: w.WaitFor, LooksLikeShell: w.LooksLikeShell}
 	if a.Tags == nil {
 		a.Tags = []string{}
 	}

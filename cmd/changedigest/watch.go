@@ -135,7 +135,11 @@ func runWatchList(ctx context.Context, e *env) error {
 	tw := tabwriter.NewWriter(e.stdout, 2, 8, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tURL\tKIND\tTAGS\tLAST CHECK\tLAST CHANGE\tNEXT CHECK\tERROR")
 	for _, w := range ws {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", w.ID, w.URL, orDash(string(w.Kind)), orDash(strings.Join(w.Tags, ",")),
+		kind := orDash(string(w.Kind))
+		if w.Render == changedigest.RenderBrowser {
+			kind += " (browser)"
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", w.ID, w.URL, kind, orDash(strings.Join(w.Tags, ",")),
 			when(w.LastCheck), when(w.LastChange), when(w.NextCheck), orDash(oneLine(w.LastError, 60)))
 	}
 	return tw.Flush()

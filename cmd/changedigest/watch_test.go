@@ -143,4 +143,7 @@ document.getElementById("m").innerHTML = "<h1>Opening hours</h1><p class=hours>T
 	if out = run(0, "show", "1"); !strings.Contains(out, "The pool opens at seven, the sauna at nine.") {
 		t.Errorf("the stored version lacks the text the script wrote: %s", out)
 	}
+	if out = run(0, "watch", "list"); !strings.Contains(out, "page (browser)") {
+		t.Errorf("watch list does not say the watch is rendered: %s", out)
+	}
 }
