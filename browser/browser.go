@@ -21,6 +21,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"time"
 
@@ -262,7 +263,7 @@ func (p *Pool) start(ctx context.Context) (*instance, error) {
 	if err != nil {
 		in.cancel()
 		if !errors.Is(err, ErrStart) && ctx.Err() == nil {
-			err = fmt.Errorf("%w: %s: %v", ErrStart, exe, err)
+			err = fmt.Errorf("%w: %s: %s", ErrStart, exe, strings.TrimSpace(oneLine(err.Error())))
 		}
 		return nil, err
 	}

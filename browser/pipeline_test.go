@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -225,6 +227,22 @@ func TestPipelineWithoutChromium(t *testing.T) {
 	}
 	if snap, err := e.store.Latest(ctx, e.watch.ID); err == nil && snap != nil {
 		t.Errorf("a version was stored: %+v", snap)
+	}
+
+	// A Chromium that cannot run fails promptly too (with what it said,
+	// when its output arrived before it exited).
+	script := filepath.Join(t.TempDir(), "chromium")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\necho 'chromium: error while loading shared libraries: libnss3.so' >&2\nexit 127\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	broken := browser.NewPool(e.pipe.Fetcher.DialContext)
+	broken.Exec = script
+	defer broken.Close()
+	e.pipe.Renderer = broken
+	if _, err := e.pipe.Check(ctx, e.watch); !errors.Is(err, browser.ErrStart) {
+		t.Errorf("a broken Chromium: err = %v, want ErrStart", err)
+	} else {
+		t.Log(err)
 	}
 
 	e.pipe.Renderer = nil
