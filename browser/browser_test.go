@@ -412,3 +412,33 @@ document.getElementById("more").onclick = () => setTimeout(() => {
 		t.Errorf("the failing step took %s with a 1 s limit", d)
 	}
 }
+
+// TestDocumentErrors: a document the guard refuses is ErrRefused, over
+// TLS too; one whose server is down is ErrLoad saying so, not a refusal.
+func TestDocumentErrors(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	down := ln.Addr().String()
+	ln.Close() // nothing listens there any more
+	tlsSite := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		t.Errorf("the forbidden TLS server was reached: %s", r.URL)
+	}))
+	defer tlsSite.Close()
+
+	p := newTestPool(t)
+	p.Dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		f := crawl.NewFetcher()
+		f.Allow = []netip.AddrPort{netip.MustParseAddrPort(down)}
+		return f.DialContext(ctx, network, addr)
+	}
+	_, err = p.Render(context.Background(), Request{URL: "http://" + down + "/"})
+	if !errors.Is(err, ErrLoad) || errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "connection refused") {
+		t.Errorf("server down: err = %v, want ErrLoad saying the connection was refused", err)
+	}
+	_, err = p.Render(context.Background(), Request{URL: tlsSite.URL + "/"})
+	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "non-public") {
+		t.Errorf("TLS document on loopback: err = %v, want ErrRefused naming the reason", err)
+	}
+}

@@ -11,11 +11,18 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/changedigest/changedigest/crawl"
 )
 
-// refusedHeader marks a response the proxy made itself because it refused
-// a request; the renderer reads it on the main document to report why.
-const refusedHeader = "X-Changedigest-Refused"
+// refusedHeader marks a response the proxy made itself because the guard
+// refused a request, failedHeader one it made because the request failed
+// (no connection, a timeout); the renderer reads them on the main
+// document to report why.
+const (
+	refusedHeader = "X-Changedigest-Refused"
+	failedHeader  = "X-Changedigest-Failed"
+)
 
 // proxy is the HTTP proxy one tab's browser context goes through. Every
 // request Chromium makes for the page (document, subresources, redirect
@@ -43,17 +50,42 @@ type session struct {
 	mu      sync.Mutex
 	refused []string // "URL: reason", the first few
 	nRefuse int
-	over    bool // the byte limit was reached
+	tunnels map[string]error // CONNECT targets that failed, the first few, and why
+	over    bool             // the byte limit was reached
 	conns   map[net.Conn]struct{}
 }
 
-func (s *session) refuse(target string, err error) {
+func (s *session) fail(target string, err error, refused, tunnel bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.nRefuse++
-	if len(s.refused) < 20 {
-		s.refused = append(s.refused, target+": "+err.Error())
+	if refused {
+		s.nRefuse++
+		if len(s.refused) < 20 {
+			s.refused = append(s.refused, target+": "+err.Error())
+		}
 	}
+	if tunnel && len(s.tunnels) < 100 {
+		if _, ok := s.tunnels[target]; !ok {
+			s.tunnels[target] = err
+		}
+	}
+}
+
+// tunnelError is why a CONNECT to hostport failed (nil if it did not),
+// for a TLS document whose failure Chromium reports only as a tunnel error.
+func (s *session) tunnelError(hostport string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.tunnels[hostport]
+}
+
+// errNotAllowed: a request the proxy refuses whatever the address.
+var errNotAllowed = errors.New("not allowed")
+
+// isRefusal reports whether err is the guard's (or the proxy's) refusal
+// rather than a network failure.
+func isRefusal(err error) bool {
+	return errors.Is(err, crawl.ErrPrivateAddress) || errors.Is(err, errNotAllowed) || errors.Is(err, errNoSession)
 }
 
 // count adds n bytes and reports whether the session is still within its limit.
@@ -119,7 +151,7 @@ func newProxy(dial Dialer) (*proxy, error) {
 func (p *proxy) addr() string { return "http://" + p.ln.Addr().String() }
 
 func (p *proxy) begin(ctx context.Context, maxBytes int64) *session {
-	s := &session{ctx: ctx, maxBytes: maxBytes, conns: map[net.Conn]struct{}{}}
+	s := &session{ctx: ctx, maxBytes: maxBytes, conns: map[net.Conn]struct{}{}, tunnels: map[string]error{}}
 	p.mu.Lock()
 	p.sess = s
 	p.mu.Unlock()
@@ -148,7 +180,7 @@ func (p *proxy) close() {
 	p.tr.CloseIdleConnections()
 }
 
-var errNoSession = errors.New("no page is being rendered")
+var errNoSession = fmt.Errorf("%w: no page is being rendered", errNotAllowed)
 
 // dialSession dials through the guard for the current session.
 func (p *proxy) dialSession(ctx context.Context, network, addr string) (net.Conn, error) {
@@ -157,7 +189,7 @@ func (p *proxy) dialSession(ctx context.Context, network, addr string) (net.Conn
 		return nil, errNoSession
 	}
 	if p.dial == nil {
-		return nil, errors.New("no dialer: every address is refused")
+		return nil, fmt.Errorf("%w: no dialer, every address is refused", errNotAllowed)
 	}
 	dctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -200,7 +232,7 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		target = r.URL.String()
 	}
 	if s == nil {
-		p.refuse(w, nil, target, errNoSession)
+		p.fail(w, nil, target, errNoSession, false)
 		return
 	}
 	s.requests.Add(1)
@@ -209,7 +241,7 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if r.URL.Scheme != "http" || r.URL.Host == "" {
-		p.refuse(w, s, target, fmt.Errorf("scheme %q is not allowed", r.URL.Scheme))
+		p.fail(w, s, target, fmt.Errorf("%w: scheme %q", errNotAllowed, r.URL.Scheme), false)
 		return
 	}
 	out := r.Clone(s.ctx)
@@ -217,7 +249,7 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	removeHopHeaders(out.Header)
 	resp, err := p.tr.RoundTrip(out)
 	if err != nil {
-		p.refuse(w, s, target, err)
+		p.fail(w, s, target, err, false)
 		return
 	}
 	defer resp.Body.Close()
@@ -234,13 +266,13 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (p *proxy) connect(w http.ResponseWriter, r *http.Request, s *session) {
 	c, err := p.dialSession(r.Context(), "tcp", r.Host)
 	if err != nil {
-		p.refuse(w, s, r.Host, err)
+		p.fail(w, s, r.Host, err, true)
 		return
 	}
 	defer c.Close()
 	hj, ok := w.(http.Hijacker)
 	if !ok {
-		p.refuse(w, s, r.Host, errors.New("cannot tunnel"))
+		p.fail(w, s, r.Host, errors.New("cannot tunnel"), true)
 		return
 	}
 	w.WriteHeader(http.StatusOK)
@@ -268,12 +300,20 @@ func (p *proxy) connect(w http.ResponseWriter, r *http.Request, s *session) {
 	<-done
 }
 
-func (p *proxy) refuse(w http.ResponseWriter, s *session, target string, err error) {
+// fail answers a request the proxy could not or would not pass on: 403
+// with refusedHeader when the guard refused it, else 502 with failedHeader.
+func (p *proxy) fail(w http.ResponseWriter, s *session, target string, err error, tunnel bool) {
+	refused := isRefusal(err)
 	if s != nil {
-		s.refuse(target, err)
+		s.fail(target, err, refused, tunnel)
 	}
-	w.Header().Set(refusedHeader, oneLine(err.Error()))
-	http.Error(w, "refused by changedigest: "+err.Error(), http.StatusForbidden)
+	if refused {
+		w.Header().Set(refusedHeader, oneLine(err.Error()))
+		http.Error(w, "refused by changedigest: "+err.Error(), http.StatusForbidden)
+		return
+	}
+	w.Header().Set(failedHeader, oneLine(err.Error()))
+	http.Error(w, "changedigest could not fetch this: "+err.Error(), http.StatusBadGateway)
 }
 
 func oneLine(s string) string {

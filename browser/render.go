@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net"
 	"net/url"
 	"sync"
 	"time"
@@ -267,6 +268,9 @@ func (r *run) do(ctx context.Context) error {
 		if why, ok := resp.Headers[refusedHeader]; ok {
 			return fmt.Errorf("%w: %s: %v", ErrRefused, r.req.URL, why)
 		}
+		if why, ok := resp.Headers[failedHeader]; ok {
+			return fmt.Errorf("%w: %s: %v", ErrLoad, r.req.URL, why)
+		}
 		r.page.Status = int(resp.Status)
 		if resp.Status >= 400 {
 			return fmt.Errorf("%w: %s: HTTP status %d", ErrLoad, r.req.URL, resp.Status)
@@ -278,6 +282,20 @@ func (r *run) do(ctx context.Context) error {
 		}
 		if docErr == "" {
 			docErr = navErr.Error()
+		}
+		// A TLS document goes through a tunnel, whose failure Chromium
+		// reports without the proxy's reason.
+		if u, err := url.Parse(r.req.URL); err == nil && u.Scheme == "https" {
+			hostport := u.Host
+			if u.Port() == "" {
+				hostport = net.JoinHostPort(u.Hostname(), "443")
+			}
+			if err := r.sess.tunnelError(hostport); err != nil {
+				if isRefusal(err) {
+					return fmt.Errorf("%w: %s: %v", ErrRefused, r.req.URL, err)
+				}
+				return fmt.Errorf("%w: %s: %v", ErrLoad, r.req.URL, err)
+			}
 		}
 		return fmt.Errorf("%w: %s: %s", ErrLoad, r.req.URL, docErr)
 	}
