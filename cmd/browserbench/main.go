@@ -43,13 +43,14 @@ import (
 )
 
 func main() {
-	pages := flag.Int("pages", 20, "corpus pages to watch (plus one page built by JavaScript)")
+	pages := flag.Int("pages", 20, "corpus pages to watch")
+	shops := flag.Int("shops", 1, "small pages built by JavaScript to watch")
 	rounds := flag.Int("rounds", 2, "checks of each page")
 	tabs := flag.Int("tabs", 2, "browser tabs (checks running at once)")
 	exe := flag.String("chromium", "", "Chromium binary (default: on the PATH)")
 	corpus := flag.String("corpus", cmp.Or(os.Getenv("CHANGEDIGEST_CORPUS"), filepath.Join("..", "shared", "corpus")), "the shared test corpus")
 	flag.Parse()
-	if err := run(*pages, *rounds, *tabs, *exe, *corpus); err != nil {
+	if err := run(*pages, *shops, *rounds, *tabs, *exe, *corpus); err != nil {
 		fmt.Fprintln(os.Stderr, "browserbench:", err)
 		os.Exit(1)
 	}
@@ -69,9 +70,9 @@ fetch("/api/items").then(r => r.json()).then(items => {
 });
 </script></body></html>`
 
-func run(npages, rounds, tabs int, exe, corpus string) error {
+func run(npages, shops, rounds, tabs int, exe, corpus string) error {
 	files, err := filepath.Glob(filepath.Join(corpus, "pages", "readability", "pages", "*", "source.html"))
-	if err != nil || len(files) == 0 {
+	if err != nil || (len(files) == 0 && npages > 0) {
 		return fmt.Errorf("no corpus pages under %s (give -corpus)", corpus)
 	}
 	sort.Strings(files)
@@ -86,7 +87,7 @@ func run(npages, rounds, tabs int, exe, corpus string) error {
 	}
 	bodies := map[string][]byte{}
 	var total int
-	for i, f := range files {
+	for i, f := range files[:min(npages, len(files))] {
 		b, err := os.ReadFile(f)
 		if err != nil {
 			return err
@@ -127,7 +128,10 @@ func run(npages, rounds, tabs int, exe, corpus string) error {
 		return err
 	}
 	var watches []*changedigest.Watch
-	paths := []string{"/shop"}
+	var paths []string
+	for i := range shops {
+		paths = append(paths, fmt.Sprintf("/shop?n=%d", i))
+	}
 	for p := range bodies {
 		paths = append(paths, p)
 	}
@@ -201,8 +205,8 @@ func run(npages, rounds, tabs int, exe, corpus string) error {
 	peak := stop()
 	svcCPU := selfCPU() - selfA - smp.ownCPU()
 	per := (chromeCPU + svcCPU) / time.Duration(checks)
-	fmt.Printf("%d pages (%d corpus pages, mean %d KB, and one built by JavaScript), %d rounds, %d tabs: %d checks in %s\n",
-		len(watches), len(bodies), total/len(bodies)>>10, rounds, tabs, checks, wall.Round(time.Millisecond))
+	fmt.Printf("%d pages (%d corpus pages, mean %d KB, and %d small pages built by JavaScript), %d rounds, %d tabs: %d checks in %s\n",
+		len(watches), len(bodies), total/max(len(bodies), 1)>>10, shops, rounds, tabs, checks, wall.Round(time.Millisecond))
 	fmt.Printf("results: %v; failed: %d\n", results, len(failed))
 	for _, s := range failed[:min(5, len(failed))] {
 		fmt.Println("  ", s)
