@@ -187,6 +187,11 @@ func TestHostilePageCannotReachLoopback(t *testing.T) {
 		case "/download":
 			w.Header().Set("Content-Disposition", `attachment; filename="x.bin"`)
 			fmt.Fprint(w, "payload")
+		case "/local":
+			fmt.Fprint(w, `<p>local files</p><iframe src="file:///etc/passwd"></iframe><script>
+fetch("file:///etc/passwd").then(r => r.text()).then(t => document.body.append(t)).catch(() => {});
+setTimeout(() => { location.href = "file:///etc/passwd" }, 10);
+</script>`)
 		case "/leave":
 			fmt.Fprintf(w, `<p>leaving</p><script>setTimeout(() => { location.href = %q }, 10)</script>`, forbidden.URL+"/away")
 		case "/sw.js":
@@ -222,6 +227,15 @@ func TestHostilePageCannotReachLoopback(t *testing.T) {
 	if !errors.Is(err, ErrRefused) {
 		t.Errorf("redirect to a forbidden address: err = %v, want ErrRefused", err)
 	}
+	// File URLs: neither a watch's address nor anything a page asks for.
+	if _, err := p.Render(context.Background(), Request{URL: "file:///etc/passwd"}); !errors.Is(err, ErrLoad) {
+		t.Errorf("file URL: err = %v, want ErrLoad", err)
+	}
+	pg, err = p.Render(context.Background(), Request{URL: site.URL + "/local"})
+	if err == nil && strings.Contains(string(pg.HTML), "root:") {
+		t.Errorf("a page read a local file: %s", pg.HTML)
+	}
+	t.Logf("a page asking for local files: err = %v", err)
 	// And one that sends itself there with a script.
 	_, err = p.Render(context.Background(), Request{URL: site.URL + "/leave"})
 	if !errors.Is(err, ErrRefused) {
