@@ -63,6 +63,7 @@ const (
 	DefaultWidth           = 1280
 	DefaultHeight          = 800
 	DefaultMaxShotHeight   = 8000
+	DefaultMaxShotBytes    = 4 << 20
 	DefaultIdleClose       = 5 * time.Minute
 )
 
@@ -93,6 +94,9 @@ type Pool struct {
 	// a full-page screenshot.
 	Width, Height int
 	MaxShotHeight int
+	// MaxShotBytes caps a screenshot's PNG: a larger one is taken again
+	// at a smaller scale, or left out.
+	MaxShotBytes int
 	// IdleClose stops the browser after this long without a page (0:
 	// never); the next page starts a new one. An idle Chromium holds a
 	// few hundred MB.

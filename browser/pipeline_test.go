@@ -1,9 +1,11 @@
 package browser_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"image/png"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -212,6 +214,47 @@ func TestPipelineRendersAndFindsChanges(t *testing.T) {
 		if !found[want] {
 			t.Errorf("no content change shows %q", want)
 		}
+	}
+
+	// Each version has a screenshot of the rendered page, with the boxes
+	// of its segments; the changed segments are among them.
+	first, err := e.store.Version(ctx, e.watch.ID, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []*changedigest.Snapshot{first, snap} {
+		shot, err := e.store.Screenshot(ctx, e.watch.ID, v.Seq)
+		if err != nil {
+			t.Fatalf("version %d: %v", v.Seq, err)
+		}
+		cfg, err := png.DecodeConfig(bytes.NewReader(shot.PNG))
+		if err != nil {
+			t.Fatalf("version %d's screenshot: %v", v.Seq, err)
+		}
+		if cfg.Width != browser.DefaultWidth || cfg.Width != shot.Width || cfg.Height != shot.Height || shot.Height < 200 {
+			t.Errorf("version %d's screenshot is %d×%d, recorded %d×%d", v.Seq, cfg.Width, cfg.Height, shot.Width, shot.Height)
+		}
+		t.Logf("version %d: screenshot %d×%d, %d bytes, %d boxes for %d segments", v.Seq, shot.Width, shot.Height, len(shot.PNG), len(shot.Boxes), len(v.Segments))
+		boxed, byPath := map[int]changedigest.Box{}, map[string]bool{}
+		for _, b := range shot.Boxes {
+			boxed[b.Segment], byPath[b.Path] = b, true
+			if b.X < 0 || b.Y < 0 || b.W <= 0 || b.H <= 0 || b.X+b.W > shot.Width || b.Y+b.H > shot.Height {
+				t.Errorf("version %d: box %+v is outside the %d×%d image", v.Seq, b, shot.Width, shot.Height)
+			}
+		}
+		for _, sg := range v.Segments {
+			if _, ok := boxed[sg.Index]; !ok && strings.TrimSpace(sg.Text) != "" {
+				t.Errorf("version %d: segment %d (%s, %q) has no box", v.Seq, sg.Index, sg.Path, sg.Text)
+			}
+		}
+		for _, c := range v.Changes {
+			if !byPath[c.Path] && c.Type == changedigest.ChangeContent {
+				t.Errorf("version %d: the changed element %s has no box", v.Seq, c.Path)
+			}
+		}
+	}
+	if s1, _ := e.store.Screenshot(ctx, e.watch.ID, 1); s1 != nil && snap.Screenshot != nil && s1.Hash == snap.Screenshot.Hash {
+		t.Errorf("the page changed and its screenshot did not")
 	}
 }
 

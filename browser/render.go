@@ -37,9 +37,10 @@ type Request struct {
 	Screenshot bool
 }
 
-// WatchRequest is the request for a check of w.
+// WatchRequest is the request for a check of w: with a screenshot and
+// the watch's steps.
 func WatchRequest(w *changedigest.Watch) Request {
-	return Request{URL: w.URL, WaitFor: w.WaitFor}
+	return Request{URL: w.URL, WaitFor: w.WaitFor, Screenshot: true}
 }
 
 // RenderWatch renders w's page for the check pipeline (it is a
@@ -50,11 +51,15 @@ func (p *Pool) RenderWatch(ctx context.Context, w *changedigest.Watch) (*crawl.R
 	if err != nil {
 		return nil, err
 	}
-	return &crawl.Response{
+	res := &crawl.Response{
 		Status: pg.Status, Raw: pg.HTML, Body: pg.HTML,
 		ContentType: "text/html; charset=utf-8", Charset: "utf-8",
 		FinalURL: pg.URL, Duration: pg.Duration,
-	}, nil
+	}
+	if len(pg.Screenshot) > 0 {
+		res.Screenshot = &changedigest.Screenshot{PNG: pg.Screenshot, Width: pg.ShotWidth, Height: pg.ShotHeight, Boxes: pg.Boxes}
+	}
+	return res, nil
 }
 
 // Step is one action on a rendered page before it is read, for cookie
@@ -77,8 +82,13 @@ type Page struct {
 	// HTML is the serialised DOM after scripts ran, in UTF-8.
 	HTML  []byte
 	Title string
-	// Screenshot is a PNG of the whole page (up to MaxShotHeight), when asked.
-	Screenshot []byte
+	// Screenshot is a PNG of the whole page (up to MaxShotHeight), when
+	// asked, ShotWidth × ShotHeight pixels; Boxes are where the document's
+	// elements were drawn in it (Segment -1, Path as the segmenter writes
+	// it), for the elements drawn in the image (at most maxBoxes).
+	Screenshot            []byte
+	ShotWidth, ShotHeight int
+	Boxes                 []changedigest.Box
 	// Requests the page made through the proxy, bytes it read, and the
 	// requests the guard refused ("URL: reason", the first 20).
 	Requests int
@@ -360,11 +370,9 @@ func (r *run) do(ctx context.Context) error {
 	}
 	if r.req.Screenshot {
 		r.setStage("taking the screenshot")
-		shot, err := r.screenshot(ctx)
-		if err != nil {
+		if err := r.screenshot(ctx); err != nil {
 			return fmt.Errorf("browser: screenshot of %s: %w", r.req.URL, err)
 		}
-		r.page.Screenshot = shot
 	}
 	return nil
 }
@@ -444,10 +452,16 @@ func (r *run) step(ctx context.Context, s Step) error {
 	return err
 }
 
-// screenshot captures the whole page, up to MaxShotHeight pixels high, as PNG.
-func (r *run) screenshot(ctx context.Context) ([]byte, error) {
-	var shot []byte
-	err := chromedp.Run(ctx, chromedp.ActionFunc(func(ctx context.Context) error {
+// screenshot captures the whole page, up to MaxShotHeight pixels high,
+// as PNG, and where its elements were drawn. A PNG over MaxShotBytes is
+// taken again at half the scale (then a quarter); one still over it is
+// left out (the page is still read).
+func (r *run) screenshot(ctx context.Context) error {
+	var boxes []changedigest.Box
+	if err := chromedp.Run(ctx, chromedp.Evaluate(boxesScript, &boxes)); err != nil {
+		return fmt.Errorf("element boxes: %w", err)
+	}
+	return chromedp.Run(ctx, chromedp.ActionFunc(func(ctx context.Context) error {
 		_, _, _, _, _, css, err := page.GetLayoutMetrics().Do(ctx)
 		if err != nil {
 			return err
@@ -458,16 +472,103 @@ func (r *run) screenshot(ctx context.Context) ([]byte, error) {
 			h = float64(cmpOr(r.pool.Height, DefaultHeight))
 		}
 		h = math.Min(h, float64(cmpOr(r.pool.MaxShotHeight, DefaultMaxShotHeight)))
-		shot, err = page.CaptureScreenshot().
-			WithFormat(page.CaptureScreenshotFormatPng).
-			WithCaptureBeyondViewport(true).
-			WithFromSurface(true).
-			WithClip(&page.Viewport{X: 0, Y: 0, Width: w, Height: h, Scale: 1}).
-			Do(ctx)
-		return err
+		limit := cmpOr(r.pool.MaxShotBytes, DefaultMaxShotBytes)
+		for _, scale := range []float64{1, 0.5, 0.25} {
+			shot, err := page.CaptureScreenshot().
+				WithFormat(page.CaptureScreenshotFormatPng).
+				WithCaptureBeyondViewport(true).
+				WithFromSurface(true).
+				WithClip(&page.Viewport{X: 0, Y: 0, Width: w, Height: h, Scale: scale}).
+				Do(ctx)
+			if err != nil {
+				return err
+			}
+			if len(shot) > limit {
+				continue
+			}
+			sw, sh := int(math.Round(w*scale)), int(math.Round(h*scale))
+			r.page.Screenshot, r.page.ShotWidth, r.page.ShotHeight = shot, sw, sh
+			r.page.Boxes = scaleBoxes(boxes, scale, sw, sh)
+			return nil
+		}
+		r.pool.logger().Warn("screenshot over the size limit; left out", "url", r.req.URL, "limit", limit)
+		return nil
 	}))
-	return shot, err
 }
+
+// scaleBoxes scales boxes to an image of w×h pixels and drops those
+// outside it.
+func scaleBoxes(boxes []changedigest.Box, scale float64, w, h int) []changedigest.Box {
+	out := boxes[:0]
+	for _, b := range boxes {
+		x0, y0 := int(math.Floor(float64(b.X)*scale)), int(math.Floor(float64(b.Y)*scale))
+		x1, y1 := int(math.Ceil(float64(b.X+b.W)*scale)), int(math.Ceil(float64(b.Y+b.H)*scale))
+		x0, y0, x1, y1 = max(x0, 0), max(y0, 0), min(x1, w), min(y1, h)
+		if x1 <= x0 || y1 <= y0 {
+			continue
+		}
+		b.X, b.Y, b.W, b.H = x0, y0, x1-x0, y1-y0
+		out = append(out, b)
+	}
+	return out
+}
+
+// boxesScript lists the rectangles of the document's drawn elements
+// that can be a segment's root or hold a change: block elements, elements
+// with text of their own and replaced elements (images, frames, media,
+// form fields). Each has its path as the segmenter writes it: tag, "-id"
+// when the id attribute has text (white space collapsed), "[n]" for the
+// n-th sibling of its tag (n > 1), joined by "|" over at most the 64
+// nearest ancestors.
+const boxesScript = `(() => {
+  const out = [], parts = [], max = 20000;
+  const sx = window.scrollX, sy = window.scrollY;
+  const block = new Set(['html','body','div','section','article','main','header','footer','nav','aside',
+    'ul','ol','li','dl','dt','dd','table','thead','tbody','tfoot','tr','td','th','caption','p','pre',
+    'blockquote','figure','figcaption','form','fieldset','h1','h2','h3','h4','h5','h6','details','summary',
+    'img','picture','video','audio','iframe','canvas','svg','object','embed','input','select','textarea','button']);
+  const ownText = (el) => {
+    for (let n = el.firstChild; n; n = n.nextSibling) {
+      if (n.nodeType === 3 && n.nodeValue.trim() !== '') return true;
+    }
+    return false;
+  };
+  const add = (el, path) => {
+    const r = el.getBoundingClientRect();
+    if (r.width >= 1 && r.height >= 1 && (block.has(el.localName) || ownText(el))) {
+      out.push({segment: -1, path: path,
+        x: Math.round(r.left + sx), y: Math.round(r.top + sy), w: Math.round(r.width), h: Math.round(r.height)});
+    }
+  };
+  const walk = (el) => {
+    const counts = new Map(), implied = new Map();
+    for (let c = el.firstElementChild; c && out.length < max; c = c.nextElementSibling) {
+      const tag = c.localName;
+      // A tr built by a script straight into a table: the parser of the
+      // serialised page puts it in an implied tbody.
+      const inBody = tag === 'tr' && el.localName === 'table';
+      const cs = inBody ? implied : counts;
+      const n = (cs.get(tag) || 0) + 1;
+      cs.set(tag, n);
+      if (inBody && n === 1) counts.set('tbody', (counts.get('tbody') || 0) + 1);
+      let part = inBody ? 'tbody|' + tag : tag;
+      const id = (c.getAttribute('id') || '').replace(/\s+/g, ' ').trim();
+      if (id) part += '-' + id;
+      if (n > 1) part += '[' + n + ']';
+      parts.push(part);
+      if (tag !== 'head' && tag !== 'script' && tag !== 'style' && tag !== 'template') {
+        add(c, parts.slice(-64).join('|'));
+        walk(c);
+      }
+      parts.pop();
+    }
+  };
+  const root = document.documentElement;
+  parts.push(root.localName);
+  add(root, root.localName);
+  walk(root);
+  return out;
+})()`
 
 // CheckWaitFor reports whether sel is a CSS selector a page can wait for:
 // nil for "" and valid selectors, else an EINVALID error naming it.

@@ -95,6 +95,7 @@ func (p *Pipeline) Check(ctx context.Context, w *changedigest.Watch) (Outcome, e
 	}
 	snap.Size, snap.BodyHash = len(res.Raw), bodyHash
 	snap.Zone = w.Zone
+	snap.Screenshot = segmentBoxes(res.Screenshot, snap.Segments)
 	if !sameBytes(res.Raw, res.Body) {
 		// Segment ranges point into the UTF-8 text, not the stored bytes.
 		for i := range snap.Segments {
@@ -158,4 +159,34 @@ func (p *Pipeline) now() time.Time {
 // shares the body when no charset conversion was needed).
 func sameBytes(a, b []byte) bool {
 	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+}
+
+// segmentBoxes returns shot with its boxes marked with the segment whose
+// root they are (the first box of a path when several share it), for the
+// views to outline segments and changes. Nil when shot is nil.
+func segmentBoxes(shot *changedigest.Screenshot, segs []changedigest.Segment) *changedigest.Screenshot {
+	if shot == nil {
+		return nil
+	}
+	seg := make(map[string]int, len(segs))
+	for _, sg := range segs {
+		if _, ok := seg[sg.Path]; !ok && sg.Path != "" {
+			seg[sg.Path] = sg.Index
+		}
+	}
+	out := *shot
+	out.Boxes = make([]changedigest.Box, 0, len(shot.Boxes))
+	seen := make(map[string]bool, len(shot.Boxes))
+	for _, b := range shot.Boxes {
+		if seen[b.Path] {
+			continue
+		}
+		seen[b.Path] = true
+		b.Segment = -1
+		if i, ok := seg[b.Path]; ok {
+			b.Segment = i
+		}
+		out.Boxes = append(out.Boxes, b)
+	}
+	return &out
 }

@@ -173,7 +173,7 @@ var (
 	bPending    = []byte("pending")     // n → doc keys to bring into the index
 	allBuckets  = [][]byte{bMeta, bUsers, bUserNames, bFeedTokens, bSessions, bTokens, bTokenHash,
 		bProfiles, bWatches, bUserWatch, bWatchKeys, bDue, bTracks, bVersions, bSegs, bSegHash,
-		bChunkHash, bChunkData, bChunkRefs, bEvents, bPending}
+		bChunkHash, bChunkData, bChunkRefs, bEvents, bPending, bShots}
 )
 
 // Open creates the directory and the databases on first use, opens them,

@@ -49,6 +49,10 @@ func (s *Store) AddVersion(ctx context.Context, watchID int64, snap *changediges
 	}
 	pieces := split(body, snap.Segments)
 	packed, layout := s.packNew(watchID, pieces, snap.Layout)
+	var shotSum [16]byte
+	if snap.Screenshot != nil {
+		shotSum = sum16(snap.Screenshot.PNG)
+	}
 	fetched := snap.FetchedAt
 	if fetched.IsZero() {
 		fetched = s.now()
@@ -65,6 +69,9 @@ func (s *Store) AddVersion(ctx context.Context, watchID int64, snap *changediges
 		if seq, err = t.add(snap, body, pieces, packed, layout, fetched); err != nil {
 			return err
 		}
+		if err := t.putShot(seq, snap.Screenshot, shotSum); err != nil {
+			return err
+		}
 		if err := t.retain(s.now()); err != nil {
 			return err
 		}
@@ -74,6 +81,9 @@ func (s *Store) AddVersion(ctx context.Context, watchID int64, snap *changediges
 		return 0, wrap(err, "add version to watch %d", watchID)
 	}
 	snap.WatchID, snap.Seq, snap.Size, snap.FetchedAt = watchID, seq, len(body), fetched
+	if snap.Screenshot != nil {
+		snap.Screenshot.Hash = hex.EncodeToString(shotSum[:])
+	}
 	s.syncAfterWrite()
 	return seq, nil
 }
@@ -111,6 +121,9 @@ func (s *Store) checkSnapshot(snap *changedigest.Snapshot, body []byte) error {
 		case len(seg.Path) > maxSegPath:
 			return invalidf("segment %d has a path of %d bytes (at most %d)", i, len(seg.Path), maxSegPath)
 		}
+	}
+	if err := checkShot(snap.Screenshot); err != nil {
+		return err
 	}
 	return checkRanges(snap.Segments, len(body))
 }
@@ -558,6 +571,9 @@ func (t *trackTx) drop(seq int, rec *versionRec, needFirst map[uint64]*segRec) e
 			return err
 		}
 	}
+	if err := t.dropShot(seq); err != nil {
+		return err
+	}
 	if err := t.versions.Delete(id64(t.id(), int64(seq))); err != nil {
 		return err
 	}
@@ -632,6 +648,9 @@ func (t *trackTx) deleteAll() error {
 			return err
 		}
 		if err := t.unrefChunks(rec); err != nil {
+			return err
+		}
+		if err := t.dropShot(seq); err != nil {
 			return err
 		}
 		if len(rec.hdr.Changes) > 0 {
@@ -943,6 +962,15 @@ func readVersion(tx *bolt.Tx, watchID int64, seq int, full bool) (*changedigest.
 	if full && rec.layout != 0 {
 		if snap.Layout, err = readChunk(tx, rec.layout, maxLayout); err != nil {
 			return nil, nil, err
+		}
+	}
+	if full {
+		shot, err := shotOf(tx, watchID, seq)
+		if err != nil {
+			return nil, nil, err
+		}
+		if shot != nil {
+			snap.Screenshot = shot.screenshot()
 		}
 	}
 	return snap, rec, nil
