@@ -43,6 +43,8 @@ import (
 //	GET    /watches/{id}/versions[?before=&limit=]   stored versions, newest first
 //	GET    /watches/{id}/versions/{seq}        one version: segments, changes, matches
 //	GET    /watches/{id}/versions/{seq}/body   the stored body, as a download
+//	GET    /watches/{id}/versions/{seq}/screenshot.png, overlay.png
+//	                                           a browser-rendered version's screenshot; the pixels that differ from the version before
 //	GET    /watches/{id}/diff[?from=&to=]      the `changedigest diff --json` contract
 //	GET    /changes[?since=&until=&watch=&tag=&type=&limit=]   change events with profile matches
 //	GET    /profile                            profile and WordNet expansions
@@ -73,6 +75,8 @@ func (s *Server) apiRoutes(r chi.Router) {
 		r.Get("/versions", s.api(s.apiVersions))
 		r.Get("/versions/{seq}", s.api(s.apiVersion))
 		r.Get("/versions/{seq}/body", s.api(s.apiVersionBody))
+		r.Get("/versions/{seq}/screenshot.png", s.api(s.handleScreenshot))
+		r.Get("/versions/{seq}/overlay.png", s.api(s.handleOverlay))
 		r.Get("/diff", s.api(s.apiDiff))
 	})
 	r.Get("/changes", s.api(s.apiChanges))

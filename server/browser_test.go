@@ -1,11 +1,17 @@
 package server
 
 import (
+	"bytes"
 	"fmt"
+	"image"
+	"image/png"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
 	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -87,7 +93,7 @@ func TestBrowserWatchThroughTheWeb(t *testing.T) {
 	defer origin.Close()
 
 	e := mustServer(t)
-	e.mustUser("ann", "correct horse")
+	ann := e.mustUser("ann", "correct horse")
 	fetcher := crawl.NewFetcher()
 	fetcher.Allow = []netip.AddrPort{netip.MustParseAddrPort(origin.Listener.Addr().String())}
 	pool := browser.NewPool(fetcher.DialContext)
@@ -139,4 +145,118 @@ func TestBrowserWatchThroughTheWeb(t *testing.T) {
 	resp, _ = c.post(path+"/check", nil)
 	body = c.follow(resp)
 	mustContain(t, body, "Checked: changes found.", "Text changed", `09:<del class="cd-del">40</del><ins class="cd-ins">55</ins> ferry to the mainland`)
+
+	// The version page shows both screenshots, the changed departure
+	// outlined on each, and the overlay of the pixels that differ.
+	_, page := c.get(path + "/versions/3")
+	mustContain(t, page, "Screenshots", `src="`+path+`/versions/2/screenshot.png"`, `src="`+path+`/versions/3/screenshot.png"`,
+		`src="`+path+`/versions/3/overlay.png"`, `<rect class="shot-box shot-content"`, "1 changed element outlined")
+	shot := func(c *client, p string) (int, image.Config) {
+		t.Helper()
+		resp, b := c.get(p)
+		if resp.StatusCode != http.StatusOK {
+			return resp.StatusCode, image.Config{}
+		}
+		if ct := resp.Header.Get("Content-Type"); ct != "image/png" {
+			t.Errorf("%s: Content-Type %q", p, ct)
+		}
+		cfg, err := png.DecodeConfig(strings.NewReader(b))
+		if err != nil {
+			t.Fatalf("%s is not a PNG: %v", p, err)
+		}
+		return resp.StatusCode, cfg
+	}
+	_, s2 := shot(c, path+"/versions/2/screenshot.png")
+	_, s3 := shot(c, path+"/versions/3/screenshot.png")
+	_, ov := shot(c, path+"/versions/3/overlay.png")
+	if s2.Width != browser.DefaultWidth || s3.Width != browser.DefaultWidth || s2.Height < browser.DefaultHeight {
+		t.Errorf("screenshots are %dx%d and %dx%d, want %d wide", s2.Width, s2.Height, s3.Width, s3.Height, browser.DefaultWidth)
+	}
+	if ov.Width != max(s2.Width, s3.Width) || ov.Height != max(s2.Height, s3.Height) {
+		t.Errorf("overlay is %dx%d for screenshots %dx%d and %dx%d", ov.Width, ov.Height, s2.Width, s2.Height, s3.Width, s3.Height)
+	}
+	// The overlay shows differing pixels inside the box of the changed
+	// departure, and none far from it.
+	v3, err := e.store.Version(t.Context(), 1, 3)
+	if err != nil || v3.Screenshot == nil || len(v3.Changes) == 0 {
+		t.Fatalf("version 3: %+v, %v", v3, err)
+	}
+	var box changedigest.Box
+	for _, b := range v3.Screenshot.Boxes {
+		if b.Path == v3.Changes[0].Path {
+			box = b
+		}
+	}
+	if box.W == 0 {
+		t.Fatalf("no box for the changed element %s in %+v", v3.Changes[0].Path, v3.Screenshot.Boxes)
+	}
+	_, ovBody := c.get(path + "/versions/3/overlay.png")
+	ovImg, err := png.Decode(strings.NewReader(ovBody))
+	if err != nil {
+		t.Fatal(err)
+	}
+	inside, outside := 0, 0
+	for y := range ovImg.Bounds().Dy() {
+		for x := range ovImg.Bounds().Dx() {
+			if r, g, _, _ := ovImg.At(x, y).RGBA(); r > 0xc000 && g < 0x1000 {
+				if image.Pt(x, y).In(image.Rect(box.X, box.Y, box.X+box.W, box.Y+box.H)) {
+					inside++
+				} else {
+					outside++
+				}
+			}
+		}
+	}
+	t.Logf("changed element %s at %+v: %d differing pixels inside, %d outside", v3.Changes[0].Path, box, inside, outside)
+	if inside == 0 || outside > inside {
+		t.Errorf("the overlay has %d differing pixels inside the changed element's box and %d outside", inside, outside)
+	}
+	if dir := os.Getenv("SHOTS_DIR"); dir != "" {
+		os.WriteFile(filepath.Join(dir, "version.html"), []byte(page), 0o644)
+		os.WriteFile(filepath.Join(dir, "overlay.png"), []byte(ovBody), 0o644)
+		for _, n := range []string{"2", "3"} {
+			_, b := c.get(path + "/versions/" + n + "/screenshot.png")
+			os.WriteFile(filepath.Join(dir, "v"+n+".png"), []byte(b), 0o644)
+		}
+		// The version page as a browser shows it, logged in by a front server.
+		session := sessionOf(t, c)
+		front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			r.AddCookie(&http.Cookie{Name: sessionCookie, Value: session})
+			e.http.Config.Handler.ServeHTTP(w, r)
+		}))
+		defer front.Close()
+		out, err := exec.Command(exe, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+			"--user-data-dir="+t.TempDir(), "--screenshot="+filepath.Join(dir, "version-page.png"),
+			"--window-size=1200,1400", front.URL+path+"/versions/3").CombinedOutput()
+		if err != nil {
+			t.Errorf("chromium: %v\n%s", err, out)
+		}
+	}
+	// A fetched version has none; another user and a visitor see nothing.
+	if st, _ := shot(c, path+"/versions/1/screenshot.png"); st != http.StatusNotFound {
+		t.Errorf("screenshot of the fetched version: status %d, want 404", st)
+	}
+	if st, _ := shot(c, path+"/versions/2/overlay.png"); st != http.StatusNotFound {
+		t.Errorf("overlay against a version without a screenshot: status %d, want 404", st)
+	}
+	// The API serves the same images to the owner's token only.
+	for _, p := range []string{"/versions/3/screenshot.png", "/versions/3/overlay.png"} {
+		resp, b := e.api(ann).raw("GET", path+p, "", nil)
+		if _, err := png.DecodeConfig(bytes.NewReader(b)); resp.StatusCode != http.StatusOK || err != nil {
+			t.Errorf("API %s: status %d, %v", p, resp.StatusCode, err)
+		}
+	}
+	bobUser := e.mustUser("bob", "battery staple")
+	if resp, _ := e.api(bobUser).raw("GET", path+"/versions/3/screenshot.png", "", nil); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("API: bob gets ann's screenshot: status %d", resp.StatusCode)
+	}
+	bob := e.login("bob", "battery staple")
+	for _, p := range []string{"/versions/3/screenshot.png", "/versions/3/overlay.png"} {
+		if st, _ := shot(bob, path+p); st != http.StatusNotFound {
+			t.Errorf("bob gets %s of ann's watch: status %d, want 404", p, st)
+		}
+		if st, _ := shot(e.client(), path+p); st != http.StatusSeeOther {
+			t.Errorf("a visitor gets %s: status %d, want a redirect to the login", p, st)
+		}
+	}
 }

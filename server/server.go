@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/changedigest/changedigest/expand"
@@ -55,6 +56,9 @@ type Server struct {
 	srv     *http.Server
 	limiter *limiter
 	secure  bool // cookies only over https
+
+	overlaysOnce sync.Once
+	overlays     *overlayCache
 }
 
 // New returns a server with defaults; the caller sets the collaborators.
