@@ -40,7 +40,11 @@ type Request struct {
 // WatchRequest is the request for a check of w: with a screenshot and
 // the watch's steps.
 func WatchRequest(w *changedigest.Watch) Request {
-	return Request{URL: w.URL, WaitFor: w.WaitFor, Screenshot: true}
+	req := Request{URL: w.URL, WaitFor: w.WaitFor, Screenshot: true}
+	for _, s := range w.Steps {
+		req.Steps = append(req.Steps, Step{Action: s.Action, Selector: s.Selector, Text: s.Value})
+	}
+	return req
 }
 
 // RenderWatch renders w's page for the check pipeline (it is a
@@ -578,6 +582,17 @@ func CheckWaitFor(sel string) error {
 	}
 	if _, err := cascadia.Compile(sel); err != nil {
 		return changedigest.Errorf(changedigest.EINVALID, "invalid wait-for selector %q: %v", sel, err)
+	}
+	return nil
+}
+
+// CheckSteps reports whether a watch's steps can run: nil when every
+// selector is valid CSS, else an EINVALID error naming the step.
+func CheckSteps(steps []changedigest.Step) error {
+	for i, s := range steps {
+		if _, err := cascadia.Compile(s.Selector); err != nil {
+			return changedigest.Errorf(changedigest.EINVALID, "step %d (%s): invalid selector %q: %v", i+1, s.Action, s.Selector, err)
+		}
 	}
 	return nil
 }

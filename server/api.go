@@ -241,6 +241,8 @@ type apiWatch struct {
 	// "fetch"; WaitFor the selector the rendered page must show.
 	Render  string `json:"render"`
 	WaitFor string `json:"wait_for,omitempty"`
+	// Steps run on the rendered page before it is read.
+	Steps []changedigest.Step `json:"steps,omitempty"`
 	// LooksLikeShell: the last fetched version had little visible text
 	// and large scripts, so rendering it in a browser would help.
 	LooksLikeShell bool `json:"looks_like_shell,omitempty"`
@@ -252,7 +254,7 @@ func (s *Server) apiWatchOf(u *changedigest.User, w *changedigest.Watch) apiWatc
 		CreatedAt: w.CreatedAt, UpdatedAt: w.UpdatedAt, NextCheck: w.NextCheck, LastCheck: w.LastCheck,
 		LastChange: w.LastChange, LastError: w.LastError, LastErrorAt: w.LastErrorAt, ErrorCount: w.ErrorCount,
 		Checks: w.Checks, ChangeChecks: w.ChangeChecks, FeedURL: s.feedURL(u, fmt.Sprintf("/watches/%d.xml", w.ID)),
-		Render: cmp.Or(string(w.Render), "fetch"), WaitFor: w.WaitFor, LooksLikeShell: w.LooksLikeShell}
+		Render: cmp.Or(string(w.Render), "fetch"), WaitFor: w.WaitFor, Steps: w.Steps, LooksLikeShell: w.LooksLikeShell}
 	if a.Tags == nil {
 		a.Tags = []string{}
 	}
@@ -278,6 +280,8 @@ type apiWatchInput struct {
 	KeepDays     *int            `json:"keep_days"`
 	Render       *string         `json:"render"`
 	WaitFor      *string         `json:"wait_for"`
+	// Steps replace the watch's steps; [] or null clears them.
+	Steps *[]changedigest.Step `json:"steps"`
 }
 
 // apply lays the input over w's current values and validates the result
@@ -318,6 +322,15 @@ func (in *apiWatchInput) apply(w *changedigest.Watch) error {
 	}
 	if in.WaitFor != nil {
 		f.WaitFor = strings.TrimSpace(*in.WaitFor)
+	}
+	if in.Steps != nil {
+		steps := *in.Steps
+		for i := range steps {
+			if err := steps[i].Validate(); err != nil {
+				return changedigest.Errorf(changedigest.EINVALID, "steps[%d]: %s", i, changedigest.ErrorMessage(err))
+			}
+		}
+		f.Steps = stepLines(steps)
 	}
 	for _, n := range []struct {
 		name string

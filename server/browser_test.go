@@ -260,3 +260,62 @@ func TestBrowserWatchThroughTheWeb(t *testing.T) {
 		}
 	}
 }
+
+func TestWatchSteps(t *testing.T) {
+	e := mustServer(t)
+	ann := e.mustUser("ann", "correct horse")
+	c := e.login("ann", "correct horse")
+
+	// The form: one step a line; a bad line is named and nothing changes.
+	resp, body := c.post("/watches", url.Values{"url": {"https://shop.example/"}, "category": {"news"}, "render": {"browser"},
+		"steps": {"click #accept\r\n\r\n# the list\r\ntype \"form input\" red kettle\r\nwait .results"}})
+	if resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("create: status %d\n%s", resp.StatusCode, body)
+	}
+	path := resp.Header.Get("Location")
+	w, err := e.store.Watch(t.Context(), ann.ID, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []changedigest.Step{{Action: "click", Selector: "#accept"}, {Action: "type", Selector: "form input", Value: "red kettle"}, {Action: "wait", Selector: ".results"}}
+	if fmt.Sprint(w.Steps) != fmt.Sprint(want) {
+		t.Errorf("stored steps %+v, want %+v", w.Steps, want)
+	}
+	_, page := c.get(path)
+	mustContain(t, page, "after 3 steps:", "<code>click #accept</code>", "<code>type &#34;form input&#34; red kettle</code>")
+	_, edit := c.get(path + "/edit")
+	mustContain(t, edit, `name="steps"`, "click #accept\ntype &#34;form input&#34; red kettle\nwait .results</textarea>")
+	for _, bad := range []struct{ steps, render, msg string }{
+		{"click #accept\npress #ok", "browser", "steps, line 2: unknown action"},
+		{"wait div[[", "browser", "invalid selector"},
+		{"click #accept", "", "steps need the page to be rendered in a browser"},
+		{strings.Repeat("wait p\n", 11), "browser", "more than 10"},
+	} {
+		resp, body := c.post(path, url.Values{"url": {"https://shop.example/"}, "category": {"news"}, "render": {bad.render}, "steps": {bad.steps}})
+		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(body, bad.msg) {
+			t.Errorf("steps %q: status %d, want 400 with %q", bad.steps, resp.StatusCode, bad.msg)
+		}
+	}
+	if w2, _ := e.store.Watch(t.Context(), ann.ID, 1); fmt.Sprint(w2.Steps) != fmt.Sprint(want) {
+		t.Errorf("a refused form changed the steps: %+v", w2.Steps)
+	}
+
+	// The API: steps as objects; PATCH replaces or clears them.
+	api := e.api(ann)
+	var got apiWatch
+	api.call("GET", "/watches/1", nil, http.StatusOK, &got)
+	if fmt.Sprint(got.Steps) != fmt.Sprint(want) {
+		t.Errorf("API steps %+v", got.Steps)
+	}
+	api.call("PATCH", "/watches/1", map[string]any{"steps": []map[string]string{{"action": "click", "selector": "button.more"}}}, http.StatusOK, &got)
+	if len(got.Steps) != 1 || got.Steps[0].Selector != "button.more" {
+		t.Errorf("after PATCH: %+v", got.Steps)
+	}
+	api.callErr("PATCH", "/watches/1", "application/json", []byte(`{"steps":[{"action":"wait","selector":"p","value":"x"}]}`), 400, "invalid", "steps[0]", "wait takes no text")
+	api.callErr("POST", "/watches", "application/json", []byte(`{"url":"https://b.example/","steps":[{"action":"click","selector":"#a"}]}`), 400, "invalid", "rendered in a browser")
+	var cleared apiWatch
+	api.call("PATCH", "/watches/1", map[string]any{"steps": []any{}}, http.StatusOK, &cleared)
+	if len(cleared.Steps) != 0 || cleared.Render != "browser" {
+		t.Errorf("steps not cleared: %+v", cleared)
+	}
+}

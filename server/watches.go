@@ -44,7 +44,8 @@ type watchRow struct {
 	Checks     int
 	Browser    bool   // rendered in a browser
 	WaitFor    string // the selector the rendered page must show
-	Shell      bool   // fetched, and the page looks like an empty shell built by scripts
+	Steps      []changedigest.Step
+	Shell      bool // fetched, and the page looks like an empty shell built by scripts
 }
 
 // TagLinks lists the row's tags with the paths of their pages.
@@ -67,7 +68,7 @@ func tagLinks(tags []string) []tagLink {
 func rowOf(w *changedigest.Watch) watchRow {
 	return watchRow{ID: w.ID, Name: w.Name(), URL: w.URL, Kind: w.Kind, Tags: w.Tags, Paused: w.Paused,
 		LastCheck: w.LastCheck, LastChange: w.LastChange, NextCheck: w.NextCheck, LastError: w.LastError, Checks: w.Checks,
-		Browser: w.Render == changedigest.RenderBrowser, WaitFor: w.WaitFor,
+		Browser: w.Render == changedigest.RenderBrowser, WaitFor: w.WaitFor, Steps: w.Steps,
 		Shell: w.LooksLikeShell && w.Render != changedigest.RenderBrowser}
 }
 
@@ -128,13 +129,14 @@ type watchForm struct {
 	KeepDays     string
 	Browser      bool   // render the page in a browser
 	WaitFor      string // with Browser: the CSS selector to wait for
+	Steps        string // with Browser: one step a line ("click #accept")
 	Error        string
 }
 
 func formOf(w *changedigest.Watch) *watchForm {
 	f := &watchForm{ID: w.ID, URL: w.URL, Title: w.Title, Zone: w.Zone, Category: string(w.Category),
 		Tags: strings.Join(w.Tags, ", "), Paused: w.Paused,
-		Browser: w.Render == changedigest.RenderBrowser, WaitFor: w.WaitFor}
+		Browser: w.Render == changedigest.RenderBrowser, WaitFor: w.WaitFor, Steps: stepLines(w.Steps)}
 	if w.Interval > 0 {
 		f.Every = formatInterval(w.Interval)
 	}
@@ -155,7 +157,35 @@ func readWatchForm(r *http.Request) *watchForm {
 		Paused: r.FormValue("paused") != "", KeepVersions: strings.TrimSpace(r.FormValue("keep_versions")),
 		KeepDays: strings.TrimSpace(r.FormValue("keep_days")),
 		Browser:  r.FormValue("render") == "browser", WaitFor: strings.TrimSpace(r.FormValue("wait_for")),
+		Steps: r.FormValue("steps"),
 	}
+}
+
+// stepLines writes steps one a line, as the form shows them.
+func stepLines(steps []changedigest.Step) string {
+	lines := make([]string, len(steps))
+	for i, s := range steps {
+		lines[i] = s.String()
+	}
+	return strings.Join(lines, "\n")
+}
+
+// parseSteps reads the form's steps, one a line; blank lines and lines
+// starting with # are skipped. Errors name the line.
+func parseSteps(text string) ([]changedigest.Step, error) {
+	var steps []changedigest.Step
+	for i, line := range strings.Split(text, "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		s, err := changedigest.ParseStep(line)
+		if err != nil {
+			return nil, changedigest.Errorf(changedigest.EINVALID, "steps, line %d: %s", i+1, changedigest.ErrorMessage(err))
+		}
+		steps = append(steps, s)
+	}
+	return steps, nil
 }
 
 // apply copies the form into w and validates the result.
@@ -182,10 +212,16 @@ func (f *watchForm) apply(w *changedigest.Watch) error {
 	if f.Browser {
 		w.Render = changedigest.RenderBrowser
 	}
+	if w.Steps, err = parseSteps(f.Steps); err != nil {
+		return err
+	}
 	if err := w.Validate(); err != nil {
 		return err
 	}
 	if err := browser.CheckWaitFor(w.WaitFor); err != nil {
+		return err
+	}
+	if err := browser.CheckSteps(w.Steps); err != nil {
 		return err
 	}
 	if w.Zone != "" {

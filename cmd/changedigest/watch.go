@@ -42,7 +42,7 @@ func runWatch(ctx context.Context, e *env) error {
 
 func runWatchAdd(ctx context.Context, e *env) error {
 	var sf storeFlags
-	fs := newFlagSet(e, "watch add", "URL [--zone SEL] [--browser [--wait-for SEL]] [--category news|personal|academic | --every 30m] [--tag T]…")
+	fs := newFlagSet(e, "watch add", "URL [--zone SEL] [--browser [--wait-for SEL] [--step 'click SEL']…] [--category news|personal|academic | --every 30m] [--tag T]…")
 	sf.register(fs)
 	user := fs.String("user", "", "the user the watch belongs to")
 	zone := fs.String("zone", "", "CSS selector: watch only this part of the page")
@@ -51,8 +51,9 @@ func runWatchAdd(ctx context.Context, e *env) error {
 	category := fs.String("category", "", "news (1 h), personal (24 h) or academic (48 h): the first check interval")
 	every := fs.String("every", "", "check at this interval (e.g. 30m, 2h, 1d) instead of by category and change rate")
 	title := fs.String("title", "", "a name for the watch (default: the page title)")
-	var tags multiFlag
+	var tags, steps multiFlag
 	fs.Var(&tags, "tag", "a tag (repeat for more)")
+	fs.Var(&steps, "step", "with --browser: a step before the page is read: 'click SEL', 'type SEL TEXT' or 'wait SEL' (repeat, in order)")
 	args, err := parseFlags(fs, e.args)
 	if err != nil {
 		return err
@@ -66,9 +67,19 @@ func runWatchAdd(ctx context.Context, e *env) error {
 	if *waitFor != "" && !*inBrowser {
 		return usagef("--wait-for needs --browser")
 	}
+	if len(steps) > 0 && !*inBrowser {
+		return usagef("--step needs --browser")
+	}
 	w := &changedigest.Watch{URL: args[0], Zone: *zone, Category: changedigest.Category(*category), Tags: tags, Title: *title, WaitFor: *waitFor}
 	if *inBrowser {
 		w.Render = changedigest.RenderBrowser
+	}
+	for i, line := range steps {
+		s, err := changedigest.ParseStep(line)
+		if err != nil {
+			return changedigest.Errorf(changedigest.EINVALID, "--step %d (%q): %s", i+1, line, changedigest.ErrorMessage(err))
+		}
+		w.Steps = append(w.Steps, s)
 	}
 	if *every != "" {
 		if w.Interval, err = server.ParseInterval(*every); err != nil {
@@ -82,6 +93,9 @@ func runWatchAdd(ctx context.Context, e *env) error {
 		return err
 	}
 	if err := browser.CheckWaitFor(w.WaitFor); err != nil {
+		return err
+	}
+	if err := browser.CheckSteps(w.Steps); err != nil {
 		return err
 	}
 	store, u, err := sf.openAs(ctx, *user, e)
