@@ -97,6 +97,9 @@ type Pool struct {
 	// MaxShotBytes caps a screenshot's PNG: a larger one is taken again
 	// at a smaller scale, or left out.
 	MaxShotBytes int
+	// NoScreenshots skips the screenshots of watch checks (RenderWatch),
+	// saving their CPU and storage.
+	NoScreenshots bool
 	// IdleClose stops the browser after this long without a page (0:
 	// never); the next page starts a new one. An idle Chromium holds a
 	// few hundred MB.

@@ -321,14 +321,14 @@ func TestPipelinePageFails(t *testing.T) {
 	w := &changedigest.Watch{URL: srv.URL + "/", Render: changedigest.RenderBrowser}
 
 	mode = "500"
-	if _, err := pool.RenderWatch(context.Background(), w); !errors.Is(err, browser.ErrLoad) || !strings.Contains(err.Error(), "500") {
+	if _, err := pool.RenderWatch(context.Background(), w, nil); !errors.Is(err, browser.ErrLoad) || !strings.Contains(err.Error(), "500") {
 		t.Errorf("status 500: err = %v, want ErrLoad naming the status", err)
 	}
 	mu.Lock()
 	mode = "hang"
 	mu.Unlock()
 	start := time.Now()
-	_, err := pool.RenderWatch(context.Background(), w)
+	_, err := pool.RenderWatch(context.Background(), w, nil)
 	if !errors.Is(err, browser.ErrTimeout) {
 		t.Errorf("a page that never answers: err = %v, want ErrTimeout", err)
 	}
@@ -339,7 +339,7 @@ func TestPipelinePageFails(t *testing.T) {
 	mu.Lock()
 	mode = ""
 	mu.Unlock()
-	if _, err := pool.RenderWatch(context.Background(), w); !errors.Is(err, browser.ErrTimeout) || !strings.Contains(err.Error(), "#never") {
+	if _, err := pool.RenderWatch(context.Background(), w, nil); !errors.Is(err, browser.ErrTimeout) || !strings.Contains(err.Error(), "#never") {
 		t.Errorf("a selector that never shows: err = %v, want ErrTimeout naming it", err)
 	}
 }

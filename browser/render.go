@@ -33,8 +33,11 @@ type Request struct {
 	Timeout time.Duration
 	// Steps run after the page settled and before it is read.
 	Steps []Step
-	// Screenshot asks for a full-page PNG screenshot.
+	// Screenshot asks for a full-page PNG screenshot; SkipShot, when set,
+	// is asked first with the rendered document, and true skips it (the
+	// document is already stored).
 	Screenshot bool
+	SkipShot   func(html []byte) bool
 }
 
 // WatchRequest is the request for a check of w: with a screenshot and
@@ -50,8 +53,11 @@ func WatchRequest(w *changedigest.Watch) Request {
 // RenderWatch renders w's page for the check pipeline (it is a
 // crawl.Renderer): the response holds the rendered document in UTF-8.
 // Errors: those of Render.
-func (p *Pool) RenderWatch(ctx context.Context, w *changedigest.Watch) (*crawl.Response, error) {
-	pg, err := p.Render(ctx, WatchRequest(w))
+func (p *Pool) RenderWatch(ctx context.Context, w *changedigest.Watch, known func(raw []byte) bool) (*crawl.Response, error) {
+	req := WatchRequest(w)
+	req.Screenshot = !p.NoScreenshots
+	req.SkipShot = known
+	pg, err := p.Render(ctx, req)
 	if err != nil {
 		return nil, err
 	}
@@ -372,7 +378,7 @@ func (r *run) do(ctx context.Context) error {
 	if r.page.Status == 0 {
 		r.page.Status = 200
 	}
-	if r.req.Screenshot {
+	if r.req.Screenshot && (r.req.SkipShot == nil || !r.req.SkipShot(r.page.HTML)) {
 		r.setStage("taking the screenshot")
 		if err := r.screenshot(ctx); err != nil {
 			return fmt.Errorf("browser: screenshot of %s: %w", r.req.URL, err)

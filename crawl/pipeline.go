@@ -26,9 +26,11 @@ type Track interface {
 
 // Renderer reads a watch's page in a browser, for watches with
 // Render: browser (package browser's Pool). The response's Raw and Body
-// are the rendered document in UTF-8; it has no validators.
+// are the rendered document in UTF-8; it has no validators. known
+// reports whether a rendered document is the newest stored version's
+// (no version will be stored), so the renderer may skip its screenshot.
 type Renderer interface {
-	RenderWatch(ctx context.Context, w *changedigest.Watch) (*Response, error)
+	RenderWatch(ctx context.Context, w *changedigest.Watch, known func(raw []byte) bool) (*Response, error)
 }
 
 // ErrNoRenderer: a watch asks for browser rendering and the pipeline has
@@ -61,7 +63,33 @@ func NewPipeline(f *Fetcher, s *segmenter.Segmenter, t Track) *Pipeline {
 // Check fetches w (or renders it in a browser) and stores a new version
 // when the body differs from the newest stored one.
 func (p *Pipeline) Check(ctx context.Context, w *changedigest.Watch) (Outcome, error) {
-	res, err := p.read(ctx, w)
+	var (
+		prev    *changedigest.Snapshot
+		prevRaw []byte
+		history [][]string
+		read    bool
+		err     error
+	)
+	prior := func() error {
+		if read {
+			return nil
+		}
+		read = true
+		if prev, prevRaw, history, err = p.Track.Prior(ctx, w.ID, p.Matrix); err != nil {
+			return fmt.Errorf("crawl: read the newest version of %s: %w", w, err)
+		}
+		return nil
+	}
+	if w.Render == changedigest.RenderBrowser {
+		// Known before rendering, so an unchanged page skips its screenshot.
+		if err := prior(); err != nil {
+			return Outcome{}, err
+		}
+	}
+	res, err := p.read(ctx, w, func(raw []byte) bool {
+		sum := md5.Sum(raw)
+		return prev != nil && prev.BodyHash == hex.EncodeToString(sum[:]) && prev.Zone == w.Zone
+	})
 	if err != nil {
 		return Outcome{}, err
 	}
@@ -71,9 +99,8 @@ func (p *Pipeline) Check(ctx context.Context, w *changedigest.Watch) (Outcome, e
 	sum := md5.Sum(res.Raw)
 	bodyHash := hex.EncodeToString(sum[:])
 
-	prev, prevRaw, history, err := p.Track.Prior(ctx, w.ID, p.Matrix)
-	if err != nil {
-		return Outcome{}, fmt.Errorf("crawl: read the newest version of %s: %w", w, err)
+	if err := prior(); err != nil {
+		return Outcome{}, err
 	}
 	if prev != nil && prev.BodyHash == bodyHash && prev.Zone == w.Zone {
 		return res.Outcome(Unchanged), nil
@@ -138,14 +165,14 @@ func (p *Pipeline) Check(ctx context.Context, w *changedigest.Watch) (Outcome, e
 }
 
 // read fetches w's page, or renders it when the watch asks for a browser.
-func (p *Pipeline) read(ctx context.Context, w *changedigest.Watch) (*Response, error) {
+func (p *Pipeline) read(ctx context.Context, w *changedigest.Watch, known func([]byte) bool) (*Response, error) {
 	if w.Render != changedigest.RenderBrowser {
 		return p.Fetcher.Fetch(ctx, WatchRequest(w))
 	}
 	if p.Renderer == nil {
 		return nil, ErrNoRenderer
 	}
-	return p.Renderer.RenderWatch(ctx, w)
+	return p.Renderer.RenderWatch(ctx, w, known)
 }
 
 func (p *Pipeline) now() time.Time {

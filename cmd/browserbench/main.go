@@ -40,6 +40,7 @@ import (
 	"github.com/changedigest/changedigest/crawl"
 	"github.com/changedigest/changedigest/pet"
 	"github.com/changedigest/changedigest/segmenter"
+	"github.com/changedigest/changedigest/visual"
 )
 
 func main() {
@@ -48,9 +49,10 @@ func main() {
 	rounds := flag.Int("rounds", 2, "checks of each page")
 	tabs := flag.Int("tabs", 2, "browser tabs (checks running at once)")
 	exe := flag.String("chromium", "", "Chromium binary (default: on the PATH)")
+	shots := flag.Bool("shots", true, "take a screenshot of each version (as watches do); -shots=false measures without")
 	corpus := flag.String("corpus", cmp.Or(os.Getenv("CHANGEDIGEST_CORPUS"), filepath.Join("..", "shared", "corpus")), "the shared test corpus")
 	flag.Parse()
-	if err := run(*pages, *shops, *rounds, *tabs, *exe, *corpus); err != nil {
+	if err := run(*pages, *shops, *rounds, *tabs, *exe, *corpus, *shots); err != nil {
 		fmt.Fprintln(os.Stderr, "browserbench:", err)
 		os.Exit(1)
 	}
@@ -70,7 +72,7 @@ fetch("/api/items").then(r => r.json()).then(items => {
 });
 </script></body></html>`
 
-func run(npages, shops, rounds, tabs int, exe, corpus string) error {
+func run(npages, shops, rounds, tabs int, exe, corpus string, shots bool) error {
 	files, err := filepath.Glob(filepath.Join(corpus, "pages", "readability", "pages", "*", "source.html"))
 	if err != nil || (len(files) == 0 && npages > 0) {
 		return fmt.Errorf("no corpus pages under %s (give -corpus)", corpus)
@@ -149,6 +151,7 @@ func run(npages, shops, rounds, tabs int, exe, corpus string) error {
 	pool.Exec, pool.Tabs = exe, tabs
 	pool.Logger = slog.New(slog.DiscardHandler)
 	pool.PagesPerBrowser = 1 << 30 // one process for the whole run, so its tree can be followed
+	pool.NoScreenshots = !shots
 	defer pool.Close()
 	pipe := crawl.NewPipeline(f, segmenter.New(), store)
 	pipe.Renderer = pool
@@ -216,6 +219,11 @@ func run(npages, shops, rounds, tabs int, exe, corpus string) error {
 	fmt.Printf("peak memory: Chromium tree RSS %.0f MB, PSS %.0f MB (%d processes at most); service peak RSS %.0f MB\n",
 		mb(peak.rss), mb(peak.pss), peak.procs, mb(vmHWM()))
 	fmt.Printf("peak PSS above the idle browser, per tab: %.0f MB\n", mb((peak.pss-idle.pss)/int64(tabs)))
+	if shots {
+		if err := shotStats(ctx, store, watches); err != nil {
+			return err
+		}
+	}
 	if len(failed) > 0 {
 		return fmt.Errorf("%d checks failed", len(failed))
 	}
@@ -381,4 +389,52 @@ func vmHWM() int64 {
 		}
 	}
 	return 0
+}
+
+// shotStats reports the size of the stored screenshots (the latest
+// version of each watch) and the cost of an overlay between the
+// screenshots of two neighbouring watches (different pages: the worst
+// case, every pixel may differ).
+func shotStats(ctx context.Context, store *pet.Store, watches []*changedigest.Watch) error {
+	var sizes, heights, boxes []int
+	var imgs [][]byte
+	for _, w := range watches {
+		snap, err := store.Latest(ctx, w.ID)
+		if err != nil || snap == nil {
+			continue
+		}
+		sh, err := store.Screenshot(ctx, w.ID, snap.Seq)
+		if err != nil {
+			continue
+		}
+		sizes, heights, boxes = append(sizes, len(sh.PNG)), append(heights, sh.Height), append(boxes, len(sh.Boxes))
+		imgs = append(imgs, sh.PNG)
+	}
+	if len(sizes) == 0 {
+		return fmt.Errorf("no screenshot was stored")
+	}
+	sort.Ints(sizes)
+	sort.Ints(heights)
+	sort.Ints(boxes)
+	sum := 0
+	for _, n := range sizes {
+		sum += n
+	}
+	fmt.Printf("screenshots: %d, PNG mean %.0f KB, median %.0f KB, max %.0f KB; height median %d px, max %d px; boxes median %d, max %d\n",
+		len(sizes), float64(sum)/float64(len(sizes))/1024, float64(sizes[len(sizes)/2])/1024, float64(sizes[len(sizes)-1])/1024,
+		heights[len(heights)/2], heights[len(heights)-1], boxes[len(boxes)/2], boxes[len(boxes)-1])
+	var cpu time.Duration
+	n := 0
+	for i := 0; i+1 < len(imgs); i++ {
+		c0 := selfCPU()
+		if _, err := visual.Diff(imgs[i], imgs[i+1]); err != nil {
+			return err
+		}
+		cpu += selfCPU() - c0
+		n++
+	}
+	if n > 0 {
+		fmt.Printf("overlay of two screenshots (visual.Diff, decode both, encode the PNG): %.0f ms CPU each over %d pairs\n", cpu.Seconds()*1000/float64(n), n)
+	}
+	return nil
 }
