@@ -53,7 +53,10 @@ func (r *shotRec) encode() ([]byte, error) {
 	return e.b, nil
 }
 
-func decodeShot(v []byte) (*shotRec, error) {
+func decodeShot(v []byte) (*shotRec, error) { return decodeShotPart(v, true) }
+
+// decodeShotPart decodes a screenshot record, with its boxes or not.
+func decodeShotPart(v []byte, withBoxes bool) (*shotRec, error) {
 	if len(v) < 1 || v[0] != shotFormat {
 		return nil, fmt.Errorf("unknown screenshot record format")
 	}
@@ -65,6 +68,9 @@ func decodeShot(v []byte) (*shotRec, error) {
 	packedBoxes := d.bytes()
 	if d.err != nil {
 		return nil, d.err
+	}
+	if !withBoxes {
+		return r, nil
 	}
 	boxes, err := unpack(packedBoxes, maxLayout)
 	if err != nil {
@@ -141,13 +147,14 @@ func (t *trackTx) dropShot(seq int) error {
 	return b.Delete(k)
 }
 
-// shotOf returns the screenshot record of a version, nil when it has none.
-func shotOf(tx *bolt.Tx, watchID int64, seq int) (*shotRec, error) {
+// shotOf returns the screenshot record of a version (without its boxes
+// unless withBoxes), nil when it has none.
+func shotOf(tx *bolt.Tx, watchID int64, seq int, withBoxes bool) (*shotRec, error) {
 	v := tx.Bucket(bShots).Get(id64(watchID, int64(seq)))
 	if v == nil {
 		return nil, nil
 	}
-	r, err := decodeShot(v)
+	r, err := decodeShotPart(v, withBoxes)
 	if err != nil {
 		return nil, corruptf("screenshot of version %d of watch %d: %v", seq, watchID, err)
 	}
@@ -166,7 +173,7 @@ func (s *Store) Screenshot(ctx context.Context, watchID int64, seq int) (*change
 		if tx.Bucket(bVersions).Get(id64(watchID, int64(seq))) == nil {
 			return notFoundf("version %d of watch %d not found", seq, watchID)
 		}
-		r, err := shotOf(tx, watchID, seq)
+		r, err := shotOf(tx, watchID, seq, true)
 		if err != nil {
 			return err
 		}

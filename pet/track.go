@@ -964,14 +964,13 @@ func readVersion(tx *bolt.Tx, watchID int64, seq int, full bool) (*changedigest.
 			return nil, nil, err
 		}
 	}
-	if full {
-		shot, err := shotOf(tx, watchID, seq)
-		if err != nil {
-			return nil, nil, err
-		}
-		if shot != nil {
-			snap.Screenshot = shot.screenshot()
-		}
+	// The screenshot's size and hash; its boxes with the full version.
+	shot, err := shotOf(tx, watchID, seq, full)
+	if err != nil {
+		return nil, nil, err
+	}
+	if shot != nil {
+		snap.Screenshot = shot.screenshot()
 	}
 	return snap, rec, nil
 }

@@ -232,6 +232,14 @@ func TestBrowserWatchThroughTheWeb(t *testing.T) {
 			t.Errorf("chromium: %v\n%s", err, out)
 		}
 	}
+	// The feed entry of the change links to the version page and says it
+	// has screenshots.
+	u, err := e.store.User(t.Context(), ann.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, feed := e.client().get("/feeds/" + u.FeedToken + "/atom.xml")
+	mustContain(t, feed, `href="`+e.http.URL+path+`/versions/3"`, "side-by-side view&lt;/a&gt; with before and after screenshots")
 	// A fetched version has none; another user and a visitor see nothing.
 	if st, _ := shot(c, path+"/versions/1/screenshot.png"); st != http.StatusNotFound {
 		t.Errorf("screenshot of the fetched version: status %d, want 404", st)
