@@ -39,6 +39,10 @@ type Snapshot struct {
 	// change a reader would notice, 1 = a different page); versions below
 	// the watch's threshold are minor.
 	Significance float64 `json:"significance,omitempty"`
+
+	// Screenshot of a version rendered in a browser; nil for fetched
+	// pages. Stored beside the version, its image once across versions.
+	Screenshot *Screenshot `json:"screenshot,omitempty"`
 }
 
 // Segment is one block of a page (or one item of a feed) with the MD5 of
@@ -70,3 +74,28 @@ func (s *Snapshot) Hashes() []string {
 
 // HasChanges reports whether the snapshot brought any change.
 func (s *Snapshot) HasChanges() bool { return len(s.Changes) > 0 }
+
+// Screenshot is an image of a version of a page as a browser drew it,
+// with where its segments were drawn, so a view can outline them.
+type Screenshot struct {
+	// PNG is the image; the track stores identical images once.
+	PNG []byte `json:"-"`
+	// Hash is the hex SHA-256 of PNG, set by the track.
+	Hash   string `json:"hash,omitempty"`
+	Width  int    `json:"width"`
+	Height int    `json:"height"`
+	// Boxes are the segments' rectangles in the image's pixels.
+	Boxes []Box `json:"boxes,omitempty"`
+}
+
+// Box is where one segment, or an element, was drawn.
+type Box struct {
+	// Segment is the index of the segment in its version (-1 for an
+	// element that is no segment's root).
+	Segment int    `json:"segment"`
+	Path    string `json:"path"`
+	X       int    `json:"x"`
+	Y       int    `json:"y"`
+	W       int    `json:"w"`
+	H       int    `json:"h"`
+}

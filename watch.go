@@ -85,6 +85,18 @@ type Watch struct {
 	OnlyInterests bool `json:"only_interests,omitempty"`
 	// ShowNoise tells noise changes too.
 	ShowNoise bool `json:"show_noise,omitempty"`
+	// Render is how the page is read: fetched (the default) or rendered
+	// in a headless browser, for pages that build their content with
+	// JavaScript. WaitFor is a CSS selector the rendered page must show
+	// before it is read.
+	Render  Render `json:"render,omitempty"`
+	WaitFor string `json:"wait_for,omitempty"`
+	// Steps run on the rendered page before it is read (cookie walls,
+	// "load more" buttons); browser watches only, at most MaxSteps.
+	Steps []Step `json:"steps,omitempty"`
+	// LooksLikeShell is set by the crawler when the last fetched version
+	// had little visible text and large scripts: rendering would help.
+	LooksLikeShell bool `json:"looks_like_shell,omitempty"`
 
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
@@ -195,6 +207,29 @@ func (w *Watch) Validate() error {
 	if len(w.Zone) > 1024 {
 		return Errorf(EINVALID, "zone selector is longer than 1024 characters")
 	}
+	r, err := ParseRender(string(w.Render))
+	if err != nil {
+		return err
+	}
+	w.Render = r
+	w.WaitFor = strings.TrimSpace(w.WaitFor)
+	if len(w.WaitFor) > 1024 {
+		return Errorf(EINVALID, "wait-for selector is longer than 1024 characters")
+	}
+	if len(w.Steps) == 0 {
+		w.Steps = nil
+	}
+	if len(w.Steps) > MaxSteps {
+		return Errorf(EINVALID, "%d steps is more than %d", len(w.Steps), MaxSteps)
+	}
+	if len(w.Steps) > 0 && w.Render != RenderBrowser {
+		return Errorf(EINVALID, "steps need the page to be rendered in a browser")
+	}
+	for i := range w.Steps {
+		if err := w.Steps[i].Validate(); err != nil {
+			return Errorf(EINVALID, "step %d: %s", i+1, ErrorMessage(err))
+		}
+	}
 	return w.validateFilters()
 }
 
@@ -237,3 +272,112 @@ func (w *Watch) Name() string {
 }
 
 func (w *Watch) String() string { return fmt.Sprintf("watch %d (%s)", w.ID, w.URL) }
+
+// Render is how a watch reads its page.
+type Render string
+
+// Ways to read a page.
+const (
+	RenderFetch   Render = ""        // an HTTP fetch of the document (the default)
+	RenderBrowser Render = "browser" // headless Chromium, after the page's scripts ran
+)
+
+// ParseRender checks a render mode: "browser", or "" or "fetch" for a
+// plain fetch. Errors: EINVALID naming the mode.
+func ParseRender(s string) (Render, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "", "fetch":
+		return RenderFetch, nil
+	case "browser":
+		return RenderBrowser, nil
+	default:
+		return "", Errorf(EINVALID, "unknown render mode %q (want fetch or browser)", s)
+	}
+}
+
+// MaxSteps bounds the steps of a watch.
+const MaxSteps = 10
+
+// Step is one action on a rendered page before it is read, as a user
+// would do it: click an element, type into a field, or wait for an
+// element to show. Each step has a time limit of its own.
+type Step struct {
+	// Action is click, type or wait.
+	Action   string `json:"action"`
+	Selector string `json:"selector"`
+	// Value is the text to type (type only).
+	Value string `json:"value,omitempty"`
+}
+
+// Validate checks and normalises a step: a known action, a selector of
+// at most 1024 bytes, a value only for type (at most 1024 bytes).
+// Errors: EINVALID naming what is wrong.
+func (s *Step) Validate() error {
+	s.Action = strings.ToLower(strings.TrimSpace(s.Action))
+	s.Selector = strings.TrimSpace(s.Selector)
+	switch s.Action {
+	case "click", "wait", "type":
+	case "":
+		return Errorf(EINVALID, "the action is missing (want click, type or wait)")
+	default:
+		return Errorf(EINVALID, "unknown action %q (want click, type or wait)", s.Action)
+	}
+	switch {
+	case s.Selector == "":
+		return Errorf(EINVALID, "%s needs a CSS selector", s.Action)
+	case len(s.Selector) > 1024:
+		return Errorf(EINVALID, "the selector is longer than 1024 characters")
+	case s.Action != "type" && s.Value != "":
+		return Errorf(EINVALID, "%s takes no text (only type does)", s.Action)
+	case len(s.Value) > 1024:
+		return Errorf(EINVALID, "the text to type is longer than 1024 characters")
+	case strings.ContainsAny(s.Selector+s.Value, "\r\n"):
+		return Errorf(EINVALID, "a step is one line")
+	case s.Action == "type" && strings.ContainsAny(s.Selector, " \t") && strings.Contains(s.Selector, `"`):
+		return Errorf(EINVALID, "type: a selector with spaces cannot hold double quotes (use single quotes)")
+	}
+	return nil
+}
+
+// ParseStep reads a step written as one line: "click SELECTOR",
+// "wait SELECTOR" or "type SELECTOR TEXT". For click and wait the rest
+// of the line is the selector; for type the selector is one word, or
+// quoted ("main form input") when it has spaces, and the rest is the
+// text. Errors: EINVALID naming what is wrong.
+func ParseStep(line string) (Step, error) {
+	line = strings.TrimSpace(line)
+	action, rest, _ := strings.Cut(line, " ")
+	s := Step{Action: action, Selector: strings.TrimSpace(rest)}
+	if strings.EqualFold(action, "type") {
+		rest = strings.TrimSpace(rest)
+		if strings.HasPrefix(rest, `"`) {
+			end := strings.IndexByte(rest[1:], '"')
+			if end < 0 {
+				return Step{}, Errorf(EINVALID, "type %s: the quoted selector has no closing quote", rest)
+			}
+			s.Selector, s.Value = rest[1:1+end], strings.TrimSpace(rest[2+end:])
+		} else {
+			s.Selector, s.Value, _ = strings.Cut(rest, " ")
+			s.Value = strings.TrimSpace(s.Value)
+		}
+		if s.Value == "" && s.Selector != "" {
+			return Step{}, Errorf(EINVALID, "type %s: the text to type is missing (type SELECTOR TEXT)", s.Selector)
+		}
+	}
+	if err := s.Validate(); err != nil {
+		return Step{}, err
+	}
+	return s, nil
+}
+
+// String writes the step as ParseStep reads it.
+func (s Step) String() string {
+	if s.Action != "type" {
+		return s.Action + " " + s.Selector
+	}
+	sel := s.Selector
+	if strings.ContainsAny(sel, " \t") {
+		sel = `"` + sel + `"`
+	}
+	return s.Action + " " + sel + " " + s.Value
+}

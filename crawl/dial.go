@@ -188,3 +188,12 @@ func (f *Fetcher) resolver() Resolver {
 	}
 	return net.DefaultResolver
 }
+
+// DialContext connects as the fetcher does: it resolves the host itself
+// and refuses addresses the fetcher may not reach (ErrPrivateAddress),
+// unless AllowPrivate is set or the address is listed in Allow. Other
+// clients that fetch on a watch's behalf, such as the browser's proxy,
+// dial through it so one policy guards every request.
+func (f *Fetcher) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	return f.dialContext(ctx, network, addr)
+}

@@ -65,6 +65,9 @@ type Response struct {
 	FinalURL    string
 	NotModified bool
 	Duration    time.Duration
+	// Screenshot, from a Renderer, is the page as drawn, with the boxes of
+	// its elements (by path); the pipeline keeps the segments' boxes.
+	Screenshot *changedigest.Screenshot
 }
 
 // Fetcher fetches pages defensively. Set the knobs before the first

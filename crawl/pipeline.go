@@ -32,6 +32,19 @@ type versionLister interface {
 	Versions(ctx context.Context, watchID int64, before, limit int) ([]changedigest.Snapshot, error)
 }
 
+// Renderer reads a watch's page in a browser, for watches with
+// Render: browser (package browser's Pool). The response's Raw and Body
+// are the rendered document in UTF-8; it has no validators. known
+// reports whether a rendered document is the newest stored version's
+// (no version will be stored), so the renderer may skip its screenshot.
+type Renderer interface {
+	RenderWatch(ctx context.Context, w *changedigest.Watch, known func(raw []byte) bool) (*Response, error)
+}
+
+// ErrNoRenderer: a watch asks for browser rendering and the pipeline has
+// no Renderer.
+var ErrNoRenderer = errors.New("crawl: this watch renders its page in a browser, and browser rendering is not set up")
+
 // Pipeline checks one watch: fetch, segment and compare against the
 // track, store the new version. It is the scheduler's Checker. A failed
 // fetch, or a body that is neither a page nor a feed, returns an error
@@ -40,6 +53,9 @@ type Pipeline struct {
 	Fetcher   *Fetcher
 	Segmenter *segmenter.Segmenter
 	Track     Track
+	// Renderer reads the pages of watches with Render: browser (nil:
+	// their checks fail with ErrNoRenderer).
+	Renderer Renderer
 	// Matrix is how many earlier versions the signature matrix holds (m).
 	Matrix int
 	// OnVersion, when set, is called after a version is stored.
@@ -52,10 +68,36 @@ func NewPipeline(f *Fetcher, s *segmenter.Segmenter, t Track) *Pipeline {
 	return &Pipeline{Fetcher: f, Segmenter: s, Track: t, Matrix: 5, Now: time.Now}
 }
 
-// Check fetches w and stores a new version when the body differs from the
-// newest stored one.
+// Check fetches w (or renders it in a browser) and stores a new version
+// when the body differs from the newest stored one.
 func (p *Pipeline) Check(ctx context.Context, w *changedigest.Watch) (Outcome, error) {
-	res, err := p.Fetcher.Fetch(ctx, WatchRequest(w))
+	var (
+		prev    *changedigest.Snapshot
+		prevRaw []byte
+		history [][]string
+		read    bool
+		err     error
+	)
+	prior := func() error {
+		if read {
+			return nil
+		}
+		read = true
+		if prev, prevRaw, history, err = p.Track.Prior(ctx, w.ID, p.Matrix); err != nil {
+			return fmt.Errorf("crawl: read the newest version of %s: %w", w, err)
+		}
+		return nil
+	}
+	if w.Render == changedigest.RenderBrowser {
+		// Known before rendering, so an unchanged page skips its screenshot.
+		if err := prior(); err != nil {
+			return Outcome{}, err
+		}
+	}
+	res, err := p.read(ctx, w, func(raw []byte) bool {
+		sum := md5.Sum(raw)
+		return prev != nil && prev.BodyHash == hex.EncodeToString(sum[:]) && prev.Zone == w.Zone
+	})
 	if err != nil {
 		return Outcome{}, err
 	}
@@ -65,9 +107,8 @@ func (p *Pipeline) Check(ctx context.Context, w *changedigest.Watch) (Outcome, e
 	sum := md5.Sum(res.Raw)
 	bodyHash := hex.EncodeToString(sum[:])
 
-	prev, prevRaw, history, err := p.Track.Prior(ctx, w.ID, p.Matrix)
-	if err != nil {
-		return Outcome{}, fmt.Errorf("crawl: read the newest version of %s: %w", w, err)
+	if err := prior(); err != nil {
+		return Outcome{}, err
 	}
 	if prev != nil && prev.BodyHash == bodyHash && prev.Zone == w.Zone {
 		return res.Outcome(Unchanged), nil
@@ -98,6 +139,7 @@ func (p *Pipeline) Check(ctx context.Context, w *changedigest.Watch) (Outcome, e
 	}
 	snap.Size, snap.BodyHash = len(res.Raw), bodyHash
 	snap.Zone = w.Zone
+	snap.Screenshot = segmentBoxes(res.Screenshot, snap.Segments)
 	if !sameBytes(res.Raw, res.Body) {
 		// Segment ranges point into the UTF-8 text, not the stored bytes.
 		for i := range snap.Segments {
@@ -109,19 +151,21 @@ func (p *Pipeline) Check(ctx context.Context, w *changedigest.Watch) (Outcome, e
 		return Outcome{}, fmt.Errorf("crawl: store a version of %s: %w", w, err)
 	}
 	snap.Seq = seq
-	if w.Kind != snap.Kind || (w.Title == "" && snap.Title != "") {
+	shell := w.Render != changedigest.RenderBrowser && snap.Kind == changedigest.KindPage && LooksLikeShell(res.Raw, res.ContentType)
+	if w.Kind != snap.Kind || (w.Title == "" && snap.Title != "") || w.LooksLikeShell != shell {
 		updated, err := p.Track.UpdateWatch(ctx, w.UserID, w.ID, func(x *changedigest.Watch) error {
 			x.Kind = snap.Kind
 			if x.Title == "" {
 				x.Title = snap.Title
 			}
+			x.LooksLikeShell = shell
 			return nil
 		})
 		if err != nil && !errors.Is(err, context.Canceled) {
 			return Outcome{}, fmt.Errorf("crawl: record the kind of %s: %w", w, err)
 		}
 		if updated != nil {
-			w.Kind, w.Title = updated.Kind, updated.Title
+			w.Kind, w.Title, w.LooksLikeShell = updated.Kind, updated.Title, updated.LooksLikeShell
 		}
 	}
 	if p.OnVersion != nil {
@@ -154,6 +198,17 @@ func mostChecksChange(w *changedigest.Watch) bool {
 	return float64(n) >= segmenter.NoiseVolatileShare*float64(len(w.Samples))
 }
 
+// read fetches w's page, or renders it when the watch asks for a browser.
+func (p *Pipeline) read(ctx context.Context, w *changedigest.Watch, known func([]byte) bool) (*Response, error) {
+	if w.Render != changedigest.RenderBrowser {
+		return p.Fetcher.Fetch(ctx, WatchRequest(w))
+	}
+	if p.Renderer == nil {
+		return nil, ErrNoRenderer
+	}
+	return p.Renderer.RenderWatch(ctx, w, known)
+}
+
 func (p *Pipeline) now() time.Time {
 	if p.Now != nil {
 		return p.Now()
@@ -165,4 +220,34 @@ func (p *Pipeline) now() time.Time {
 // shares the body when no charset conversion was needed).
 func sameBytes(a, b []byte) bool {
 	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+}
+
+// segmentBoxes returns shot with its boxes marked with the segment whose
+// root they are (the first box of a path when several share it), for the
+// views to outline segments and changes. Nil when shot is nil.
+func segmentBoxes(shot *changedigest.Screenshot, segs []changedigest.Segment) *changedigest.Screenshot {
+	if shot == nil {
+		return nil
+	}
+	seg := make(map[string]int, len(segs))
+	for _, sg := range segs {
+		if _, ok := seg[sg.Path]; !ok && sg.Path != "" {
+			seg[sg.Path] = sg.Index
+		}
+	}
+	out := *shot
+	out.Boxes = make([]changedigest.Box, 0, len(shot.Boxes))
+	seen := make(map[string]bool, len(shot.Boxes))
+	for _, b := range shot.Boxes {
+		if seen[b.Path] {
+			continue
+		}
+		seen[b.Path] = true
+		b.Segment = -1
+		if i, ok := seg[b.Path]; ok {
+			b.Segment = i
+		}
+		out.Boxes = append(out.Boxes, b)
+	}
+	return &out
 }

@@ -354,3 +354,52 @@ func TestVolatileLocation(t *testing.T) {
 		t.Errorf("the story edit: %d changes told, significance %v; changes %+v", told, last.Significance, last.Changes)
 	}
 }
+
+// fakeRenderer serves a fixed document with a screenshot unless the
+// pipeline says the document is already stored.
+type fakeRenderer struct {
+	html  string
+	shots int
+}
+
+func (f *fakeRenderer) RenderWatch(ctx context.Context, w *changedigest.Watch, known func([]byte) bool) (*crawl.Response, error) {
+	raw := []byte(f.html)
+	res := &crawl.Response{Status: 200, Raw: raw, Body: raw, ContentType: "text/html; charset=utf-8", FinalURL: w.URL}
+	if known == nil || !known(raw) {
+		f.shots++
+		res.Screenshot = &changedigest.Screenshot{PNG: []byte("\x89PNG\r\n\x1a\nnot really"), Width: 10, Height: 10,
+			Boxes: []changedigest.Box{{Segment: -1, Path: "html|body|main|p", W: 5, H: 5}, {Segment: -1, Path: "html|body|main|p", W: 9, H: 9}}}
+	}
+	return res, nil
+}
+
+// TestPipelineScreenshots: a rendered version is stored with its
+// screenshot, its boxes marked with their segments; an unchanged page
+// is known before its screenshot is taken.
+func TestPipelineScreenshots(t *testing.T) {
+	e := newTrackEnv(t, "text/html")
+	r := &fakeRenderer{html: "<html><body><main><p>" + strings.Repeat("Opening hours of the town library. ", 20) + "</p></main></body></html>"}
+	e.pipeline.Renderer = r
+	e.watch.Render = changedigest.RenderBrowser
+	for i, want := range []crawl.Result{crawl.FirstVersion, crawl.Unchanged} {
+		if o, err := e.check(t); err != nil || o.Result != want {
+			t.Fatalf("check %d: %v, %v; want %v", i+1, o.Result, err, want)
+		}
+	}
+	if r.shots != 1 {
+		t.Errorf("%d screenshots taken for one new version and one unchanged check, want 1", r.shots)
+	}
+	shot, err := e.store.Screenshot(context.Background(), e.watch.ID, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, _ := e.store.Version(context.Background(), e.watch.ID, 1)
+	if len(shot.Boxes) != 1 || shot.Boxes[0].W != 5 {
+		t.Errorf("boxes %+v: want the first box of the path only", shot.Boxes)
+	}
+	for _, sg := range snap.Segments {
+		if sg.Path == "html|body|main|p" && shot.Boxes[0].Segment != sg.Index {
+			t.Errorf("the box of segment %d's root is marked %d", sg.Index, shot.Boxes[0].Segment)
+		}
+	}
+}

@@ -117,6 +117,9 @@ func (s *Store) Check(ctx context.Context) error {
 		if n, m := tx.Bucket(bSegHash).Stats().KeyN, tx.Bucket(bSegs).Stats().KeyN; n != m {
 			bad("%d segment hashes for %d segments", n, m)
 		}
+		if err := shotRefs(tx, refs, bad); err != nil {
+			return err
+		}
 		data := tx.Bucket(bChunkData)
 		err = data.ForEach(func(k, v []byte) error {
 			if _, base, _ := deltaHeader(v); base != 0 {

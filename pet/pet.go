@@ -181,7 +181,7 @@ var (
 		bProfiles, bWatches, bUserWatch, bWatchKeys, bDue, bTracks, bVersions, bSegs, bSegHash,
 		bChunkHash, bChunkData, bChunkRefs, bEvents, bPending,
 		// notifications (outbox.go)
-		bOutbox, bChannels, bUserChans, bDeliveries, bDelivDue, bUserDeliv, bWebSub}
+		bOutbox, bChannels, bUserChans, bDeliveries, bDelivDue, bUserDeliv, bWebSub, bShots}
 )
 
 // Open creates the directory and the databases on first use, opens them,

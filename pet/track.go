@@ -49,6 +49,10 @@ func (s *Store) AddVersion(ctx context.Context, watchID int64, snap *changediges
 	}
 	pieces := split(body, snap.Segments)
 	packed, layout := s.packNew(watchID, pieces, snap.Layout)
+	var shotSum [16]byte
+	if snap.Screenshot != nil {
+		shotSum = sum16(snap.Screenshot.PNG)
+	}
 	fetched := snap.FetchedAt
 	if fetched.IsZero() {
 		fetched = s.now()
@@ -65,6 +69,9 @@ func (s *Store) AddVersion(ctx context.Context, watchID int64, snap *changediges
 		if seq, err = t.add(snap, body, pieces, packed, layout, fetched); err != nil {
 			return err
 		}
+		if err := t.putShot(seq, snap.Screenshot, shotSum); err != nil {
+			return err
+		}
 		if err := t.retain(s.now()); err != nil {
 			return err
 		}
@@ -76,6 +83,9 @@ func (s *Store) AddVersion(ctx context.Context, watchID int64, snap *changediges
 	snap.WatchID, snap.Seq, snap.Size, snap.FetchedAt = watchID, seq, len(body), fetched
 	if len(snap.Changes) > 0 && s.Notified != nil {
 		s.Notified()
+	}
+	if snap.Screenshot != nil {
+		snap.Screenshot.Hash = hex.EncodeToString(shotSum[:])
 	}
 	s.syncAfterWrite()
 	return seq, nil
@@ -114,6 +124,9 @@ func (s *Store) checkSnapshot(snap *changedigest.Snapshot, body []byte) error {
 		case len(seg.Path) > maxSegPath:
 			return invalidf("segment %d has a path of %d bytes (at most %d)", i, len(seg.Path), maxSegPath)
 		}
+	}
+	if err := checkShot(snap.Screenshot); err != nil {
+		return err
 	}
 	return checkRanges(snap.Segments, len(body))
 }
@@ -568,6 +581,9 @@ func (t *trackTx) drop(seq int, rec *versionRec, needFirst map[uint64]*segRec) e
 			return err
 		}
 	}
+	if err := t.dropShot(seq); err != nil {
+		return err
+	}
 	if err := t.versions.Delete(id64(t.id(), int64(seq))); err != nil {
 		return err
 	}
@@ -642,6 +658,9 @@ func (t *trackTx) deleteAll() error {
 			return err
 		}
 		if err := t.unrefChunks(rec); err != nil {
+			return err
+		}
+		if err := t.dropShot(seq); err != nil {
 			return err
 		}
 		if len(rec.hdr.Changes) > 0 {
@@ -954,6 +973,14 @@ func readVersion(tx *bolt.Tx, watchID int64, seq int, full bool) (*changedigest.
 		if snap.Layout, err = readChunk(tx, rec.layout, maxLayout); err != nil {
 			return nil, nil, err
 		}
+	}
+	// The screenshot's size and hash; its boxes with the full version.
+	shot, err := shotOf(tx, watchID, seq, full)
+	if err != nil {
+		return nil, nil, err
+	}
+	if shot != nil {
+		snap.Screenshot = shot.screenshot()
 	}
 	return snap, rec, nil
 }

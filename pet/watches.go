@@ -293,7 +293,8 @@ func (s *Store) UpdateWatch(ctx context.Context, userID, id int64, fn func(*chan
 func userFieldsChanged(a, b *changedigest.Watch) bool {
 	return a.URL != b.URL || a.Title != b.Title || a.Zone != b.Zone || a.Category != b.Category ||
 		a.Interval != b.Interval || !slices.Equal(a.Tags, b.Tags) || a.Paused != b.Paused ||
-		a.KeepVersions != b.KeepVersions || a.KeepDays != b.KeepDays || filtersChanged(a, b)
+		a.KeepVersions != b.KeepVersions || a.KeepDays != b.KeepDays ||
+		a.Render != b.Render || a.WaitFor != b.WaitFor || !slices.Equal(a.Steps, b.Steps) || filtersChanged(a, b)
 }
 
 func filtersChanged(a, b *changedigest.Watch) bool {

@@ -107,6 +107,8 @@ type EventView struct {
 	// interests, in order of first appearance.
 	Types     []changedigest.ChangeType
 	Interests []string
+	// Screenshot says the version has a screenshot (its page shows it).
+	Screenshot bool
 }
 
 // ChangeView is one change ready for the "change" template.
@@ -253,6 +255,8 @@ func (e *Engine) View(ev Event, o ViewOptions) (EventView, error) {
 		Seq:          s.Seq,
 		Detected:     s.FetchedAt.UTC(),
 		Significance: s.Significance,
+
+		Screenshot: s.Screenshot != nil,
 	}
 	if v.WatchName == "" {
 		v.WatchName = "watch " + strconv.FormatInt(w.ID, 10)

@@ -44,6 +44,8 @@ import (
 //	GET    /watches/{id}/versions[?before=&limit=]   stored versions, newest first
 //	GET    /watches/{id}/versions/{seq}        one version: segments, changes, matches
 //	GET    /watches/{id}/versions/{seq}/body   the stored body, as a download
+//	GET    /watches/{id}/versions/{seq}/screenshot.png, overlay.png
+//	                                           a browser-rendered version's screenshot; the pixels that differ from the version before
 //	GET    /watches/{id}/diff[?from=&to=]      the `changedigest diff --json` contract
 //	GET    /changes[?since=&until=&watch=&tag=&type=&limit=]   change events with profile matches
 //	GET    /profile                            profile and WordNet expansions
@@ -80,6 +82,8 @@ func (s *Server) apiRoutes(r chi.Router) {
 		r.Get("/versions", s.api(s.apiVersions))
 		r.Get("/versions/{seq}", s.api(s.apiVersion))
 		r.Get("/versions/{seq}/body", s.api(s.apiVersionBody))
+		r.Get("/versions/{seq}/screenshot.png", s.api(s.handleScreenshot))
+		r.Get("/versions/{seq}/overlay.png", s.api(s.handleOverlay))
 		r.Get("/diff", s.api(s.apiDiff))
 		r.Get("/agent", s.api(s.apiGetAgent))
 		r.With(jsonBody).Put("/agent", s.api(s.apiPutAgent))
@@ -260,6 +264,15 @@ type apiWatch struct {
 	ChangeChecks    int                       `json:"change_checks"`
 	// FeedURL is the watch's Atom feed, for feed readers.
 	FeedURL string `json:"feed_url"`
+	// Render is "browser" for a page rendered in headless Chromium, else
+	// "fetch"; WaitFor the selector the rendered page must show.
+	Render  string `json:"render"`
+	WaitFor string `json:"wait_for,omitempty"`
+	// Steps run on the rendered page before it is read.
+	Steps []changedigest.Step `json:"steps,omitempty"`
+	// LooksLikeShell: the last fetched version had little visible text
+	// and large scripts, so rendering it in a browser would help.
+	LooksLikeShell bool `json:"looks_like_shell,omitempty"`
 }
 
 func (s *Server) apiWatchOf(u *changedigest.User, w *changedigest.Watch) apiWatch {
@@ -269,7 +282,8 @@ func (s *Server) apiWatchOf(u *changedigest.User, w *changedigest.Watch) apiWatc
 		LastChange: w.LastChange, LastError: w.LastError, LastErrorAt: w.LastErrorAt, ErrorCount: w.ErrorCount,
 		Checks: w.Checks, ChangeChecks: w.ChangeChecks, FeedURL: s.feedURL(u, fmt.Sprintf("/watches/%d.xml", w.ID)),
 		IgnoreText: w.IgnoreText, TriggerText: w.TriggerText, MinSignificance: w.MinSignificance,
-		NotifyTypes: w.NotifyTypes, OnlyInterests: w.OnlyInterests, ShowNoise: w.ShowNoise}
+		NotifyTypes: w.NotifyTypes, OnlyInterests: w.OnlyInterests, ShowNoise: w.ShowNoise,
+		Render: cmp.Or(string(w.Render), "fetch"), WaitFor: w.WaitFor, Steps: w.Steps, LooksLikeShell: w.LooksLikeShell}
 	if a.Tags == nil {
 		a.Tags = []string{}
 	}
@@ -309,6 +323,10 @@ type apiWatchInput struct {
 	NotifyTypes     *[]string `json:"notify_types"`
 	OnlyInterests   *bool     `json:"only_interests"`
 	ShowNoise       *bool     `json:"show_noise"`
+	Render          *string   `json:"render"`
+	WaitFor         *string   `json:"wait_for"`
+	// Steps replace the watch's steps; [] or null clears them.
+	Steps *[]changedigest.Step `json:"steps"`
 }
 
 // apply lays the input over w's current values and validates the result
@@ -339,6 +357,25 @@ func (in *apiWatchInput) apply(w *changedigest.Watch) error {
 	}
 	if in.Paused != nil {
 		f.Paused = *in.Paused
+	}
+	if in.Render != nil {
+		r, err := changedigest.ParseRender(*in.Render)
+		if err != nil {
+			return err
+		}
+		f.Browser = r == changedigest.RenderBrowser
+	}
+	if in.WaitFor != nil {
+		f.WaitFor = strings.TrimSpace(*in.WaitFor)
+	}
+	if in.Steps != nil {
+		steps := *in.Steps
+		for i := range steps {
+			if err := steps[i].Validate(); err != nil {
+				return changedigest.Errorf(changedigest.EINVALID, "steps[%d]: %s", i, changedigest.ErrorMessage(err))
+			}
+		}
+		f.Steps = stepLines(steps)
 	}
 	for _, n := range []struct {
 		name string

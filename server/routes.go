@@ -69,6 +69,8 @@ func (s *Server) Handler() http.Handler {
 				r.Get("/versions/{seq}", s.page(s.handleVersion))
 				r.Get("/versions/{seq}/content", s.page(s.handleVersionContent))
 				r.Get("/versions/{seq}/source", s.page(s.handleVersionSource))
+				r.Get("/versions/{seq}/screenshot.png", s.page(s.handleScreenshot))
+				r.Get("/versions/{seq}/overlay.png", s.page(s.handleOverlay))
 			})
 			r.Get("/tags/{tag}", s.page(s.handleTag))
 			r.Get("/profile", s.page(s.handleProfile))

@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/changedigest/changedigest/agent"
@@ -78,6 +79,9 @@ type Server struct {
 	logins *loginGuard
 	tokens *backoff // failed feed and API tokens per address
 	secure bool     // cookies only over https
+
+	overlaysOnce sync.Once
+	overlays     *overlayCache
 }
 
 // New returns a server with defaults; the caller sets the collaborators.

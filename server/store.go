@@ -41,6 +41,7 @@ type Store interface {
 	Version(ctx context.Context, watchID int64, seq int) (*changedigest.Snapshot, error)
 	Versions(ctx context.Context, watchID int64, before, limit int) ([]changedigest.Snapshot, error)
 	Body(ctx context.Context, watchID int64, seq int) ([]byte, error)
+	Screenshot(ctx context.Context, watchID int64, seq int) (*changedigest.Screenshot, error)
 	Search(ctx context.Context, q pet.Query) (*pet.Results, error)
 
 	CreateChannel(ctx context.Context, c *changedigest.Channel) error

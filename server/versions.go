@@ -51,6 +51,9 @@ type versionPage struct {
 	At      time.Time
 	Status  int
 	First   bool
+	// Shots are the screenshots of a browser-rendered version; nil for
+	// fetched pages.
+	Shots *render.ShotPair
 }
 
 func (s *Server) handleVersion(w http.ResponseWriter, r *http.Request) error {
@@ -76,6 +79,17 @@ func (s *Server) handleVersion(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	p := &versionPage{DiffPage: dp, WatchID: wt.ID, Seq: seq, At: v.FetchedAt, Status: v.Status, First: seq == info.Oldest}
+	if v.Screenshot != nil {
+		var before *changedigest.Screenshot
+		if prev > 0 {
+			pv, err := s.Store.Version(r.Context(), wt.ID, prev)
+			if err != nil {
+				return err
+			}
+			before = pv.Screenshot
+		}
+		p.Shots = s.Render.ShotPair(wt.ID, seq, v.Screenshot, prev, before, v.Changes)
+	}
 	return s.renderPage(w, r, http.StatusOK, "version", "", fmt.Sprintf("%s, version %d", wt.Name(), seq), p)
 }
 

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/changedigest/changedigest"
+	"github.com/changedigest/changedigest/browser"
 	"github.com/changedigest/changedigest/crawl"
 	"github.com/changedigest/changedigest/notify"
 	"github.com/changedigest/changedigest/pet"
@@ -42,6 +43,10 @@ type watchRow struct {
 	NextCheck  time.Time
 	LastError  string
 	Checks     int
+	Browser    bool   // rendered in a browser
+	WaitFor    string // the selector the rendered page must show
+	Steps      []changedigest.Step
+	Shell      bool // fetched, and the page looks like an empty shell built by scripts
 }
 
 // TagLinks lists the row's tags with the paths of their pages.
@@ -63,7 +68,9 @@ func tagLinks(tags []string) []tagLink {
 
 func rowOf(w *changedigest.Watch) watchRow {
 	return watchRow{ID: w.ID, Name: w.Name(), URL: w.URL, Kind: w.Kind, Tags: w.Tags, Paused: w.Paused,
-		LastCheck: w.LastCheck, LastChange: w.LastChange, NextCheck: w.NextCheck, LastError: w.LastError, Checks: w.Checks}
+		LastCheck: w.LastCheck, LastChange: w.LastChange, NextCheck: w.NextCheck, LastError: w.LastError, Checks: w.Checks,
+		Browser: w.Render == changedigest.RenderBrowser, WaitFor: w.WaitFor, Steps: w.Steps,
+		Shell: w.LooksLikeShell && w.Render != changedigest.RenderBrowser}
 }
 
 // feedURL is the absolute address of one of the user's feeds.
@@ -204,6 +211,9 @@ type watchForm struct {
 	Types           []string
 	OnlyInterests   bool
 	ShowNoise       bool
+	Browser         bool   // render the page in a browser
+	WaitFor         string // with Browser: the CSS selector to wait for
+	Steps           string // with Browser: one step a line ("click #accept")
 	Error           string
 }
 
@@ -212,7 +222,8 @@ func (f *watchForm) Told(t string) bool { return len(f.Types) == 0 || slices.Con
 
 func formOf(w *changedigest.Watch) *watchForm {
 	f := &watchForm{ID: w.ID, URL: w.URL, Title: w.Title, Zone: w.Zone, Category: string(w.Category),
-		Tags: strings.Join(w.Tags, ", "), Paused: w.Paused}
+		Tags: strings.Join(w.Tags, ", "), Paused: w.Paused,
+		Browser: w.Render == changedigest.RenderBrowser, WaitFor: w.WaitFor, Steps: stepLines(w.Steps)}
 	if w.Interval > 0 {
 		f.Every = formatInterval(w.Interval)
 	}
@@ -244,6 +255,8 @@ func readWatchForm(r *http.Request) *watchForm {
 		MinSignificance: strings.TrimSpace(r.FormValue("min_significance")),
 		Types:           formTypes(r),
 		OnlyInterests:   r.FormValue("only_interests") != "", ShowNoise: r.FormValue("show_noise") != "",
+		Browser: r.FormValue("render") == "browser", WaitFor: strings.TrimSpace(r.FormValue("wait_for")),
+		Steps: r.FormValue("steps"),
 	}
 }
 
@@ -269,6 +282,33 @@ func lines(s string) []string {
 		}
 	}
 	return out
+}
+
+// stepLines writes steps one a line, as the form shows them.
+func stepLines(steps []changedigest.Step) string {
+	lines := make([]string, len(steps))
+	for i, s := range steps {
+		lines[i] = s.String()
+	}
+	return strings.Join(lines, "\n")
+}
+
+// parseSteps reads the form's steps, one a line; blank lines and lines
+// starting with # are skipped. Errors name the line.
+func parseSteps(text string) ([]changedigest.Step, error) {
+	var steps []changedigest.Step
+	for i, line := range strings.Split(text, "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		s, err := changedigest.ParseStep(line)
+		if err != nil {
+			return nil, changedigest.Errorf(changedigest.EINVALID, "steps, line %d: %s", i+1, changedigest.ErrorMessage(err))
+		}
+		steps = append(steps, s)
+	}
+	return steps, nil
 }
 
 // apply copies the form into w and validates the result.
@@ -308,7 +348,20 @@ func (f *watchForm) apply(w *changedigest.Watch) error {
 		w.NotifyTypes = append(w.NotifyTypes, changedigest.ChangeType(t))
 	}
 	w.OnlyInterests, w.ShowNoise = f.OnlyInterests, f.ShowNoise
+	w.Render, w.WaitFor = changedigest.RenderFetch, f.WaitFor
+	if f.Browser {
+		w.Render = changedigest.RenderBrowser
+	}
+	if w.Steps, err = parseSteps(f.Steps); err != nil {
+		return err
+	}
 	if err := w.Validate(); err != nil {
+		return err
+	}
+	if err := browser.CheckWaitFor(w.WaitFor); err != nil {
+		return err
+	}
+	if err := browser.CheckSteps(w.Steps); err != nil {
 		return err
 	}
 	if w.Zone != "" {

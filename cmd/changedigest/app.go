@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 
 	"github.com/changedigest/changedigest"
+	"github.com/changedigest/changedigest/browser"
 	"github.com/changedigest/changedigest/crawl"
 	"github.com/changedigest/changedigest/pet"
 	"github.com/changedigest/changedigest/segmenter"
@@ -23,6 +24,15 @@ type storeFlags struct {
 	data         string
 	allowPrivate bool
 	matrix       int
+	chromium     string // Chromium for watches rendered in a browser ("": on the PATH)
+	browserTabs  int
+}
+
+// registerBrowser adds the flags of browser rendering, for the commands
+// that check watches.
+func (f *storeFlags) registerBrowser(fs *flag.FlagSet) {
+	fs.StringVar(&f.chromium, "chromium", "", "Chromium `binary` for watches rendered in a browser (default: chromium on the PATH)")
+	fs.IntVar(&f.browserTabs, "browser-tabs", browser.DefaultTabs, "pages rendered in the browser at once")
 }
 
 func (f *storeFlags) register(fs *flag.FlagSet) {
@@ -54,13 +64,21 @@ func (f *storeFlags) openStore(ctx context.Context, logger *slog.Logger) (*pet.S
 	return s, nil
 }
 
-// pipeline builds the fetcher and the check pipeline over a store.
-func (f *storeFlags) pipeline(store *pet.Store) (*crawl.Fetcher, *crawl.Pipeline) {
+// pipeline builds the fetcher, the browser pool (Chromium starts at the
+// first page rendered) and the check pipeline over a store. The caller
+// closes the pool.
+func (f *storeFlags) pipeline(store *pet.Store) (*crawl.Fetcher, *crawl.Pipeline, *browser.Pool) {
 	fetcher := crawl.NewFetcher()
 	fetcher.AllowPrivate = f.allowPrivate
+	pool := browser.NewPool(fetcher.DialContext)
+	pool.Exec = f.chromium
+	if f.browserTabs > 0 {
+		pool.Tabs = f.browserTabs
+	}
 	p := crawl.NewPipeline(fetcher, segmenter.New(), store)
 	p.Matrix = f.matrix
-	return fetcher, p
+	p.Renderer = pool
+	return fetcher, p, pool
 }
 
 // openAs opens the store and finds the user a command acts for (see

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/changedigest/changedigest"
+	"github.com/changedigest/changedigest/crawl"
 	"github.com/changedigest/changedigest/notify"
 	"github.com/changedigest/changedigest/pet"
 )
@@ -202,7 +203,8 @@ func runChannelTest(ctx context.Context, e *env) error {
 		return err
 	}
 	defer store.Close()
-	fetcher, _ := sf.pipeline(store)
+	fetcher := crawl.NewFetcher()
+	fetcher.AllowPrivate = sf.allowPrivate
 	d := notify.NewDispatcher(store, nil, fetcher.Client(30*time.Second))
 	res := d.Test(ctx, c)
 	if res.Err != nil {

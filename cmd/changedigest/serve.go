@@ -18,6 +18,7 @@ import (
 
 	"github.com/changedigest/changedigest"
 	"github.com/changedigest/changedigest/agent"
+	"github.com/changedigest/changedigest/browser"
 	"github.com/changedigest/changedigest/crawl"
 	"github.com/changedigest/changedigest/demo"
 	"github.com/changedigest/changedigest/expand"
@@ -73,6 +74,7 @@ type Main struct {
 	Demo      *demo.Site
 	Agent     *agent.Manager
 	Clients   *agent.Coordinator
+	Browser   *browser.Pool
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -97,6 +99,7 @@ func runServe(ctx context.Context, e *env) error {
 	c := &m.Config
 	fs := newFlagSet(e, "serve", "[--addr HOST:PORT] [--data DIR] [--demo] [flags]")
 	c.storeFlags.register(fs)
+	c.storeFlags.registerBrowser(fs)
 	fs.StringVar(&c.Addr, "addr", c.Addr, "address to listen on")
 	fs.StringVar(&c.BaseURL, "base-url", "", "public URL of the service, for links in feeds and mail (default http://ADDR)")
 	fs.BoolVar(&c.Demo, "demo", false, "also run a local demo site whose pages change every few seconds, with a demo user watching it")
@@ -174,7 +177,9 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 	eng.Version = buildVersion()
 
-	fetcher, pipeline := c.pipeline(store)
+	fetcher, pipeline, pool := c.pipeline(store)
+	pool.Logger = log.With("component", "browser")
+	m.Browser = pool
 	if m.Demo != nil {
 		// The demo site is on loopback: allow it, and only it.
 		fetcher.Allow = append(fetcher.Allow, m.Demo.AddrPort())
@@ -313,6 +318,9 @@ func (m *Main) Close() error {
 	m.wg.Wait()
 	if m.Agent != nil {
 		m.Agent.Stop()
+	}
+	if m.Browser != nil {
+		errs = append(errs, m.Browser.Close())
 	}
 	if m.Demo != nil {
 		errs = append(errs, m.Demo.Close())

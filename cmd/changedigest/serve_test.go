@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -233,5 +234,54 @@ json.dump({"bozo": bool(d.bozo), "exc": str(d.get("bozo_exception", "")), "statu
 	out := run("-x", "print-unread")
 	if !regexp.MustCompile(`[1-9]\d* unread articles?`).MatchString(out) {
 		t.Errorf("newsboat print-unread: %q", out)
+	}
+}
+
+// TestServeBrowserWatch: serve checks a browser watch with its own pool
+// (the demo site on loopback is allowed for the browser as for the
+// fetcher), and Close stops Chromium.
+func TestServeBrowserWatch(t *testing.T) {
+	testenv.Tool(t, "chromium")
+	var pid int
+	t.Cleanup(func() { // runs after the service closed
+		if pid == 0 {
+			return
+		}
+		deadline := time.Now().Add(5 * time.Second)
+		for time.Now().Before(deadline) {
+			if _, err := os.Stat(filepath.Join("/proc", strconv.Itoa(pid))); err != nil {
+				return
+			}
+			if b, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat")); strings.Contains(string(b), ") Z ") {
+				return // exited, not yet reaped
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		t.Errorf("Chromium (pid %d) still runs after Close", pid)
+	})
+	m, _ := mustDemo(t)
+	ctx := context.Background()
+	u, err := m.Store.UserByName(ctx, demoUser)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws, err := m.Store.Watches(ctx, u.ID, "demo")
+	if err != nil || len(ws) == 0 {
+		t.Fatalf("demo watches: %v, %v", ws, err)
+	}
+	w := &changedigest.Watch{UserID: u.ID, URL: ws[0].URL + "#rendered", Render: changedigest.RenderBrowser}
+	if err := m.Store.CreateWatch(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	sum, err := m.Scheduler.CheckNow(ctx, func(r crawl.Report) {
+		if r.Err != nil {
+			t.Errorf("check of %s: %v", r.Watch.URL, r.Err)
+		}
+	}, w)
+	if err != nil || sum.FirstVersion != 1 {
+		t.Fatalf("check: %+v, %v", sum, err)
+	}
+	if pid = m.Browser.Stats().PID; pid == 0 {
+		t.Error("no Chromium process after a browser check")
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/changedigest/changedigest"
+	"github.com/changedigest/changedigest/browser"
 	"github.com/changedigest/changedigest/crawl"
 	"github.com/changedigest/changedigest/pet"
 	"github.com/changedigest/changedigest/segmenter"
@@ -44,17 +45,20 @@ func runWatch(ctx context.Context, e *env) error {
 
 func runWatchAdd(ctx context.Context, e *env) error {
 	var sf storeFlags
-	fs := newFlagSet(e, "watch add", "URL [--zone SEL] [--category news|personal|academic | --every 30m] [--tag T]…")
+	fs := newFlagSet(e, "watch add", "URL [--zone SEL] [--browser [--wait-for SEL] [--step 'click SEL']…] [--category news|personal|academic | --every 30m] [--tag T]…")
 	sf.register(fs)
 	user := fs.String("user", "", "the user the watch belongs to")
 	zone := fs.String("zone", "", "CSS selector: watch only this part of the page")
+	inBrowser := fs.Bool("browser", false, "render the page in headless Chromium (for pages built by JavaScript)")
+	waitFor := fs.String("wait-for", "", "with --browser: CSS selector the rendered page must show before it is read")
 	category := fs.String("category", "", "news (1 h), personal (24 h) or academic (48 h): the first check interval")
 	every := fs.String("every", "", "check at this interval (e.g. 30m, 2h, 1d) instead of by category and change rate")
 	title := fs.String("title", "", "a name for the watch (default: the page title)")
-	var tags multiFlag
+	var tags, steps multiFlag
 	fs.Var(&tags, "tag", "a tag (repeat for more)")
 	var ff filterFlags
 	ff.register(fs)
+	fs.Var(&steps, "step", "with --browser: a step before the page is read: 'click SEL', 'type SEL TEXT' or 'wait SEL' (repeat, in order)")
 	args, err := e.parse(fs, e.args)
 	if err != nil {
 		return err
@@ -65,7 +69,23 @@ func runWatchAdd(ctx context.Context, e *env) error {
 	if *category != "" && *every != "" {
 		return usagef("give --category or --every, not both")
 	}
-	w := &changedigest.Watch{URL: args[0], Zone: *zone, Category: changedigest.Category(*category), Tags: tags, Title: *title}
+	if *waitFor != "" && !*inBrowser {
+		return usagef("--wait-for needs --browser")
+	}
+	if len(steps) > 0 && !*inBrowser {
+		return usagef("--step needs --browser")
+	}
+	w := &changedigest.Watch{URL: args[0], Zone: *zone, Category: changedigest.Category(*category), Tags: tags, Title: *title, WaitFor: *waitFor}
+	if *inBrowser {
+		w.Render = changedigest.RenderBrowser
+	}
+	for i, line := range steps {
+		s, err := changedigest.ParseStep(line)
+		if err != nil {
+			return changedigest.Errorf(changedigest.EINVALID, "--step %d (%q): %s", i+1, line, changedigest.ErrorMessage(err))
+		}
+		w.Steps = append(w.Steps, s)
+	}
 	if *every != "" {
 		if w.Interval, err = server.ParseInterval(*every); err != nil {
 			return err
@@ -76,6 +96,12 @@ func runWatchAdd(ctx context.Context, e *env) error {
 		return err
 	}
 	if err := segmenter.CheckZone(w.Zone); err != nil {
+		return err
+	}
+	if err := browser.CheckWaitFor(w.WaitFor); err != nil {
+		return err
+	}
+	if err := browser.CheckSteps(w.Steps); err != nil {
 		return err
 	}
 	store, u, err := sf.openAs(ctx, *user, e)
@@ -238,7 +264,11 @@ func runWatchList(ctx context.Context, e *env) error {
 	tw := tabwriter.NewWriter(e.stdout, 2, 8, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tURL\tKIND\tTAGS\tLAST CHECK\tLAST CHANGE\tNEXT CHECK\tERROR")
 	for _, w := range ws {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", w.ID, w.URL, orDash(string(w.Kind)), orDash(strings.Join(w.Tags, ",")),
+		kind := orDash(string(w.Kind))
+		if w.Render == changedigest.RenderBrowser {
+			kind += " (browser)"
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", w.ID, w.URL, kind, orDash(strings.Join(w.Tags, ",")),
 			when(w.LastCheck), when(w.LastChange), when(w.NextCheck), orDash(oneLine(w.LastError, 60)))
 	}
 	return tw.Flush()
@@ -295,6 +325,7 @@ func runCheck(ctx context.Context, e *env) error {
 	var sf storeFlags
 	fs := newFlagSet(e, "check", "[ID|URL…] [--all]")
 	sf.register(fs)
+	sf.registerBrowser(fs)
 	user := fs.String("user", "", "whose watches")
 	all := fs.Bool("all", false, "check every watch of the user")
 	workers := fs.Int("workers", 8, "checks running at once")
@@ -332,7 +363,8 @@ func runCheck(ctx context.Context, e *env) error {
 		fmt.Fprintln(e.stdout, "no watches to check")
 		return nil
 	}
-	_, pipeline := sf.pipeline(store)
+	_, pipeline, pool := sf.pipeline(store)
+	defer pool.Close()
 	sched := crawl.NewScheduler(store, pipeline)
 	sched.Workers = max(*workers, 1)
 	sched.Logger = slog.New(slog.DiscardHandler) // each check prints its own line

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/changedigest/changedigest/internal/testenv"
 )
 
 // TestWatchCommands drives the command line as a user would: add a watch,
@@ -139,5 +141,110 @@ func TestWatchFilter(t *testing.T) {
 	out = run(0, "watch", "filter", "https://news.example.org/", "--show-noise", "--types", "")
 	if !strings.Contains(out, `watch 1: ignore "/\\d+ comments/"; trigger "sold out"; min significance 0.1; noise shown`) {
 		t.Errorf("after bad values and a last change: %s", out)
+	}
+}
+
+// TestWatchAddBrowser: watch add --browser makes a watch rendered in
+// Chromium; check reports a missing Chromium on the watch, and with
+// Chromium stores the text the page's script wrote.
+func TestWatchAddBrowser(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte(`<html><body><main id="m"></main><script>
+document.getElementById("m").innerHTML = "<h1>Opening hours</h1><p class=hours>The pool opens at seven, the sauna at nine.</p>";
+</script></body></html>`))
+	}))
+	defer srv.Close()
+	data := t.TempDir()
+	run := func(want int, args ...string) string {
+		t.Helper()
+		code, out, errs := runCmd(t, append(args, "--data", data)...)
+		if code != want {
+			t.Fatalf("%v: exit %d, want %d\n%s%s", args, code, want, out, errs)
+		}
+		return out + errs
+	}
+	run(2, "watch", "add", srv.URL+"/", "--wait-for", ".hours")
+	run(2, "watch", "add", srv.URL+"/", "--browser", "--wait-for", "p[[")
+	run(0, "watch", "add", srv.URL+"/", "--browser", "--wait-for", ".hours")
+	out := run(1, "check", "--all", "--allow-private", "--chromium", "/nonexistent/chromium")
+	if !strings.Contains(out, "chromium not found") || !strings.Contains(out, "/nonexistent/chromium") {
+		t.Errorf("check without Chromium: %s", out)
+	}
+	exe := testenv.Tool(t, "chromium")
+	if out = run(0, "check", "--all", "--allow-private", "--chromium", exe); !strings.Contains(out, "first version") {
+		t.Fatalf("check with Chromium: %s", out)
+	}
+	if out = run(0, "show", "1"); !strings.Contains(out, "The pool opens at seven, the sauna at nine.") {
+		t.Errorf("the stored version lacks the text the script wrote: %s", out)
+	}
+	if out = run(0, "watch", "list"); !strings.Contains(out, "page (browser)") {
+		t.Errorf("watch list does not say the watch is rendered: %s", out)
+	}
+}
+
+// cookieWall is a page whose articles show only once its cookie banner is
+// accepted, and whose third article loads only with "Load more".
+const cookieWall = `<!DOCTYPE html><html><head><title>Notices</title></head><body>
+<div id="wall"><p>We use cookies.</p><button id="accept">Accept</button></div>
+<main id="news" hidden><article class="item-1">Bridge closed on Sunday for repairs.</article>
+<article class="item-2">Market moves to the harbour in May.</article>
+<button id="more">Load more</button></main>
+<script>
+document.getElementById("accept").onclick = () => {
+  document.getElementById("wall").remove();
+  document.getElementById("news").hidden = false;
+};
+document.getElementById("more").onclick = () => setTimeout(() => {
+  const a = document.createElement("article");
+  a.className = "item-3";
+  a.textContent = "Library opens late on Thursdays.";
+  document.getElementById("news").append(a);
+}, 200);
+</script></body></html>`
+
+// TestWatchAddSteps: watch add --step runs steps before the page is read:
+// the cookie wall is accepted and "Load more" clicked, so the stored
+// version has the third article.
+func TestWatchAddSteps(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte(cookieWall))
+	}))
+	defer srv.Close()
+	data := t.TempDir()
+	run := func(want int, args ...string) string {
+		t.Helper()
+		code, out, errs := runCmd(t, append(args, "--data", data)...)
+		if code != want {
+			t.Fatalf("%v: exit %d, want %d\n%s%s", args, code, want, out, errs)
+		}
+		return out + errs
+	}
+	for _, bad := range []struct{ args []string }{
+		{[]string{"--step", "click #accept"}},
+		{[]string{"--browser", "--step", "press #accept"}},
+		{[]string{"--browser", "--step", "click #accept", "--step", "click p[["}},
+		{[]string{"--browser", "--step", "type #q"}},
+	} {
+		out := run(2, append([]string{"watch", "add", srv.URL + "/"}, bad.args...)...)
+		if !strings.Contains(out, "step") {
+			t.Errorf("%v: %s", bad.args, out)
+		}
+	}
+	if out := run(0, "watch", "list"); strings.Contains(out, srv.URL) {
+		t.Fatalf("a refused watch was stored: %s", out)
+	}
+	run(0, "watch", "add", srv.URL+"/", "--browser", "--step", "click #accept", "--step", "click #more", "--step", "wait .item-3")
+	exe := testenv.Tool(t, "chromium")
+	if out := run(0, "check", "--all", "--allow-private", "--chromium", exe); !strings.Contains(out, "first version") {
+		t.Fatalf("check: %s", out)
+	}
+	out := run(0, "show", "1", "--raw")
+	for _, want := range []string{"Library opens late on Thursdays.", `<main id="news">`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the stored version lacks %q: %s", want, out)
+		}
+	}
+	if strings.Contains(out, "We use cookies") {
+		t.Errorf("the cookie wall is still in the stored version")
 	}
 }

@@ -1,0 +1,66 @@
+package changedigest
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestParseStep(t *testing.T) {
+	tests := []struct {
+		line string
+		want Step
+		err  string
+	}{
+		{"click #accept", Step{Action: "click", Selector: "#accept"}, ""},
+		{"  Click   button.more  ", Step{Action: "click", Selector: "button.more"}, ""},
+		{"wait main .results li", Step{Action: "wait", Selector: "main .results li"}, ""},
+		{"type #q hello world", Step{Action: "type", Selector: "#q", Value: "hello world"}, ""},
+		{`type "form input[name=q]" red kettle`, Step{Action: "type", Selector: "form input[name=q]", Value: "red kettle"}, ""},
+		{"type #q", Step{}, "text to type is missing"},
+		{`type "form input hello`, Step{}, "no closing quote"},
+		{"click", Step{}, "needs a CSS selector"},
+		{"press #ok", Step{}, `unknown action "press"`},
+		{"", Step{}, "action is missing"},
+		{"wait " + strings.Repeat("a", 1025), Step{}, "longer than 1024"},
+	}
+	for _, tc := range tests {
+		got, err := ParseStep(tc.line)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) || ErrorCode(err) != EINVALID {
+				t.Errorf("ParseStep(%q) = %+v, %v; want an EINVALID error with %q", tc.line, got, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || got != tc.want {
+			t.Errorf("ParseStep(%q) = %+v, %v; want %+v", tc.line, got, err, tc.want)
+			continue
+		}
+		// String writes what ParseStep reads.
+		if back, err := ParseStep(got.String()); err != nil || back != got {
+			t.Errorf("ParseStep(%q.String() = %q) = %+v, %v", tc.line, got.String(), back, err)
+		}
+	}
+}
+
+func TestWatchSteps(t *testing.T) {
+	w := Watch{URL: "https://shop.example/", Render: RenderBrowser, Steps: []Step{{Action: "click", Selector: "#accept"}}}
+	if err := w.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	w.Render = RenderFetch
+	if err := w.Validate(); err == nil || !strings.Contains(err.Error(), "rendered in a browser") {
+		t.Errorf("steps on a fetched page: %v", err)
+	}
+	w.Render = RenderBrowser
+	w.Steps = make([]Step, MaxSteps+1)
+	for i := range w.Steps {
+		w.Steps[i] = Step{Action: "wait", Selector: "p"}
+	}
+	if err := w.Validate(); err == nil || !strings.Contains(err.Error(), "more than 10") {
+		t.Errorf("too many steps: %v", err)
+	}
+	w.Steps = []Step{{Action: "click", Selector: "#a"}, {Action: "wait", Selector: "#b", Value: "x"}}
+	if err := w.Validate(); err == nil || !strings.Contains(err.Error(), "step 2: wait takes no text") {
+		t.Errorf("a wait with text: %v", err)
+	}
+}
