@@ -235,6 +235,10 @@ const (
 	chTitle
 	chLink
 	chSimilarity
+	// bits from the top down for later fields, so that fields added in
+	// parallel do not collide
+	chTruncated = 1 << 7 // full old and new lengths follow
+	chContext   = 1 << 6 // the words before and after follow
 )
 
 func (h *versionHeader) encode(e *enc) {
@@ -286,6 +290,12 @@ func (h *versionHeader) encode(e *enc) {
 		if c.Similarity != nil {
 			cf |= chSimilarity
 		}
+		if c.Truncated {
+			cf |= chTruncated
+		}
+		if c.Before != "" || c.After != "" {
+			cf |= chContext
+		}
 		e.byte(cf)
 		e.int(int64(c.Segment))
 		e.str(c.Path)
@@ -307,6 +317,14 @@ func (h *versionHeader) encode(e *enc) {
 		}
 		if c.Similarity != nil {
 			e.b = binary.BigEndian.AppendUint64(e.b, math.Float64bits(*c.Similarity))
+		}
+		if c.Truncated {
+			e.uint(uint64(c.OldLen))
+			e.uint(uint64(c.NewLen))
+		}
+		if c.Before != "" || c.After != "" {
+			e.str(c.Before)
+			e.str(c.After)
 		}
 	}
 }
@@ -383,6 +401,13 @@ func (h *versionHeader) decode(d *dec) {
 		if cf&chSimilarity != 0 {
 			v := d.float()
 			c.Similarity = &v
+		}
+		if cf&chTruncated != 0 {
+			c.Truncated = true
+			c.OldLen, c.NewLen = int(d.uint()), int(d.uint())
+		}
+		if cf&chContext != 0 {
+			c.Before, c.After = d.str(), d.str()
 		}
 	}
 }

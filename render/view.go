@@ -383,6 +383,13 @@ func pieces(c changedigest.Change, ms []changedigest.Match, o ViewOptions) []Pie
 	default:
 		edits = textdiff.Readable(textdiff.WordDiff(c.OldText, c.NewText))
 	}
+	// the unchanged words around a content update's changed words
+	if c.Before != "" {
+		edits = append([]textdiff.Edit{{Op: textdiff.Equal, Text: c.Before}}, edits...)
+	}
+	if c.After != "" {
+		edits = append(edits, textdiff.Edit{Op: textdiff.Equal, Text: c.After})
+	}
 	onOld := markedOld(c)
 	marked := c.NewText
 	if onOld {
@@ -391,7 +398,7 @@ func pieces(c changedigest.Change, ms []changedigest.Match, o ViewOptions) []Pie
 	sp := spans(marked, ms)
 
 	var ps []Piece
-	off := 0 // offset of the edit in the marked text
+	off := -len(c.Before) // offset of the edit in the marked text (Before is not in it)
 	for _, ed := range edits {
 		op := opName(ed.Op)
 		onMarked := ed.Op == textdiff.Equal || (ed.Op == textdiff.Delete) == onOld

@@ -408,7 +408,6 @@ var (
 // differ compares two treelets and collects typed changes.
 type differ struct {
 	old, new *side
-	maxText  int
 	out      []rawChange
 	blocks   []*blockPair
 	ins, del []*tnode
@@ -527,7 +526,7 @@ func (df *differ) behaviour(sd *side, n *tnode) string {
 	if t := sd.textRaw(n); t != "" {
 		s += " " + t
 	}
-	return clip(s, df.maxText)
+	return s
 }
 
 // attrs reports changed attributes of a matched pair, one change per class.
@@ -573,7 +572,7 @@ func (df *differ) attrs(o, n *tnode) {
 	types := [3]changedigest.ChangeType{changedigest.ChangeCosmetic, changedigest.ChangeStructural, changedigest.ChangeBehavioural}
 	for c := range classes {
 		if len(classes[c]) > 0 {
-			df.emit(types[c], changedigest.OpUpdate, o, n, clip(olds[c].String(), df.maxText), clip(news[c].String(), df.maxText))
+			df.emit(types[c], changedigest.OpUpdate, o, n, olds[c].String(), news[c].String())
 		}
 	}
 }
@@ -1144,12 +1143,11 @@ func (df *differ) finish() {
 				x, y := p[0], p[1]
 				switch {
 				case x == nil:
-					df.emit(changedigest.ChangeContent, changedigest.OpInsert, nil, y, "", clip(df.new.textOf(y), df.maxText))
+					df.emit(changedigest.ChangeContent, changedigest.OpInsert, nil, y, "", df.new.textOf(y))
 				case y == nil:
-					df.emit(changedigest.ChangeContent, changedigest.OpDelete, x, nil, clip(df.old.textOf(x), df.maxText), "")
+					df.emit(changedigest.ChangeContent, changedigest.OpDelete, x, nil, df.old.textOf(x), "")
 				default:
-					ot, nt := window(df.old.textOf(x), df.new.textOf(y), df.maxText)
-					df.emit(changedigest.ChangeContent, changedigest.OpUpdate, x, y, ot, nt)
+					df.emit(changedigest.ChangeContent, changedigest.OpUpdate, x, y, df.old.textOf(x), df.new.textOf(y))
 				}
 			}
 			continue
@@ -1166,7 +1164,6 @@ func (df *differ) finish() {
 			if ot == nt {
 				continue
 			}
-			ot, nt = window(ot, nt, df.maxText)
 			df.emit(changedigest.ChangeContent, changedigest.OpUpdate, b.o, b.n, ot, nt)
 		}
 	}
@@ -1192,7 +1189,7 @@ func (df *differ) treeText(sd *side, x *tnode) string {
 		return df.behaviour(sd, x)
 	}
 	if t := sd.textOf(x); t != "" {
-		return clip(t, df.maxText)
+		return t
 	}
 	return sd.describe(x)
 }
