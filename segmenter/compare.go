@@ -710,7 +710,7 @@ func (df *differ) kids(o, n *tnode, blk *blockPair) {
 				blk.mark(x, y)
 			}
 		case x.tag != y.tag:
-			df.renamed(x, y)
+			df.renamed(x, y, blk)
 		default:
 			df.node(x, y, blk)
 		}
@@ -774,16 +774,28 @@ func (sd *side) label(n *tnode) string {
 	return sd.describe(n)
 }
 
-func (df *differ) renamed(x, y *tnode) {
+// renamed reports an element whose tag changed (a section that became an
+// article, a ul rebuilt as a div) as one structural change, and compares
+// what it holds like the children of any matched pair: its text is
+// reported word by word, not deleted and inserted whole.
+func (df *differ) renamed(x, y *tnode, blk *blockPair) {
 	typ := changedigest.ChangeStructural
 	if presentationTags[x.tag] && presentationTags[y.tag] {
 		typ = changedigest.ChangeCosmetic
 	}
 	df.emit(typ, changedigest.OpUpdate, x, y, df.old.describe(x), df.new.describe(y))
-	if !sameWords(x, y) {
-		df.kids(x, y, &blockPair{o: x, n: y})
+	if sameWords(x, y) && x.d != nil && y.d != nil && sameText(df.old.textOf(x), df.new.textOf(y)) {
+		return
 	}
+	if blockElements[x.tag] || blockElements[y.tag] {
+		blk = &blockPair{o: x, n: y}
+		df.blocks = append(df.blocks, blk)
+	}
+	df.kids(x, y, blk)
 }
+
+// sameText reports whether two texts have the same words.
+func sameText(a, b string) bool { return a == b || sameWordTokens(a, b) }
 
 func btoiSame(b bool) int {
 	if b {
@@ -906,24 +918,49 @@ func sameKind(x, y *tnode) bool { return x.tag == y.tag }
 
 func (df *differ) alignGap(O, N []*tnode, gi, gj []int, mo, mn []int, via []uint8) {
 	df.alignSame(O, N, gi, gj, mo, mn, via)
-	// Renamed elements: left over, other tag, same words.
+	// Renamed elements: left over, other tag, the same or mostly the
+	// same words (a container rebuilt with another tag keeps its text).
+	scored := len(gi)*len(gj) <= 400
 	k := 0
 	for _, i := range gi {
 		x := O[i]
 		if mo[i] >= 0 || x.isText() || !x.hasWords() {
 			continue
 		}
-		for ; k < len(gj); k++ {
-			j := gj[k]
+		for l := k; l < len(gj); l++ {
+			j := gj[l]
 			y := N[j]
-			if mn[j] < 0 && !y.isText() && sameWords(x, y) {
+			if mn[j] >= 0 || y.isText() || !y.hasWords() {
+				continue
+			}
+			if !inOrder(gi, gj, mo, i, j) {
+				continue
+			}
+			if sameWords(x, y) || (scored && df.textSimilarity(x, y) >= minRenamedSim) {
 				mo[i], mn[j], via[j] = j, i, viaSimilar
-				k++
+				k = l + 1
 				break
 			}
 		}
 	}
 }
+
+// inOrder reports whether pairing old child i with new child j keeps the
+// order of the pairs already made in the gap (gi, gj): a renamed element
+// is not also a move.
+func inOrder(gi, gj []int, mo []int, i, j int) bool {
+	for _, a := range gi {
+		if b := mo[a]; b >= 0 && (a < i) != (b < j) {
+			return false
+		}
+	}
+	return true
+}
+
+// minRenamedSim is the word similarity at which an element left over on
+// each side of a gap, with different tags, is taken for the same element
+// renamed: more than half of its words stay.
+const minRenamedSim = 0.5
 
 func (df *differ) alignSame(O, N []*tnode, gi, gj []int, mo, mn []int, via []uint8) {
 	match := func(i, j int) { mo[i], mn[j], via[j] = j, i, viaSimilar }
