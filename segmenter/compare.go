@@ -603,6 +603,7 @@ const (
 	viaID
 	viaCosmetic
 	viaSimilar
+	viaWords
 )
 
 // kids matches and compares the children of a matched pair.
@@ -637,6 +638,23 @@ func (df *differ) kids(o, n *tnode, blk *blockPair) {
 	// subtree but for presentation, same tag.
 	df.matchBy(O, N, mo, mn, via, viaHash, func(x *tnode) (uint64, bool) {
 		return x.h, !x.isText()
+	})
+	// 2b. The same words, tag, children's tags and number of tokens,
+	// attributes aside (a wrapper and the block it holds have the same
+	// words but not the same shape): before ids, which
+	// many sites number by position (section id1, id2, ...), so that an
+	// entry added at the top of a list does not shift every id onto the
+	// next entry's text.
+	df.matchBy(O, N, mo, mn, via, viaWords, func(x *tnode) (uint64, bool) {
+		if x.isText() || !x.hasWords() {
+			return 0, false
+		}
+		h, _, _ := x.words()
+		h = hashString(h, x.tag)
+		for _, k := range x.kids { // and the same shape
+			h = hashString(h, k.tag)
+		}
+		return mix(h, uint64(x.tokB-x.tokA)), true
 	})
 	df.matchBy(O, N, mo, mn, via, viaID, func(x *tnode) (uint64, bool) {
 		if x.isText() || x.d.elems[x.elem].id1 == x.d.elems[x.elem].id0 {
@@ -964,24 +982,23 @@ const minRenamedSim = 0.5
 
 func (df *differ) alignSame(O, N []*tnode, gi, gj []int, mo, mn []int, via []uint8) {
 	match := func(i, j int) { mo[i], mn[j], via[j] = j, i, viaSimilar }
-	// The same tags in the same order: position decides.
-	if len(gi) == len(gj) {
-		same := true
-		for k := range gi {
-			if !sameKind(O[gi[k]], N[gj[k]]) {
-				same = false
-				break
-			}
-		}
-		if same {
-			for k := range gi {
-				match(gi[k], gj[k])
-			}
-			return
-		}
-	}
 	const minSim = 0.3
-	if len(gi)*len(gj) > 400 {
+	n, m := len(gi), len(gj)
+	// The same tags in the same order: position decides, unless pairing
+	// by similarity is clearly better (a list that gained an item at the
+	// top and lost one at the bottom has the same tags in the same order,
+	// but each item is like its neighbour, not like the item at its place).
+	positional := n == m
+	for k := 0; positional && k < n; k++ {
+		positional = sameKind(O[gi[k]], N[gj[k]])
+	}
+	if positional && (n == 1 || n*m > 400) {
+		for k := range gi {
+			match(gi[k], gj[k])
+		}
+		return
+	}
+	if n*m > 400 {
 		// Too many to score: same tags in order.
 		tags := func(ns []*tnode, idx []int) []uint64 {
 			out := make([]uint64, len(idx))
@@ -997,7 +1014,6 @@ func (df *differ) alignSame(O, N []*tnode, gi, gj []int, mo, mn []int, via []uin
 	}
 	// Ordered alignment maximising total similarity (pairs below minSim
 	// do not count).
-	n, m := len(gi), len(gj)
 	score := make([][]float64, n+1)
 	for i := range score {
 		score[i] = make([]float64, m+1)
@@ -1021,6 +1037,20 @@ func (df *differ) alignSame(O, N []*tnode, gi, gj []int, mo, mn []int, via []uin
 				best = max(best, s+score[a+1][b+1])
 			}
 			score[a][b] = best
+		}
+	}
+	if positional {
+		kept := 0.0
+		for k := range n {
+			if s := sim[k][k]; s >= minSim {
+				kept += s
+			}
+		}
+		if score[0][0] < kept+0.5 {
+			for k := range gi {
+				match(gi[k], gj[k])
+			}
+			return
 		}
 	}
 	for a, b := 0, 0; a < n && b < m; {
