@@ -423,6 +423,7 @@ func (s *Segmenter) compareVersions(prev *prevSide, cur *pageVersion, flags []bo
 		df.compare(or, nr)
 	}
 	df.finish()
+	df.reconcile()
 	defer func() {
 		for _, d := range prev.scans {
 			d.release()
