@@ -28,9 +28,10 @@ import (
 // coincidence of common words ("the", "and") between different texts.
 const minMovedWords = 8
 
-// nearBytes is how far apart in the page (or a twentieth of the page, if
-// more) a deleted and an inserted text may be to be compared as one.
-const nearBytes = 4096
+// nearBytes is how far apart in the page (or a hundredth of the page, if
+// more) a deleted and an inserted text may be to be compared as one: the
+// gap between their byte ranges, one in each version.
+const nearBytes = 256
 
 // piece is the text of one content change on one side, at its place.
 type piece struct {
@@ -72,11 +73,12 @@ func (df *differ) reconcile() {
 	// near: the other change's text is at about the same place of the
 	// page; text found far away is a block moved or a story that left
 	// while another came, which a reader sees as such.
-	at := func(n *tnode) int {
-		if n == nil || n.d == nil || n.tokA >= len(n.d.toks) {
-			return -1
+	span := func(n *tnode) (int, int, bool) {
+		if n == nil || n.d == nil || n.tokA >= len(n.d.toks) || n.tokB <= n.tokA {
+			return 0, 0, false
 		}
-		return n.d.base + int(n.d.toks[n.tokA].off)
+		e := min(n.tokB, len(n.d.toks)) - 1
+		return n.d.base + int(n.d.toks[n.tokA].off), n.d.base + int(n.d.toks[e].end), true
 	}
 	near := func(k, l int) bool {
 		if k == l {
@@ -86,15 +88,13 @@ func (df *differ) reconcile() {
 		if a == nil {
 			a, b = content[l].o, content[k].n
 		}
-		x, y := at(a), at(b)
-		if x < 0 || y < 0 {
+		a0, a1, ok1 := span(a)
+		b0, b1, ok2 := span(b)
+		if !ok1 || !ok2 {
 			return false
 		}
-		d := x - y
-		if d < 0 {
-			d = -d
-		}
-		return d <= max(nearBytes, (len(a.d.body)+a.d.base)/20)
+		gap := max(a0, b0) - min(a1, b1)
+		return gap <= max(nearBytes, (len(a.d.body)+a.d.base)/100)
 	}
 	elsewhere := func(k int, mine map[uint64]bool, other map[uint64][]int) bool {
 		if len(mine) < 2 {

@@ -1,0 +1,108 @@
+package segmenter
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/changedigest/changedigest"
+)
+
+// contentWords is the words of the content changes' old and new texts.
+func contentWords(cs []changedigest.Change) (old, new []string) {
+	for _, c := range cs {
+		if c.Type == changedigest.ChangeContent {
+			old = append(old, strings.Fields(c.OldText)...)
+			new = append(new, strings.Fields(c.NewText)...)
+		}
+	}
+	return old, new
+}
+
+func mustDiffPages(t *testing.T, old, new string) *changedigest.Diff {
+	t.Helper()
+	d, err := New().DiffPages([]byte(old), []byte(new), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkChanges(t, t.Name(), []byte(old), []byte(new), d.Changes)
+	return d
+}
+
+// entries is a page whose main part holds one section per entry, with
+// ids numbered by position, as documentation generators do.
+func entries(tag string, es ...string) string {
+	var b strings.Builder
+	b.WriteString("<html><body><main>")
+	for i, e := range es {
+		fmt.Fprintf(&b, `<%s class="section" id="id%d"><h2>%s</h2><p>The release notes of %s, with the fixes and the new features that came with it.</p></%s>`,
+			tag, i+1, e, e, tag)
+	}
+	b.WriteString("</main></body></html>")
+	return b.String()
+}
+
+// TestRenamedContainer: a container rebuilt with another tag but the same
+// text is one structural change per element, and the one word that
+// changed is the only content.
+func TestRenamedContainer(t *testing.T) {
+	d := mustDiffPages(t, entries("div", "Version 3.6", "Version 3.5", "Version 3.4"),
+		entries("section", "Version 3.6.2", "Version 3.5", "Version 3.4"))
+	old, new := contentWords(d.Changes)
+	// the version is in the heading and in the paragraph
+	if !slices.Equal(old, []string{"3.6", "3.6"}) || !slices.Equal(new, []string{"3.6.2", "3.6.2"}) {
+		t.Errorf("content words %q → %q, want 3.6 → 3.6.2 twice\n%s", old, new, dump(d.Changes))
+	}
+	structural := 0
+	for _, c := range d.Changes {
+		if c.Type == changedigest.ChangeStructural {
+			structural++
+		}
+	}
+	if structural == 0 {
+		t.Errorf("the tag change is not reported:\n%s", dump(d.Changes))
+	}
+}
+
+// TestEntryAddedOnTopWithPositionalIDs: an entry added at the top and one
+// dropped at the bottom, while every id is renumbered, is an insertion
+// and a deletion, not every entry updated into its neighbour.
+func TestEntryAddedOnTopWithPositionalIDs(t *testing.T) {
+	d := mustDiffPages(t, entries("section", "Version 3.5", "Version 3.4", "Version 3.3", "Version 3.2"),
+		entries("section", "Version 3.6", "Version 3.5", "Version 3.4", "Version 3.3"))
+	var ops []string
+	for _, c := range d.Changes {
+		if c.Type == changedigest.ChangeContent {
+			ops = append(ops, string(c.Op))
+			if c.Op == changedigest.OpInsert && !strings.Contains(c.NewText, "3.6") ||
+				c.Op == changedigest.OpDelete && !strings.Contains(c.OldText, "3.2") {
+				t.Errorf("%s", dump([]changedigest.Change{c}))
+			}
+		}
+	}
+	if !slices.Equal(ops, []string{"insert", "delete"}) && !slices.Equal(ops, []string{"delete", "insert"}) {
+		t.Errorf("content changes %v, want one insert and one delete\n%s", ops, dump(d.Changes))
+	}
+}
+
+// TestTextRewrappedInParagraphs: text that was loose in a broken caption
+// and now stands in paragraphs of its own is the same text: only the
+// words that changed are content.
+func TestTextRewrappedInParagraphs(t *testing.T) {
+	body := []string{
+		"Certain groups have found a way to bring their programme into public schools during school hours.",
+		"Recently the organisation has been trying to get a foothold in the districts of the state.",
+		"Students whose parents do not allow them to take part have to stay in school for study hall.",
+	}
+	old := `<html><body><article><figure><img src="a.jpg"><figcaption>A photo of the school. ` +
+		strings.Join(body, " ") + `</figcaption></figure></article></body></html>`
+	body[1] = strings.Replace(body[1], "state.", "state, one by one.", 1)
+	new := `<html><body><article><figure><img src="a.jpg"><figcaption>A photo of the school.</figcaption></figure><p>` +
+		strings.Join(body, "</p><p>") + `</p></article></body></html>`
+	d := mustDiffPages(t, old, new)
+	o, n := contentWords(d.Changes)
+	if len(o)+len(n) > 6 || !slices.Contains(n, "one") {
+		t.Errorf("content words %q → %q, want the few changed ones\n%s", o, n, dump(d.Changes))
+	}
+}
