@@ -1173,6 +1173,36 @@ func kidTagSimilarity(x, y *tnode) float64 {
 // finish pairs deleted and inserted subtrees into moves, types the rest
 // and reports the text changes of blocks.
 func (df *differ) finish() {
+	// An inline element inserted or deleted inside a block whose text is
+	// reported as updated (a span unwrapped while a colon was added) is
+	// already in that text: its own change is markup.
+	changedO, changedN := map[*tnode]bool{}, map[*tnode]bool{}
+	for _, b := range df.blocks {
+		if b.changed && b.n.tag != "#root" {
+			changedO[b.o], changedN[b.n] = true, true
+		}
+	}
+	inChanged := func(x *tnode, changed map[*tnode]bool) bool {
+		if blockElements[x.tag] {
+			return false
+		}
+		for p := x.parent; p != nil; p = p.parent {
+			if blockElements[p.tag] || p.tag == "title" || p.tag == "#root" {
+				return changed[p]
+			}
+		}
+		return false
+	}
+	for _, x := range df.del {
+		if x.hasWords() && inChanged(x, changedO) {
+			df.markUp(x)
+		}
+	}
+	for _, y := range df.ins {
+		if y.hasWords() && inChanged(y, changedN) {
+			df.markUp(y)
+		}
+	}
 	// Cross-parent moves: equal subtrees deleted in one place and
 	// inserted in another.
 	byH := map[uint64][]int{}
