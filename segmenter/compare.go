@@ -975,6 +975,10 @@ func inOrder(gi, gj []int, mo []int, i, j int) bool {
 	return true
 }
 
+// maxScored bounds the pairs of a gap's leftover children scored by
+// similarity (a 50 × 50 gap): past it they are paired by tag and order.
+const maxScored = 2500
+
 // minRenamedSim is the word similarity at which an element left over on
 // each side of a gap, with different tags, is taken for the same element
 // renamed: more than half of its words stay.
@@ -992,13 +996,13 @@ func (df *differ) alignSame(O, N []*tnode, gi, gj []int, mo, mn []int, via []uin
 	for k := 0; positional && k < n; k++ {
 		positional = sameKind(O[gi[k]], N[gj[k]])
 	}
-	if positional && (n == 1 || n*m > 400) {
+	if positional && (n == 1 || n*m > maxScored) {
 		for k := range gi {
 			match(gi[k], gj[k])
 		}
 		return
 	}
-	if n*m > 400 {
+	if n*m > maxScored {
 		// Too many to score: same tags in order.
 		tags := func(ns []*tnode, idx []int) []uint64 {
 			out := make([]uint64, len(idx))

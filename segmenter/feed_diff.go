@@ -15,7 +15,9 @@ import (
 
 // Item mapping between two versions of a feed (seed 000, section 4.3):
 // items are paired by GUID, then by link, then by identical content, then
-// by similarity, 30% title and 70% description.
+// by title and publication date, then by similarity, 30% title and 70%
+// description. Where publication dates tell a feed's items apart, items
+// dated more than a day and a half apart are never the same item.
 const (
 	feedTitleWeight = 0.3
 	feedTextWeight  = 0.7
@@ -145,7 +147,8 @@ type feedMatching struct {
 // Passes, each over the items still unmatched: equal GUIDs, then equal
 // links, each used only when the value is unique on both sides (so shared
 // GUIDs or a home-page link on every item prove nothing); then identical
-// content (equal Hash, duplicates in order); then the best-scoring pairs by
+// content (equal Hash, duplicates in order); then the same title and
+// publication date, unique on both sides; then the best-scoring pairs by
 // feedScore, highest first, whose score reaches feedPairThreshold.
 func feedMatch(old, new []FeedItem) []int {
 	m := feedExactMatch(old, new)

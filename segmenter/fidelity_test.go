@@ -106,3 +106,50 @@ func TestTextRewrappedInParagraphs(t *testing.T) {
 		t.Errorf("content words %q → %q, want the few changed ones\n%s", o, n, dump(d.Changes))
 	}
 }
+
+// rss is a feed of items without GUIDs or links: title, date, description.
+func rss(items ...[3]string) []byte {
+	var b strings.Builder
+	b.WriteString(`<?xml version="1.0"?><rss version="2.0"><channel><title>Harbour news</title>`)
+	for _, it := range items {
+		fmt.Fprintf(&b, "<item><title>%s</title><pubDate>%s</pubDate><description>%s</description></item>", it[0], it[1], it[2])
+	}
+	b.WriteString("</channel></rss>")
+	return []byte(b.String())
+}
+
+// TestFeedItemIdentityByTitleAndDate: without GUIDs or links, an item
+// whose description was rewritten keeps its title and date and is the same
+// item; an item of a series with the same title but dated months apart is
+// another item.
+func TestFeedItemIdentityByTitleAndDate(t *testing.T) {
+	const (
+		d1 = "Mon, 06 Jul 2009 09:14:49 -0500"
+		d2 = "Mon, 06 Jul 2009 10:30:00 -0500"
+		d3 = "Tue, 07 Jul 2009 08:00:00 -0500"
+		d4 = "Thu, 29 Oct 2009 09:10:00 -0500"
+	)
+	old := rss(
+		[3]string{"Ferry timetable changes", d2, "From Monday the morning ferry leaves at a quarter past seven, not at seven."},
+		[3]string{"Open thread", d1, "Talk about anything."},
+		[3]string{"Fish market moves indoors", d3, "The market moves into the old customs hall for the winter."},
+	)
+	new := rss(
+		[3]string{"Open thread", d4, "Talk about anything."},
+		[3]string{"Ferry timetable changes", d2, "Le ferry du matin part désormais à sept heures et quart."},
+		[3]string{"Fish market moves indoors", d3, "The market moves into the old customs hall for the winter."},
+	)
+	d, err := DiffFeeds(old, new)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, c := range d.Changes {
+		got = append(got, fmt.Sprintf("%s %d→%d", c.Op, *c.OldItem, *c.NewItem))
+	}
+	slices.Sort(got)
+	want := []string{"delete 1→-1", "insert -1→0", "update 0→1"}
+	if !slices.Equal(got, want) {
+		t.Errorf("changes %v, want %v\n%s", got, want, dump(d.Changes))
+	}
+}
