@@ -153,3 +153,32 @@ func TestFeedItemIdentityByTitleAndDate(t *testing.T) {
 		t.Errorf("changes %v, want %v\n%s", got, want, dump(d.Changes))
 	}
 }
+
+// TestWholeTextsAndTheCap: an inserted block keeps its whole text; with
+// MaxText set the text is cut and the change says so, with the full
+// lengths; similarity comes from the whole texts either way.
+func TestWholeTextsAndTheCap(t *testing.T) {
+	long := strings.Repeat("The council met again tonight and talked about the harbour wall. ", 40)
+	old := `<html><body><main><p>Opening words of the page.</p></main></body></html>`
+	new := `<html><body><main><p>Opening words of the page.</p><p>` + long + `</p></main></body></html>`
+	whole, err := New().DiffPages([]byte(old), []byte(new), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(whole.Changes) != 1 || whole.Changes[0].NewText != strings.TrimSpace(long) || whole.Changes[0].Truncated {
+		t.Fatalf("want one insertion with the whole text:\n%s", dump(whole.Changes))
+	}
+	s := New()
+	s.MaxText = 200
+	capped, err := s.DiffPages([]byte(old), []byte(new), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := capped.Changes[0]
+	if !c.Truncated || len(c.NewText) > 200 || c.NewLen != len(strings.TrimSpace(long)) || c.OldLen != 0 {
+		t.Errorf("capped change: truncated %v, %d bytes, new_len %d, old_len %d", c.Truncated, len(c.NewText), c.NewLen, c.OldLen)
+	}
+	if capped.Similarity != whole.Similarity {
+		t.Errorf("similarity %v with the cap, %v without", capped.Similarity, whole.Similarity)
+	}
+}
