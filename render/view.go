@@ -395,10 +395,20 @@ func pieces(c changedigest.Change, ms []changedigest.Match, o ViewOptions) []Pie
 	if onOld {
 		marked = c.OldText
 	}
+	// the edits run over Before, the text and After: so do the offsets
+	if c.Before != "" || c.After != "" {
+		marked = c.Before + marked + c.After
+		shifted := make([]changedigest.Match, len(ms))
+		for i, m := range ms {
+			m.Start, m.End = m.Start+len(c.Before), m.End+len(c.Before)
+			shifted[i] = m
+		}
+		ms = shifted
+	}
 	sp := spans(marked, ms)
 
 	var ps []Piece
-	off := -len(c.Before) // offset of the edit in the marked text (Before is not in it)
+	off := 0 // offset of the edit in the marked text
 	for _, ed := range edits {
 		op := opName(ed.Op)
 		onMarked := ed.Op == textdiff.Equal || (ed.Op == textdiff.Delete) == onOld
