@@ -54,6 +54,20 @@ type Change struct {
 	OldText string     `json:"old_text"`
 	NewText string     `json:"new_text"`
 
+	// A content update shows only the words that changed: OldText and
+	// NewText are one run of changed words of a block (a block with
+	// changes far apart gives one change per run), Before and After up to
+	// a few unchanged words of the block around it. The whole texts of
+	// the block are in the version's segments.
+	Before string `json:"before,omitempty"`
+	After  string `json:"after,omitempty"`
+	// Truncated is set when OldText or NewText was cut to a cap (a view or
+	// feed that must bound its size); OldLen and NewLen then give their
+	// full lengths in bytes. Without it the texts are whole.
+	Truncated bool `json:"truncated,omitempty"`
+	OldLen    int  `json:"old_len,omitempty"`
+	NewLen    int  `json:"new_len,omitempty"`
+
 	// Feed changes only: item positions in each version (-1 where absent),
 	// the item title, link and the old/new item similarity.
 	OldItem    *int     `json:"old_item,omitempty"`

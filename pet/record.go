@@ -238,6 +238,10 @@ const (
 	chLink
 	chSimilarity
 	chNoise // the noise reason follows the similarity
+	// bits from the top down for later fields, so that fields added in
+	// parallel do not collide
+	chTruncated = 1 << 7 // full old and new lengths follow
+	chContext   = 1 << 6 // the words before and after follow
 )
 
 func (h *versionHeader) encode(e *enc) {
@@ -298,6 +302,12 @@ func (h *versionHeader) encode(e *enc) {
 		if c.Noise != "" {
 			cf |= chNoise
 		}
+		if c.Truncated {
+			cf |= chTruncated
+		}
+		if c.Before != "" || c.After != "" {
+			cf |= chContext
+		}
 		e.byte(cf)
 		e.int(int64(c.Segment))
 		e.str(c.Path)
@@ -322,6 +332,14 @@ func (h *versionHeader) encode(e *enc) {
 		}
 		if c.Noise != "" {
 			e.str(c.Noise)
+		}
+		if c.Truncated {
+			e.uint(uint64(c.OldLen))
+			e.uint(uint64(c.NewLen))
+		}
+		if c.Before != "" || c.After != "" {
+			e.str(c.Before)
+			e.str(c.After)
 		}
 	}
 }
@@ -404,6 +422,13 @@ func (h *versionHeader) decode(d *dec) {
 		}
 		if cf&chNoise != 0 {
 			c.Noise = d.str()
+		}
+		if cf&chTruncated != 0 {
+			c.Truncated = true
+			c.OldLen, c.NewLen = int(d.uint()), int(d.uint())
+		}
+		if cf&chContext != 0 {
+			c.Before, c.After = d.str(), d.str()
 		}
 	}
 }

@@ -411,10 +411,27 @@ func pieces(c changedigest.Change, ms []changedigest.Match, o ViewOptions) []Pie
 	default:
 		edits = textdiff.Readable(textdiff.WordDiff(c.OldText, c.NewText))
 	}
+	// the unchanged words around a content update's changed words
+	if c.Before != "" {
+		edits = append([]textdiff.Edit{{Op: textdiff.Equal, Text: c.Before}}, edits...)
+	}
+	if c.After != "" {
+		edits = append(edits, textdiff.Edit{Op: textdiff.Equal, Text: c.After})
+	}
 	onOld := markedOld(c)
 	marked := c.NewText
 	if onOld {
 		marked = c.OldText
+	}
+	// the edits run over Before, the text and After: so do the offsets
+	if c.Before != "" || c.After != "" {
+		marked = c.Before + marked + c.After
+		shifted := make([]changedigest.Match, len(ms))
+		for i, m := range ms {
+			m.Start, m.End = m.Start+len(c.Before), m.End+len(c.Before)
+			shifted[i] = m
+		}
+		ms = shifted
 	}
 	sp := spans(marked, ms)
 

@@ -37,6 +37,13 @@ func TestPieces(t *testing.T) {
 			labels: 1,
 		},
 		{
+			name:   "changed words with context before and after, a match in the new words",
+			change: changedigest.Change{Op: "update", OldText: "football", NewText: "soccer", Before: "the ", After: " club won"},
+			ms:     []changedigest.Match{at("soccer", "football", "soccer", "synonym")},
+			want:   "the [-football-]{+**soccer**+} club won",
+			labels: 1,
+		},
+		{
 			name:   "match in an unchanged word",
 			change: changedigest.Change{Op: "update", OldText: "rugby news today", NewText: "rugby news tonight"},
 			ms:     []changedigest.Match{at("rugby news tonight", "rugby", "rugby", "term")},

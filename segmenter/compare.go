@@ -408,7 +408,6 @@ var (
 // differ compares two treelets and collects typed changes.
 type differ struct {
 	old, new *side
-	maxText  int
 	out      []rawChange
 	blocks   []*blockPair
 	ins, del []*tnode
@@ -527,7 +526,7 @@ func (df *differ) behaviour(sd *side, n *tnode) string {
 	if t := sd.textRaw(n); t != "" {
 		s += " " + t
 	}
-	return clip(s, df.maxText)
+	return s
 }
 
 // attrs reports changed attributes of a matched pair, one change per class.
@@ -573,7 +572,7 @@ func (df *differ) attrs(o, n *tnode) {
 	types := [3]changedigest.ChangeType{changedigest.ChangeCosmetic, changedigest.ChangeStructural, changedigest.ChangeBehavioural}
 	for c := range classes {
 		if len(classes[c]) > 0 {
-			df.emit(types[c], changedigest.OpUpdate, o, n, clip(olds[c].String(), df.maxText), clip(news[c].String(), df.maxText))
+			df.emit(types[c], changedigest.OpUpdate, o, n, olds[c].String(), news[c].String())
 		}
 	}
 }
@@ -604,6 +603,7 @@ const (
 	viaID
 	viaCosmetic
 	viaSimilar
+	viaWords
 )
 
 // kids matches and compares the children of a matched pair.
@@ -638,6 +638,23 @@ func (df *differ) kids(o, n *tnode, blk *blockPair) {
 	// subtree but for presentation, same tag.
 	df.matchBy(O, N, mo, mn, via, viaHash, func(x *tnode) (uint64, bool) {
 		return x.h, !x.isText()
+	})
+	// 2b. The same words, tag, children's tags and number of tokens,
+	// attributes aside (a wrapper and the block it holds have the same
+	// words but not the same shape): before ids, which
+	// many sites number by position (section id1, id2, ...), so that an
+	// entry added at the top of a list does not shift every id onto the
+	// next entry's text.
+	df.matchBy(O, N, mo, mn, via, viaWords, func(x *tnode) (uint64, bool) {
+		if x.isText() || !x.hasWords() {
+			return 0, false
+		}
+		h, _, _ := x.words()
+		h = hashString(h, x.tag)
+		for _, k := range x.kids { // and the same shape
+			h = hashString(h, k.tag)
+		}
+		return mix(h, uint64(x.tokB-x.tokA)), true
 	})
 	df.matchBy(O, N, mo, mn, via, viaID, func(x *tnode) (uint64, bool) {
 		if x.isText() || x.d.elems[x.elem].id1 == x.d.elems[x.elem].id0 {
@@ -711,7 +728,7 @@ func (df *differ) kids(o, n *tnode, blk *blockPair) {
 				blk.mark(x, y)
 			}
 		case x.tag != y.tag:
-			df.renamed(x, y)
+			df.renamed(x, y, blk)
 		default:
 			df.node(x, y, blk)
 		}
@@ -775,16 +792,28 @@ func (sd *side) label(n *tnode) string {
 	return sd.describe(n)
 }
 
-func (df *differ) renamed(x, y *tnode) {
+// renamed reports an element whose tag changed (a section that became an
+// article, a ul rebuilt as a div) as one structural change, and compares
+// what it holds like the children of any matched pair: its text is
+// reported word by word, not deleted and inserted whole.
+func (df *differ) renamed(x, y *tnode, blk *blockPair) {
 	typ := changedigest.ChangeStructural
 	if presentationTags[x.tag] && presentationTags[y.tag] {
 		typ = changedigest.ChangeCosmetic
 	}
 	df.emit(typ, changedigest.OpUpdate, x, y, df.old.describe(x), df.new.describe(y))
-	if !sameWords(x, y) {
-		df.kids(x, y, &blockPair{o: x, n: y})
+	if sameWords(x, y) && x.d != nil && y.d != nil && sameText(df.old.textOf(x), df.new.textOf(y)) {
+		return
 	}
+	if blockElements[x.tag] || blockElements[y.tag] {
+		blk = &blockPair{o: x, n: y}
+		df.blocks = append(df.blocks, blk)
+	}
+	df.kids(x, y, blk)
 }
+
+// sameText reports whether two texts have the same words.
+func sameText(a, b string) bool { return a == b || sameWordTokens(a, b) }
 
 func btoiSame(b bool) int {
 	if b {
@@ -907,45 +936,73 @@ func sameKind(x, y *tnode) bool { return x.tag == y.tag }
 
 func (df *differ) alignGap(O, N []*tnode, gi, gj []int, mo, mn []int, via []uint8) {
 	df.alignSame(O, N, gi, gj, mo, mn, via)
-	// Renamed elements: left over, other tag, same words.
+	// Renamed elements: left over, other tag, the same or mostly the
+	// same words (a container rebuilt with another tag keeps its text).
+	scored := len(gi)*len(gj) <= 400
 	k := 0
 	for _, i := range gi {
 		x := O[i]
 		if mo[i] >= 0 || x.isText() || !x.hasWords() {
 			continue
 		}
-		for ; k < len(gj); k++ {
-			j := gj[k]
+		for l := k; l < len(gj); l++ {
+			j := gj[l]
 			y := N[j]
-			if mn[j] < 0 && !y.isText() && sameWords(x, y) {
+			if mn[j] >= 0 || y.isText() || !y.hasWords() {
+				continue
+			}
+			if !inOrder(gi, gj, mo, i, j) {
+				continue
+			}
+			if sameWords(x, y) || (scored && df.textSimilarity(x, y) >= minRenamedSim) {
 				mo[i], mn[j], via[j] = j, i, viaSimilar
-				k++
+				k = l + 1
 				break
 			}
 		}
 	}
 }
 
-func (df *differ) alignSame(O, N []*tnode, gi, gj []int, mo, mn []int, via []uint8) {
-	match := func(i, j int) { mo[i], mn[j], via[j] = j, i, viaSimilar }
-	// The same tags in the same order: position decides.
-	if len(gi) == len(gj) {
-		same := true
-		for k := range gi {
-			if !sameKind(O[gi[k]], N[gj[k]]) {
-				same = false
-				break
-			}
-		}
-		if same {
-			for k := range gi {
-				match(gi[k], gj[k])
-			}
-			return
+// inOrder reports whether pairing old child i with new child j keeps the
+// order of the pairs already made in the gap (gi, gj): a renamed element
+// is not also a move.
+func inOrder(gi, gj []int, mo []int, i, j int) bool {
+	for _, a := range gi {
+		if b := mo[a]; b >= 0 && (a < i) != (b < j) {
+			return false
 		}
 	}
+	return true
+}
+
+// maxScored bounds the pairs of a gap's leftover children scored by
+// similarity (a 50 × 50 gap): past it they are paired by tag and order.
+const maxScored = 2500
+
+// minRenamedSim is the word similarity at which an element left over on
+// each side of a gap, with different tags, is taken for the same element
+// renamed: more than half of its words stay.
+const minRenamedSim = 0.5
+
+func (df *differ) alignSame(O, N []*tnode, gi, gj []int, mo, mn []int, via []uint8) {
+	match := func(i, j int) { mo[i], mn[j], via[j] = j, i, viaSimilar }
 	const minSim = 0.3
-	if len(gi)*len(gj) > 400 {
+	n, m := len(gi), len(gj)
+	// The same tags in the same order: position decides, unless pairing
+	// by similarity is clearly better (a list that gained an item at the
+	// top and lost one at the bottom has the same tags in the same order,
+	// but each item is like its neighbour, not like the item at its place).
+	positional := n == m
+	for k := 0; positional && k < n; k++ {
+		positional = sameKind(O[gi[k]], N[gj[k]])
+	}
+	if positional && (n == 1 || n*m > maxScored) {
+		for k := range gi {
+			match(gi[k], gj[k])
+		}
+		return
+	}
+	if n*m > maxScored {
 		// Too many to score: same tags in order.
 		tags := func(ns []*tnode, idx []int) []uint64 {
 			out := make([]uint64, len(idx))
@@ -961,7 +1018,6 @@ func (df *differ) alignSame(O, N []*tnode, gi, gj []int, mo, mn []int, via []uin
 	}
 	// Ordered alignment maximising total similarity (pairs below minSim
 	// do not count).
-	n, m := len(gi), len(gj)
 	score := make([][]float64, n+1)
 	for i := range score {
 		score[i] = make([]float64, m+1)
@@ -985,6 +1041,20 @@ func (df *differ) alignSame(O, N []*tnode, gi, gj []int, mo, mn []int, via []uin
 				best = max(best, s+score[a+1][b+1])
 			}
 			score[a][b] = best
+		}
+	}
+	if positional {
+		kept := 0.0
+		for k := range n {
+			if s := sim[k][k]; s >= minSim {
+				kept += s
+			}
+		}
+		if score[0][0] < kept+0.5 {
+			for k := range gi {
+				match(gi[k], gj[k])
+			}
+			return
 		}
 	}
 	for a, b := 0, 0; a < n && b < m; {
@@ -1107,6 +1177,36 @@ func kidTagSimilarity(x, y *tnode) float64 {
 // finish pairs deleted and inserted subtrees into moves, types the rest
 // and reports the text changes of blocks.
 func (df *differ) finish() {
+	// An inline element inserted or deleted inside a block whose text is
+	// reported as updated (a span unwrapped while a colon was added) is
+	// already in that text: its own change is markup.
+	changedO, changedN := map[*tnode]bool{}, map[*tnode]bool{}
+	for _, b := range df.blocks {
+		if b.changed && b.n.tag != "#root" {
+			changedO[b.o], changedN[b.n] = true, true
+		}
+	}
+	inChanged := func(x *tnode, changed map[*tnode]bool) bool {
+		if blockElements[x.tag] {
+			return false
+		}
+		for p := x.parent; p != nil; p = p.parent {
+			if blockElements[p.tag] || p.tag == "title" || p.tag == "#root" {
+				return changed[p]
+			}
+		}
+		return false
+	}
+	for _, x := range df.del {
+		if x.hasWords() && inChanged(x, changedO) {
+			df.markUp(x)
+		}
+	}
+	for _, y := range df.ins {
+		if y.hasWords() && inChanged(y, changedN) {
+			df.markUp(y)
+		}
+	}
 	// Cross-parent moves: equal subtrees deleted in one place and
 	// inserted in another.
 	byH := map[uint64][]int{}
@@ -1144,12 +1244,11 @@ func (df *differ) finish() {
 				x, y := p[0], p[1]
 				switch {
 				case x == nil:
-					df.emit(changedigest.ChangeContent, changedigest.OpInsert, nil, y, "", clip(df.new.textOf(y), df.maxText))
+					df.emit(changedigest.ChangeContent, changedigest.OpInsert, nil, y, "", df.new.textOf(y))
 				case y == nil:
-					df.emit(changedigest.ChangeContent, changedigest.OpDelete, x, nil, clip(df.old.textOf(x), df.maxText), "")
+					df.emit(changedigest.ChangeContent, changedigest.OpDelete, x, nil, df.old.textOf(x), "")
 				default:
-					ot, nt := window(df.old.textOf(x), df.new.textOf(y), df.maxText)
-					df.emit(changedigest.ChangeContent, changedigest.OpUpdate, x, y, ot, nt)
+					df.emit(changedigest.ChangeContent, changedigest.OpUpdate, x, y, df.old.textOf(x), df.new.textOf(y))
 				}
 			}
 			continue
@@ -1166,7 +1265,6 @@ func (df *differ) finish() {
 			if ot == nt {
 				continue
 			}
-			ot, nt = window(ot, nt, df.maxText)
 			df.emit(changedigest.ChangeContent, changedigest.OpUpdate, b.o, b.n, ot, nt)
 		}
 	}
@@ -1192,7 +1290,7 @@ func (df *differ) treeText(sd *side, x *tnode) string {
 		return df.behaviour(sd, x)
 	}
 	if t := sd.textOf(x); t != "" {
-		return clip(t, df.maxText)
+		return t
 	}
 	return sd.describe(x)
 }

@@ -366,7 +366,7 @@ func (s *Segmenter) compareVersions(prev *prevSide, cur *pageVersion, flags []bo
 		newSide.idx = append(newSide.idx, j)
 	}
 	oldSide := prev.side()
-	df := &differ{old: oldSide, new: newSide, maxText: s.MaxText}
+	df := &differ{old: oldSide, new: newSide}
 	total := float64(prev.size() + len(cur.d.body))
 	loss := 0.0
 	var coarse []changedigest.Change
@@ -423,6 +423,7 @@ func (s *Segmenter) compareVersions(prev *prevSide, cur *pageVersion, flags []bo
 		df.compare(or, nr)
 	}
 	df.finish()
+	df.reconcile()
 	defer func() {
 		for _, d := range prev.scans {
 			d.release()
@@ -450,6 +451,7 @@ func (s *Segmenter) compareVersions(prev *prevSide, cur *pageVersion, flags []bo
 		changes = append(changes, c)
 	}
 	sort.SliceStable(changes, func(i, j int) bool { return changes[i].Segment < changes[j].Segment })
+	changes = s.present(changes)
 	if changes == nil {
 		changes = []changedigest.Change{}
 	}
@@ -485,10 +487,10 @@ func (s *Segmenter) coarse(prev *prevSide, cur *pageVersion, g group) ([]changed
 	c := changedigest.Change{Segment: seg, Path: path, Type: changedigest.ChangeStructural, Op: changedigest.OpUpdate}
 	switch {
 	case g.n1 == g.n0:
-		c.Type, c.Op, c.OldText = changedigest.ChangeContent, changedigest.OpDelete, clip(ot, s.MaxText)
+		c.Type, c.Op, c.OldText = changedigest.ChangeContent, changedigest.OpDelete, ot
 	case ot != nt:
 		c.Type = changedigest.ChangeContent
-		c.OldText, c.NewText = window(ot, nt, s.MaxText)
+		c.OldText, c.NewText = ot, nt
 	}
 	return []changedigest.Change{c}, textdiff.Similarity(ot, nt)
 }
@@ -619,8 +621,8 @@ func (s *Segmenter) compareTexts(old, new []changedigest.Segment) ([]changediges
 	if at < len(new) {
 		c.Path = new[at].Path
 	}
-	c.OldText, c.NewText = window(ot, nt, s.MaxText)
-	return []changedigest.Change{c}, dice(wordBag(ot, nil), wordBag(nt, nil))
+	c.OldText, c.NewText = ot, nt
+	return s.present([]changedigest.Change{c}), dice(wordBag(ot, nil), wordBag(nt, nil))
 }
 
 // usableLayout decodes the previous version's layout and checks that it

@@ -84,7 +84,9 @@
 // are one move.
 //
 // Each change is typed (Goel and Aggarwal's classes): words changed in a
-// block are one content update with the block's text before and after; an
+// block are content updates, one per run of changed words, each with the
+// changed words as its old and new text and a few unchanged words around
+// them (Change.Before and After; see excerpt.go); an
 // element with text inserted or deleted is content; one without text
 // (hr, img, an empty div) is structural, as are moves, renamed tags and
 // changes of href or any other attribute that is not presentation; only
@@ -94,6 +96,14 @@
 // and iframes, objects, embeds and applets are behavioural. For attribute
 // changes the texts are the changed attributes (name="value"); for
 // scripts, the tag and its source.
+//
+// Children with the same words and shape are matched before ids, so ids
+// numbered by position do not shift a list's entries onto their
+// neighbours; an element rebuilt with another tag but mostly the same
+// words is one structural change and its text is compared word by word;
+// text deleted from one element and inserted by its rebuilt neighbours at
+// the same place is compared as text (reconcile.go). Change texts are
+// never cut unless MaxText is set, and then the change says so.
 //
 // Similarity is 1 minus the share of the two bodies' bytes the changes'
 // texts account for.

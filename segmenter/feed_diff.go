@@ -6,6 +6,7 @@ import (
 	"errors"
 	"sort"
 	"strings"
+	"time"
 	"unicode"
 
 	"github.com/changedigest/changedigest"
@@ -14,7 +15,9 @@ import (
 
 // Item mapping between two versions of a feed (seed 000, section 4.3):
 // items are paired by GUID, then by link, then by identical content, then
-// by similarity, 30% title and 70% description.
+// by title and publication date, then by similarity, 30% title and 70%
+// description. Where publication dates tell a feed's items apart, items
+// dated more than a day and a half apart are never the same item.
 const (
 	feedTitleWeight = 0.3
 	feedTextWeight  = 0.7
@@ -133,6 +136,9 @@ type feedMatching struct {
 	// identifiers are stable, so an item whose identifier is new is taken
 	// for a new item unless its text is nearly the same.
 	idMatched bool
+	// dated is set when publication dates tell the items of both
+	// versions apart (datesTell).
+	dated bool
 }
 
 // feedMatch maps the items of two versions of a feed. It returns, for
@@ -141,7 +147,8 @@ type feedMatching struct {
 // Passes, each over the items still unmatched: equal GUIDs, then equal
 // links, each used only when the value is unique on both sides (so shared
 // GUIDs or a home-page link on every item prove nothing); then identical
-// content (equal Hash, duplicates in order); then the best-scoring pairs by
+// content (equal Hash, duplicates in order); then the same title and
+// publication date, unique on both sides; then the best-scoring pairs by
 // feedScore, highest first, whose score reaches feedPairThreshold.
 func feedMatch(old, new []FeedItem) []int {
 	m := feedExactMatch(old, new)
@@ -188,6 +195,7 @@ func feedExactMatch(old, new []FeedItem) *feedMatching {
 			}
 		}
 	}
+	m.dated = datesTell(old) && datesTell(new)
 	byHash := map[string][]int{}
 	for i := range old {
 		if m.oldTo[i] < 0 {
@@ -200,12 +208,63 @@ func feedExactMatch(old, new []FeedItem) *feedMatching {
 			continue
 		}
 		h := new[n].Hash()
-		if q := byHash[h]; len(q) > 0 {
-			m.oldTo[q[0]], m.newTo[n] = n, q[0]
-			byHash[h] = q[1:]
+		q := byHash[h]
+		for k, o := range q {
+			if !m.otherDate(o, n) {
+				m.oldTo[o], m.newTo[n] = n, o
+				byHash[h] = append(q[:k:k], q[k+1:]...)
+				break
+			}
+		}
+	}
+	// The same title and publication date: the same story, however much
+	// its text was rewritten (translated, cut to a line).
+	if m.dated {
+		key := func(it *FeedItem) string {
+			if it.Published.IsZero() || feedNormSpace(it.Title) == "" {
+				return ""
+			}
+			return it.Published.UTC().Format(time.RFC3339) + "\x00" + strings.ToLower(feedNormSpace(it.Title))
+		}
+		oi, ni := unique(old, m.oldTo, key), unique(new, m.newTo, key)
+		for v, o := range oi {
+			if n, ok := ni[v]; ok && o >= 0 && n >= 0 {
+				m.oldTo[o], m.newTo[n] = n, o
+			}
 		}
 	}
 	return m
+}
+
+// datesTell reports whether a version's items carry publication dates
+// that tell them apart: nearly all dated, nearly all different. A feed
+// that stamps every item with the time it was built does not.
+func datesTell(items []FeedItem) bool {
+	if len(items) < 2 {
+		return false
+	}
+	seen := map[int64]bool{}
+	for i := range items {
+		if p := items[i].Published; !p.IsZero() {
+			seen[p.Unix()] = true
+		}
+	}
+	return 10*len(seen) >= 9*len(items)
+}
+
+// otherDate reports whether two items are dated apart: dates tell the
+// feed's items apart and theirs differ by more than a day (a story's
+// date may be corrected by hours, not moved to another day).
+func (m *feedMatching) otherDate(o, n int) bool {
+	if !m.dated {
+		return false
+	}
+	a, b := m.old[o].Published, m.new[n].Published
+	if a.IsZero() || b.IsZero() {
+		return false
+	}
+	d := a.Sub(b)
+	return d > 36*time.Hour || d < -36*time.Hour
 }
 
 // feedPairThreshold is the score two leftover items need to be taken for
@@ -252,6 +311,9 @@ func (m *feedMatching) similarityPass() {
 	for _, n := range nu {
 		nt := feedTokenize(&m.new[n])
 		for k, o := range ou {
+			if m.otherDate(o, n) {
+				continue
+			}
 			if s := feedScore(&ot[k], &nt); s >= m.feedPairThreshold(o, n) {
 				cands = append(cands, cand{o, n, s})
 			}

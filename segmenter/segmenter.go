@@ -26,9 +26,16 @@ type Segmenter struct {
 	// MaxBytes is the largest document accepted; larger ones are an
 	// ETOOLARGE error.
 	MaxBytes int
-	// MaxText bounds the old and new text of a change, in bytes; longer
-	// texts are cut to the part around the difference.
+	// MaxText, when positive, bounds the old and new text of a change,
+	// in bytes: longer texts are cut to the part around the difference
+	// and the change says so (Truncated, OldLen, NewLen). 0, the default,
+	// keeps every text whole.
 	MaxText int
+	// Context is the number of unchanged words shown before and after
+	// the changed words of a content update (Change.Before and After). A
+	// negative value reports updated blocks whole, one change per block
+	// with its full old and new text.
+	Context int
 }
 
 // Defaults, chosen by measurement on the test corpus (see the package
@@ -40,7 +47,7 @@ const (
 	DefaultMaxSegment = 8 << 10
 	DefaultCascade    = 8
 	DefaultMaxBytes   = 10 << 20
-	DefaultMaxText    = 1000
+	DefaultContext    = 6
 )
 
 // New returns a Segmenter with the default knobs.
@@ -52,7 +59,7 @@ func New() *Segmenter {
 		MaxSegment: DefaultMaxSegment,
 		Cascade:    DefaultCascade,
 		MaxBytes:   DefaultMaxBytes,
-		MaxText:    DefaultMaxText,
+		Context:    DefaultContext,
 	}
 }
 
@@ -77,8 +84,8 @@ func (s *Segmenter) knobs() *Segmenter {
 	if c.MaxBytes <= 0 {
 		c.MaxBytes = DefaultMaxBytes
 	}
-	if c.MaxText <= 0 {
-		c.MaxText = DefaultMaxText
+	if c.MaxText < 0 {
+		c.MaxText = 0
 	}
 	return &c
 }

@@ -153,14 +153,15 @@ func TestChangeDetails(t *testing.T) {
 	base := mustRead(t, "testdata/pairs/base.html")
 	tests := []struct {
 		name, path, old, new string
+		before, after        string
 	}{
-		{"content-update-word", "html|body|main-content|article|p", "The harbour was quiet this morning; only the ferry moved.", "The harbour was calm this morning; only the ferry moved."},
-		{"content-insert-paragraph", "html|body|main-content|article|p[3]", "", "A seal surfaced near the pier."},
-		{"content-update-title", "html|head|title", "Harbour notes", "Harbour diary"},
-		{"structural-update-href", "html|body|header-top|nav|ul|li[2]|a", `href="/archive"`, `href="/archives"`},
-		{"structural-move-swap", "html|body|main-content|article|p", "Gulls sat on every post, waiting for the fishing boats to come back.", "Gulls sat on every post, waiting for the fishing boats to come back."},
-		{"cosmetic-update-style", "html|body|main-content|article|h1", "", `style="color: navy"`},
-		{"behavioural-update-handler", "html|body|footer|p|a", `onclick="track()"`, `onclick="track(2)"`},
+		{"content-update-word", "html|body|main-content|article|p", "quiet", "calm", "The harbour was ", " this morning; only the ferry moved."},
+		{"content-insert-paragraph", "html|body|main-content|article|p[3]", "", "A seal surfaced near the pier.", "", ""},
+		{"content-update-title", "html|head|title", "notes", "diary", "Harbour ", ""},
+		{"structural-update-href", "html|body|header-top|nav|ul|li[2]|a", `href="/archive"`, `href="/archives"`, "", ""},
+		{"structural-move-swap", "html|body|main-content|article|p", "Gulls sat on every post, waiting for the fishing boats to come back.", "Gulls sat on every post, waiting for the fishing boats to come back.", "", ""},
+		{"cosmetic-update-style", "html|body|main-content|article|h1", "", `style="color: navy"`, "", ""},
+		{"behavioural-update-handler", "html|body|footer|p|a", `onclick="track()"`, `onclick="track(2)"`, "", ""},
 	}
 	s := New()
 	for _, tc := range tests {
@@ -173,8 +174,9 @@ func TestChangeDetails(t *testing.T) {
 				t.Fatalf("%d changes: %s", len(d.Changes), dump(d.Changes))
 			}
 			c := d.Changes[0]
-			if c.Path != tc.path || c.OldText != tc.old || c.NewText != tc.new {
-				t.Errorf("got %q %q → %q\nwant %q %q → %q", c.Path, c.OldText, c.NewText, tc.path, tc.old, tc.new)
+			if c.Path != tc.path || c.OldText != tc.old || c.NewText != tc.new || c.Before != tc.before || c.After != tc.after {
+				t.Errorf("got %q %q [%q → %q] %q\nwant %q %q [%q → %q] %q", c.Path, c.Before, c.OldText, c.NewText, c.After,
+					tc.path, tc.before, tc.old, tc.new, tc.after)
 			}
 		})
 	}

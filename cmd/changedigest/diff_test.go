@@ -188,7 +188,7 @@ func TestDiffURLs(t *testing.T) {
 	}))
 	defer srv.Close()
 	code, out, errs := runCmd(t, "diff", "--json", "--allow-private", srv.URL+"/old", srv.URL+"/new")
-	if code != 0 || !strings.Contains(out, `"op":"update"`) || !strings.Contains(out, "Field journal") {
+	if code != 0 || !strings.Contains(out, `"op":"update"`) || !strings.Contains(out, `"new_text":"journal","before":"Field "`) {
 		t.Errorf("diff of two URLs: exit %d, %s %s", code, out, errs)
 	}
 	code, _, errs = runCmd(t, "diff", "--allow-private", srv.URL+"/old", srv.URL+"/missing")

@@ -1,0 +1,213 @@
+package segmenter
+
+import (
+	"strings"
+
+	"github.com/changedigest/changedigest"
+	"github.com/changedigest/changedigest/internal/textdiff"
+)
+
+// What a change shows of its texts.
+//
+// The comparison works on whole texts: an inserted or deleted block has
+// its full text, an updated block its full text before and after. A
+// content update of a block is then shown as its hunks: each run of
+// changed words (runs apart by at most hunkGap unchanged words are one
+// hunk) becomes one change whose OldText and NewText hold only the words
+// of that run, with up to Context unchanged words before and after it in
+// Before and After. So one changed word in a long table cell or pre block
+// shows that word and its neighbours, not the cell. Hunks whose words are
+// the same on both sides (only spacing differs) are no change.
+//
+// Nothing is cut silently: with MaxText set, a longer text is cut at a
+// word boundary, Truncated is set and OldLen and NewLen give the full
+// lengths. Similarity always comes from the full texts.
+
+// hunkGap is the number of unchanged words that may separate two changed
+// runs of one hunk: a one-word gap ("the") reads better inside the hunk
+// than as two changes.
+const hunkGap = 2
+
+// hunk is one run of changed words of an update, with its context.
+type hunk struct {
+	before, old, new, after string
+}
+
+// hunks splits the update of old into new into runs of changed words with
+// up to ctx words of context on each side. Runs whose words do not differ
+// (spacing only) are left out. ctx < 0 gives one hunk with both texts
+// whole.
+func hunks(old, new string, ctx int) []hunk {
+	if ctx < 0 {
+		if sameWordTokens(old, new) {
+			return nil
+		}
+		return []hunk{{old: old, new: new}}
+	}
+	edits := textdiff.WordDiff(old, new)
+	// runs of changes: [i, j) ranges of edits that are not Equal, with
+	// short equal runs between them folded in
+	type run struct{ i, j int }
+	var runs []run
+	for i := 0; i < len(edits); {
+		if edits[i].Op == textdiff.Equal {
+			i++
+			continue
+		}
+		j := i
+		for j < len(edits) && edits[j].Op != textdiff.Equal {
+			j++
+		}
+		if n := len(runs); n > 0 && runs[n-1].j == i-1 && wordCount(edits[i-1].Text) <= hunkGap {
+			runs[n-1].j = j
+		} else {
+			runs = append(runs, run{i, j})
+		}
+		i = j
+	}
+	var out []hunk
+	for _, r := range runs {
+		var ob, nb strings.Builder
+		for _, e := range edits[r.i:r.j] {
+			if e.Op != textdiff.Insert {
+				ob.WriteString(e.Text)
+			}
+			if e.Op != textdiff.Delete {
+				nb.WriteString(e.Text)
+			}
+		}
+		rawOld, rawNew := ob.String(), nb.String()
+		h := hunk{old: strings.TrimSpace(rawOld), new: strings.TrimSpace(rawNew)}
+		if sameWordTokens(h.old, h.new) {
+			continue
+		}
+		// Before and After keep the spaces that separate them from the
+		// changed words, so before+old+after is the old text's passage.
+		if r.i > 0 {
+			h.before = lastWordsOf(edits[r.i-1].Text, ctx)
+		}
+		if strings.HasPrefix(rawOld, " ") || strings.HasPrefix(rawNew, " ") {
+			h.before += " "
+		}
+		if r.j < len(edits) {
+			h.after = firstWordsOf(edits[r.j].Text, ctx)
+		}
+		if strings.HasSuffix(rawOld, " ") || strings.HasSuffix(rawNew, " ") {
+			h.after = " " + h.after
+		}
+		if strings.TrimSpace(h.before) == "" {
+			h.before = ""
+		}
+		if strings.TrimSpace(h.after) == "" {
+			h.after = ""
+		}
+		out = append(out, h)
+	}
+	return out
+}
+
+// sameWordTokens reports whether two texts have the same tokens but for
+// whitespace.
+func sameWordTokens(a, b string) bool {
+	if a == b {
+		return true
+	}
+	ta, tb := textdiff.Words(a), textdiff.Words(b)
+	i, j := 0, 0
+	for {
+		for i < len(ta) && textdiff.IsSpace(ta[i]) {
+			i++
+		}
+		for j < len(tb) && textdiff.IsSpace(tb[j]) {
+			j++
+		}
+		if i == len(ta) || j == len(tb) {
+			return i == len(ta) && j == len(tb)
+		}
+		if ta[i] != tb[j] {
+			return false
+		}
+		i++
+		j++
+	}
+}
+
+func wordCount(s string) int {
+	n := 0
+	for _, t := range textdiff.Words(s) {
+		if !textdiff.IsSpace(t) {
+			n++
+		}
+	}
+	return n
+}
+
+// firstWordsOf is the start of s up to the end of its n-th
+// space-separated word (leading spaces kept).
+func firstWordsOf(s string, n int) string {
+	if n <= 0 {
+		return ""
+	}
+	k := 0
+	for i := 0; i < len(s); i++ {
+		if s[i] != ' ' && (i+1 == len(s) || s[i+1] == ' ') {
+			k++
+			if k == n {
+				return s[:i+1]
+			}
+		}
+	}
+	return s
+}
+
+// lastWordsOf is the end of s from the start of its n-th space-separated
+// word before the end (trailing spaces kept).
+func lastWordsOf(s string, n int) string {
+	if n <= 0 {
+		return ""
+	}
+	k := 0
+	for i := len(s) - 1; i >= 0; i-- {
+		if s[i] != ' ' && (i == 0 || s[i-1] == ' ') {
+			k++
+			if k == n {
+				return s[i:]
+			}
+		}
+	}
+	return s
+}
+
+// present turns the changes found with whole texts into what is reported:
+// content updates split into hunks with context, texts capped at MaxText
+// (saying so). A change's other fields are kept in each of its hunks.
+func (s *Segmenter) present(cs []changedigest.Change) []changedigest.Change {
+	out := cs[:0:0]
+	for _, c := range cs {
+		if c.Type == changedigest.ChangeContent && c.Op == changedigest.OpUpdate && c.OldText != "" && c.NewText != "" {
+			for _, h := range hunks(c.OldText, c.NewText, s.Context) {
+				d := c
+				d.OldText, d.NewText, d.Before, d.After = h.old, h.new, h.before, h.after
+				out = append(out, s.capped(d))
+			}
+			continue
+		}
+		out = append(out, s.capped(c))
+	}
+	return out
+}
+
+// capped cuts the texts of c to MaxText bytes when that is set, and says so.
+func (s *Segmenter) capped(c changedigest.Change) changedigest.Change {
+	n := s.MaxText
+	if n <= 0 || (len(c.OldText) <= n && len(c.NewText) <= n) {
+		return c
+	}
+	c.Truncated, c.OldLen, c.NewLen = true, len(c.OldText), len(c.NewText)
+	if c.Op == changedigest.OpUpdate && c.Type == changedigest.ChangeContent {
+		c.OldText, c.NewText = window(c.OldText, c.NewText, n)
+	} else {
+		c.OldText, c.NewText = clip(c.OldText, n), clip(c.NewText, n)
+	}
+	return c
+}

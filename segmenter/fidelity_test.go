@@ -1,0 +1,184 @@
+package segmenter
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/changedigest/changedigest"
+)
+
+// contentWords is the words of the content changes' old and new texts.
+func contentWords(cs []changedigest.Change) (old, new []string) {
+	for _, c := range cs {
+		if c.Type == changedigest.ChangeContent {
+			old = append(old, strings.Fields(c.OldText)...)
+			new = append(new, strings.Fields(c.NewText)...)
+		}
+	}
+	return old, new
+}
+
+func mustDiffPages(t *testing.T, old, new string) *changedigest.Diff {
+	t.Helper()
+	d, err := New().DiffPages([]byte(old), []byte(new), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkChanges(t, t.Name(), []byte(old), []byte(new), d.Changes)
+	return d
+}
+
+// entries is a page whose main part holds one section per entry, with
+// ids numbered by position, as documentation generators do.
+func entries(tag string, es ...string) string {
+	var b strings.Builder
+	b.WriteString("<html><body><main>")
+	for i, e := range es {
+		fmt.Fprintf(&b, `<%s class="section" id="id%d"><h2>%s</h2><p>The release notes of %s, with the fixes and the new features that came with it.</p></%s>`,
+			tag, i+1, e, e, tag)
+	}
+	b.WriteString("</main></body></html>")
+	return b.String()
+}
+
+// TestRenamedContainer: a container rebuilt with another tag but the same
+// text is one structural change per element, and the one word that
+// changed is the only content.
+func TestRenamedContainer(t *testing.T) {
+	d := mustDiffPages(t, entries("div", "Version 3.6", "Version 3.5", "Version 3.4"),
+		entries("section", "Version 3.6.2", "Version 3.5", "Version 3.4"))
+	old, new := contentWords(d.Changes)
+	// the version is in the heading and in the paragraph
+	if !slices.Equal(old, []string{"3.6", "3.6"}) || !slices.Equal(new, []string{"3.6.2", "3.6.2"}) {
+		t.Errorf("content words %q → %q, want 3.6 → 3.6.2 twice\n%s", old, new, dump(d.Changes))
+	}
+	structural := 0
+	for _, c := range d.Changes {
+		if c.Type == changedigest.ChangeStructural {
+			structural++
+		}
+	}
+	if structural == 0 {
+		t.Errorf("the tag change is not reported:\n%s", dump(d.Changes))
+	}
+}
+
+// TestEntryAddedOnTopWithPositionalIDs: an entry added at the top and one
+// dropped at the bottom, while every id is renumbered, is an insertion
+// and a deletion, not every entry updated into its neighbour.
+func TestEntryAddedOnTopWithPositionalIDs(t *testing.T) {
+	d := mustDiffPages(t, entries("section", "Version 3.5", "Version 3.4", "Version 3.3", "Version 3.2"),
+		entries("section", "Version 3.6", "Version 3.5", "Version 3.4", "Version 3.3"))
+	var ops []string
+	for _, c := range d.Changes {
+		if c.Type == changedigest.ChangeContent {
+			ops = append(ops, string(c.Op))
+			if c.Op == changedigest.OpInsert && !strings.Contains(c.NewText, "3.6") ||
+				c.Op == changedigest.OpDelete && !strings.Contains(c.OldText, "3.2") {
+				t.Errorf("%s", dump([]changedigest.Change{c}))
+			}
+		}
+	}
+	if !slices.Equal(ops, []string{"insert", "delete"}) && !slices.Equal(ops, []string{"delete", "insert"}) {
+		t.Errorf("content changes %v, want one insert and one delete\n%s", ops, dump(d.Changes))
+	}
+}
+
+// TestTextRewrappedInParagraphs: text that was loose in a broken caption
+// and now stands in paragraphs of its own is the same text: only the
+// words that changed are content.
+func TestTextRewrappedInParagraphs(t *testing.T) {
+	body := []string{
+		"Certain groups have found a way to bring their programme into public schools during school hours.",
+		"Recently the organisation has been trying to get a foothold in the districts of the state.",
+		"Students whose parents do not allow them to take part have to stay in school for study hall.",
+	}
+	old := `<html><body><article><figure><img src="a.jpg"><figcaption>A photo of the school. ` +
+		strings.Join(body, " ") + `</figcaption></figure></article></body></html>`
+	body[1] = strings.Replace(body[1], "state.", "state, one by one.", 1)
+	new := `<html><body><article><figure><img src="a.jpg"><figcaption>A photo of the school.</figcaption></figure><p>` +
+		strings.Join(body, "</p><p>") + `</p></article></body></html>`
+	d := mustDiffPages(t, old, new)
+	o, n := contentWords(d.Changes)
+	if len(o)+len(n) > 6 || !slices.Contains(n, "one") {
+		t.Errorf("content words %q → %q, want the few changed ones\n%s", o, n, dump(d.Changes))
+	}
+}
+
+// rss is a feed of items without GUIDs or links: title, date, description.
+func rss(items ...[3]string) []byte {
+	var b strings.Builder
+	b.WriteString(`<?xml version="1.0"?><rss version="2.0"><channel><title>Harbour news</title>`)
+	for _, it := range items {
+		fmt.Fprintf(&b, "<item><title>%s</title><pubDate>%s</pubDate><description>%s</description></item>", it[0], it[1], it[2])
+	}
+	b.WriteString("</channel></rss>")
+	return []byte(b.String())
+}
+
+// TestFeedItemIdentityByTitleAndDate: without GUIDs or links, an item
+// whose description was rewritten keeps its title and date and is the same
+// item; an item of a series with the same title but dated months apart is
+// another item.
+func TestFeedItemIdentityByTitleAndDate(t *testing.T) {
+	const (
+		d1 = "Mon, 06 Jul 2009 09:14:49 -0500"
+		d2 = "Mon, 06 Jul 2009 10:30:00 -0500"
+		d3 = "Tue, 07 Jul 2009 08:00:00 -0500"
+		d4 = "Thu, 29 Oct 2009 09:10:00 -0500"
+	)
+	old := rss(
+		[3]string{"Ferry timetable changes", d2, "From Monday the morning ferry leaves at a quarter past seven, not at seven."},
+		[3]string{"Open thread", d1, "Talk about anything."},
+		[3]string{"Fish market moves indoors", d3, "The market moves into the old customs hall for the winter."},
+	)
+	new := rss(
+		[3]string{"Open thread", d4, "Talk about anything."},
+		[3]string{"Ferry timetable changes", d2, "Le ferry du matin part désormais à sept heures et quart."},
+		[3]string{"Fish market moves indoors", d3, "The market moves into the old customs hall for the winter."},
+	)
+	d, err := DiffFeeds(old, new)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, c := range d.Changes {
+		got = append(got, fmt.Sprintf("%s %d→%d", c.Op, *c.OldItem, *c.NewItem))
+	}
+	slices.Sort(got)
+	want := []string{"delete 1→-1", "insert -1→0", "update 0→1"}
+	if !slices.Equal(got, want) {
+		t.Errorf("changes %v, want %v\n%s", got, want, dump(d.Changes))
+	}
+}
+
+// TestWholeTextsAndTheCap: an inserted block keeps its whole text; with
+// MaxText set the text is cut and the change says so, with the full
+// lengths; similarity comes from the whole texts either way.
+func TestWholeTextsAndTheCap(t *testing.T) {
+	long := strings.Repeat("The council met again tonight and talked about the harbour wall. ", 40)
+	old := `<html><body><main><p>Opening words of the page.</p></main></body></html>`
+	new := `<html><body><main><p>Opening words of the page.</p><p>` + long + `</p></main></body></html>`
+	whole, err := New().DiffPages([]byte(old), []byte(new), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(whole.Changes) != 1 || whole.Changes[0].NewText != strings.TrimSpace(long) || whole.Changes[0].Truncated {
+		t.Fatalf("want one insertion with the whole text:\n%s", dump(whole.Changes))
+	}
+	s := New()
+	s.MaxText = 200
+	capped, err := s.DiffPages([]byte(old), []byte(new), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := capped.Changes[0]
+	if !c.Truncated || len(c.NewText) > 200 || c.NewLen != len(strings.TrimSpace(long)) || c.OldLen != 0 {
+		t.Errorf("capped change: truncated %v, %d bytes, new_len %d, old_len %d", c.Truncated, len(c.NewText), c.NewLen, c.OldLen)
+	}
+	if capped.Similarity != whole.Similarity {
+		t.Errorf("similarity %v with the cap, %v without", capped.Similarity, whole.Similarity)
+	}
+}
