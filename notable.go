@@ -41,8 +41,12 @@ func Notable(w *Watch, s *Snapshot, c *Change, interest bool) (ok bool, why stri
 	if w.MinSignificance > 0 && s != nil && s.Significance > 0 && s.Significance < w.MinSignificance {
 		return false, fmt.Sprintf("minor version: significance %.3g < %.3g", s.Significance, w.MinSignificance)
 	}
+	// A content update carries only its changed words; the filters read
+	// them with the words around them, so that a pattern such as
+	// "/updated \d+ minutes ago/" sees the whole phrase.
+	oldText, newText := c.withContext()
 	if len(w.IgnoreText) > 0 {
-		o, n := c.OldText, c.NewText
+		o, n := oldText, newText
 		for _, p := range w.IgnoreText {
 			m := compileText(p)
 			o, n = m.remove(o), m.remove(n)
@@ -55,7 +59,7 @@ func Notable(w *Watch, s *Snapshot, c *Change, interest bool) (ok bool, why stri
 		hit := false
 		for _, p := range w.TriggerText {
 			m := compileText(p)
-			if m.count(c.OldText) != m.count(c.NewText) {
+			if m.count(oldText) != m.count(newText) {
 				hit = true
 				break
 			}
@@ -68,6 +72,18 @@ func Notable(w *Watch, s *Snapshot, c *Change, interest bool) (ok bool, why stri
 		return false, "does not match your interests"
 	}
 	return true, ""
+}
+
+// withContext returns the old and new text of c with the words before
+// and after the change, when it has them.
+func (c *Change) withContext() (string, string) {
+	if c.Before == "" && c.After == "" {
+		return c.OldText, c.NewText
+	}
+	join := func(t string) string {
+		return strings.TrimSpace(strings.Join([]string{c.Before, t, c.After}, " "))
+	}
+	return join(c.OldText), join(c.NewText)
 }
 
 func hasType(ts []ChangeType, t ChangeType) bool {

@@ -30,6 +30,8 @@ func TestNotable(t *testing.T) {
 		{"ignored counter", Watch{IgnoreText: []string{`/\d+ views/`}}, snap, text("Story. 41 views", "Story. 42 views"), false, false, "only ignored text changed"},
 		{"ignored text next to a real edit", Watch{IgnoreText: []string{`/\d+ views/`}}, snap, text("Story. 41 views", "Story corrected. 42 views"), false, true, ""},
 		{"ignored plain text any case", Watch{IgnoreText: []string{"advertisement"}}, snap, &Change{Type: ChangeContent, Op: OpInsert, NewText: "ADVERTISEMENT"}, false, false, "only ignored text changed"},
+		{"ignored counter, words with context", Watch{IgnoreText: []string{`/\d+ views/`}}, snap, &Change{Type: ChangeContent, Op: OpUpdate, Before: "Story.", OldText: "41", NewText: "42", After: "views"}, false, false, "only ignored text changed"},
+		{"trigger phrase across the context", Watch{TriggerText: []string{"sold out"}}, snap, &Change{Type: ChangeContent, Op: OpUpdate, Before: "Tickets", OldText: "available", NewText: "sold", After: "out"}, false, true, ""},
 		{"trigger appears", Watch{TriggerText: []string{"sold out"}}, snap, text("Tickets available", "Tickets Sold Out"), false, true, ""},
 		{"trigger disappears", Watch{TriggerText: []string{"/sold\\s+out/"}}, snap, text("sold out", "back in stock"), false, true, ""},
 		{"trigger stays", Watch{TriggerText: []string{"sold out"}}, snap, text("sold out since May", "sold out since June"), false, false, "no trigger text appeared or disappeared"},
