@@ -80,10 +80,7 @@ func (c *Change) withContext() (string, string) {
 	if c.Before == "" && c.After == "" {
 		return c.OldText, c.NewText
 	}
-	join := func(t string) string {
-		return strings.TrimSpace(strings.Join([]string{c.Before, t, c.After}, " "))
-	}
-	return join(c.OldText), join(c.NewText)
+	return c.Before + c.OldText + c.After, c.Before + c.NewText + c.After
 }
 
 func hasType(ts []ChangeType, t ChangeType) bool {

@@ -74,9 +74,13 @@ type PayloadChange struct {
 	Path    string                  `json:"path,omitempty"`
 	OldText string                  `json:"old_text,omitempty"`
 	NewText string                  `json:"new_text,omitempty"`
-	Title   string                  `json:"title,omitempty"`
-	Link    string                  `json:"link,omitempty"`
-	Matches []PayloadMatch          `json:"matches,omitempty"`
+	// Before and After are the unchanged words around a content update's
+	// changed words (OldText, NewText), as in the diff JSON.
+	Before  string         `json:"before,omitempty"`
+	After   string         `json:"after,omitempty"`
+	Title   string         `json:"title,omitempty"`
+	Link    string         `json:"link,omitempty"`
+	Matches []PayloadMatch `json:"matches,omitempty"`
 }
 
 // PayloadMatch is a profile match of a change.
@@ -137,7 +141,7 @@ func (ev *event) payload(now time.Time) Payload {
 			continue
 		}
 		pc := PayloadChange{Type: c.Type, Op: c.Op, Path: c.Path, OldText: clip(c.OldText, maxChangeText),
-			NewText: clip(c.NewText, maxChangeText), Title: c.Title, Link: c.Link}
+			NewText: clip(c.NewText, maxChangeText), Before: c.Before, After: c.After, Title: c.Title, Link: c.Link}
 		for _, m := range ms {
 			pc.Matches = append(pc.Matches, PayloadMatch{Interest: m.Interest, Term: m.Term, Relation: m.Relation, Label: m.Label()})
 		}
@@ -207,6 +211,9 @@ func (ev *event) lines(n, width int) ([]string, int) {
 		text := c.NewText
 		if c.Op == changedigest.OpDelete || text == "" {
 			text = c.OldText
+		}
+		if c.Before != "" || c.After != "" {
+			text = strings.TrimSpace(c.Before + text + c.After)
 		}
 		if c.Title != "" {
 			text = c.Title + ": " + text

@@ -111,7 +111,7 @@ func TestServePushesWebhook(t *testing.T) {
 	}
 	found := false
 	for _, c := range p.Changes {
-		found = found || strings.Contains(c.NewText, "Thursday evening at the new stadium")
+		found = found || strings.Contains(c.Before+c.NewText+c.After, "moves to Thursday evening")
 	}
 	if !found {
 		t.Errorf("the payload's changes lack the new text: %+v", p.Changes)
