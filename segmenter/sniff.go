@@ -16,8 +16,8 @@ import (
 const sniffLimit = 64 << 10
 
 // Sniff tells whether body is an HTML page or a feed (RSS 0.9x, 1.0 and
-// 2.0, RDF, Atom, JSON Feed). Empty or blank input, binary content, and
-// input that is neither give an EINVALID error (wrapping ErrEmpty,
+// 2.0, RDF, Atom, JSON Feed); text without any tags is a page. Empty or
+// blank input, binary content, JSON and XML that are not feeds give an EINVALID error (wrapping ErrEmpty,
 // ErrBinary or ErrNotDocument) whose one-line message says what it saw.
 func Sniff(body []byte) (changedigest.Kind, error) {
 	if bytes.HasPrefix(body, []byte("\xfe\xff")) || bytes.HasPrefix(body, []byte("\xff\xfe")) {
@@ -51,7 +51,10 @@ func Sniff(body []byte) (changedigest.Kind, error) {
 			if first != "" {
 				return "", inputErrorf(ErrNotDocument, "XML document with root <%s>, neither HTML nor a feed", first)
 			}
-			return "", inputErrorf(ErrNotDocument, "plain text without HTML tags, neither HTML nor a feed")
+			// Text without tags is a page, as browsers show it: a page
+			// that is (for a while) only "Coming soon" or a plain-text
+			// notice is still watched and compared.
+			return changedigest.KindPage, nil
 		case html.DoctypeToken:
 			if strings.HasPrefix(strings.ToLower(strings.TrimSpace(string(z.Text()))), "html") {
 				return changedigest.KindPage, nil

@@ -138,7 +138,7 @@ func TestDiffBadInput(t *testing.T) {
 	empty := writeFile(t, dir, "empty.html", nil)
 	blank := writeFile(t, dir, "blank.html", []byte("  \n\t "))
 	binary := writeFile(t, dir, "image.png", []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR"))
-	text := writeFile(t, dir, "notes.txt", []byte("just some words, no markup at all"))
+	json := writeFile(t, dir, "data.json", []byte(`{"temperature": 21.5}`))
 	huge := writeFile(t, dir, "huge.html", bytes.Repeat([]byte("<p>x</p>"), 10<<20/8+1))
 	tests := []struct {
 		name string
@@ -150,7 +150,7 @@ func TestDiffBadInput(t *testing.T) {
 		{"empty", []string{"diff", empty, good}, "empty document"},
 		{"blank", []string{"diff", good, blank}, "empty document"},
 		{"binary", []string{"diff", good, binary}, "binary content (PNG image)"},
-		{"plain text", []string{"diff", text, good}, "neither HTML nor a feed"},
+		{"json", []string{"diff", json, good}, "JSON that is not a JSON Feed, neither HTML nor a feed"},
 		{"huge", []string{"diff", good, huge}, "larger than the limit"},
 		{"private url", []string{"diff", "http://127.0.0.1:1/", good}, "refused non-public address"},
 		{"one argument", []string{"diff", good}, "two files"},
