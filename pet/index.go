@@ -222,7 +222,9 @@ func decodePending(v []byte) (int64, []uint64, error) {
 // syncAfterWrite brings the index up to date after a commit; a failure
 // is logged and retried by the next write, search or Open.
 func (s *Store) syncAfterWrite() {
-	if err := s.syncIndex(); err != nil {
+	if err := s.syncIndex(); errors.Is(err, errIndexReadOnly) {
+		s.Logger.Debug("search index is behind while read-only", "err", err)
+	} else if err != nil {
 		s.Logger.Error("search index is behind; will retry", "err", err)
 	}
 }
@@ -234,6 +236,9 @@ func (s *Store) syncAfterWrite() {
 func (s *Store) syncIndex() error {
 	s.syncMu.Lock()
 	defer s.syncMu.Unlock()
+	if err := s.recoverIndex(); err != nil {
+		return err
+	}
 	if s.idx == nil {
 		return fmt.Errorf("pet: index is closed")
 	}
@@ -269,7 +274,7 @@ func (s *Store) syncIndex() error {
 	if len(done) == 0 {
 		return nil
 	}
-	if err := s.idx.Batch(batch); err != nil {
+	if err := s.batch(batch); err != nil {
 		s.behind.Store(true)
 		return fmt.Errorf("pet: update index: %w", err)
 	}
@@ -326,18 +331,18 @@ func (s *Store) batchWatch(tx *bolt.Tx, batch *bleve.Batch, wid int64, ids map[u
 // index is missing, unreadable or disagrees, it is rebuilt from pet.db.
 func (s *Store) openIndex(ctx context.Context) error {
 	path := filepath.Join(s.Dir, indexDir)
-	idx, err := bleve.Open(path)
+	idx, err := s.openIndexAt(path, false)
 	rebuild := false
 	switch {
 	case errors.Is(err, bleve.ErrorIndexPathDoesNotExist):
-		idx, err = bleve.New(path, indexMapping())
+		idx, err = s.newIndex(path, indexMapping())
 		rebuild = true
 	case err != nil:
 		s.Logger.Warn("search index is unreadable; rebuilding it from the store", "path", path, "err", err)
 		if err := os.RemoveAll(path); err != nil {
 			return fmt.Errorf("pet: remove broken index: %w", err)
 		}
-		idx, err = bleve.New(path, indexMapping())
+		idx, err = s.newIndex(path, indexMapping())
 		rebuild = true
 	}
 	if err != nil {
@@ -511,7 +516,7 @@ func (s *Store) rebuildIndex(ctx context.Context) error {
 	}
 	s.idxMu.Lock()
 	if s.idx != nil {
-		s.idx.Close()
+		closeIndex(s.idx)
 		s.idx = nil
 	}
 	err = os.RemoveAll(path)
@@ -519,7 +524,7 @@ func (s *Store) rebuildIndex(ctx context.Context) error {
 		err = os.Rename(tmp, path)
 	}
 	if err == nil {
-		s.idx, err = bleve.Open(path)
+		s.idx, err = s.openIndexAt(path, false)
 	}
 	s.idxMu.Unlock()
 	if err != nil {

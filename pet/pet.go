@@ -69,6 +69,9 @@ var (
 	// ErrLocked: another process holds the store (Open gave up after
 	// OpenTimeout).
 	ErrLocked = errors.New("store is locked by another process")
+	// ErrNoSpace: a write failed because the disk is full; nothing was
+	// stored (EUNAVAILABLE).
+	ErrNoSpace = errors.New("storage is full")
 )
 
 // AnyUser, passed where a method takes a user id, lifts the ownership
@@ -114,6 +117,10 @@ type Store struct {
 	Now func() time.Time
 	// Logger receives index recovery and background failures.
 	Logger *slog.Logger
+	// IndexRetry is how long the index stays read-only after a failure
+	// before a write or search reopens it for writing (DefaultIndexRetry
+	// when zero).
+	IndexRetry time.Duration
 
 	db  *bolt.DB
 	idx bleve.Index
@@ -125,6 +132,14 @@ type Store struct {
 	// search or Open will apply.
 	behind atomic.Bool
 	open   atomic.Bool
+
+	// faultMu guards fault and faultCh (see health.go); idxReadOnly is
+	// guarded by idxMu.
+	faultMu     sync.Mutex
+	fault       *indexFault
+	faultCh     chan struct{}
+	idxReadOnly bool
+	full        atomic.Pointer[fullState]
 }
 
 // New returns a store in dir with default settings. It does no I/O.
@@ -197,6 +212,9 @@ func (s *Store) Open(ctx context.Context) error {
 	if s.Matrix <= 0 {
 		s.Matrix = DefaultMatrix
 	}
+	s.faultMu.Lock()
+	s.fault, s.faultCh = nil, make(chan struct{})
+	s.faultMu.Unlock()
 	if err := os.MkdirAll(s.Dir, 0o750); err != nil {
 		return fmt.Errorf("pet: create store directory: %w", err)
 	}
@@ -252,11 +270,14 @@ func (s *Store) Close() error {
 	defer s.idxMu.Unlock()
 	var errs []error
 	if s.idx != nil {
-		if err := s.idx.Close(); err != nil {
+		if f, _ := s.currentFault(); f != nil {
+			closeIndex(s.idx)
+		} else if err := s.idx.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("pet: close index: %w", err))
 		}
 		s.idx = nil
 	}
+	stores.Delete(filepath.Join(s.Dir, indexDir, "store"))
 	if err := s.db.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("pet: close %s: %w", dbFile, err))
 	}
@@ -289,7 +310,7 @@ func (s *Store) update(ctx context.Context, fn func(tx *bolt.Tx) error) error {
 	if err := s.ready(ctx); err != nil {
 		return err
 	}
-	return s.db.Update(fn)
+	return s.writeErr(s.db.Update(fn))
 }
 
 // userError is an error for users: a changedigest.Error (code and safe
