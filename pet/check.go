@@ -161,6 +161,7 @@ func (s *Store) Check(ctx context.Context) error {
 	if err != nil {
 		return wrap(err, "check")
 	}
+	s.catchUp()
 	if s.pendingCount() == 0 {
 		s.idxMu.RLock()
 		n, err := s.idx.DocCount()

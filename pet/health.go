@@ -79,21 +79,14 @@ func (s *Store) writeErr(err error) error {
 		"storage is full (no space left on device): nothing was stored; writes resume when space is freed")
 }
 
-// StorageFull reports whether the store has run out of space: a write
-// failed for lack of space since the last version was stored, or the
-// search index failed for lack of space and has not been reopened. since
-// is the time of the first such failure.
+// StorageFull reports whether the store has run out of space: a write to
+// pet.db or the search index failed for lack of space since the last
+// version was stored. since is the time of that failure.
 func (s *Store) StorageFull() (since time.Time, full bool) {
 	if f := s.full.Load(); f != nil {
-		since, full = f.at, true
+		return f.at, true
 	}
-	s.faultMu.Lock()
-	f := s.fault
-	s.faultMu.Unlock()
-	if f != nil && isNoSpace(f.err) && (!full || f.at.Before(since)) {
-		since, full = f.at, true
-	}
-	return since, full
+	return time.Time{}, false
 }
 
 // IndexFailure returns the error that made the index read-only, or nil
@@ -127,7 +120,10 @@ func (s *Store) indexConfig(path string, readOnly bool) map[string]any {
 		}
 	})
 	stores.Store(filepath.Join(path, "store"), s)
-	cfg := map[string]any{"asyncErrorCallbackName": asyncErrorCallback}
+	cfg := map[string]any{
+		"asyncErrorCallbackName": asyncErrorCallback,
+		"scorchMergePlanOptions": mergePlan,
+	}
 	if readOnly {
 		cfg["read_only"] = true
 	}
@@ -165,6 +161,9 @@ func (s *Store) indexFailed(err error) {
 	}
 	now := s.now()
 	s.fault = &indexFault{err: err, at: now, retry: now.Add(s.indexRetry())}
+	if isNoSpace(err) {
+		s.full.CompareAndSwap(nil, &fullState{at: now, err: err.Error()})
+	}
 	close(s.faultCh)
 	s.Logger.Error("search index failed; it is read-only until it is reopened", "err", err, "retry_after", s.indexRetry())
 }

@@ -121,6 +121,13 @@ type Store struct {
 	// before a write or search reopens it for writing (DefaultIndexRetry
 	// when zero).
 	IndexRetry time.Duration
+	// IndexDelay is how long the index work of a write may wait to be
+	// done in one batch with that of later writes (DefaultIndexDelay when
+	// zero; negative: at once, in the writing goroutine). Searches apply
+	// pending work first, so it bounds only how stale the index files are:
+	// a stored version is in the index within IndexDelay, and after a
+	// crash the pending markers put it there on the next Open.
+	IndexDelay time.Duration
 
 	db  *bolt.DB
 	idx bleve.Index
@@ -140,6 +147,10 @@ type Store struct {
 	faultCh     chan struct{}
 	idxReadOnly bool
 	full        atomic.Pointer[fullState]
+
+	// timer, when set, applies pending index work (see syncAfterWrite).
+	timerMu sync.Mutex
+	timer   *time.Timer
 }
 
 // New returns a store in dir with default settings. It does no I/O.
@@ -261,9 +272,19 @@ func (s *Store) Open(ctx context.Context) error {
 
 // Close flushes and closes both databases. Calls after the first return nil.
 func (s *Store) Close() error {
+	if !s.open.Load() {
+		return nil
+	}
+	s.stopTimer()
+	if s.behind.Load() {
+		// One batch for what this process left pending, rather than a
+		// replay by the next Open.
+		s.flushIndex()
+	}
 	if !s.open.Swap(false) {
 		return nil
 	}
+	s.stopTimer()
 	s.syncMu.Lock()
 	defer s.syncMu.Unlock()
 	s.idxMu.Lock()

@@ -129,7 +129,7 @@ func (s *Store) Search(ctx context.Context, q Query) (*Results, error) {
 		}
 	}
 	if s.behind.Load() {
-		// A failed catch-up leaves the newest versions out; what the
+		// Pending work is applied first. A failed catch-up leaves the newest versions out; what the
 		// index holds is still worth answering with.
 		if err := s.syncIndex(); err != nil && !errors.Is(err, errIndexReadOnly) {
 			s.Logger.Warn("searching an index that is behind the store", "err", err)
