@@ -277,16 +277,25 @@ func (s *Store) stopTimer() {
 	}
 }
 
-// catchUp applies pending index updates before a read that must see them.
-func (s *Store) catchUp() {
+// catchUp opens the index and applies pending index updates before a
+// read that must see them.
+func (s *Store) catchUp(ctx context.Context) error {
+	if err := s.ensureIndex(ctx); err != nil {
+		return err
+	}
 	if s.behind.Load() {
 		s.flushIndex()
 	}
+	return nil
 }
 
 // flushIndex brings the index up to date now; a failure is logged and
 // retried by the next write, search or Open.
 func (s *Store) flushIndex() {
+	if err := s.ensureIndex(context.Background()); err != nil {
+		s.Logger.Error("search index cannot be opened; will retry", "err", err)
+		return
+	}
 	if err := s.syncIndex(); errors.Is(err, errIndexReadOnly) {
 		s.Logger.Debug("search index is behind while read-only", "err", err)
 	} else if err != nil {
@@ -476,6 +485,9 @@ func (s *Store) Compact(ctx context.Context) error {
 	if err := s.ready(ctx); err != nil {
 		return err
 	}
+	if err := s.ensureIndex(ctx); err != nil {
+		return err
+	}
 	s.idxMu.RLock()
 	defer s.idxMu.RUnlock()
 	adv, err := s.idx.Advanced()
@@ -515,6 +527,9 @@ func (s *Store) Compact(ctx context.Context) error {
 // by itself when the index is missing or disagrees with the store.
 func (s *Store) Reindex(ctx context.Context) error {
 	if err := s.ready(ctx); err != nil {
+		return err
+	}
+	if err := s.ensureIndex(ctx); err != nil {
 		return err
 	}
 	return s.rebuildIndex(ctx)

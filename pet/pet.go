@@ -148,6 +148,10 @@ type Store struct {
 	idxReadOnly bool
 	full        atomic.Pointer[fullState]
 
+	// idxReady is set once the index is open (see ensureIndex).
+	idxOpenMu sync.Mutex
+	idxReady  atomic.Bool
+
 	// timer, when set, applies pending index work (see syncAfterWrite).
 	timerMu sync.Mutex
 	timer   *time.Timer
@@ -202,10 +206,11 @@ var (
 		bChunkHash, bChunkData, bChunkRefs, bEvents, bPending}
 )
 
-// Open creates the directory and the databases on first use, opens them,
-// and brings the search index up to date with pet.db (replaying writes a
-// crash interrupted, or rebuilding the index when it is missing or does
-// not agree). It fails when pet.db is locked by another process for longer
+// Open creates the directory and the databases on first use and opens
+// pet.db. The search index is opened when first needed (a search, or the
+// index work of a write), and then brought up to date with pet.db
+// (replaying writes a crash interrupted, or rebuilding the index when it
+// is missing or does not agree). It fails when pet.db is locked by another process for longer
 // than OpenTimeout or is not a store.
 func (s *Store) Open(ctx context.Context) error {
 	if s.open.Load() {
@@ -261,12 +266,31 @@ func (s *Store) Open(ctx context.Context) error {
 		return fmt.Errorf("pet: open %s: %w", path, err)
 	}
 	s.db = db
+	s.idxReady.Store(false)
+	s.open.Store(true)
+	return nil
+}
+
+// ensureIndex opens the search index on first use: a command that reads
+// or writes only records (most of the command line) never pays for it.
+// Opening replays pending markers, and rebuilds the index when it is
+// missing or does not agree with pet.db.
+func (s *Store) ensureIndex(ctx context.Context) error {
+	if s.idxReady.Load() {
+		return nil
+	}
+	s.idxOpenMu.Lock()
+	defer s.idxOpenMu.Unlock()
+	if s.idxReady.Load() {
+		return nil
+	}
+	if !s.open.Load() {
+		return userErr(changedigest.EUNAVAILABLE, ErrClosed, "the store is not open")
+	}
 	if err := s.openIndex(ctx); err != nil {
-		db.Close()
-		s.db = nil
 		return err
 	}
-	s.open.Store(true)
+	s.idxReady.Store(true)
 	return nil
 }
 

@@ -107,6 +107,9 @@ func (s *Store) Search(ctx context.Context, q Query) (*Results, error) {
 	if err := s.ready(ctx); err != nil {
 		return nil, err
 	}
+	if err := s.ensureIndex(ctx); err != nil {
+		return nil, err
+	}
 	text := strings.TrimSpace(q.Text)
 	if text == "" {
 		return nil, invalidf("search text is empty")
