@@ -437,6 +437,11 @@ func (s *Store) openIndex(ctx context.Context) error {
 			s.Logger.Info("replaying pending index updates", "markers", n)
 		}
 		if err := s.syncIndex(); err != nil {
+			if f, _ := s.currentFault(); f != nil {
+				// The index failed while catching up (a full disk): it is
+				// open read-only, and recoverIndex retries later.
+				return nil
+			}
 			s.Logger.Warn("replaying pending index updates failed; rebuilding the index", "err", err)
 			rebuild = true
 		} else if n, err := idx.DocCount(); err != nil || n != want {

@@ -288,6 +288,16 @@ func (s *Store) ensureIndex(ctx context.Context) error {
 		return userErr(changedigest.EUNAVAILABLE, ErrClosed, "the store is not open")
 	}
 	if err := s.openIndex(ctx); err != nil {
+		// Close what openIndex left open, or the next attempt would wait
+		// for its lock.
+		s.syncMu.Lock()
+		s.idxMu.Lock()
+		if s.idx != nil {
+			closeIndex(s.idx)
+			s.idx = nil
+		}
+		s.idxMu.Unlock()
+		s.syncMu.Unlock()
 		return err
 	}
 	s.idxReady.Store(true)
