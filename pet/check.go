@@ -164,7 +164,9 @@ func (s *Store) Check(ctx context.Context) error {
 	if err != nil {
 		return wrap(err, "check")
 	}
-	if s.pendingCount() == 0 {
+	if err := s.catchUp(ctx); err != nil {
+		bad("search index: %v", err)
+	} else if s.pendingCount() == 0 {
 		s.idxMu.RLock()
 		n, err := s.idx.DocCount()
 		s.idxMu.RUnlock()

@@ -173,6 +173,8 @@ var flateWriters = sync.Pool{New: func() any {
 	return w
 }}
 
+var flateReaders = sync.Pool{New: func() any { return flate.NewReader(bytes.NewReader(nil)) }}
+
 // pack compresses p when that makes it smaller, with the leading byte.
 func pack(p []byte) []byte {
 	if len(p) >= minCompress {
@@ -223,7 +225,6 @@ func unpackDict(p, dict []byte, limit int) ([]byte, error) {
 	if len(p) == 0 {
 		return nil, errShort
 	}
-	var r io.ReadCloser
 	switch p[0] {
 	case blobRaw:
 		if len(p)-1 > limit {
@@ -231,22 +232,29 @@ func unpackDict(p, dict []byte, limit int) ([]byte, error) {
 		}
 		return bytes.Clone(p[1:]), nil
 	case blobFlate:
-		r = flate.NewReader(bytes.NewReader(p[1:]))
+		dict = nil
 	case blobDict:
 		if dict == nil {
 			return nil, fmt.Errorf("blob needs a dictionary")
 		}
-		r = flate.NewReaderDict(bytes.NewReader(p[1:]), dict)
 	default:
 		return nil, fmt.Errorf("unknown blob encoding %d", p[0])
 	}
-	defer r.Close()
-	out, err := io.ReadAll(io.LimitReader(r, int64(limit)+1))
+	// A decompressor holds a 32 KB window and its tables: reused, not
+	// made for every piece read.
+	r := flateReaders.Get().(io.ReadCloser)
+	defer flateReaders.Put(r)
+	if err := r.(flate.Resetter).Reset(bytes.NewReader(p[1:]), dict); err != nil {
+		return nil, fmt.Errorf("inflate: %w", err)
+	}
+	// Deflate rarely shrinks markup below a third: start the output there.
+	out := bytes.NewBuffer(make([]byte, 0, min(3*len(p), limit+1)))
+	_, err := out.ReadFrom(io.LimitReader(r, int64(limit)+1))
 	if err != nil {
 		return nil, fmt.Errorf("inflate: %w", err)
 	}
-	if len(out) > limit {
+	if out.Len() > limit {
 		return nil, fmt.Errorf("inflated data exceeds %d bytes", limit)
 	}
-	return out, nil
+	return out.Bytes(), nil
 }

@@ -69,6 +69,9 @@ var (
 	// ErrLocked: another process holds the store (Open gave up after
 	// OpenTimeout).
 	ErrLocked = errors.New("store is locked by another process")
+	// ErrNoSpace: a write failed because the disk is full; nothing was
+	// stored (EUNAVAILABLE).
+	ErrNoSpace = errors.New("storage is full")
 )
 
 // AnyUser, passed where a method takes a user id, lifts the ownership
@@ -118,6 +121,17 @@ type Store struct {
 	// entry has committed, to wake the notification centre. It must not
 	// block.
 	Notified func()
+	// IndexRetry is how long the index stays read-only after a failure
+	// before a write or search reopens it for writing (DefaultIndexRetry
+	// when zero).
+	IndexRetry time.Duration
+	// IndexDelay is how long the index work of a write may wait to be
+	// done in one batch with that of later writes (DefaultIndexDelay when
+	// zero; negative: at once, in the writing goroutine). Searches apply
+	// pending work first, so it bounds only how stale the index files are:
+	// a stored version is in the index within IndexDelay, and after a
+	// crash the pending markers put it there on the next Open.
+	IndexDelay time.Duration
 
 	db  *bolt.DB
 	idx bleve.Index
@@ -131,6 +145,22 @@ type Store struct {
 	open   atomic.Bool
 	// lists keeps users' watch lists (see WatchPage).
 	lists listCache
+
+	// faultMu guards fault and faultCh (see health.go); idxReadOnly is
+	// guarded by idxMu.
+	faultMu     sync.Mutex
+	fault       *indexFault
+	faultCh     chan struct{}
+	idxReadOnly bool
+	full        atomic.Pointer[fullState]
+
+	// idxReady is set once the index is open (see ensureIndex).
+	idxOpenMu sync.Mutex
+	idxReady  atomic.Bool
+
+	// timer, when set, applies pending index work (see syncAfterWrite).
+	timerMu sync.Mutex
+	timer   *time.Timer
 }
 
 // New returns a store in dir with default settings. It does no I/O.
@@ -184,10 +214,11 @@ var (
 		bOutbox, bChannels, bUserChans, bDeliveries, bDelivDue, bUserDeliv, bWebSub, bShots}
 )
 
-// Open creates the directory and the databases on first use, opens them,
-// and brings the search index up to date with pet.db (replaying writes a
-// crash interrupted, or rebuilding the index when it is missing or does
-// not agree). It fails when pet.db is locked by another process for longer
+// Open creates the directory and the databases on first use and opens
+// pet.db. The search index is opened when first needed (a search, or the
+// index work of a write), and then brought up to date with pet.db
+// (replaying writes a crash interrupted, or rebuilding the index when it
+// is missing or does not agree). It fails when pet.db is locked by another process for longer
 // than OpenTimeout or is not a store.
 func (s *Store) Open(ctx context.Context) error {
 	if s.open.Load() {
@@ -205,6 +236,9 @@ func (s *Store) Open(ctx context.Context) error {
 	if s.Matrix <= 0 {
 		s.Matrix = DefaultMatrix
 	}
+	s.faultMu.Lock()
+	s.fault, s.faultCh = nil, make(chan struct{})
+	s.faultMu.Unlock()
 	if err := os.MkdirAll(s.Dir, 0o750); err != nil {
 		return fmt.Errorf("pet: create store directory: %w", err)
 	}
@@ -244,31 +278,73 @@ func (s *Store) Open(ctx context.Context) error {
 	}
 	s.db = db
 	s.lists.reset() // lists of another opening of the store are not this one's
+	s.idxReady.Store(false)
+	s.open.Store(true)
+	return nil
+}
+
+// ensureIndex opens the search index on first use: a command that reads
+// or writes only records (most of the command line) never pays for it.
+// Opening replays pending markers, and rebuilds the index when it is
+// missing or does not agree with pet.db.
+func (s *Store) ensureIndex(ctx context.Context) error {
+	if s.idxReady.Load() {
+		return nil
+	}
+	s.idxOpenMu.Lock()
+	defer s.idxOpenMu.Unlock()
+	if s.idxReady.Load() {
+		return nil
+	}
+	if !s.open.Load() {
+		return userErr(changedigest.EUNAVAILABLE, ErrClosed, "the store is not open")
+	}
 	if err := s.openIndex(ctx); err != nil {
-		db.Close()
-		s.db = nil
+		// Close what openIndex left open, or the next attempt would wait
+		// for its lock.
+		s.syncMu.Lock()
+		s.idxMu.Lock()
+		if s.idx != nil {
+			closeIndex(s.idx)
+			s.idx = nil
+		}
+		s.idxMu.Unlock()
+		s.syncMu.Unlock()
 		return err
 	}
-	s.open.Store(true)
+	s.idxReady.Store(true)
 	return nil
 }
 
 // Close flushes and closes both databases. Calls after the first return nil.
 func (s *Store) Close() error {
+	if !s.open.Load() {
+		return nil
+	}
+	s.stopTimer()
+	if s.behind.Load() {
+		// One batch for what this process left pending, rather than a
+		// replay by the next Open.
+		s.flushIndex()
+	}
 	if !s.open.Swap(false) {
 		return nil
 	}
+	s.stopTimer()
 	s.syncMu.Lock()
 	defer s.syncMu.Unlock()
 	s.idxMu.Lock()
 	defer s.idxMu.Unlock()
 	var errs []error
 	if s.idx != nil {
-		if err := s.idx.Close(); err != nil {
+		if f, _ := s.currentFault(); f != nil {
+			closeIndex(s.idx)
+		} else if err := s.idx.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("pet: close index: %w", err))
 		}
 		s.idx = nil
 	}
+	stores.Delete(filepath.Join(s.Dir, indexDir, "store"))
 	if err := s.db.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("pet: close %s: %w", dbFile, err))
 	}
@@ -301,7 +377,7 @@ func (s *Store) update(ctx context.Context, fn func(tx *bolt.Tx) error) error {
 	if err := s.ready(ctx); err != nil {
 		return err
 	}
-	return s.db.Update(fn)
+	return s.writeErr(s.db.Update(fn))
 }
 
 // userError is an error for users: a changedigest.Error (code and safe

@@ -2,6 +2,7 @@ package pet
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"html"
 	"sort"
@@ -106,6 +107,9 @@ func (s *Store) Search(ctx context.Context, q Query) (*Results, error) {
 	if err := s.ready(ctx); err != nil {
 		return nil, err
 	}
+	if err := s.ensureIndex(ctx); err != nil {
+		return nil, err
+	}
 	text := strings.TrimSpace(q.Text)
 	if text == "" {
 		return nil, invalidf("search text is empty")
@@ -128,8 +132,10 @@ func (s *Store) Search(ctx context.Context, q Query) (*Results, error) {
 		}
 	}
 	if s.behind.Load() {
-		if err := s.syncIndex(); err != nil {
-			return nil, err
+		// Pending work is applied first. A failed catch-up leaves the newest versions out; what the
+		// index holds is still worth answering with.
+		if err := s.syncIndex(); err != nil && !errors.Is(err, errIndexReadOnly) {
+			s.Logger.Warn("searching an index that is behind the store", "err", err)
 		}
 	}
 
@@ -183,7 +189,7 @@ func (s *Store) Search(ctx context.Context, q Query) (*Results, error) {
 		s.idxMu.RUnlock()
 		return nil, userErr(changedigest.EUNAVAILABLE, ErrClosed, "the store is not open")
 	}
-	res, err := s.idx.SearchInContext(ctx, req)
+	res, err := searchGuarded(ctx, s.idx, req)
 	s.idxMu.RUnlock()
 	if err != nil {
 		return nil, fmt.Errorf("pet: search %q: %w", text, err)
@@ -352,4 +358,14 @@ func makeSnippet(text string, spans []Span) Snippet {
 		b.WriteString(" …")
 	}
 	return Snippet{Text: b.String(), Matches: out}
+}
+
+// searchGuarded runs req, turning a panic inside Bleve into an error.
+func searchGuarded(ctx context.Context, idx bleve.Index, req *bleve.SearchRequest) (res *bleve.SearchResult, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			res, err = nil, fmt.Errorf("index panicked: %v", r)
+		}
+	}()
+	return idx.SearchInContext(ctx, req)
 }

@@ -65,6 +65,7 @@ func (s *Store) Stats(ctx context.Context) (Stats, error) {
 	if fi, err := os.Stat(filepath.Join(s.Dir, dbFile)); err == nil {
 		st.FileBytes = fi.Size()
 	}
+	s.catchUp(ctx) // without the index, its figures stay zero
 	st.IndexBytes = dirSize(filepath.Join(s.Dir, indexDir))
 	s.idxMu.RLock()
 	if s.idx != nil {

@@ -78,8 +78,9 @@ func (s *Store) AddVersion(ctx context.Context, watchID int64, snap *changediges
 		return t.finish()
 	})
 	if err != nil {
-		return 0, wrap(err, "add version to watch %d", watchID)
+		return 0, wrap(s.writeErr(err), "add version to watch %d", watchID)
 	}
+	s.full.Store(nil)
 	snap.WatchID, snap.Seq, snap.Size, snap.FetchedAt = watchID, seq, len(body), fetched
 	if len(snap.Changes) > 0 && s.Notified != nil {
 		s.Notified()

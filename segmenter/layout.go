@@ -223,9 +223,10 @@ func (s *Segmenter) align(d *doc, bs []bound, regions []region) []int32 {
 			kinds[b.kind] = nil
 		}
 	}
-	isRegion := map[int32]bool{}
+	// A slice, not a map: it is read for every candidate of every bound.
+	isRegion := make([]bool, len(d.elems))
 	for _, r := range regions {
-		if r.elem >= 0 {
+		if r.elem >= 0 && int(r.elem) < len(isRegion) {
 			isRegion[r.elem] = true
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -59,7 +60,11 @@ func HashPassword(password string) ([]byte, error) {
 }
 
 // dummyHash makes a login for an unknown user cost as much as a real one.
-var dummyHash, _ = bcrypt.GenerateFromPassword([]byte("not a real password"), bcrypt.DefaultCost)
+// It is made on first use, not at start-up, which every command pays.
+var dummyHash = sync.OnceValue(func() []byte {
+	h, _ := bcrypt.GenerateFromPassword([]byte("not a real password"), bcrypt.DefaultCost)
+	return h
+})
 
 // currentUser is the logged-in user of the request, nil for visitors.
 func currentUser(r *http.Request) *changedigest.User {
@@ -257,7 +262,7 @@ func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request) error {
 	if err != nil && changedigest.ErrorCode(err) != changedigest.ENOTFOUND && changedigest.ErrorCode(err) != changedigest.EINVALID {
 		return err
 	}
-	hash := dummyHash
+	hash := dummyHash()
 	if u != nil && len(u.PasswordHash) > 0 {
 		hash = u.PasswordHash
 	}

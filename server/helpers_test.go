@@ -63,8 +63,14 @@ func (e *testEnv) setNow(t time.Time) {
 // mustServer starts a server whose site URL is the httptest server's.
 func mustServer(tb testing.TB) *testEnv {
 	tb.Helper()
+	return mustServerIn(tb, tb.TempDir())
+}
+
+// mustServerIn is mustServer with the store in dir.
+func mustServerIn(tb testing.TB, dir string) *testEnv {
+	tb.Helper()
 	e := &testEnv{t: tb, now: time.Date(2026, 5, 4, 12, 0, 0, 0, time.UTC)}
-	e.store = pet.New(tb.TempDir())
+	e.store = pet.New(dir)
 	e.store.Now = e.clock
 	if err := e.store.Open(context.Background()); err != nil {
 		tb.Fatal(err)

@@ -28,6 +28,15 @@ type dashboardPage struct {
 	FeedURL string
 	Recent  []render.EventView
 	Errors  int
+	// StorageFull is when the store ran out of space (zero while it has
+	// space): checks store nothing until space is freed.
+	StorageFull time.Time
+}
+
+// storageHealth is the part of the store that tells a full disk; the
+// dashboard asks when the store offers it.
+type storageHealth interface {
+	StorageFull() (since time.Time, full bool)
 }
 
 // watchRow is one watch in a list.
@@ -89,6 +98,11 @@ func (s *Server) handleDashboard(w http.ResponseWriter, r *http.Request) error {
 	}
 	p := &dashboardPage{FeedURL: s.feedURL(u, "/atom.xml"), Watches: list.Rows, Tags: list.Tags,
 		Errors: list.Failing, List: list}
+	if h, ok := s.Store.(storageHealth); ok {
+		if since, full := h.StorageFull(); full {
+			p.StorageFull = since
+		}
+	}
 	evs, err := s.Notify.Events(r.Context(), pet.ChangeFilter{UserID: u.ID, Limit: 5})
 	if err != nil {
 		return err

@@ -10,6 +10,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -88,4 +90,32 @@ func Python(tb testing.TB, module string) string {
 		missing(tb, "%s cannot import %s: %v", py, module, err)
 	}
 	return py
+}
+
+// SmallFS mounts a tmpfs of size bytes on a new temporary directory and
+// returns the directory; it is unmounted when the test ends. Mounting
+// needs root (or CAP_SYS_ADMIN): where it is refused the test is skipped,
+// except under CI=true, where it fails.
+func SmallFS(tb testing.TB, size int64) string {
+	tb.Helper()
+	dir := tb.TempDir()
+	out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+strconv.FormatInt(size, 10), "tmpfs", dir).CombinedOutput()
+	if err != nil {
+		missing(tb, "cannot mount a small filesystem (tmpfs) on %s: %v: %s", dir, err, strings.TrimSpace(string(out)))
+	}
+	tb.Cleanup(func() {
+		if out, err := exec.Command("umount", "-l", dir).CombinedOutput(); err != nil {
+			tb.Errorf("unmount %s: %v: %s", dir, err, out)
+		}
+	})
+	return dir
+}
+
+// ResizeFS changes the size of a filesystem SmallFS mounted.
+func ResizeFS(tb testing.TB, dir string, size int64) {
+	tb.Helper()
+	out, err := exec.Command("mount", "-o", "remount,size="+strconv.FormatInt(size, 10), dir).CombinedOutput()
+	if err != nil {
+		tb.Fatalf("resize the filesystem on %s: %v: %s", dir, err, out)
+	}
 }
