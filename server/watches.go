@@ -56,6 +56,26 @@ type watchRow struct {
 	WaitFor    string // the selector the rendered page must show
 	Steps      []changedigest.Step
 	Shell      bool // fetched, and the page looks like an empty shell built by scripts
+
+	// Made once per row for the watches table, which would otherwise
+	// call methods through reflection many times a row.
+	Path                   string // the watch page's path below the site
+	Checked, Changed, Next whenCell
+	Tagged                 []tagLink
+}
+
+// whenCell is a time as the watches table shows it.
+type whenCell struct {
+	Zero      bool
+	ISO, Text string
+}
+
+func whenOf(t time.Time) whenCell {
+	if t.IsZero() {
+		return whenCell{Zero: true}
+	}
+	t = t.UTC()
+	return whenCell{ISO: t.Format("2006-01-02T15:04:05Z"), Text: t.Format("2006-01-02 15:04 UTC")}
 }
 
 // TagLinks lists the row's tags with the paths of their pages.
@@ -79,7 +99,9 @@ func rowOf(w *changedigest.Watch) watchRow {
 	return watchRow{ID: w.ID, Name: w.Name(), URL: w.URL, Kind: w.Kind, Tags: w.Tags, Paused: w.Paused,
 		LastCheck: w.LastCheck, LastChange: w.LastChange, NextCheck: w.NextCheck, LastError: w.LastError, Checks: w.Checks,
 		Browser: w.Render == changedigest.RenderBrowser, WaitFor: w.WaitFor, Steps: w.Steps,
-		Shell: w.LooksLikeShell && w.Render != changedigest.RenderBrowser}
+		Shell: w.LooksLikeShell && w.Render != changedigest.RenderBrowser,
+		Path:  "/watches/" + strconv.FormatInt(w.ID, 10), Checked: whenOf(w.LastCheck), Changed: whenOf(w.LastChange),
+		Next: whenOf(w.NextCheck), Tagged: tagLinks(w.Tags)}
 }
 
 // feedURL is the absolute address of one of the user's feeds.

@@ -9,7 +9,7 @@
 //	components/*.html     parts shared by pages, feed entries and the digest:
 //	                      "change", "pieces", "parts", "sbs", "event-changes",
 //	                      "csrf", "flash"; and by the web pages only (site.html):
-//	                      "when", "types", "tags", "watch-status",
+//	                      "when", "when-cell", "types", "tags", "watch-status",
 //	                      "watch-table", "copy", "form-error", "feed-head"
 //	                      and "feed-alts" (an Atom address and its RSS and
 //	                      JSON Feed twins)
