@@ -115,6 +115,7 @@ type Engine struct {
 	site     *url.URL
 	entries  entryCache // rendered feed entries
 	pages    map[string]*template.Template
+	web      *template.Template // layout and components of the web pages (Component)
 	inline   *template.Template // feed entries and the digest, styles inlined
 	text     *texttemplate.Template
 	styles   map[string][]decl // class → declarations, from changes.css and mail.css
@@ -245,6 +246,7 @@ func (e *Engine) parse(fsys fs.FS) error {
 		}
 		e.pages[name] = t
 	}
+	e.web = common // executed from now on, so never cloned again
 	// Execute nothing yet, but make every template escape now, so errors in
 	// the HTML context show at start-up instead of on the first request.
 	for name, t := range e.pages {
@@ -402,6 +404,17 @@ func (e *Engine) Render(w io.Writer, name string, p Page) error {
 	}
 	_, err := w.Write(buf.Bytes())
 	return err
+}
+
+// Component renders one component of the web pages (a define in
+// templates/components) with data, as a page renders it: for views that
+// keep parts of pages they show again and again.
+func (e *Engine) Component(name string, data any) (template.HTML, error) {
+	var buf bytes.Buffer
+	if err := e.web.ExecuteTemplate(&buf, name, data); err != nil {
+		return "", fmt.Errorf("render: component %s: %w", name, err)
+	}
+	return template.HTML(buf.String()), nil
 }
 
 // Pages lists the names Render accepts.

@@ -1,12 +1,14 @@
 package server
 
 import (
+	"context"
 	"fmt"
 	"html"
 	"net/http"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/changedigest/changedigest"
 )
@@ -142,4 +144,43 @@ func TestSearchFormOffersAPageOfWatches(t *testing.T) {
 	mustContain(t, body, fmt.Sprintf(`<option value="%d" selected>https://site%03d.example/</option>`, last, searchWatchChoices+4))
 	_, body = c.get(fmt.Sprintf("/watches/%d", last))
 	mustContain(t, body, fmt.Sprintf(`href="/search?watch=%d"`, last))
+}
+
+// TestDashboardRowsFollowTheWatch: rows of the watches table are kept
+// rendered between requests, and a row shows what changed on its watch
+// (title, error, pause, tags, a check) at the next request.
+func TestDashboardRowsFollowTheWatch(t *testing.T) {
+	e := mustServer(t)
+	u := e.mustUser("ann", "correct horse")
+	w := e.mustWatch(u, "https://harbour.example/", "news")
+	c := e.login("ann", "correct horse")
+	_, first := c.get("/")
+	mustContain(t, first, "https://harbour.example/", "waiting for the first check")
+	if _, again := c.get("/"); again != first {
+		t.Fatal("the same dashboard twice differs")
+	}
+	checked := time.Date(2026, 3, 4, 5, 6, 0, 0, time.UTC)
+	steps := []struct {
+		name string
+		edit func(*changedigest.Watch)
+		want string
+	}{
+		{"title", func(x *changedigest.Watch) { x.Title = "Harbour notices" }, ">Harbour notices</a>"},
+		{"check", func(x *changedigest.Watch) { x.LastCheck = checked }, "2026-03-04 05:06 UTC"},
+		{"error", func(x *changedigest.Watch) { x.LastError = "fetch: connection refused" }, "fetch: connection refused"},
+		{"pause", func(x *changedigest.Watch) { x.LastError, x.Paused = "", true }, `<span class="badge badge-paused">paused</span>`},
+		{"tags", func(x *changedigest.Watch) { x.Tags = []string{"ferries"} }, `href="/tags/ferries"`},
+	}
+	for _, st := range steps {
+		if _, err := e.store.UpdateWatch(context.Background(), u.ID, w.ID, func(x *changedigest.Watch) error {
+			st.edit(x)
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		_, body := c.get("/")
+		if !strings.Contains(body, st.want) {
+			t.Errorf("after the %s changed the dashboard lacks %q", st.name, st.want)
+		}
+	}
 }

@@ -80,6 +80,8 @@ type Server struct {
 	tokens *backoff // failed feed and API tokens per address
 	secure bool     // cookies only over https
 
+	rows rowCache // rendered rows of the watches table (rows.go)
+
 	overlaysOnce sync.Once
 	overlays     *overlayCache
 }

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"html/template"
 	"net/http"
 	"net/url"
 	"slices"
@@ -62,6 +63,8 @@ type watchRow struct {
 	Path                   string // the watch page's path below the site
 	Checked, Changed, Next whenCell
 	Tagged                 []tagLink
+	// HTML is the rendered table row, when the server has it (rows.go).
+	HTML template.HTML
 }
 
 // whenCell is a time as the watches table shows it.
@@ -199,6 +202,7 @@ func (s *Server) watchList(r *http.Request, u *changedigest.User, tag, path stri
 	for i := range res.Watches {
 		l.Rows = append(l.Rows, rowOf(&res.Watches[i]))
 	}
+	s.renderRows(l.Rows)
 	if len(l.Rows) > 0 {
 		l.First, l.Last = res.Offset+1, res.Offset+len(l.Rows)
 	}
