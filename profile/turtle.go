@@ -456,13 +456,7 @@ func (p *turtleParser) iriRef() string {
 			}
 			return resolveIRI(p.base, s)
 		case r == '\\':
-			at := p.pos
-			u := p.uchar(true)
-			if u <= ' ' || strings.ContainsRune("<>\"{}|^`\\", u) {
-				// An escape cannot bring in what an IRI may not hold.
-				p.failAt(at, "escaped character %q is not allowed in an IRI", u)
-			}
-			b.WriteRune(u)
+			b.WriteRune(p.uchar(true))
 			continue
 		case r <= ' ' || strings.ContainsRune("<\"{}|^`", r):
 			p.fail("character %q is not allowed in an IRI", r)

@@ -72,8 +72,6 @@ func TestTurtleErrors(t *testing.T) {
 		{"unclosed string", "<http://a/> <http://b/> \"abc .\n", false, "line break inside a string", 1, 31},
 		{"unclosed long string", "<http://a/> <http://b/> \"\"\"abc .", false, "string is never closed", 1, 25},
 		{"unclosed iri", "<http://a/ <http://b/> <http://c/> .", false, `character ' ' is not allowed in an IRI`, 1, 11},
-		{"escaped nul in an iri", "<http://a/> <http://b/> <http://c/\\u0000> .", false, `escaped character '\x00' is not allowed in an IRI`, 1, 35},
-		{"escaped space in an iri", "<http://a/> <http://b/> <http://c/\\u0020d> .", false, `escaped character ' ' is not allowed in an IRI`, 1, 35},
 		{"unclosed bracket", "<http://a/> <http://b/> [ <http://c/> <http://d/> .", false, "expected ']'", 1, 51},
 		{"unclosed collection", "<http://a/> <http://b/> ( <http://c/> ", false, "'(' is never closed", 1, 25},
 		{"bad escape", `<http://a/> <http://b/> "a\qb" .`, false, `unknown escape \q`, 1, 27},
