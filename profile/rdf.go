@@ -99,18 +99,24 @@ func escapeLiteral(s string) string {
 }
 
 func escapeIRI(s string) string {
-	if !strings.ContainsAny(s, "<>\"{}|^`\\ \t\n\r") {
+	if !strings.ContainsFunc(s, iriEscaped) {
 		return s
 	}
 	var b strings.Builder
 	for _, r := range s {
-		if r <= ' ' || strings.ContainsRune("<>\"{}|^`\\", r) {
+		if iriEscaped(r) {
 			b.WriteString(`\u` + strconv.FormatInt(int64(0x10000+r), 16)[1:])
 			continue
 		}
 		b.WriteRune(r)
 	}
 	return b.String()
+}
+
+// iriEscaped reports whether N-Triples writes r in an IRI as \uXXXX:
+// every control character and space, and the characters IRIREF excludes.
+func iriEscaped(r rune) bool {
+	return r <= ' ' || strings.ContainsRune("<>\"{}|^`\\", r)
 }
 
 // Vocabulary.
