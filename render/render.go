@@ -277,7 +277,7 @@ func (e *Engine) funcs(inline bool) template.FuncMap {
 		"url":    e.sitePath,
 		"abs":    e.URL,
 		"site":   func() string { return e.Name },
-		"date":   formatTime,
+		"date":   FormatTime,
 		"day":    formatDay,
 		"plural": plural,
 		"runs":   runs,
@@ -290,7 +290,7 @@ func (e *Engine) funcs(inline bool) template.FuncMap {
 func (e *Engine) textFuncs() texttemplate.FuncMap {
 	return texttemplate.FuncMap{
 		"site":   func() string { return e.Name },
-		"date":   formatTime,
+		"date":   FormatTime,
 		"day":    formatDay,
 		"plural": plural,
 		"pieces": textPieces,
@@ -343,7 +343,9 @@ func (e *Engine) classAttr(classes string, inline bool) template.HTMLAttr {
 	return a
 }
 
-func formatTime(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UTC") }
+// FormatTime is how pages, feeds and mail show a moment ("date" in the
+// templates).
+func FormatTime(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UTC") }
 
 func formatDay(t time.Time) string { return t.Format("Monday 2 January 2006") }
 

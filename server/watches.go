@@ -77,8 +77,7 @@ func whenOf(t time.Time) whenCell {
 	if t.IsZero() {
 		return whenCell{Zero: true}
 	}
-	t = t.UTC()
-	return whenCell{ISO: t.Format("2006-01-02T15:04:05Z"), Text: t.Format("2006-01-02 15:04 UTC")}
+	return whenCell{ISO: t.UTC().Format("2006-01-02T15:04:05Z"), Text: render.FormatTime(t)}
 }
 
 // TagLinks lists the row's tags with the paths of their pages.
