@@ -68,6 +68,14 @@ func TestFullDisk(t *testing.T) {
 		seq, err := add(i)
 		if err == nil {
 			stored[seq] = i
+			if i == 3 {
+				// A search applies the pending index work: the first
+				// versions are on disk in the index long before it fills,
+				// as on any service that has run a while.
+				if n := searchFor("version0"); n == 0 {
+					t.Fatal("search finds nothing of the first version")
+				}
+			}
 			continue
 		}
 		if !errors.Is(err, ErrNoSpace) || changedigest.ErrorCode(err) != changedigest.EUNAVAILABLE {

@@ -192,7 +192,7 @@ func (s *Store) batch(b *bleve.Batch) error {
 	go func() {
 		defer func() {
 			if r := recover(); r != nil {
-				done <- fmt.Errorf("index panicked: %v", r)
+				done <- fmt.Errorf("%w: %v", errIndexPanic, r)
 			}
 		}()
 		done <- idx.Batch(b)

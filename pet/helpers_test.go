@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"io"
 	"log/slog"
+	"os"
 	"regexp"
 	"strconv"
 	"strings"
@@ -39,12 +40,16 @@ func (c *clock) Add(d time.Duration) time.Time {
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
-// MustOpen opens a store in dir with the test clock and no fsync.
+// MustOpen opens a store in dir with the test clock and no fsync. Its
+// log is discarded unless PETLOG is set in the environment.
 func MustOpen(tb testing.TB, dir string, c *clock, knobs ...func(*Store)) *Store {
 	tb.Helper()
 	s := New(dir)
 	s.NoSync = true
 	s.Logger = quiet
+	if os.Getenv("PETLOG") != "" {
+		s.Logger = slog.Default()
+	}
 	if c != nil {
 		s.Now = c.Now
 	}

@@ -411,8 +411,10 @@ func (s *Store) openIndex(ctx context.Context) error {
 	rebuild := false
 	switch {
 	case errors.Is(err, bleve.ErrorIndexPathDoesNotExist):
+		// A new store's index: its pending markers cover every version, so
+		// replaying them fills it in place, without a second copy on disk.
+		// The count check below rebuilds it if they do not.
 		idx, err = s.newIndex(path, indexMapping())
-		rebuild = true
 	case err != nil:
 		s.Logger.Warn("search index is unreadable; rebuilding it from the store", "path", path, "err", err)
 		if err := os.RemoveAll(path); err != nil {

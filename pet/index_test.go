@@ -1,9 +1,13 @@
 package pet
 
 import (
+	"context"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/blevesearch/bleve/v2"
 )
 
 // TestCover checks that the buckets covering a range hold every hour of
@@ -88,5 +92,58 @@ func TestCover(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// panicky is an index whose searches panic, as Bleve's do on an in-memory
+// segment that a failed persist has closed.
+type panicky struct{ bleveIndex }
+
+// bleveIndex names the embedded index apart from its Index method.
+type bleveIndex = bleve.Index
+
+func (panicky) SearchInContext(context.Context, *bleve.SearchRequest) (*bleve.SearchResult, error) {
+	var m map[int]int
+	m[0] = 1
+	return nil, nil
+}
+
+// TestSearchAfterIndexPanic checks that a panic inside the index marks it
+// failed and that the search is answered from the index reopened
+// read-only, then that writes resume after IndexRetry.
+func TestSearchAfterIndexPanic(t *testing.T) {
+	f := newFixture(t, func(s *Store) { s.IndexDelay = -1; s.IndexRetry = time.Minute })
+	ctx := context.Background()
+	f.add(t, f.watch.ID, "<p>first edition about lighthouses</p>")
+	if _, err := f.s.Search(ctx, Query{Text: "lighthouses", UserID: f.user.ID}); err != nil {
+		t.Fatal(err)
+	}
+	f.s.idxMu.Lock()
+	f.s.idx = panicky{f.s.idx}
+	f.s.idxMu.Unlock()
+
+	res, err := f.s.Search(ctx, Query{Text: "lighthouses", UserID: f.user.ID})
+	if err != nil {
+		t.Fatalf("search after a panic in the index: %v", err)
+	}
+	if res.Total != 1 {
+		t.Errorf("search after a panic found %d, want 1", res.Total)
+	}
+	if err := f.s.IndexFailure(); err == nil || !strings.Contains(err.Error(), "index panicked") {
+		t.Errorf("index failure = %v, want the panic", err)
+	}
+	// Versions stored meanwhile are kept and indexed once the index is
+	// writable again.
+	f.add(t, f.watch.ID, "<p>second edition about harbours</p>")
+	f.clock.Add(2 * time.Minute)
+	res, err = f.s.Search(ctx, Query{Text: "harbours", UserID: f.user.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Total != 1 {
+		t.Errorf("search for a version stored while the index was failed found %d, want 1", res.Total)
+	}
+	if err := f.s.IndexFailure(); err != nil {
+		t.Errorf("index still failed after IndexRetry: %v", err)
 	}
 }

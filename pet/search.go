@@ -184,13 +184,20 @@ func (s *Store) Search(ctx context.Context, q Query) (*Results, error) {
 	req.SortBy([]string{"-" + fSort, "-_id"})
 	req.IncludeLocations = true
 
-	s.idxMu.RLock()
-	if s.idx == nil {
-		s.idxMu.RUnlock()
-		return nil, userErr(changedigest.EUNAVAILABLE, ErrClosed, "the store is not open")
+	res, err := s.searchIndex(ctx, req)
+	if errors.Is(err, errIndexPanic) {
+		// A panic inside the index (Bleve closes in-memory segments a
+		// failed persist leaves behind) makes it untrustworthy: it is
+		// marked failed, reopened read-only from what is on disk, and the
+		// search is tried once more there.
+		s.indexFailed(err)
+		s.syncMu.Lock()
+		rerr := s.recoverIndex()
+		s.syncMu.Unlock()
+		if rerr == nil || errors.Is(rerr, errIndexReadOnly) {
+			res, err = s.searchIndex(ctx, req)
+		}
 	}
-	res, err := searchGuarded(ctx, s.idx, req)
-	s.idxMu.RUnlock()
 	if err != nil {
 		return nil, fmt.Errorf("pet: search %q: %w", text, err)
 	}
@@ -360,12 +367,21 @@ func makeSnippet(text string, spans []Span) Snippet {
 	return Snippet{Text: b.String(), Matches: out}
 }
 
-// searchGuarded runs req, turning a panic inside Bleve into an error.
-func searchGuarded(ctx context.Context, idx bleve.Index, req *bleve.SearchRequest) (res *bleve.SearchResult, err error) {
+// errIndexPanic marks a panic inside Bleve turned into an error.
+var errIndexPanic = errors.New("index panicked")
+
+// searchIndex runs req on the open index, turning a panic inside Bleve
+// into an error wrapping errIndexPanic.
+func (s *Store) searchIndex(ctx context.Context, req *bleve.SearchRequest) (res *bleve.SearchResult, err error) {
+	s.idxMu.RLock()
+	defer s.idxMu.RUnlock()
+	if s.idx == nil {
+		return nil, userErr(changedigest.EUNAVAILABLE, ErrClosed, "the store is not open")
+	}
 	defer func() {
 		if r := recover(); r != nil {
-			res, err = nil, fmt.Errorf("index panicked: %v", r)
+			res, err = nil, fmt.Errorf("%w: %v", errIndexPanic, r)
 		}
 	}()
-	return idx.SearchInContext(ctx, req)
+	return s.idx.SearchInContext(ctx, req)
 }
