@@ -39,6 +39,10 @@ type Snapshot struct {
 	// change a reader would notice, 1 = a different page); versions below
 	// the watch's threshold are minor.
 	Significance float64 `json:"significance,omitempty"`
+	// Print summarises the version's visible text, so that the next
+	// version's significance is found without reading this one again;
+	// nil when not known (versions stored before it was kept).
+	Print *TextPrint `json:"-"`
 
 	// Screenshot of a version rendered in a browser; nil for fetched
 	// pages. Stored beside the version, its image once across versions.
@@ -98,4 +102,15 @@ type Box struct {
 	Y       int    `json:"y"`
 	W       int    `json:"w"`
 	H       int    `json:"h"`
+}
+
+// TextPrint summarises the visible text of a version: the word counts and
+// 64-bit simhashes of its main text and of all its text. Version says
+// which rules made it; prints made by other rules are not compared.
+type TextPrint struct {
+	Version   int
+	MainWords int
+	AllWords  int
+	MainHash  uint64
+	AllHash   uint64
 }

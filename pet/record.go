@@ -214,6 +214,7 @@ type versionHeader struct {
 	BodyHash     string
 	Similarity   float64
 	Significance float64
+	Print        *changedigest.TextPrint
 	Changes      []changedigest.Change
 	// Sum is the first 8 bytes of the body's SHA-256, checked on read,
 	// unless BodyHash is the body's MD5 (then that is checked).
@@ -228,6 +229,7 @@ const (
 	hdrSimilarity
 	hdrZone         // a zone selector follows the similarity
 	hdrSignificance // the significance follows the zone
+	hdrPrint        // the text print follows the significance
 )
 
 // Change flags: which optional fields follow.
@@ -258,6 +260,9 @@ func (h *versionHeader) encode(e *enc) {
 	if h.Significance != 0 {
 		flags |= hdrSignificance
 	}
+	if h.Print != nil {
+		flags |= hdrPrint
+	}
 	e.byte(flags)
 	e.int(h.FetchedAt)
 	e.int(int64(h.Status))
@@ -280,6 +285,13 @@ func (h *versionHeader) encode(e *enc) {
 	}
 	if h.Significance != 0 {
 		e.b = binary.BigEndian.AppendUint64(e.b, math.Float64bits(h.Significance))
+	}
+	if p := h.Print; p != nil {
+		e.uint(uint64(p.Version))
+		e.uint(uint64(p.MainWords))
+		e.uint(uint64(p.AllWords))
+		e.b = binary.BigEndian.AppendUint64(e.b, p.MainHash)
+		e.b = binary.BigEndian.AppendUint64(e.b, p.AllHash)
 	}
 	e.uint(uint64(len(h.Changes)))
 	for _, c := range h.Changes {
@@ -389,6 +401,13 @@ func (h *versionHeader) decode(d *dec) {
 	}
 	if flags&hdrSignificance != 0 {
 		h.Significance = d.float()
+	}
+	if flags&hdrPrint != 0 {
+		p := &changedigest.TextPrint{Version: int(d.uint()), MainWords: int(d.uint()), AllWords: int(d.uint())}
+		if b := d.fixed(16); b != nil {
+			p.MainHash, p.AllHash = binary.BigEndian.Uint64(b), binary.BigEndian.Uint64(b[8:])
+		}
+		h.Print = p
 	}
 	n := d.count()
 	if n > 0 {

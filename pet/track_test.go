@@ -113,6 +113,7 @@ func TestRoundTrip(t *testing.T) {
 		{"noise and significance", []byte(page("a", "b")), func(b []byte) *changedigest.Snapshot {
 			s := snapshotOf(b)
 			s.Significance = 0.125
+			s.Print = &changedigest.TextPrint{Version: 1, MainWords: 40, AllWords: 1 << 20, MainHash: 0xdeadbeefcafe, AllHash: 1<<63 | 7}
 			s.Changes = []changedigest.Change{
 				{Segment: 0, Path: "html|body|p", Type: changedigest.ChangeContent, Op: changedigest.OpUpdate, OldText: "1 view", NewText: "2 views",
 					Noise: "volatile location: changes at 19 of the last 20 checks"},

@@ -1,8 +1,10 @@
 package segmenter
 
 import (
+	"bytes"
 	"sort"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/changedigest/changedigest"
 	"github.com/changedigest/changedigest/internal/textdiff"
@@ -590,8 +592,19 @@ func (s *Segmenter) DetectPage(in Input) (*changedigest.Snapshot, error) {
 	}
 	if len(snap.Changes) == 0 {
 		snap.Changes = nil
+	} else if len(in.PrevBody) > 0 && plainUTF8(in.Body) {
+		// The text print that significance needs (noise.go), from the
+		// scan made here rather than a second one.
+		p := printOf(docTexts(d))
+		snap.Print = &p
 	}
 	return snap, nil
+}
+
+// plainUTF8 reports whether decode leaves body as it is.
+func plainUTF8(body []byte) bool {
+	return utf8.Valid(body) && !bytes.HasPrefix(body, []byte("\xef\xbb\xbf")) &&
+		!bytes.HasPrefix(body, []byte("\xfe\xff")) && !bytes.HasPrefix(body, []byte("\xff\xfe"))
 }
 
 // compareTexts compares a version with a previous one known only by its

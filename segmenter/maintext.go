@@ -27,6 +27,11 @@ func pageTexts(body []byte) (main, all string) {
 	}
 	d := scan(decode(body), nil, step{})
 	defer d.release()
+	return docTexts(d)
+}
+
+// docTexts is pageTexts of a scanned page.
+func docTexts(d *doc) (main, all string) {
 	blocks := textBlocks(d)
 	var sb, ab strings.Builder
 	for i := range blocks {

@@ -2,7 +2,6 @@ package segmenter
 
 import (
 	"fmt"
-	"hash/fnv"
 	"math"
 	"math/bits"
 	"net/url"
@@ -71,9 +70,9 @@ func Classify(d *changedigest.Diff, old, new []byte) {
 	}
 	markGenerated(d.Changes)
 	markRepeated(d.Changes)
-	var o, n pageText
+	var o, n changedigest.TextPrint
 	if d.Kind == changedigest.KindPage {
-		o, n = textOf(old), textOf(new)
+		o, n = pagePrint(nil, old), pagePrint(nil, new)
 	}
 	d.Significance = significance(o, n, d.Changes, max(d.Old.Segments, d.New.Segments))
 }
@@ -87,25 +86,43 @@ func classifySnapshot(snap *changedigest.Snapshot, in Input) {
 	markGenerated(snap.Changes)
 	markRepeated(snap.Changes)
 	markVolatile(snap.Changes, in.Recent)
-	var o, n pageText
+	var o, n changedigest.TextPrint
 	if snap.Kind == changedigest.KindPage && len(in.PrevBody) > 0 {
-		o, n = textOf(in.PrevBody), textOf(in.Body)
+		o, n = pagePrint(in.Prev, in.PrevBody), pagePrint(snap, in.Body)
+		snap.Print = &n
 	} else {
-		o.main = segmentText(in.Prev)
-		o.all = o.main
-		n.main = segmentText(snap)
-		n.all = n.main
+		o, n = printOf(segmentText(in.Prev), ""), printOf(segmentText(snap), "")
 	}
 	snap.Significance = significance(o, n, snap.Changes, len(snap.Segments))
 }
 
-// pageText is what significance reads of a version: its main text and
-// all its visible text.
-type pageText struct{ main, all string }
+// printVersion numbers the rules of printOf: a stored print made by other
+// rules is made again from the body.
+const printVersion = 1
 
-func textOf(body []byte) pageText {
+// pagePrint returns the text print of a page version: the one it carries
+// when made by the current rules, else one made from its body.
+func pagePrint(s *changedigest.Snapshot, body []byte) changedigest.TextPrint {
+	if s != nil && s.Print != nil && s.Print.Version == printVersion {
+		return *s.Print
+	}
 	m, a := pageTexts(body)
-	return pageText{m, a}
+	return printOf(m, a)
+}
+
+// printOf summarises a text for significance: the word counts and
+// simhashes of its main text and of all of it (all == "" means the main
+// text is all of it).
+func printOf(main, all string) changedigest.TextPrint {
+	mw := wordsOf(main)
+	p := changedigest.TextPrint{Version: printVersion, MainWords: len(mw), MainHash: simhashWords(mw)}
+	if all == "" || all == main {
+		p.AllWords, p.AllHash = p.MainWords, p.MainHash
+	} else {
+		aw := wordsOf(all)
+		p.AllWords, p.AllHash = len(aw), simhashWords(aw)
+	}
+	return p
 }
 
 func segmentText(s *changedigest.Snapshot) string {
@@ -661,7 +678,7 @@ func timeish(t string) bool {
 // significance scores a version against the previous one from their
 // texts and the changes that are not noise; items is the number of
 // segments (feed items) for the share when there is no text.
-func significance(o, n pageText, changes []changedigest.Change, items int) float64 {
+func significance(o, n changedigest.TextPrint, changes []changedigest.Change, items int) float64 {
 	changed, notable, floor := 0.0, 0, 0.0
 	for _, c := range changes {
 		if c.Noise != "" {
@@ -691,7 +708,7 @@ func significance(o, n pageText, changes []changedigest.Change, items int) float
 	if notable == 0 {
 		return 0
 	}
-	total := max(len(wordsOf(o.all)), len(wordsOf(n.all)))
+	total := max(o.AllWords, n.AllWords)
 	var share float64
 	switch {
 	case total > 0:
@@ -701,14 +718,11 @@ func significance(o, n pageText, changes []changedigest.Change, items int) float
 	}
 	// The simhash reads the main text when there is enough of it (a link
 	// list has next to none), else all the text.
-	om, nm := o.main, n.main
-	if len(wordsOf(om)) < 50 || len(wordsOf(nm)) < 50 {
-		om, nm = o.all, n.all
+	om, nm := o.MainHash, n.MainHash
+	if o.MainWords < 50 || n.MainWords < 50 {
+		om, nm = o.AllHash, n.AllHash
 	}
-	dist := 0.0
-	if om != "" || nm != "" {
-		dist = min(1, float64(bits.OnesCount64(Simhash(om)^Simhash(nm)))/32)
-	}
+	dist := min(1, float64(bits.OnesCount64(om^nm))/32)
 	s := max(dist*dist, min(1, 2*share), floor)
 	s = math.Round(s*1000) / 1000
 	if s == 0 {
@@ -744,12 +758,23 @@ func boilerPath(p string) bool {
 
 // wordsOf returns the lower-cased words (runs of letters and digits) of s.
 func wordsOf(s string) []string {
+	s = strings.ToLower(s)
 	var out []string
-	for _, t := range tokens(strings.ToLower(s)) {
-		r := []rune(t)[0]
+	start := -1
+	for i, r := range s {
 		if unicode.IsLetter(r) || unicode.IsDigit(r) {
-			out = append(out, t)
+			if start < 0 {
+				start = i
+			}
+			continue
 		}
+		if start >= 0 {
+			out = append(out, s[start:i])
+			start = -1
+		}
+	}
+	if start >= 0 {
+		out = append(out, s[start:])
 	}
 	return out
 }
@@ -757,29 +782,38 @@ func wordsOf(s string) []string {
 // Simhash returns the 64-bit simhash of a text (Charikar; Manku et al.):
 // each word shingle (two words) votes with its FNV-1a hash on every bit.
 // Texts that share most shingles differ in few bits.
-func Simhash(text string) uint64 {
-	ws := wordsOf(text)
+func Simhash(text string) uint64 { return simhashWords(wordsOf(text)) }
+
+// FNV-1a, 64 bits, written out so that hashing a shingle allocates nothing.
+const (
+	fnvOffset = 14695981039346656037
+	fnvPrime  = 1099511628211
+)
+
+func fnvAdd(h uint64, s string) uint64 {
+	for i := 0; i < len(s); i++ {
+		h ^= uint64(s[i])
+		h *= fnvPrime
+	}
+	return h
+}
+
+// simhashWords is Simhash of a text already split into words.
+func simhashWords(ws []string) uint64 {
 	if len(ws) == 0 {
 		return 0
 	}
 	var v [64]int
-	add := func(s string) {
-		h := fnv.New64a()
-		h.Write([]byte(s))
-		x := h.Sum64()
+	add := func(x uint64) {
 		for i := range 64 {
-			if x&(1<<i) != 0 {
-				v[i]++
-			} else {
-				v[i]--
-			}
+			v[i] += int(x>>i&1)*2 - 1
 		}
 	}
 	if len(ws) == 1 {
-		add(ws[0])
+		add(fnvAdd(fnvOffset, ws[0]))
 	}
 	for i := 0; i+1 < len(ws); i++ {
-		add(ws[i] + " " + ws[i+1])
+		add(fnvAdd(fnvAdd(fnvAdd(fnvOffset, ws[i]), " "), ws[i+1]))
 	}
 	var out uint64
 	for i := range 64 {

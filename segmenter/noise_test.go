@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -287,12 +288,14 @@ type historyCount struct {
 	unchanged, unchangedChanges, unchangedTold int
 	changes, noise                             int
 	changedWords, lostWords, volatileWords     int
+	printed                                    int // versions whose significance used a kept print
 }
 
 func (c *historyCount) add(o historyCount) {
 	c.versions += o.versions
 	c.withChanges += o.withChanges
 	c.told += o.told
+	c.printed += o.printed
 	c.unchanged += o.unchanged
 	c.unchangedChanges += o.unchangedChanges
 	c.unchangedTold += o.unchangedTold
@@ -304,8 +307,8 @@ func (c *historyCount) add(o historyCount) {
 }
 
 func (c historyCount) String() string {
-	return fmt.Sprintf("versions %d: with changes %d, told %d; text unchanged %d (with changes %d, told %d); changes %d, noise %d; changed words %d, only in noise %d (+ %d dates and counters at volatile locations)",
-		c.versions, c.withChanges, c.told, c.unchanged, c.unchangedChanges, c.unchangedTold, c.changes, c.noise, c.changedWords, c.lostWords, c.volatileWords)
+	return fmt.Sprintf("versions %d: with changes %d, told %d; text unchanged %d (with changes %d, told %d); changes %d, noise %d; changed words %d, only in noise %d (+ %d dates and counters at volatile locations); significance from a kept print %d",
+		c.versions, c.withChanges, c.told, c.unchanged, c.unchangedChanges, c.unchangedTold, c.changes, c.noise, c.changedWords, c.lostWords, c.volatileWords, c.printed)
 }
 
 func walkHistory(t *testing.T, s *Segmenter, dir string) historyCount {
@@ -332,8 +335,28 @@ func walkHistory(t *testing.T, s *Segmenter, dir string) historyCount {
 		if err != nil {
 			t.Fatalf("%s: %v", f, err)
 		}
-		_, all := pageTexts(body)
+		main, all := pageTexts(body)
 		text := wordsOf(all)
+		if snap.Print != nil {
+			// The print kept for the next version is the one a fresh
+			// read of the body gives, and so is the significance found
+			// with the previous version's kept print.
+			if want := printOf(main, all); *snap.Print != want {
+				t.Errorf("%s: kept text print %+v, want %+v", f, *snap.Print, want)
+			}
+			if prev != nil && prev.Print != nil {
+				again := *snap
+				again.Print = nil
+				again.Changes = slices.Clone(snap.Changes)
+				bare := *prev
+				bare.Print = nil
+				classifySnapshot(&again, Input{Body: body, Prev: &bare, PrevBody: prevBody, History: history, Recent: recent})
+				if again.Significance != snap.Significance {
+					t.Errorf("%s: significance %v with the kept print, %v without", f, snap.Significance, again.Significance)
+				}
+				c.printed++
+			}
+		}
 		if prev != nil {
 			c.versions++
 			told := 0
