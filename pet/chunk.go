@@ -236,18 +236,21 @@ func (c *chunkStore) unref(id uint64) error {
 	return nil
 }
 
-// Delta chunks: a changed piece deflated against the piece that held its
-// place in the previous version, as [blobDelta][depth][uvarint base][deflate].
+// Delta chunks: a changed piece stored against the piece that held its
+// place in the previous version, as [blobRuns][depth][uvarint base][runs
+// of the base (see deltaRuns), packed]; chunks written before are
+// [blobDelta][depth][uvarint base][deflate with the base as dictionary].
 // Depth bounds the chain a read must resolve.
 const (
 	blobDelta     = 3
+	blobRuns      = 5
 	maxDeltaDepth = 8
 )
 
 // deltaHeader returns the depth and base of a delta chunk, and where its
-// deflate stream starts; base is 0 for other chunks.
+// payload starts; base is 0 for other chunks.
 func deltaHeader(v []byte) (depth int, base uint64, rest int) {
-	if len(v) < 3 || v[0] != blobDelta {
+	if len(v) < 3 || v[0] != blobDelta && v[0] != blobRuns {
 		return 0, 0, 0
 	}
 	b, w := uvarint(v[2:])
@@ -258,18 +261,20 @@ func deltaHeader(v []byte) (depth int, base uint64, rest int) {
 }
 
 // deltaPack encodes p against baseData, the bytes of chunk base stored as
-// baseBlob, if that is smaller than pack(p); else it returns nil.
+// baseBlob; it returns nil when the chain would be too deep or p shares
+// too little with baseData. The caller keeps it when it is smaller than
+// pack(p).
 func deltaPack(p []byte, base uint64, baseBlob, baseData []byte) []byte {
 	depth, _, _ := deltaHeader(baseBlob)
 	if depth+1 > maxDeltaDepth || len(p) < minCompress || len(baseData) == 0 {
 		return nil
 	}
-	d := packDict(p, baseData)
-	if d[0] != blobDict {
+	runs := deltaRuns(p, baseData)
+	if runs == nil || len(runs) >= len(p) {
 		return nil
 	}
-	out := append([]byte{blobDelta, byte(depth + 1)}, putUvarint(nil, base)...)
-	return append(out, d[1:]...)
+	out := append([]byte{blobRuns, byte(depth + 1)}, putUvarint(nil, base)...)
+	return append(out, pack(runs)...)
 }
 
 // readChunk returns the bytes of chunk id, resolving delta chains.
@@ -284,7 +289,7 @@ func readChunkDepth(tx *bolt.Tx, id uint64, limit, depthLeft int) ([]byte, error
 	}
 	depth, base, rest := deltaHeader(v)
 	if base == 0 {
-		if len(v) > 0 && v[0] == blobDelta {
+		if len(v) > 0 && (v[0] == blobDelta || v[0] == blobRuns) {
 			return nil, corruptf("chunk %d has a bad delta header", id)
 		}
 		p, err := unpack(v, limit)
@@ -300,7 +305,15 @@ func readChunkDepth(tx *bolt.Tx, id uint64, limit, depthLeft int) ([]byte, error
 	if err != nil {
 		return nil, err
 	}
-	p, err := unpackDict(append([]byte{blobDict}, v[rest:]...), dict, limit)
+	var p []byte
+	if v[0] == blobRuns {
+		var runs []byte
+		if runs, err = unpack(v[rest:], 4*limit+64); err == nil {
+			p, err = runsUnpack(runs, dict, limit)
+		}
+	} else {
+		p, err = unpackDict(append([]byte{blobDict}, v[rest:]...), dict, limit)
+	}
 	if err != nil {
 		return nil, corruptf("chunk %d: %v", id, err)
 	}

@@ -164,12 +164,24 @@ const (
 	// blobDict is deflated with a preset dictionary kept elsewhere (a
 	// segment's text against the segment's HTML).
 	blobDict = 2
+	// blobSub is a text stored as the runs of a dictionary it is made of
+	// (see subPack and runsUnpack).
+	blobSub = 4
 	// minCompress is the size below which compression is not tried.
 	minCompress = 48
+	// smallPack is the size below which pack deflates at BestSpeed: the
+	// default level clears 640 KB of hash tables for every blob, which
+	// costs more than the level gains on a short text.
+	smallPack = 4 << 10
 )
 
 var flateWriters = sync.Pool{New: func() any {
 	w, _ := flate.NewWriter(io.Discard, flate.DefaultCompression)
+	return w
+}}
+
+var fastWriters = sync.Pool{New: func() any {
+	w, _ := flate.NewWriter(io.Discard, flate.BestSpeed)
 	return w
 }}
 
@@ -181,13 +193,17 @@ func pack(p []byte) []byte {
 		var buf bytes.Buffer
 		buf.Grow(len(p)/2 + 16)
 		buf.WriteByte(blobFlate)
-		w := flateWriters.Get().(*flate.Writer)
+		pool := &flateWriters
+		if len(p) < smallPack {
+			pool = &fastWriters
+		}
+		w := pool.Get().(*flate.Writer)
 		w.Reset(&buf)
 		_, err := w.Write(p)
 		if err == nil {
 			err = w.Close()
 		}
-		flateWriters.Put(w)
+		pool.Put(w)
 		if err == nil && buf.Len() < len(p)+1 {
 			return buf.Bytes()
 		}
@@ -237,6 +253,11 @@ func unpackDict(p, dict []byte, limit int) ([]byte, error) {
 		if dict == nil {
 			return nil, fmt.Errorf("blob needs a dictionary")
 		}
+	case blobSub:
+		if dict == nil {
+			return nil, fmt.Errorf("blob needs a dictionary")
+		}
+		return runsUnpack(p[1:], dict, limit)
 	default:
 		return nil, fmt.Errorf("unknown blob encoding %d", p[0])
 	}
@@ -257,4 +278,167 @@ func unpackDict(p, dict []byte, limit int) ([]byte, error) {
 		return nil, fmt.Errorf("inflated data exceeds %d bytes", limit)
 	}
 	return out.Bytes(), nil
+}
+
+// subPack stores a text that is mostly made of runs of dict, in order (a
+// segment's visible text against its HTML: the text nodes with their
+// entities decoded and their white space collapsed), as a list of
+// operations: copy these bytes, skip that many bytes of dict, copy that
+// many bytes of it. It returns nil when p is not mostly made of dict;
+// it costs a few passes over p and dict, not a compressor's tables.
+//
+// The runs are encoded as runsUnpack reads them.
+func subPack(p, dict []byte) []byte {
+	const (
+		anchor = 8       // bytes of p looked up in dict
+		near   = 2 << 10 // how far ahead in dict a run is first looked for
+		misses = 1024    // literal bytes after which p is not made of dict
+	)
+	out := make([]byte, 1, 16+len(p)/4)
+	out[0] = blobSub
+	emit := func(lit []byte, skip, n int) { out = appendRun(out, lit, skip, n) }
+	i, j, lit, miss, streak := 0, 0, 0, 0, 0
+	for i < len(p) {
+		m := min(anchor, len(p)-i)
+		if m < 4 {
+			break // a short tail is kept as it is
+		}
+		if c := p[i]; c == ' ' || c == '\n' || c == '\t' {
+			// A space in the text is often white space collapsed or put
+			// between two elements: kept as it is, and the run looked
+			// up from the word after it.
+			i++
+			continue
+		}
+		rest := dict[j:]
+		k := bytes.Index(rest[:min(len(rest), near)], p[i:i+m])
+		if k < 0 && streak >= 2 && streak&(streak-1) == 0 && len(rest) > near {
+			// Past a long stretch of markup (a script, an inline image):
+			// look through the rest of dict, after 2, 4, 8… misses in a
+			// row.
+			if k = bytes.Index(rest[near:], p[i:i+m]); k >= 0 {
+				k += near
+			}
+		}
+		if k < 0 {
+			i++
+			streak++
+			if miss++; miss > misses {
+				return nil
+			}
+			continue
+		}
+		streak = 0
+		n := m
+		for i+n < len(p) && j+k+n < len(dict) && p[i+n] == dict[j+k+n] {
+			n++
+		}
+		emit(p[lit:i], k, n)
+		i += n
+		j += k + n
+		lit = i
+	}
+	if lit < len(p) {
+		emit(p[lit:], 0, 0)
+	}
+	if len(out) >= len(p)+1 {
+		return nil
+	}
+	return out
+}
+
+// appendRun appends one operation of runs: copy lit, move skip bytes
+// (back when negative) in the dictionary, copy n bytes of it. Encoding:
+// uvarint len(lit), lit, varint skip, uvarint n.
+func appendRun(out, lit []byte, skip, n int) []byte {
+	out = binary.AppendUvarint(out, uint64(len(lit)))
+	out = append(out, lit...)
+	out = binary.AppendVarint(out, int64(skip))
+	return binary.AppendUvarint(out, uint64(n))
+}
+
+// runsUnpack rebuilds the bytes that runs (see appendRun) make of dict.
+// Corrupt runs give an error, never a read outside dict or more than
+// limit bytes.
+func runsUnpack(p, dict []byte, limit int) ([]byte, error) {
+	out := make([]byte, 0, min(4*len(p), limit))
+	j := 0
+	for len(p) > 0 {
+		n, w := binary.Uvarint(p)
+		if w <= 0 || n > uint64(len(p)-w) {
+			return nil, fmt.Errorf("bad runs: literal of %d bytes", n)
+		}
+		out = append(out, p[w:w+int(n)]...)
+		p = p[w+int(n):]
+		skip, w := binary.Varint(p)
+		if w <= 0 {
+			return nil, fmt.Errorf("bad runs: no skip")
+		}
+		p = p[w:]
+		cp, w := binary.Uvarint(p)
+		if w <= 0 {
+			return nil, fmt.Errorf("bad runs: no copy")
+		}
+		p = p[w:]
+		if skip < -int64(j) || skip > int64(len(dict)-j) || cp > uint64(len(dict)-j-int(skip)) {
+			return nil, fmt.Errorf("bad runs: outside the dictionary")
+		}
+		j += int(skip)
+		out = append(out, dict[j:j+int(cp)]...)
+		j += int(cp)
+		if len(out) > limit {
+			return nil, fmt.Errorf("runs exceed %d bytes", limit)
+		}
+	}
+	return out, nil
+}
+
+// deltaRuns returns runs (see appendRun) that make p of base, for a
+// changed piece of a page against the piece that held its place in the
+// previous version. Blocks of base are indexed every 16 bytes, so any
+// stretch of 24 bytes or more that p shares with base is copied, wherever
+// it moved; the rest is literal. It costs about one map lookup per literal
+// byte, where deflating against base as a preset dictionary built a
+// compressor of a megabyte for every piece.
+func deltaRuns(p, base []byte) []byte {
+	const block = 16
+	if len(base) < block || len(p) < block {
+		return nil
+	}
+	word := func(b []byte) uint64 { return binary.LittleEndian.Uint64(b) }
+	idx := make(map[uint64]int32, len(base)/block+1)
+	for q := 0; q+8 <= len(base); q += block {
+		if _, ok := idx[word(base[q:])]; !ok {
+			idx[word(base[q:])] = int32(q)
+		}
+	}
+	out := make([]byte, 0, 64)
+	i, j, lit := 0, 0, 0
+	for i+8 <= len(p) {
+		c := -1
+		if j+8 <= len(base) && word(p[i:]) == word(base[j:]) {
+			c = j // the run goes on where the last one ended
+		} else if q, ok := idx[word(p[i:])]; ok {
+			c = int(q)
+			for i > lit && c > 0 && p[i-1] == base[c-1] {
+				i, c = i-1, c-1 // the run began before its indexed block
+			}
+		}
+		if c < 0 {
+			i++
+			continue
+		}
+		n := 0
+		for i+n < len(p) && c+n < len(base) && p[i+n] == base[c+n] {
+			n++
+		}
+		out = appendRun(out, p[lit:i], c-j, n)
+		i += n
+		j = c + n
+		lit = i
+	}
+	if lit < len(p) {
+		out = appendRun(out, p[lit:], 0, 0)
+	}
+	return out
 }

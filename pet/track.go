@@ -349,7 +349,7 @@ func (t *trackTx) add(snap *changedigest.Snapshot, body []byte, pieces []piece, 
 		FetchedAt: unixNano(fetched), Status: snap.Status, ETag: snap.ETag,
 		LastModified: snap.LastModified, ContentType: snap.ContentType, FinalURL: snap.FinalURL,
 		Kind: snap.Kind, Title: snap.Title, Zone: snap.Zone, Size: len(body), BodyHash: snap.BodyHash,
-		Similarity: snap.Similarity, Significance: snap.Significance, Changes: snap.Changes,
+		Similarity: snap.Similarity, Significance: snap.Significance, Print: snap.Print, Changes: snap.Changes,
 	}}
 	if h := md5.Sum(body); snap.BodyHash == hex.EncodeToString(h[:]) {
 		rec.hdr.bodyMD5 = true
@@ -429,16 +429,18 @@ func (t *trackTx) add(snap *changedigest.Snapshot, body []byte, pieces []piece, 
 				Types: types[seg.Index], Hash: seg.Hash, Index: seg.Index, Path: seg.Path, Text: seg.Text,
 				hasText: indexable(seg.Text),
 			}
-			// The text is mostly words of the segment's HTML: deflate it
-			// against that, when the segment is exactly one chunk.
-			r.packed = pack([]byte(seg.Text))
-			if sp, ok := spans[seg.Start]; ok && seg.Start >= 0 && sp.end == seg.End && seg.End > seg.Start {
-				if p := packDict([]byte(seg.Text), body[seg.Start:seg.End]); p[0] == blobDict {
+			// The text is mostly runs of the segment's HTML: stored as
+			// those runs when the segment is exactly one chunk.
+			if sp, ok := spans[seg.Start]; ok && seg.Start >= 0 && sp.end == seg.End && seg.End > seg.Start && len(seg.Text) >= minCompress {
+				if p := subPack([]byte(seg.Text), body[seg.Start:seg.End]); p != nil {
 					if err := t.chunks.addRef(sp.id); err != nil {
 						return 0, err
 					}
 					r.packed, r.Dict = p, sp.id
 				}
+			}
+			if r.packed == nil {
+				r.packed = pack([]byte(seg.Text))
 			}
 			if err := t.putSeg(id, r); err != nil {
 				return 0, err
@@ -939,7 +941,7 @@ func readVersion(tx *bolt.Tx, watchID int64, seq int, full bool) (*changedigest.
 		WatchID: watchID, Seq: seq, FetchedAt: timeOf(h.FetchedAt),
 		Status: h.Status, ETag: h.ETag, LastModified: h.LastModified, ContentType: h.ContentType,
 		FinalURL: h.FinalURL, Kind: h.Kind, Title: h.Title, Zone: h.Zone, Size: h.Size, BodyHash: h.BodyHash,
-		Changes: h.Changes, Similarity: h.Similarity, Significance: h.Significance,
+		Changes: h.Changes, Similarity: h.Similarity, Significance: h.Significance, Print: h.Print,
 	}
 	segs := tx.Bucket(bSegs)
 	cache := map[uint64]*segRec{}

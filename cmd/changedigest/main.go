@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"sort"
 	"strings"
 	"syscall"
@@ -21,7 +22,28 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	tuneGC(os.Args[1:])
 	os.Exit(Run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+// tuneGC lets the garbage of a short command (check, diff, history…)
+// grow to five times its live heap before a collection, instead of
+// twice: such a process lives for a second or two, and collecting less
+// often saves about a tenth of its CPU for some tens of megabytes. A
+// memory limit of 1 GiB makes the collector work harder rather than go
+// past it. serve and client run for days and keep the defaults (serve
+// has a memory limit of its own). GOGC and GOMEMLIMIT, when set, win.
+func tuneGC(args []string) {
+	_, rest, err := parseGlobal(args)
+	if err != nil || len(rest) == 0 || rest[0] == "serve" || rest[0] == "client" {
+		return
+	}
+	if _, set := os.LookupEnv("GOGC"); !set {
+		debug.SetGCPercent(400)
+	}
+	if _, set := os.LookupEnv("GOMEMLIMIT"); !set {
+		debug.SetMemoryLimit(1 << 30)
+	}
 }
 
 // Exit statuses.

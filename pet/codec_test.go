@@ -1,0 +1,122 @@
+package pet
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/changedigest/changedigest/internal/testenv"
+	"github.com/changedigest/changedigest/segmenter"
+)
+
+// TestSubPack stores the text of every segment of real pages as runs of
+// its HTML and reads it back, and checks that the runs are no larger
+// than the text deflated against its HTML (the encoding they replace).
+func TestSubPack(t *testing.T) {
+	root := testenv.Corpus(t, "versions")
+	var files []string
+	filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(p, ".html") && len(files) < 60 && strings.HasSuffix(p, "1.html") {
+			files = append(files, p)
+		}
+		return nil
+	})
+	if len(files) == 0 {
+		t.Skip("no pages under " + root)
+	}
+	s := segmenter.New()
+	var segs, runs, sub, dict, text int
+	for _, f := range files {
+		body, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		snap, err := s.Detect(segmenter.Input{Body: body})
+		if err != nil {
+			continue
+		}
+		for _, sg := range snap.Segments {
+			if sg.Start < 0 || sg.End <= sg.Start || len(sg.Text) < minCompress {
+				continue
+			}
+			segs++
+			html := body[sg.Start:sg.End]
+			p := subPack([]byte(sg.Text), html)
+			d := packDict([]byte(sg.Text), html)
+			text += len(sg.Text)
+			dict += len(d)
+			if p == nil {
+				sub += len(d)
+				continue
+			}
+			runs++
+			sub += len(p)
+			got, err := unpackDict(p, html, maxText)
+			if err != nil || string(got) != sg.Text {
+				t.Fatalf("%s segment %d: read back %q (%v), want %q", f, sg.Index, got, err, sg.Text)
+			}
+		}
+	}
+	t.Logf("%d pages, %d segments, %d stored as runs; text %d bytes, as runs (else deflated) %d, deflated against the HTML %d",
+		len(files), segs, runs, text, sub, dict)
+	if runs < segs*9/10 {
+		t.Errorf("only %d of %d segment texts are stored as runs of their HTML", runs, segs)
+	}
+	if sub > dict*5/4 {
+		t.Errorf("runs take %d bytes, deflate %d", sub, dict)
+	}
+}
+
+// TestSubUnpackBad checks that corrupt runs give an error, never a panic
+// or a read past the dictionary.
+func TestSubUnpackBad(t *testing.T) {
+	dict := []byte("<p>hello <b>world</b></p>")
+	good := subPack([]byte("hello world, hello world"), dict)
+	if good == nil {
+		t.Fatal("no runs for a text made of its dictionary")
+	}
+	if got, err := unpackDict(good, dict, 100); err != nil || string(got) != "hello world, hello world" {
+		t.Fatalf("read back %q, %v", got, err)
+	}
+	for _, bad := range [][]byte{
+		{blobSub, 5, 'a'},           // literal longer than the rest
+		{blobSub, 0, 200, 1, 1},     // skip past the end
+		{blobSub, 0, 1, 0, 0, 3, 0}, // skip before the start
+		{blobSub, 0, 0, 100},        // copy past the end
+		{blobSub, 0, 0},             // no copy
+		{blobSub, 0x80},             // bad varint
+	} {
+		if _, err := unpackDict(bad, dict, 100); err == nil {
+			t.Errorf("%v: no error", bad)
+		}
+	}
+	if _, err := unpackDict(good, nil, 100); err == nil {
+		t.Error("runs read without their dictionary")
+	}
+	if _, err := unpackDict(good, dict, 5); err == nil {
+		t.Error("runs read past the limit")
+	}
+	if p := subPack(bytes.Repeat([]byte("zq"), 2000), dict); p != nil {
+		t.Error("runs for a text that is not in its dictionary")
+	}
+}
+
+// FuzzSubPack checks that runs read back as the text they were made of,
+// and that any bytes read as runs give text or an error, never a panic.
+func FuzzSubPack(f *testing.F) {
+	f.Add([]byte("hello world, hello world and more"), []byte("<p>hello <b>world</b></p> and more"))
+	f.Add([]byte("Amazon Device in Couple's Home"), []byte(`<a href="x">Publix</a> <em>Amazon Device in Couple&#39;s Home</em>`))
+	f.Fuzz(func(t *testing.T, text, dict []byte) {
+		if p := subPack(text, dict); p != nil {
+			got, err := unpackDict(p, dict, len(text))
+			if err != nil || !bytes.Equal(got, text) {
+				t.Fatalf("read back %q (%v), want %q", got, err, text)
+			}
+		}
+		if len(text) > 0 {
+			unpackDict(append([]byte{blobSub}, text...), dict, 1<<16)
+		}
+	})
+}
