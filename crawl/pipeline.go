@@ -24,12 +24,11 @@ type Track interface {
 	UpdateWatch(ctx context.Context, userID, id int64, fn func(*changedigest.Watch) error) (*changedigest.Watch, error)
 }
 
-// versionLister is the part of the track that lists stored versions
-// (light rows with their changes, newest first), to learn which locations
-// of a page change at nearly every check. A track without it learns
-// nothing.
-type versionLister interface {
-	Versions(ctx context.Context, watchID int64, before, limit int) ([]changedigest.Snapshot, error)
+// changeLister is the part of the track that lists the changes of the
+// last stored versions, newest first, to learn which locations of a page
+// change at nearly every check. A track without it learns nothing.
+type changeLister interface {
+	RecentChanges(ctx context.Context, watchID int64, n int) ([][]changedigest.Change, error)
 }
 
 // Renderer reads a watch's page in a browser, for watches with
@@ -116,14 +115,12 @@ func (p *Pipeline) Check(ctx context.Context, w *changedigest.Watch) (Outcome, e
 	in := segmenter.Input{Body: res.Body, Zone: w.Zone, Prev: prev, History: history}
 	if prev != nil {
 		in.PrevBody = ToUTF8(prevRaw, prev.ContentType)
-		if vl, ok := p.Track.(versionLister); ok && mostChecksChange(w) {
-			recent, err := vl.Versions(ctx, w.ID, 0, segmenter.NoiseVolatileWindow)
+		if cl, ok := p.Track.(changeLister); ok && mostChecksChange(w) {
+			recent, err := cl.RecentChanges(ctx, w.ID, segmenter.NoiseVolatileWindow)
 			if err != nil {
-				return Outcome{}, fmt.Errorf("crawl: read the recent versions of %s: %w", w, err)
+				return Outcome{}, fmt.Errorf("crawl: read the recent changes of %s: %w", w, err)
 			}
-			for _, v := range recent {
-				in.Recent = append(in.Recent, v.Changes)
-			}
+			in.Recent = recent
 		}
 	}
 	snap, err := p.Segmenter.Detect(in)

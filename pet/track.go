@@ -773,6 +773,38 @@ func (s *Store) Versions(ctx context.Context, watchID int64, before, limit int) 
 	return out, nil
 }
 
+// RecentChanges returns the changes of the watch's last n versions,
+// newest first: what the volatility of a page's locations is learnt from.
+// It reads the version headers alone, not their segments. Errors:
+// ENOTFOUND when the watch does not exist.
+func (s *Store) RecentChanges(ctx context.Context, watchID int64, n int) ([][]changedigest.Change, error) {
+	n = clampLimit(n, 20, 1000)
+	var out [][]changedigest.Change
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		m, err := trackOf(tx, watchID)
+		if err != nil {
+			return err
+		}
+		b := tx.Bucket(bVersions)
+		for seq := m.Latest; seq >= m.Oldest && seq > 0 && len(out) < n; seq-- {
+			v := b.Get(id64(watchID, int64(seq)))
+			if v == nil {
+				return corruptf("version %d of watch %d is missing", seq, watchID)
+			}
+			rec, err := decodeVersion(v)
+			if err != nil {
+				return corruptf("version %d of watch %d: %v", seq, watchID, err)
+			}
+			out = append(out, rec.hdr.Changes)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, wrap(err, "recent changes of watch %d", watchID)
+	}
+	return out, nil
+}
+
 // TrackInfo summarises a watch's stored history.
 type TrackInfo struct {
 	WatchID int64

@@ -982,3 +982,29 @@ func TestPrior(t *testing.T) {
 		t.Errorf("Prior of an unknown watch: %v", err)
 	}
 }
+
+// TestRecentChanges checks that the changes of the last versions come
+// newest first, as many as asked, and that an unknown watch is not found.
+func TestRecentChanges(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	for i := range 4 {
+		f.add(t, f.watch.ID, page(fmt.Sprint("v", i)), changedigest.Change{Segment: 0, Path: fmt.Sprint("html|body|p[", i, "]"),
+			Type: changedigest.ChangeContent, Op: changedigest.OpUpdate, OldText: "a", NewText: "b"})
+	}
+	got, err := f.s.RecentChanges(ctx, f.watch.ID, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 3 {
+		t.Fatalf("got the changes of %d versions, want 3", len(got))
+	}
+	for i, cs := range got {
+		if want := fmt.Sprint("html|body|p[", 3-i, "]"); len(cs) != 1 || cs[0].Path != want {
+			t.Errorf("version %d back: %+v, want one change at %s", i, cs, want)
+		}
+	}
+	if _, err := f.s.RecentChanges(ctx, 999, 3); changedigest.ErrorCode(err) != changedigest.ENOTFOUND {
+		t.Errorf("unknown watch: %v, want ENOTFOUND", err)
+	}
+}

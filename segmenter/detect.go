@@ -592,8 +592,10 @@ func (s *Segmenter) DetectPage(in Input) (*changedigest.Snapshot, error) {
 	}
 	if len(snap.Changes) == 0 {
 		snap.Changes = nil
-	} else if len(in.PrevBody) > 0 && plainUTF8(in.Body) {
-		// The text print that significance needs (noise.go), from the
+	}
+	if plainUTF8(in.Body) {
+		// The text print that significance needs (noise.go), against the
+		// previous version now and against the next one later, from the
 		// scan made here rather than a second one.
 		p := printOf(docTexts(d))
 		snap.Print = &p

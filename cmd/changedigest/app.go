@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/changedigest/changedigest"
 	"github.com/changedigest/changedigest/browser"
@@ -81,6 +82,9 @@ func (f *storeFlags) pipeline(store *pet.Store) (*crawl.Fetcher, *crawl.Pipeline
 	return fetcher, p, pool
 }
 
+// commandIndexDelay is the IndexDelay of the commands other than serve.
+const commandIndexDelay = 30 * time.Second
+
 // openAs opens the store and finds the user a command acts for (see
 // cliUser). The caller closes the store.
 func (f *storeFlags) openAs(ctx context.Context, name string, e *env) (*pet.Store, *changedigest.User, error) {
@@ -88,6 +92,11 @@ func (f *storeFlags) openAs(ctx context.Context, name string, e *env) (*pet.Stor
 	if err != nil {
 		return nil, nil, err
 	}
+	// A command holds the data directory to itself, so nothing else
+	// searches the index while it runs (its own searches apply pending
+	// work first): its index work waits longer and is done in fewer,
+	// larger batches, the last one when it closes.
+	store.IndexDelay = commandIndexDelay
 	u, err := cliUser(ctx, store, name, e)
 	if err != nil {
 		store.Close()
