@@ -241,6 +241,9 @@ func decodePending(v []byte) (int64, []uint64, error) {
 // stored before it.
 func (s *Store) syncAfterWrite() {
 	s.behind.Store(true)
+	if s.DeferIndex {
+		return
+	}
 	if s.IndexDelay < 0 {
 		s.flushIndex()
 		return
@@ -319,12 +322,38 @@ func (s *Store) syncIndex() error {
 	// Cleared before reading the markers: a write committed after this
 	// point sets it again.
 	s.behind.Store(false)
+	for {
+		more, err := s.syncSome()
+		if err != nil {
+			s.behind.Store(true)
+			return err
+		}
+		if !more {
+			return nil
+		}
+	}
+}
+
+// syncBudget bounds the documents of one index batch, so that catching
+// up with a long run of writes (a week of checks by commands that leave
+// their index work to the next search) holds a bounded batch in memory.
+const syncBudget = 5000
+
+// syncSome applies pending markers, oldest first, until their documents
+// reach syncBudget, and reports whether markers remain. The caller holds
+// syncMu.
+func (s *Store) syncSome() (more bool, err error) {
 	var done [][]byte
 	batch := s.idx.NewBatch()
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err = s.db.View(func(tx *bolt.Tx) error {
 		docs := map[int64]map[uint64]bool{}
+		n := 0
 		c := tx.Bucket(bPending).Cursor()
 		for k, v := c.First(); k != nil; k, v = c.Next() {
+			if n >= syncBudget {
+				more = true
+				break
+			}
 			wid, ids, err := decodePending(v)
 			if err != nil {
 				return corruptf("pending index marker %x: %v", k, err)
@@ -335,6 +364,7 @@ func (s *Store) syncIndex() error {
 			for _, id := range ids {
 				docs[wid][id] = true
 			}
+			n += len(ids)
 			done = append(done, bytes.Clone(k))
 		}
 		for wid, ids := range docs {
@@ -345,21 +375,18 @@ func (s *Store) syncIndex() error {
 		return nil
 	})
 	if err != nil {
-		s.behind.Store(true)
-		return fmt.Errorf("pet: read pending index updates: %w", err)
+		return false, fmt.Errorf("pet: read pending index updates: %w", err)
 	}
 	if len(done) == 0 {
-		return nil
+		return false, nil
 	}
 	if err := s.batch(batch); err != nil {
-		s.behind.Store(true)
-		return fmt.Errorf("pet: update index: %w", err)
+		return false, fmt.Errorf("pet: update index: %w", err)
 	}
 	if err := s.clearPending(done); err != nil {
-		s.behind.Store(true)
-		return fmt.Errorf("pet: clear pending index updates: %w", err)
+		return false, fmt.Errorf("pet: clear pending index updates: %w", err)
 	}
-	return nil
+	return more, nil
 }
 
 // clearPending deletes the pending index markers whose updates the index

@@ -2,7 +2,11 @@ package pet
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -145,5 +149,55 @@ func TestSearchAfterIndexPanic(t *testing.T) {
 	}
 	if err := f.s.IndexFailure(); err != nil {
 		t.Errorf("index still failed after IndexRetry: %v", err)
+	}
+}
+
+// TestDeferIndex stores versions with the index work deferred, as the
+// commands do: no index is opened or written, and the next process that
+// searches finds every version, the pending work applied in batches of
+// at most syncBudget documents.
+func TestDeferIndex(t *testing.T) {
+	dir := t.TempDir()
+	c := newClock()
+	s := MustOpen(t, dir, c, func(s *Store) { s.DeferIndex = true })
+	f := &fixture{s: s, clock: c}
+	f.user = f.mustUser(t, "alice")
+	f.watch = f.mustWatch(t, f.user.ID, "https://example.org/", "news")
+	const versions, paras = 30, 200 // 6,000 documents: more than one batch
+	for v := range versions {
+		ps := make([]string, paras)
+		for i := range ps {
+			ps[i] = fmt.Sprintf("edition%d paragraph%d %s", v, i, words(uint64(v*paras+i), 6))
+		}
+		f.add(t, f.watch.ID, page(ps...))
+	}
+	if versions*paras <= syncBudget {
+		t.Fatal("the test no longer needs more than one batch")
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, indexDir)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the index was written with its work deferred: %v", err)
+	}
+	s = MustOpen(t, dir, c)
+	if n := s.pendingCount(); n != versions {
+		t.Errorf("%d pending markers, want %d", n, versions)
+	}
+	ctx := context.Background()
+	for _, word := range []string{"edition0", "edition29", "paragraph199"} {
+		res, err := s.Search(ctx, Query{Text: word, UserID: f.user.ID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Total == 0 {
+			t.Errorf("search %q finds nothing", word)
+		}
+	}
+	if n := s.pendingCount(); n != 0 {
+		t.Errorf("%d pending markers left after a search", n)
+	}
+	if err := s.Check(ctx); err != nil {
+		t.Errorf("store check: %v", err)
 	}
 }

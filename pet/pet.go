@@ -132,6 +132,11 @@ type Store struct {
 	// a stored version is in the index within IndexDelay, and after a
 	// crash the pending markers put it there on the next Open.
 	IndexDelay time.Duration
+	// DeferIndex leaves the index work of writes to the next search,
+	// Check or Stats, or to the next process that indexes (serve): a
+	// short command that stores versions then opens no index at all.
+	// The pending markers keep the work across processes and crashes.
+	DeferIndex bool
 
 	db  *bolt.DB
 	idx bleve.Index
@@ -322,7 +327,7 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.stopTimer()
-	if s.behind.Load() {
+	if s.behind.Load() && !s.DeferIndex {
 		// One batch for what this process left pending, rather than a
 		// replay by the next Open.
 		s.flushIndex()

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/changedigest/changedigest"
 	"github.com/changedigest/changedigest/browser"
@@ -82,9 +81,6 @@ func (f *storeFlags) pipeline(store *pet.Store) (*crawl.Fetcher, *crawl.Pipeline
 	return fetcher, p, pool
 }
 
-// commandIndexDelay is the IndexDelay of the commands other than serve.
-const commandIndexDelay = 30 * time.Second
-
 // openAs opens the store and finds the user a command acts for (see
 // cliUser). The caller closes the store.
 func (f *storeFlags) openAs(ctx context.Context, name string, e *env) (*pet.Store, *changedigest.User, error) {
@@ -92,11 +88,10 @@ func (f *storeFlags) openAs(ctx context.Context, name string, e *env) (*pet.Stor
 	if err != nil {
 		return nil, nil, err
 	}
-	// A command holds the data directory to itself, so nothing else
-	// searches the index while it runs (its own searches apply pending
-	// work first): its index work waits longer and is done in fewer,
-	// larger batches, the last one when it closes.
-	store.IndexDelay = commandIndexDelay
+	// A command leaves the index work of what it stores to the next
+	// search or to serve (pet.Store.DeferIndex): checking opens no index,
+	// and the work of many commands is done in a few large batches.
+	store.DeferIndex = true
 	u, err := cliUser(ctx, store, name, e)
 	if err != nil {
 		store.Close()
