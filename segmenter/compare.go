@@ -233,10 +233,14 @@ func (sd *side) textOf(n *tnode) string {
 
 // ownRuns is the visible text of block n outside the block-level
 // elements nested in it, one run per stretch between them; each run is
-// contiguous text of the page.
-func (sd *side) ownRuns(n *tnode) []string {
+// contiguous text of the page, tokens [span[0], span[1]) of n.d (spans is
+// nil for a node of no scan).
+func (sd *side) ownRuns(n *tnode) (runs []string, spans [][2]int) {
 	if n.d == nil || len(n.kids) == 0 {
-		return []string{sd.textOf(n)}
+		if n.d != nil {
+			spans = [][2]int{{n.tokA, n.tokB}}
+		}
+		return []string{sd.textOf(n)}, spans
 	}
 	var cuts [][2]int // token ranges of the nested blocks, in order
 	var find func(n *tnode)
@@ -252,13 +256,15 @@ func (sd *side) ownRuns(n *tnode) []string {
 		}
 	}
 	find(n)
-	runs := make([]string, 0, len(cuts)+1)
+	runs = make([]string, 0, len(cuts)+1)
+	spans = make([][2]int, 0, len(cuts)+1)
 	a := n.tokA
 	for _, c := range cuts {
 		runs = append(runs, n.d.visibleText(a, c[0]))
+		spans = append(spans, [2]int{a, c[0]})
 		a = c[1]
 	}
-	return append(runs, n.d.visibleText(a, n.tokB))
+	return append(runs, n.d.visibleText(a, n.tokB)), append(spans, [2]int{a, n.tokB})
 }
 
 func (sd *side) path(n *tnode) string {
@@ -414,6 +420,9 @@ type differ struct {
 	// markup holds inserted and deleted elements whose words the page
 	// still has (or had): a link unwrapped, text wrapped in a new element
 	markup map[*tnode]bool
+	// groups are the compared treelets with the token ranges they were
+	// built from, for the text pass
+	groups []*textGroup
 }
 
 type rawChange struct {
@@ -421,6 +430,12 @@ type rawChange struct {
 	op       changedigest.Op
 	o, n     *tnode
 	old, new string
+	// runs: for the update of a block's own text, its token ranges in
+	// o.d and n.d (the text outside nested blocks), else nil
+	runs *[2][2]int
+	// before and after: unchanged words around a content change found
+	// by the text pass (textpass.go)
+	before, after string
 }
 
 // weight is how much of the page a change accounts for, in bytes of text,
@@ -1256,9 +1271,11 @@ func (df *differ) finish() {
 		// A block reports its own text, the runs between the blocks nested
 		// in it: those report theirs (or were inserted, deleted or moved as
 		// a whole). When the nested blocks do not line up, the whole text.
-		oruns, nruns := df.old.ownRuns(b.o), df.new.ownRuns(b.n)
+		oruns, ospans := df.old.ownRuns(b.o)
+		nruns, nspans := df.new.ownRuns(b.n)
 		if len(oruns) != len(nruns) {
 			oruns, nruns = []string{df.old.textOf(b.o)}, []string{df.new.textOf(b.n)}
+			ospans, nspans = [][2]int{{b.o.tokA, b.o.tokB}}, [][2]int{{b.n.tokA, b.n.tokB}}
 		}
 		for i := range oruns {
 			ot, nt := oruns[i], nruns[i]
@@ -1266,6 +1283,10 @@ func (df *differ) finish() {
 				continue
 			}
 			df.emit(changedigest.ChangeContent, changedigest.OpUpdate, b.o, b.n, ot, nt)
+			if b.o.d != nil && b.n.d != nil && len(ospans) == len(oruns) && len(nspans) == len(nruns) {
+				rc := &df.out[len(df.out)-1]
+				rc.runs = &[2][2]int{ospans[i], nspans[i]}
+			}
 		}
 	}
 }

@@ -411,7 +411,8 @@ func (s *Segmenter) compareVersions(prev *prevSide, cur *pageVersion, flags []bo
 			loss += (1 - sim) * float64(ob+nb)
 			continue
 		}
-		or := oldSide.build(prev.parts(g.o0, g.o1))
+		oparts := prev.parts(g.o0, g.o1)
+		or := oldSide.build(oparts)
 		var nparts []treePart
 		for j := g.n0; j < g.n1; j++ {
 			sg := cur.segs[j]
@@ -423,8 +424,10 @@ func (s *Segmenter) compareVersions(prev *prevSide, cur *pageVersion, flags []bo
 		}
 		nr := newSide.build(nparts)
 		df.compare(or, nr)
+		df.groups = append(df.groups, &textGroup{or: or, nr: nr, oparts: oparts, nparts: nparts})
 	}
 	df.finish()
+	df.textPass(s.Context)
 	df.reconcile()
 	defer func() {
 		for _, d := range prev.scans {
@@ -438,7 +441,7 @@ func (s *Segmenter) compareVersions(prev *prevSide, cur *pageVersion, flags []bo
 
 	changes := coarse
 	for _, rc := range df.out {
-		c := changedigest.Change{Type: rc.typ, Op: rc.op, OldText: rc.old, NewText: rc.new}
+		c := changedigest.Change{Type: rc.typ, Op: rc.op, OldText: rc.old, NewText: rc.new, Before: rc.before, After: rc.after}
 		if rc.n != nil {
 			c.Segment, c.Path = rc.n.seg, newSide.path(rc.n)
 			if c.Path == "" && c.Segment < len(cur.segs) {

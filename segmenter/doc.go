@@ -102,7 +102,10 @@
 // neighbours; an element rebuilt with another tag but mostly the same
 // words is one structural change and its text is compared word by word;
 // text deleted from one element and inserted by its rebuilt neighbours at
-// the same place is compared as text (reconcile.go). Change texts are
+// the same place is compared as text (reconcile.go); and every change
+// that carries text is checked against the word diff of its group's
+// visible text, so markup rebuilt around the same words is structural
+// and shows its start tag, not the words (textpass.go). Change texts are
 // never cut unless MaxText is set, and then the change says so.
 //
 // Similarity is 1 minus the share of the two bodies' bytes the changes'

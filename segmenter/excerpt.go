@@ -184,7 +184,8 @@ func lastWordsOf(s string, n int) string {
 func (s *Segmenter) present(cs []changedigest.Change) []changedigest.Change {
 	out := cs[:0:0]
 	for _, c := range cs {
-		if c.Type == changedigest.ChangeContent && c.Op == changedigest.OpUpdate && c.OldText != "" && c.NewText != "" {
+		if c.Type == changedigest.ChangeContent && c.Op == changedigest.OpUpdate && c.OldText != "" && c.NewText != "" &&
+			c.Before == "" && c.After == "" { // not already a hunk of the text pass
 			for _, h := range hunks(c.OldText, c.NewText, s.Context) {
 				d := c
 				d.OldText, d.NewText, d.Before, d.After = h.old, h.new, h.before, h.after

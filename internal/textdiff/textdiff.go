@@ -130,6 +130,50 @@ func Diff(a, b []string) []Edit {
 	return reorder(edits)
 }
 
+// Run is a run of an index-level edit script: N tokens from A in the old
+// sequence (Equal, Delete) and from B in the new one (Equal, Insert).
+type Run struct {
+	Op   Op
+	A, B int
+	N    int
+}
+
+// Script returns a shortest edit script turning a into b as runs of token
+// indices, in order (up to MaxEdits: past it the middle part that differs
+// is one deletion and one insertion, as in Diff).
+func Script(a, b []string) []Run {
+	var out []Run
+	add := func(op Op, i, j, n int) {
+		if n == 0 {
+			return
+		}
+		if k := len(out) - 1; k >= 0 && out[k].Op == op {
+			out[k].N += n
+			return
+		}
+		out = append(out, Run{Op: op, A: i, B: j, N: n})
+	}
+	p, s := affixes(a, b)
+	add(Equal, 0, 0, p)
+	i, j := p, p
+	for _, e := range myers(a[p:len(a)-s], b[p:len(b)-s]) {
+		switch e.op {
+		case Equal:
+			add(Equal, i, j, e.n)
+			i += e.n
+			j += e.n
+		case Delete:
+			add(Delete, i, j, e.n)
+			i += e.n
+		case Insert:
+			add(Insert, i, j, e.n)
+			j += e.n
+		}
+	}
+	add(Equal, i, j, s)
+	return out
+}
+
 // reorder puts each deletion before the insertion it pairs with, so a
 // replaced word reads "old new".
 func reorder(edits []Edit) []Edit {

@@ -1,6 +1,7 @@
 package textdiff
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -131,5 +132,32 @@ func TestReadable(t *testing.T) {
 		if got[i] != want[i] {
 			t.Fatalf("Readable = %q, want %q", got, want)
 		}
+	}
+}
+
+func TestScript(t *testing.T) {
+	a := strings.Fields("the cat sat on the mat today")
+	b := strings.Fields("a cat sat on the red mat")
+	var gotA, gotB []string
+	for _, r := range Script(a, b) {
+		switch r.Op {
+		case Equal:
+			if !slices.Equal(a[r.A:r.A+r.N], b[r.B:r.B+r.N]) {
+				t.Errorf("equal run %v: %q vs %q", r, a[r.A:r.A+r.N], b[r.B:r.B+r.N])
+			}
+			gotA = append(gotA, a[r.A:r.A+r.N]...)
+			gotB = append(gotB, b[r.B:r.B+r.N]...)
+		case Delete:
+			gotA = append(gotA, a[r.A:r.A+r.N]...)
+		case Insert:
+			gotB = append(gotB, b[r.B:r.B+r.N]...)
+		}
+	}
+	// the runs, in order, give both sequences back
+	if !slices.Equal(gotA, a) || !slices.Equal(gotB, b) {
+		t.Errorf("runs rebuild %q and %q", gotA, gotB)
+	}
+	if n := Common(a, b); n != 5 {
+		t.Errorf("Common = %d, want 5", n)
 	}
 }

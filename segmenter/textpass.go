@@ -1,0 +1,472 @@
+package segmenter
+
+import (
+	"sort"
+	"strings"
+
+	"github.com/changedigest/changedigest"
+	"github.com/changedigest/changedigest/internal/textdiff"
+)
+
+// The text pass: what the tree comparison found, checked against the
+// text a reader sees.
+//
+// The tree comparison reports text by the elements that hold it, so markup
+// rebuilt around the same words (a theme that wraps the content in two
+// more divs, entries that gain <p> tags, a table column dropped in every
+// row while the row reads the same) comes out as whole texts deleted and
+// inserted. The text pass compares the visible text of each compared group
+// of segments, old against new, word by word (the same shortest edit
+// script as everywhere else), and looks at every change that carries text:
+//   - an element inserted, deleted or moved whose words all stay where
+//     they were in the text changed only the markup: it becomes (or stays)
+//     one structural change showing its start tag, not its text;
+//   - an element inserted or deleted whose words mostly stay, and the
+//     updates of a block's own text, are shown as the runs of words that
+//     changed in the text, each one content change at its element, with up
+//     to Context words around it (as hunks of a block update are);
+//   - an element whose words mostly changed keeps its whole text.
+// A group whose texts differ by more than textdiff.MaxEdits words is left
+// as the tree comparison found it.
+
+// textGroup is one compared group: the two treelets and the token ranges
+// they were built from.
+type textGroup struct {
+	or, nr         *tnode
+	oparts, nparts []treePart
+
+	done     bool
+	skip     bool
+	old, new *groupText
+	script   []textdiff.Run
+}
+
+// groupText is the visible text of one side of a group as word tokens.
+type groupText struct {
+	parts   []treePart
+	offs    [][]int // per part: byte offset in text where each token a..b starts
+	text    string
+	toks    []string // tokens without whitespace
+	at      []int    // byte offset of each token
+	changed []bool   // the token is not kept by the edit script
+	// firm: kept within a run of at least minFirm unchanged tokens. Which
+	// of two equal short words a script keeps is a matter of chance (a
+	// table's "No" cells), so only firm words show that an element
+	// inserted or deleted kept its text
+	firm   []bool
+	report []*tnode       // the element whose changes show this token (nil: none)
+	grams  map[uint64]int // runs of four tokens, counted
+}
+
+// gramHash is the hash of the four tokens from k.
+func (gt *groupText) gramHash(k int) uint64 {
+	h := hashSeed
+	for _, w := range gt.toks[k : k+4] {
+		h = hashString(h, w)
+	}
+	return h
+}
+
+// present is the share of the runs of four tokens of [i, j) that other
+// has as often as this side: text that is still (or was already) on the
+// page, if not at the place the edit script says. (One of two equal
+// paragraphs deleted is not still there.)
+func (gt *groupText) present(i, j int, other *groupText) float64 {
+	gt.countGrams()
+	other.countGrams()
+	n, in := 0, 0
+	for k := i; k+4 <= j; k++ {
+		n++
+		if h := gt.gramHash(k); other.grams[h] >= gt.grams[h] {
+			in++
+		}
+	}
+	if n == 0 {
+		return 0
+	}
+	return float64(in) / float64(n)
+}
+
+func (gt *groupText) countGrams() {
+	if gt.grams != nil {
+		return
+	}
+	gt.grams = map[uint64]int{}
+	for k := 0; k+4 <= len(gt.toks); k++ {
+		gt.grams[gt.gramHash(k)]++
+	}
+}
+
+func newGroupText(parts []treePart) *groupText {
+	gt := &groupText{parts: parts}
+	var sb strings.Builder
+	for _, p := range parts {
+		if sb.Len() > 0 {
+			sb.WriteByte(' ')
+		}
+		d := p.d
+		offs := make([]int, p.b-p.a+1)
+		brk := false
+		for i := p.a; i < p.b && i < len(d.toks); i++ {
+			offs[i-p.a] = sb.Len()
+			t := &d.toks[i]
+			switch {
+			case t.kind != tText:
+				if t.flags&fBreak != 0 {
+					brk = true
+				}
+			case t.flags&fVisible != 0:
+				if sb.Len() > 0 && (brk || t.flags&fSpaceBefore != 0) {
+					sb.WriteByte(' ')
+				}
+				sb.Write(d.textBytes(i))
+				brk = t.flags&fSpaceAfter != 0
+			}
+		}
+		for i := max(p.a, min(p.b, len(d.toks))); i <= p.b; i++ {
+			offs[i-p.a] = sb.Len()
+		}
+		gt.offs = append(gt.offs, offs)
+	}
+	gt.text = sb.String()
+	at := 0
+	for _, w := range textdiff.Words(gt.text) {
+		if !textdiff.IsSpace(w) {
+			gt.toks = append(gt.toks, w)
+			gt.at = append(gt.at, at)
+		}
+		at += len(w)
+	}
+	gt.changed = make([]bool, len(gt.toks))
+	gt.firm = make([]bool, len(gt.toks))
+	gt.report = make([]*tnode, len(gt.toks))
+	return gt
+}
+
+// tokens returns the range of word tokens in scanned tokens [a, b) of d.
+func (gt *groupText) tokens(d *doc, a, b int) (int, int, bool) {
+	for k, p := range gt.parts {
+		if p.d != d || a < p.a || a >= p.b {
+			continue
+		}
+		b0, b1 := gt.offs[k][a-p.a], gt.offs[k][min(b, p.b)-p.a]
+		i := sort.SearchInts(gt.at, b0)
+		j := sort.SearchInts(gt.at, b1)
+		return i, j, true
+	}
+	return 0, 0, false
+}
+
+// nodeTokens is the range of word tokens of node n.
+func (gt *groupText) nodeTokens(n *tnode) (int, int, bool) {
+	if n == nil || n.d == nil {
+		return 0, 0, false
+	}
+	return gt.tokens(n.d, n.tokA, n.tokB)
+}
+
+// minFirm is the length of a run of unchanged tokens whose words are
+// taken for kept in place.
+const minFirm = 8
+
+// minPresent is the share of an element's runs of four words that the
+// other side must have for its words to count as kept.
+const minPresent = 0.7
+
+// minBlockSim is the word similarity (Dice) of a block's old and new text
+// below which its update is checked against the text of the group.
+const minBlockSim = 0.5
+
+// loose counts the tokens of [i, j) that are not firmly kept.
+func (gt *groupText) loose(i, j int) int {
+	c := 0
+	for k := i; k < j; k++ {
+		if !gt.firm[k] {
+			c++
+		}
+	}
+	return c
+}
+
+// prepare diffs the group's texts once.
+func (g *textGroup) prepare() bool {
+	if g.done {
+		return !g.skip
+	}
+	g.done = true
+	g.old, g.new = newGroupText(g.oparts), newGroupText(g.nparts)
+	g.script = textdiff.Script(g.old.toks, g.new.toks)
+	edits := 0
+	for _, r := range g.script {
+		switch r.Op {
+		case textdiff.Equal:
+			if r.N >= minFirm {
+				for k := range r.N {
+					g.old.firm[r.A+k], g.new.firm[r.B+k] = true, true
+				}
+			}
+		case textdiff.Delete:
+			edits += r.N
+			for k := r.A; k < r.A+r.N; k++ {
+				g.old.changed[k] = true
+			}
+		case textdiff.Insert:
+			edits += r.N
+			for k := r.B; k < r.B+r.N; k++ {
+				g.new.changed[k] = true
+			}
+		}
+	}
+	g.skip = edits >= textdiff.MaxEdits
+	return !g.skip
+}
+
+// rootOf is the treelet root above n.
+func rootOf(n *tnode) *tnode {
+	for n != nil && n.parent != nil {
+		n = n.parent
+	}
+	return n
+}
+
+// textPass checks the changes that carry text against the text of their
+// group (see above); ctx is the number of context words (< 0: whole texts,
+// which leaves block updates as they are).
+func (df *differ) textPass(ctx int) {
+	if len(df.groups) == 0 {
+		return
+	}
+	byRoot := map[*tnode]*textGroup{}
+	for _, g := range df.groups {
+		byRoot[g.or], byRoot[g.nr] = g, g
+	}
+	groupOf := func(rc *rawChange) *textGroup {
+		var g *textGroup
+		if rc.o != nil {
+			g = byRoot[rootOf(rc.o)]
+		}
+		if rc.n != nil {
+			h := byRoot[rootOf(rc.n)]
+			if g != nil && h != g {
+				return nil
+			}
+			g = h
+		}
+		if g == nil || !g.prepare() {
+			return nil
+		}
+		return g
+	}
+	// mark notes that the changed tokens of [i, j) are shown by runs at n.
+	mark := func(gt *groupText, i, j int, n *tnode) {
+		for k := i; k < j; k++ {
+			if gt.changed[k] && gt.report[k] == nil {
+				gt.report[k] = n
+			}
+		}
+	}
+	markup := func(rc *rawChange) {
+		rc.typ = changedigest.ChangeStructural
+		if rc.o != nil && rc.op != changedigest.OpInsert {
+			rc.old = df.old.describe(rc.o)
+		}
+		if rc.n != nil && rc.op != changedigest.OpDelete {
+			rc.new = df.new.describe(rc.n)
+		}
+	}
+	out := df.out[:0]
+	touched := map[*textGroup]bool{}
+	for i := range df.out {
+		rc := df.out[i]
+		textful := func(n *tnode) bool { return n != nil && (n.hasWords() || (n.isText() && n.visible)) }
+		switch {
+		case rc.typ == changedigest.ChangeContent && rc.op == changedigest.OpUpdate && rc.runs != nil && ctx >= 0 &&
+			dice(wordBag(rc.old, nil), wordBag(rc.new, nil)) < minBlockSim:
+			// A block whose text changed for the most part: its words
+			// may have gone to or come from other elements (a text that
+			// lost its paragraphs to new <p> tags, blocks paired off by
+			// one), which the text of the group tells.
+			g := groupOf(&rc)
+			if g == nil {
+				break
+			}
+			oi, oj, ok1 := g.old.tokens(rc.o.d, rc.runs[0][0], rc.runs[0][1])
+			ni, nj, ok2 := g.new.tokens(rc.n.d, rc.runs[1][0], rc.runs[1][1])
+			if !ok1 || !ok2 {
+				break
+			}
+			// the words that changed in the text are shown by the runs
+			mark(g.old, oi, oj, rc.o)
+			mark(g.new, ni, nj, rc.n)
+			touched[g] = true
+			continue
+		case (rc.op == changedigest.OpInsert || rc.op == changedigest.OpDelete) &&
+			(rc.typ == changedigest.ChangeContent || rc.typ == changedigest.ChangeStructural):
+			n, gt, other := rc.o, (*groupText)(nil), (*groupText)(nil)
+			g := groupOf(&rc)
+			if g == nil {
+				break
+			}
+			if rc.op == changedigest.OpInsert {
+				n, gt, other = rc.n, g.new, g.old
+			} else {
+				gt, other = g.old, g.new
+			}
+			if !textful(n) {
+				break
+			}
+			i, j, ok := gt.nodeTokens(n)
+			if !ok || j-i < minFirm {
+				break // a few words (a table cell) stay as they are
+			}
+			c := gt.loose(i, j)
+			switch {
+			case 2*c > j-i || gt.present(i, j, other) < minPresent:
+				// new words, or old words in a new order (an entry added
+				// on top of entries alike, which the script would align
+				// with its neighbour): the element's text as a whole
+			case c == 0:
+				if n.isText() {
+					continue // the same words, no markup: no change
+				}
+				markup(&rc)
+			default:
+				if !n.isText() {
+					markup(&rc)
+					out = append(out, rc)
+				}
+				mark(gt, i, j, n)
+				touched[g] = true
+				continue
+			}
+		case rc.op == changedigest.OpMove && textful(rc.o) && textful(rc.n):
+			g := groupOf(&rc)
+			if g == nil {
+				break
+			}
+			oi, oj, ok1 := g.old.nodeTokens(rc.o)
+			ni, nj, ok2 := g.new.nodeTokens(rc.n)
+			if ok1 && ok2 && oj-oi >= minFirm && g.old.loose(oi, oj) == 0 && g.new.loose(ni, nj) == 0 &&
+				g.old.present(oi, oj, g.new) >= minPresent {
+				markup(&rc)
+			}
+		}
+		out = append(out, rc)
+	}
+	df.out = out
+	for _, g := range df.groups {
+		if touched[g] {
+			df.out = append(df.out, g.runs(ctx)...)
+		}
+	}
+}
+
+// runs are the content changes of the changed tokens some change left to
+// the text pass: one per run of changed tokens (runs apart by at most
+// hunkGap unchanged tokens are one), at the element that holds it.
+func (g *textGroup) runs(ctx int) []rawChange {
+	script := g.script
+	var out []rawChange
+	type span struct{ i, j int } // token range, j exclusive; i == j: none
+	for k := 0; k < len(script); {
+		if script[k].Op == textdiff.Equal {
+			k++
+			continue
+		}
+		// the run: script[k:l], short equal runs folded in
+		l := k
+		for l < len(script) {
+			if script[l].Op == textdiff.Equal {
+				if script[l].N > hunkGap || l+1 == len(script) {
+					break
+				}
+			}
+			l++
+		}
+		// its reported tokens on each side
+		os, ns := span{-1, -1}, span{-1, -1}
+		var on, nn *tnode
+		for _, r := range script[k:l] {
+			if r.Op != textdiff.Insert {
+				for t := r.A; t < r.A+r.N; t++ {
+					if g.old.report[t] != nil {
+						if os.i < 0 {
+							os.i, on = t, g.old.report[t]
+						}
+						os.j = t + 1
+					}
+				}
+			}
+			if r.Op != textdiff.Delete {
+				for t := r.B; t < r.B+r.N; t++ {
+					if g.new.report[t] != nil {
+						if ns.i < 0 {
+							ns.i, nn = t, g.new.report[t]
+						}
+						ns.j = t + 1
+					}
+				}
+			}
+		}
+		k = l
+		if os.i < 0 && ns.i < 0 {
+			continue
+		}
+		old, new := g.old.slice(os.i, os.j), g.new.slice(ns.i, ns.j)
+		if sameText(old, new) {
+			continue
+		}
+		rc := rawChange{typ: changedigest.ChangeContent, old: old, new: new, o: on, n: nn}
+		switch {
+		case old == "":
+			rc.op = changedigest.OpInsert
+			rc.before, rc.after = g.new.around(ns.i, ns.j, ctx, nn)
+		case new == "":
+			rc.op = changedigest.OpDelete
+			rc.before, rc.after = g.old.around(os.i, os.j, ctx, on)
+		default:
+			rc.op = changedigest.OpUpdate
+			rc.before, rc.after = g.new.around(ns.i, ns.j, ctx, nn)
+		}
+		out = append(out, rc)
+	}
+	return out
+}
+
+// slice is the text of tokens [i, j), "" for none.
+func (gt *groupText) slice(i, j int) string {
+	if i < 0 || j <= i {
+		return ""
+	}
+	return gt.text[gt.at[i] : gt.at[j-1]+len(gt.toks[j-1])]
+}
+
+// around is up to n words of text before token i and after token j-1
+// within the text of element in, each with the space that separates it
+// from the change.
+func (gt *groupText) around(i, j, n int, in *tnode) (string, string) {
+	if n <= 0 {
+		return "", ""
+	}
+	a := gt.at[i]
+	e := gt.at[j-1] + len(gt.toks[j-1])
+	lo, hi := max(0, a-400), min(len(gt.text), e+400)
+	if i0, j0, ok := gt.nodeTokens(in); ok && i0 < j0 {
+		lo = max(lo, gt.at[i0])
+		hi = min(hi, gt.at[j0-1]+len(gt.toks[j0-1]))
+	}
+	before, after := "", ""
+	if lo < a {
+		before = lastWordsOf(gt.text[lo:a], n)
+	}
+	if e < hi {
+		after = firstWordsOf(gt.text[e:hi], n)
+	}
+	if strings.TrimSpace(before) == "" {
+		before = ""
+	}
+	if strings.TrimSpace(after) == "" {
+		after = ""
+	}
+	return before, after
+}
