@@ -96,6 +96,30 @@ func BenchmarkDetect(b *testing.B) {
 	}
 }
 
+// BenchmarkCheck is what a check pays for detection: Detect, that is
+// DetectPage plus noise marking and significance, against a previous
+// version as the track returns it (with its text print when it keeps one).
+func BenchmarkCheck(b *testing.B) {
+	s := New()
+	for _, p := range benchPairs(b) {
+		prev, err := s.Detect(Input{Body: p.old})
+		if err != nil {
+			b.Fatal(err)
+		}
+		in := Input{Body: p.new, Prev: prev, PrevBody: p.old, History: [][]string{prev.Hashes()}}
+		b.Run(p.name, func(b *testing.B) {
+			b.SetBytes(int64(len(p.new)))
+			b.ReportAllocs()
+			for b.Loop() {
+				snap, err := s.Detect(in)
+				if err != nil || len(snap.Changes) == 0 {
+					b.Fatal(err, "no change found")
+				}
+			}
+		})
+	}
+}
+
 // BenchmarkFirst is the hybrid segmentation of a first version.
 func BenchmarkFirst(b *testing.B) {
 	s := New()

@@ -600,7 +600,7 @@ func (s *Segmenter) DetectPage(in Input) (*changedigest.Snapshot, error) {
 		// The text print that significance needs (noise.go), against the
 		// previous version now and against the next one later, from the
 		// scan made here rather than a second one.
-		p := printOf(docTexts(d))
+		p := docPrint(d)
 		snap.Print = &p
 	}
 	return snap, nil

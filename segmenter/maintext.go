@@ -1,6 +1,7 @@
 package segmenter
 
 import (
+	"github.com/changedigest/changedigest"
 	"strings"
 )
 
@@ -37,17 +38,7 @@ func docTexts(d *doc) (main, all string) {
 	for i := range blocks {
 		ab.WriteString(blocks[i].text)
 		ab.WriteByte('\n')
-		// The last block has no successor; it stands in for its own, so a
-		// page that ends with its article (no footer) keeps its last
-		// paragraph.
-		prev, next := textBlock{}, blocks[i]
-		if i > 0 {
-			prev = blocks[i-1]
-		}
-		if i+1 < len(blocks) {
-			next = blocks[i+1]
-		}
-		if blocks[i].boiler || !isContent(prev, blocks[i], next) {
+		if !mainBlock(blocks, i) {
 			continue
 		}
 		if sb.Len() > 0 {
@@ -56,6 +47,35 @@ func docTexts(d *doc) (main, all string) {
 		sb.WriteString(blocks[i].text)
 	}
 	return sb.String(), ab.String()
+}
+
+// docPrint is printOf(docTexts(d)), each block's words read once.
+func docPrint(d *doc) changedigest.TextPrint {
+	blocks := textBlocks(d)
+	var main, all []string
+	for i := range blocks {
+		ws := wordsOf(blocks[i].text)
+		all = append(all, ws...)
+		if mainBlock(blocks, i) {
+			main = append(main, ws...)
+		}
+	}
+	return printWords(main, all)
+}
+
+// mainBlock reports whether block i is part of the main text.
+func mainBlock(blocks []textBlock, i int) bool {
+	// The last block has no successor; it stands in for its own, so a
+	// page that ends with its article (no footer) keeps its last
+	// paragraph.
+	prev, next := textBlock{}, blocks[i]
+	if i > 0 {
+		prev = blocks[i-1]
+	}
+	if i+1 < len(blocks) {
+		next = blocks[i+1]
+	}
+	return !blocks[i].boiler && isContent(prev, blocks[i], next)
 }
 
 // textBlock is a run of text between two block-level tags.

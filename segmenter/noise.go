@@ -106,8 +106,12 @@ func pagePrint(s *changedigest.Snapshot, body []byte) changedigest.TextPrint {
 	if s != nil && s.Print != nil && s.Print.Version == printVersion {
 		return *s.Print
 	}
-	m, a := pageTexts(body)
-	return printOf(m, a)
+	if len(body) == 0 || len(body) > DefaultMaxBytes || binaryKind(body) != "" {
+		return printOf("", "")
+	}
+	d := scan(decode(body), nil, step{})
+	defer d.release()
+	return docPrint(d)
 }
 
 // printOf summarises a text for significance: the word counts and
@@ -115,12 +119,19 @@ func pagePrint(s *changedigest.Snapshot, body []byte) changedigest.TextPrint {
 // text is all of it).
 func printOf(main, all string) changedigest.TextPrint {
 	mw := wordsOf(main)
-	p := changedigest.TextPrint{Version: printVersion, MainWords: len(mw), MainHash: simhashWords(mw)}
 	if all == "" || all == main {
-		p.AllWords, p.AllHash = p.MainWords, p.MainHash
+		return printWords(mw, mw)
+	}
+	return printWords(mw, wordsOf(all))
+}
+
+// printWords is printOf of texts already split into words.
+func printWords(main, all []string) changedigest.TextPrint {
+	p := changedigest.TextPrint{Version: printVersion, MainWords: len(main), MainHash: simhashWords(main)}
+	if len(all) == len(main) {
+		p.AllWords, p.AllHash = p.MainWords, p.MainHash // all the text is main text
 	} else {
-		aw := wordsOf(all)
-		p.AllWords, p.AllHash = len(aw), simhashWords(aw)
+		p.AllWords, p.AllHash = len(all), simhashWords(all)
 	}
 	return p
 }
@@ -803,10 +814,31 @@ func simhashWords(ws []string) uint64 {
 	if len(ws) == 0 {
 		return 0
 	}
-	var v [64]int
+	// The votes of each bit are counted eight bits at a time: each byte
+	// of a hash adds its bits spread over the byte lanes of a word, and
+	// the lanes are emptied into the counts before they can overflow.
+	var (
+		lanes  [8]uint64
+		ones   [64]int
+		votes  int
+		inLane int
+	)
+	flush := func() {
+		for k, l := range lanes {
+			for i := range 8 {
+				ones[8*k+i] += int(byte(l >> (8 * i)))
+			}
+			lanes[k] = 0
+		}
+		inLane = 0
+	}
 	add := func(x uint64) {
-		for i := range 64 {
-			v[i] += int(x>>i&1)*2 - 1
+		for k := range lanes {
+			lanes[k] += spread[byte(x>>(8*k))]
+		}
+		votes++
+		if inLane++; inLane == 255 {
+			flush()
 		}
 	}
 	if len(ws) == 1 {
@@ -815,11 +847,22 @@ func simhashWords(ws []string) uint64 {
 	for i := 0; i+1 < len(ws); i++ {
 		add(fnvAdd(fnvAdd(fnvAdd(fnvOffset, ws[i]), " "), ws[i+1]))
 	}
+	flush()
 	var out uint64
-	for i := range 64 {
-		if v[i] > 0 {
+	for i, n := range ones {
+		if 2*n > votes { // more ones than zeros
 			out |= 1 << i
 		}
 	}
 	return out
 }
+
+// spread[b] holds bit i of b in the low bit of byte i.
+var spread = func() (t [256]uint64) {
+	for b := range t {
+		for i := range 8 {
+			t[b] |= uint64(b>>i&1) << (8 * i)
+		}
+	}
+	return t
+}()

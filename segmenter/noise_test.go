@@ -458,3 +458,47 @@ func covered(want, have []string) int {
 	}
 	return k
 }
+
+// TestSimhashWordsReference checks the counting of votes eight bits at a
+// time against the plain count, one bit at a time: stored prints made by
+// either agree.
+func TestSimhashWordsReference(t *testing.T) {
+	ref := func(ws []string) uint64 {
+		if len(ws) == 0 {
+			return 0
+		}
+		var v [64]int
+		add := func(x uint64) {
+			for i := range 64 {
+				if x&(1<<i) != 0 {
+					v[i]++
+				} else {
+					v[i]--
+				}
+			}
+		}
+		if len(ws) == 1 {
+			add(fnvAdd(fnvOffset, ws[0]))
+		}
+		for i := 0; i+1 < len(ws); i++ {
+			add(fnvAdd(fnvOffset, ws[i]+" "+ws[i+1]))
+		}
+		var out uint64
+		for i := range 64 {
+			if v[i] > 0 {
+				out |= 1 << i
+			}
+		}
+		return out
+	}
+	vocab := strings.Fields("a b c river bridge school 12 2025 évolution 中文 x y z")
+	for n := range 2000 {
+		ws := make([]string, n%700)
+		for i := range ws {
+			ws[i] = vocab[(i*7+n*13+i*i)%len(vocab)]
+		}
+		if got, want := simhashWords(ws), ref(ws); got != want {
+			t.Fatalf("%d words: %016x, want %016x", len(ws), got, want)
+		}
+	}
+}
