@@ -334,23 +334,27 @@ func (s *Store) syncIndex() error {
 	}
 }
 
-// syncBudget bounds the documents of one index batch, so that catching
-// up with a long run of writes (a week of checks by commands that leave
-// their index work to the next search) holds a bounded batch in memory.
-const syncBudget = 5000
+// syncBudget and syncBytes bound one index batch, in documents and in
+// bytes of documents: Bleve holds every token of a batch (with its
+// positions, for highlighting) until the batch is a segment, some 25
+// times the text. Catching up with a long run of writes (a week of checks
+// by commands that leave their index work to the next search) is done in
+// many such batches.
+const (
+	syncBudget = 5000
+	syncBytes  = 4 << 20
+)
 
-// syncSome applies pending markers, oldest first, until their documents
-// reach syncBudget, and reports whether markers remain. The caller holds
-// syncMu.
+// syncSome applies pending markers, oldest first, until the batch
+// reaches syncBudget documents or syncBytes, and reports whether markers
+// remain. The caller holds syncMu.
 func (s *Store) syncSome() (more bool, err error) {
 	var done [][]byte
 	batch := s.idx.NewBatch()
 	err = s.db.View(func(tx *bolt.Tx) error {
-		docs := map[int64]map[uint64]bool{}
-		n := 0
 		c := tx.Bucket(bPending).Cursor()
 		for k, v := c.First(); k != nil; k, v = c.Next() {
-			if n >= syncBudget {
+			if batch.Size() >= syncBudget || batch.TotalDocsSize() >= syncBytes {
 				more = true
 				break
 			}
@@ -358,19 +362,14 @@ func (s *Store) syncSome() (more bool, err error) {
 			if err != nil {
 				return corruptf("pending index marker %x: %v", k, err)
 			}
-			if docs[wid] == nil {
-				docs[wid] = map[uint64]bool{}
-			}
+			set := make(map[uint64]bool, len(ids))
 			for _, id := range ids {
-				docs[wid][id] = true
+				set[id] = true
 			}
-			n += len(ids)
-			done = append(done, bytes.Clone(k))
-		}
-		for wid, ids := range docs {
-			if err := s.batchWatch(tx, batch, wid, ids); err != nil {
+			if err := s.batchWatch(tx, batch, wid, set); err != nil {
 				return err
 			}
+			done = append(done, bytes.Clone(k))
 		}
 		return nil
 	})

@@ -42,6 +42,7 @@ func main() {
 	users := flag.Int("users", 100, "users the watches are spread over")
 	noSync := flag.Bool("nosync", false, "do not fsync the store on commit (faster, unsafe)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the run to this file")
+	memProfile := flag.String("memprofile", "", "write a heap profile (allocations) after the first pass to this file")
 	memLimit := flag.Int("memory-limit", 180, "soft memory limit in MB, as `serve` sets by default (0: none)")
 	flag.Parse()
 	if _, set := os.LookupEnv("GOMEMLIMIT"); !set && *memLimit > 0 {
@@ -56,7 +57,7 @@ func main() {
 		pprof.StartCPUProfile(f)
 		defer pprof.StopCPUProfile()
 	}
-	if err := run(*watches, *hosts, *size, *change, *workers, *gap, *users, *noSync); err != nil {
+	if err := run(*watches, *hosts, *size, *change, *workers, *gap, *users, *noSync, *memProfile); err != nil {
 		fmt.Fprintln(os.Stderr, "checkbench:", err)
 		pprof.StopCPUProfile()
 		os.Exit(1)
@@ -74,7 +75,7 @@ func (t *tb) close() {
 	}
 }
 
-func run(n, hosts, size int, change float64, workers int, gap time.Duration, nusers int, noSync bool) error {
+func run(n, hosts, size int, change float64, workers int, gap time.Duration, nusers int, noSync bool, memProfile string) error {
 	ctx := context.Background()
 	dir, err := os.MkdirTemp("", "checkbench")
 	if err != nil {
@@ -141,6 +142,19 @@ func run(n, hosts, size int, change float64, workers int, gap time.Duration, nus
 	}
 	if err := pass("first"); err != nil {
 		return err
+	}
+	if memProfile != "" {
+		f, err := os.Create(memProfile)
+		if err != nil {
+			return err
+		}
+		err = pprof.Lookup("allocs").WriteTo(f, 0)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return err
+		}
 	}
 	changed := int(float64(n) * change)
 	for i := 0; i < changed; i++ {
