@@ -223,10 +223,10 @@ type result struct {
 	b          *bench
 	k          int
 	start, end time.Time
-	requests   int   // page requests during the phase, all pages
-	checks     int   // the server's checks during the phase, all pages
+	requests   int // page requests during the phase, all pages
+	checks     int // the server's checks during the phase, all pages
 	delays     []time.Duration
-	missed     int // changes not stored by the end
+	missed     int           // changes not stored by the end
 	gap, crawl time.Duration // as the clients were told, first page
 }
 
