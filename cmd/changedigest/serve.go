@@ -210,7 +210,7 @@ func (m *Main) Run(ctx context.Context) error {
 		m.Clients.MinGap = c.ClientMinGap
 	}
 	pipeline.OnVersion = m.Agent.Stored
-	sched.OnCheck = func(r crawl.Report) { m.Agent.Checked(r.Watch.ID, r.Err != nil) }
+	sched.OnCheck = func(r crawl.Report) { m.Agent.CheckedAt(r.Watch.ID, r.Start, r.Err != nil) }
 
 	ex := expand.NewExpander(wn)
 	m.Notify = notify.New(store, ex, eng)
