@@ -71,6 +71,15 @@ type client struct {
 type schedule struct {
 	begin  time.Time
 	online []int64
+	// watches are the time gaps given out for this membership, and when
+	// each watch's polls began (see place).
+	watches map[int64]placement
+}
+
+// placement is a watch's time gap and the start of its polls.
+type placement struct {
+	gap   time.Duration
+	begin time.Time
 }
 
 // Slot is a client's place in a watch's schedule.
@@ -178,7 +187,7 @@ func (c *Coordinator) onlineLocked(userID int64, now time.Time) []*client {
 	}
 	s := c.users[userID]
 	if s == nil || !slices.Equal(s.online, ids) {
-		c.users[userID] = &schedule{begin: now, online: ids}
+		c.users[userID] = &schedule{begin: now, online: ids, watches: map[int64]placement{}}
 	}
 	return on
 }
@@ -237,6 +246,37 @@ func (c *Coordinator) Optimal(w *changedigest.Watch) int {
 	return max(int((c.ClientGap+floor-1)/floor), 1)
 }
 
+// placeLocked is w's time gap for k clients and the start of its polls,
+// kept while the membership lasts so that every client places its polls
+// on one grid: the change-rate estimate moves with each check, and
+// clients asking at different times for gaps that differ a little would
+// drift apart, since a slot is Begin + i × gap + n × k × gap. The gap
+// is given anew, from now, when the rule's differs from it by more than
+// a quarter. The start is shifted within one gap so that the clients'
+// polls fall midway between the server's own checks (at its next check
+// plus half a gap) rather than next to them, which also keeps a user's
+// pages from being polled all at once.
+func (c *Coordinator) placeLocked(s *schedule, w *changedigest.Watch, k int, now time.Time) placement {
+	gap := c.TimeGap(w, k)
+	p, ok := s.watches[w.ID]
+	if ok && 4*(gap-p.gap) <= p.gap && 4*(p.gap-gap) <= p.gap {
+		return p
+	}
+	p = placement{gap: gap, begin: s.begin}
+	if ok {
+		p.begin = now
+	}
+	if !w.NextCheck.IsZero() && gap > 0 {
+		off := w.NextCheck.Add(gap/2).Sub(p.begin) % gap
+		if off < 0 {
+			off += gap
+		}
+		p.begin = p.begin.Add(off)
+	}
+	s.watches[w.ID] = p
+	return p
+}
+
 // Assignments are client id's polls, and count as its sign of life.
 // Errors: ENOTFOUND when the client is not userID's or was dropped
 // (it registers again).
@@ -252,23 +292,27 @@ func (c *Coordinator) Assignments(ctx context.Context, userID, id int64) ([]Assi
 	on := c.onlineLocked(userID, now)
 	index := slices.Index(on, cl)
 	k := len(on)
-	begin := c.users[userID].begin
+	sched := c.users[userID]
 	c.mu.Unlock()
 
 	ws, err := c.Store.Watches(ctx, userID, "")
 	if err != nil {
 		return nil, err
 	}
+	ws = slices.DeleteFunc(ws, func(w changedigest.Watch) bool { return w.Paused || w.Kind == changedigest.KindFeed })
+	places := make([]placement, len(ws))
+	c.mu.Lock()
+	for i := range ws {
+		places[i] = c.placeLocked(sched, &ws[i], k, now)
+	}
+	c.mu.Unlock()
 	out := make([]Assignment, 0, len(ws))
 	for i := range ws {
 		w := &ws[i]
-		if w.Paused || w.Kind == changedigest.KindFeed {
-			continue
-		}
-		gap := c.TimeGap(w, k)
+		gap := places[i].gap
 		a := Assignment{WatchID: w.ID, URL: w.URL, ETag: w.ETag, LastModified: w.LastModified,
 			TimeGap: gap, CrawlGap: gap * time.Duration(k), DelayToStart: gap * time.Duration(index),
-			Begin: begin, Clients: k, Index: index}
+			Begin: places[i].begin, Clients: k, Index: index}
 		seq, hash, sum, err := c.Manager.Latest(ctx, w.ID)
 		if err != nil {
 			return nil, err
@@ -287,12 +331,15 @@ func (c *Coordinator) Slots(w *changedigest.Watch) []Slot {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	on := c.onlineLocked(w.UserID, now)
-	begin := c.users[w.UserID].begin
-	gap := c.TimeGap(w, len(on))
+	if len(on) == 0 {
+		return nil
+	}
+	p := c.placeLocked(c.users[w.UserID], w, len(on), now)
+	gap := p.gap
 	out := make([]Slot, len(on))
 	for i, cl := range on {
 		out[i] = Slot{Client: cl.id, Name: cl.name, Index: i, CrawlGap: gap * time.Duration(len(on)),
-			DelayToStart: gap * time.Duration(i), Begin: begin, LastSeen: cl.seen, Reports: cl.fetches}
+			DelayToStart: gap * time.Duration(i), Begin: p.begin, LastSeen: cl.seen, Reports: cl.fetches}
 	}
 	return out
 }

@@ -27,7 +27,6 @@ func TestClientsJoinAndLeave(t *testing.T) {
 	if got := as[0]; got.CrawlGap != 3*time.Hour || got.TimeGap != 3*time.Hour || got.DelayToStart != 0 || got.Clients != 1 || got.Version != 1 || got.Summary == "" {
 		t.Errorf("one client: %+v", got)
 	}
-	begin1 := as[0].Begin
 
 	f.now = f.now.Add(time.Minute)
 	b, _ := c.Register(7, "desktop", "192.0.2.2")
@@ -38,7 +37,11 @@ func TestClientsJoinAndLeave(t *testing.T) {
 			t.Fatal(err)
 		}
 		got := as[0]
-		if got.CrawlGap != 3*time.Hour || got.DelayToStart != time.Duration(i)*time.Hour || got.Index != i || !got.Begin.After(begin1) {
+		// The polls start within a gap of the new schedule, midway
+		// between the server's own checks.
+		onGrid := (w.NextCheck.Add(30*time.Minute).Sub(got.Begin))%time.Hour == 0
+		if got.CrawlGap != 3*time.Hour || got.DelayToStart != time.Duration(i)*time.Hour || got.Index != i ||
+			got.Begin.Before(f.now) || !got.Begin.Before(f.now.Add(time.Hour)) || !onGrid {
 			t.Errorf("client %d of 3: %+v", i, got)
 		}
 	}
@@ -58,7 +61,7 @@ func TestClientsJoinAndLeave(t *testing.T) {
 	c.Assignments(ctx, 7, third)
 	f.now = f.now.Add(2 * time.Second)
 	as, err = c.Assignments(ctx, 7, third)
-	if err != nil || as[0].Clients != 1 || as[0].CrawlGap != 3*time.Hour || as[0].DelayToStart != 0 || !as[0].Begin.Equal(f.now) {
+	if err != nil || as[0].Clients != 1 || as[0].CrawlGap != 3*time.Hour || as[0].DelayToStart != 0 || as[0].Begin.Before(f.now) || !as[0].Begin.Before(f.now.Add(3*time.Hour)) {
 		t.Errorf("after one left and one fell silent: %+v, %v", as, err)
 	}
 	if _, err := c.Assignments(ctx, 7, a); changedigest.ErrorCode(err) != changedigest.ENOTFOUND {
@@ -173,6 +176,25 @@ func TestAssignmentsFollowRule(t *testing.T) {
 			t.Errorf("%d clients: slots %+v", k, slots)
 		}
 	}
+	// The estimate moves a little with a new check: the gap and the
+	// grid stay. It moves by more than a quarter: a new gap, from now.
+	before, _ := c.Assignments(ctx, 7, ids[0])
+	w.Samples = append(w.Samples, changedigest.CheckSample{Interval: 150 * time.Second, Changed: true})
+	f.store.watches[1] = &w
+	f.now = f.now.Add(10 * time.Second)
+	after, _ := c.Assignments(ctx, 7, ids[0])
+	if after[0].TimeGap != before[0].TimeGap || !after[0].Begin.Equal(before[0].Begin) {
+		t.Errorf("a small move of the estimate moved the schedule: %s from %s to %s from %s",
+			before[0].TimeGap, before[0].Begin, after[0].TimeGap, after[0].Begin)
+	}
+	w.Samples = samples(20, 16, 150*time.Second)
+	f.store.watches[1] = &w
+	f.now = f.now.Add(10 * time.Second)
+	after, _ = c.Assignments(ctx, 7, ids[0])
+	if want := c.TimeGap(&w, 10); after[0].TimeGap != want || want > 3*floor/4 || after[0].Begin.Before(f.now) {
+		t.Errorf("a page found to change twice as often: time gap %s from %s, want %s from now (%s)", after[0].TimeGap, after[0].Begin, want, f.now)
+	}
+
 	// Up to the floor each client polls every 5 min whatever k; past
 	// it, twice the clients poll each half as often.
 	if crawl[5] < 5*time.Minute || crawl[5] > 5*time.Minute+5*time.Second || crawl[1] != 5*time.Minute || crawl[10] != 2*crawl[5] {
