@@ -250,16 +250,19 @@ func (c *Coordinator) Optimal(w *changedigest.Watch) int {
 // kept while the membership lasts so that every client places its polls
 // on one grid: the change-rate estimate moves with each check, and
 // clients asking at different times for gaps that differ a little would
-// drift apart, since a slot is Begin + i × gap + n × k × gap. The gap
-// is given anew, from now, when the rule's differs from it by more than
-// a quarter. The start is shifted within one gap so that the clients'
+// drift apart, since a slot is Begin + i × gap + n × k × gap, and a new
+// grid postpones the polls of the clients late in the turn. The gap is
+// given anew, from now, only when the rule's differs from it by more
+// than half (a quarter was measured to re-place too often: the estimate
+// drifts as the checks that reports trigger join the samples). A kept
+// gap was the rule's for the same k, so the bounds hold. The start is shifted within one gap so that the clients'
 // polls fall midway between the server's own checks (at its next check
 // plus half a gap) rather than next to them, which also keeps a user's
 // pages from being polled all at once.
 func (c *Coordinator) placeLocked(s *schedule, w *changedigest.Watch, k int, now time.Time) placement {
 	gap := c.TimeGap(w, k)
 	p, ok := s.watches[w.ID]
-	if ok && 4*(gap-p.gap) <= p.gap && 4*(p.gap-gap) <= p.gap {
+	if ok && 2*(gap-p.gap) <= p.gap && 2*(p.gap-gap) <= p.gap {
 		return p
 	}
 	p = placement{gap: gap, begin: s.begin}
