@@ -175,8 +175,10 @@ func (c *Client) Run(ctx context.Context) error {
 					return nil
 				}
 			}
-			if c.slots[id] != nil && s.next.Before(wake) {
-				wake = s.next
+			// check may have asked for the assignments again and
+			// replaced the slot.
+			if cur := c.slots[id]; cur != nil && cur.next.Before(wake) {
+				wake = cur.next
 			}
 		}
 		t := time.NewTimer(time.Until(wake))
@@ -284,6 +286,22 @@ func (c *Client) check(ctx context.Context, s *clientSlot) {
 		return
 	}
 	if Changed(a, res) {
+		// The stored version may have moved on since the assignments
+		// came (another client's report, the server's own check): ask
+		// again and report only a page that differs from the newest, so
+		// that k clients do not report one change k times.
+		if err := c.assignments(ctx); err == nil {
+			cur := c.slots[a.WatchID]
+			if cur == nil {
+				return // no longer assigned
+			}
+			if cur.a.Version != a.Version {
+				if !Changed(cur.a, res) {
+					return
+				}
+				a = cur.a
+			}
+		}
 		err := c.call(ctx, http.MethodPost, fmt.Sprintf("/clients/%d/reports", c.id),
 			map[string]any{"watch_id": a.WatchID, "version": a.Version}, nil)
 		if err != nil {

@@ -692,6 +692,15 @@ func (m *Manager) Stored(w *changedigest.Watch, snap *changedigest.Snapshot) {
 // reporters get a strike, and its summary is taken as a view of the
 // stored version so it does not trigger again.
 func (m *Manager) Checked(watchID int64, failed bool) {
+	m.CheckedAt(watchID, time.Time{}, failed)
+}
+
+// CheckedAt is Checked for a check that started at start (zero: not
+// known). A check that started before the waiting report arrived may
+// have fetched the page before the change it reports: it neither
+// refutes the report nor ends its wait, and the watch is made due again
+// (the check's own schedule update had put it off).
+func (m *Manager) CheckedAt(watchID int64, start time.Time, failed bool) {
 	now := m.now()
 	m.mu.Lock()
 	p := m.watches[watchID]
@@ -700,6 +709,19 @@ func (m *Manager) Checked(watchID int64, failed bool) {
 		return
 	}
 	q := p.pend
+	if !start.IsZero() && start.Before(q.at) {
+		m.mu.Unlock()
+		_, err := m.Store.UpdateWatch(context.Background(), 0, watchID, func(w *changedigest.Watch) error {
+			if w.NextCheck.After(now) {
+				w.NextCheck = now
+			}
+			return nil
+		})
+		if err != nil {
+			m.Logger.Warn("making a reported watch due again", "watch", watchID, "err", err)
+		}
+		return
+	}
 	p.pend = nil
 	if failed {
 		m.mu.Unlock()

@@ -322,6 +322,36 @@ func TestRefutingAddressIsIgnored(t *testing.T) {
 	}
 }
 
+// TestCheckInFlightDoesNotRefute: a check that began before a report
+// arrived cannot verify it; it makes the watch due again, and the next
+// check decides.
+func TestCheckInFlightDoesNotRefute(t *testing.T) {
+	f := newFixture(t)
+	began := f.now
+	f.now = f.now.Add(time.Second)
+	if err := f.report(t, f.token(t), pageV2, "192.0.2.1"); err != nil {
+		t.Fatal(err)
+	}
+	f.drain(t)
+	// The check in flight ends and its schedule update puts the watch off.
+	f.store.UpdateWatch(context.Background(), 0, 1, func(w *changedigest.Watch) error {
+		w.NextCheck = f.now.Add(time.Hour)
+		return nil
+	})
+	f.now = f.now.Add(time.Second)
+	f.m.CheckedAt(1, began, false)
+	if st := f.m.Stats(1); st.Refuted != 0 {
+		t.Errorf("a check begun before the report refuted it: %+v", st)
+	}
+	if got := f.store.watch(1).NextCheck; !got.Equal(f.now) {
+		t.Errorf("NextCheck = %s, want now (%s)", got, f.now)
+	}
+	f.m.CheckedAt(1, f.now, false)
+	if st := f.m.Stats(1); st.Refuted != 1 {
+		t.Errorf("the next check found no change: %+v, want refuted", st)
+	}
+}
+
 func TestRefutedSummaryDoesNotTriggerAgain(t *testing.T) {
 	// A page whose scripts change it in the browser: its summary never
 	// matches the stored version. After one refuted check, the same

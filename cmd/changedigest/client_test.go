@@ -23,7 +23,7 @@ import (
 // detected by a client; the schedule is recomputed as they leave.
 func TestClientsEndToEnd(t *testing.T) {
 	m := mustServe(t)
-	m.Clients.Gap = func(*changedigest.Watch) time.Duration { return 300 * time.Millisecond }
+	m.Clients.ClientGap, m.Clients.MinGap = 600*time.Millisecond, 100*time.Millisecond
 	m.Clients.Poll = 200 * time.Millisecond
 	ctx := context.Background()
 

@@ -48,6 +48,10 @@ type Config struct {
 	SMTPFrom   string
 	SMTPUser   string
 	LogLevel   string
+	// ClientGap and ClientMinGap bound the polling clients' schedule
+	// (agent.Coordinator's ClientGap and MinGap).
+	ClientGap    time.Duration
+	ClientMinGap time.Duration
 	// MemoryLimitMB is the Go runtime's soft memory limit (0: none); the
 	// GOMEMLIMIT environment variable overrides it.
 	MemoryLimitMB int
@@ -86,7 +90,7 @@ func NewMain() *Main {
 		Config: Config{
 			storeFlags: storeFlags{data: defaultDataDir, matrix: pet.DefaultMatrix},
 			Addr:       "127.0.0.1:8080", DemoPeriod: 5 * time.Second, Workers: 16, HostGap: time.Second,
-			MemoryLimitMB: DefaultMemoryLimitMB,
+			MemoryLimitMB: DefaultMemoryLimitMB, ClientGap: 5 * time.Minute, ClientMinGap: 30 * time.Second,
 		},
 		Stdout: os.Stdout,
 		Logger: slog.Default(),
@@ -110,6 +114,8 @@ func runServe(ctx context.Context, e *env) error {
 	fs.StringVar(&c.SMTP, "smtp", "", "SMTP relay host:port for the daily digest e-mail (password in env CHANGEDIGEST_SMTP_PASSWORD)")
 	fs.StringVar(&c.SMTPFrom, "smtp-from", "changedigest <changedigest@localhost>", "sender of digest e-mail")
 	fs.StringVar(&c.SMTPUser, "smtp-user", "", "SMTP user name")
+	fs.DurationVar(&c.ClientGap, "client-gap", c.ClientGap, "least time between two polls of one page by one polling client")
+	fs.DurationVar(&c.ClientMinGap, "client-min-gap", c.ClientMinGap, "least time between two polls of one page by all polling clients together")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "debug, info, warn or error")
 	fs.IntVar(&c.MemoryLimitMB, "memory-limit", c.MemoryLimitMB, "soft memory limit in MB: the garbage collector works harder near it (0: none; env GOMEMLIMIT wins)")
 	args, err := e.parse(fs, e.args)
@@ -124,6 +130,9 @@ func runServe(ctx context.Context, e *env) error {
 		return usagef("--log-level %q: want debug, info, warn or error", c.LogLevel)
 	}
 	m.Logger = slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level}))
+	if c.ClientGap <= 0 || c.ClientMinGap <= 0 {
+		return usagef("--client-gap %s and --client-min-gap %s must be positive", c.ClientGap, c.ClientMinGap)
+	}
 	if c.MemoryLimitMB < 0 {
 		return usagef("--memory-limit %d is negative", c.MemoryLimitMB)
 	}
@@ -194,8 +203,14 @@ func (m *Main) Run(ctx context.Context) error {
 	m.Agent = agent.New(store, eng.URL("/agent/report"))
 	m.Agent.Logger = log.With("component", "agent")
 	m.Clients = agent.NewCoordinator(store, m.Agent)
+	if c.ClientGap > 0 {
+		m.Clients.ClientGap = c.ClientGap
+	}
+	if c.ClientMinGap > 0 {
+		m.Clients.MinGap = c.ClientMinGap
+	}
 	pipeline.OnVersion = m.Agent.Stored
-	sched.OnCheck = func(r crawl.Report) { m.Agent.Checked(r.Watch.ID, r.Err != nil) }
+	sched.OnCheck = func(r crawl.Report) { m.Agent.CheckedAt(r.Watch.ID, r.Start, r.Err != nil) }
 
 	ex := expand.NewExpander(wn)
 	m.Notify = notify.New(store, ex, eng)
