@@ -453,14 +453,15 @@ func (s *Store) openIndex(ctx context.Context) error {
 		return fmt.Errorf("pet: create index %s: %w", path, err)
 	}
 	s.idx = idx
-	want, err := s.indexableCount()
-	if err != nil {
-		return err
-	}
-	if rebuild && want == 0 {
-		return s.syncIndex()
-	}
-	if !rebuild {
+	if rebuild {
+		want, _, err := s.indexableCount()
+		if err != nil {
+			return err
+		}
+		if want == 0 {
+			return s.syncIndex()
+		}
+	} else {
 		if n := s.pendingCount(); n > 0 {
 			s.Logger.Info("replaying pending index updates", "markers", n)
 		}
@@ -472,15 +473,38 @@ func (s *Store) openIndex(ctx context.Context) error {
 			}
 			s.Logger.Warn("replaying pending index updates failed; rebuilding the index", "err", err)
 			rebuild = true
-		} else if n, err := idx.DocCount(); err != nil || n != want {
-			s.Logger.Warn("search index disagrees with the store; rebuilding it", "documents", n, "segments", want, "err", err)
-			rebuild = true
+		} else {
+			if s.afterOpenSync != nil {
+				s.afterOpenSync()
+			}
+			agree, err := s.indexAgrees(idx)
+			if err != nil {
+				return err
+			}
+			rebuild = !agree
 		}
 	}
 	if rebuild {
 		return s.rebuildIndex(ctx)
 	}
 	return nil
+}
+
+// indexAgrees reports whether idx holds one document per indexable
+// segment of pet.db, give or take the segments of markers not yet
+// replayed: the checks of a running service go on storing versions while
+// its index is opened, and their markers are replayed by the next batch.
+func (s *Store) indexAgrees(idx bleve.Index) (bool, error) {
+	want, slack, err := s.indexableCount()
+	if err != nil {
+		return false, err
+	}
+	n, err := idx.DocCount()
+	if err != nil || n+slack < want || n > want+slack {
+		s.Logger.Warn("search index disagrees with the store; rebuilding it", "documents", n, "segments", want, "pending", slack, "err", err)
+		return false, nil
+	}
+	return true, nil
 }
 
 // pendingCount counts the pending index markers.
@@ -493,21 +517,34 @@ func (s *Store) pendingCount() int {
 	return n
 }
 
-// indexableCount counts the segment records that have an index document.
-func (s *Store) indexableCount() (uint64, error) {
-	var n uint64
-	err := s.db.View(func(tx *bolt.Tx) error {
-		return tx.Bucket(bSegs).ForEach(func(_, v []byte) error {
+// indexableCount counts the segment records that have an index document,
+// and, in the same snapshot, the segments named by pending markers. Writes
+// go on while the index is opened, so the index may hold or lack a
+// document for each of those; every other segment must have exactly one.
+func (s *Store) indexableCount() (want, pending uint64, err error) {
+	err = s.db.View(func(tx *bolt.Tx) error {
+		err := tx.Bucket(bSegs).ForEach(func(_, v []byte) error {
 			if len(v) > 0 && v[0]&segIndexable != 0 {
-				n++
+				want++
 			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		return tx.Bucket(bPending).ForEach(func(k, v []byte) error {
+			_, ids, err := decodePending(v)
+			if err != nil {
+				return corruptf("pending index marker %x: %v", k, err)
+			}
+			pending += uint64(len(ids))
 			return nil
 		})
 	})
 	if err != nil {
-		return 0, fmt.Errorf("pet: count segments: %w", err)
+		return 0, 0, fmt.Errorf("pet: count segments: %w", err)
 	}
-	return n, nil
+	return want, pending, nil
 }
 
 // Compact merges the search index into one segment, dropping the space

@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -200,4 +203,97 @@ func TestDeferIndex(t *testing.T) {
 	if err := s.Check(ctx); err != nil {
 		t.Errorf("store check: %v", err)
 	}
+}
+
+// TestOpenIndexWhileWriting opens the index of a store whose versions are
+// still being stored, as a service's checks go on while its index opens:
+// a version committed between the replay of the markers and the count
+// check must not make the store rebuild its whole index, and must still
+// be found by the next search.
+func TestOpenIndexWhileWriting(t *testing.T) {
+	var logs strings.Builder
+	var logMu sync.Mutex
+	dir := t.TempDir()
+	c := newClock()
+	s := MustOpen(t, dir, c, func(s *Store) {
+		s.IndexDelay = time.Hour // only the test's searches apply index work
+		s.Logger = slog.New(slog.NewTextHandler(lockedWriter{&logMu, &logs}, nil))
+	})
+	f := &fixture{s: s, clock: c}
+	f.user = f.mustUser(t, "alice")
+	f.watch = f.mustWatch(t, f.user.ID, "https://example.org/", "news")
+	f.add(t, f.watch.ID, page("first edition about lighthouses", "a second paragraph"))
+	written := false
+	s.afterOpenSync = func() {
+		if !written {
+			written = true
+			f.add(t, f.watch.ID, page("second edition about harbours", "a second paragraph"))
+		}
+	}
+	ctx := context.Background()
+	for _, word := range []string{"lighthouses", "harbours"} {
+		res, err := s.Search(ctx, Query{Text: word, UserID: f.user.ID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Total != 1 {
+			t.Errorf("search %q found %d, want 1", word, res.Total)
+		}
+	}
+	if !written {
+		t.Fatal("the index was not opened by the search")
+	}
+	logMu.Lock()
+	defer logMu.Unlock()
+	if strings.Contains(logs.String(), "rebuil") {
+		t.Errorf("the index was rebuilt:\n%s", logs.String())
+	}
+	if err := s.Check(ctx); err != nil {
+		t.Errorf("store check: %v", err)
+	}
+}
+
+// TestOpenIndexMissingDocuments checks that the count check still finds
+// an index that lacks documents no marker will bring: it is rebuilt.
+func TestOpenIndexMissingDocuments(t *testing.T) {
+	dir := t.TempDir()
+	c := newClock()
+	s := MustOpen(t, dir, c, func(s *Store) { s.IndexDelay = -1 })
+	f := &fixture{s: s, clock: c}
+	f.user = f.mustUser(t, "alice")
+	f.watch = f.mustWatch(t, f.user.ID, "https://example.org/", "news")
+	f.add(t, f.watch.ID, page("first edition about lighthouses", "a second paragraph"))
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// A store whose index was emptied behind its back.
+	if err := os.RemoveAll(filepath.Join(dir, indexDir)); err != nil {
+		t.Fatal(err)
+	}
+	var logs strings.Builder
+	s = MustOpen(t, dir, c, func(s *Store) {
+		s.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	})
+	res, err := s.Search(context.Background(), Query{Text: "lighthouses", UserID: f.user.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Total != 1 {
+		t.Errorf("search after the index was lost found %d, want 1", res.Total)
+	}
+	if !strings.Contains(logs.String(), "rebuilding") {
+		t.Errorf("no rebuild logged:\n%s", logs.String())
+	}
+}
+
+// lockedWriter serialises writes to w.
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }

@@ -166,6 +166,11 @@ type Store struct {
 	// timer, when set, applies pending index work (see syncAfterWrite).
 	timerMu sync.Mutex
 	timer   *time.Timer
+
+	// afterOpenSync, when set (by tests), runs in openIndex between the
+	// replay of pending markers and the count check, where writes of
+	// other goroutines may land.
+	afterOpenSync func()
 }
 
 // New returns a store in dir with default settings. It does no I/O.

@@ -89,7 +89,8 @@ func run(n, hosts, size int, change float64, workers int, gap time.Duration, nus
 
 	store := pet.New(dir)
 	store.NoSync = noSync
-	store.Logger = slog.New(slog.DiscardHandler)
+	// Warnings (an index rebuild, a failed batch) change what is measured.
+	store.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	if err := store.Open(ctx); err != nil {
 		return err
 	}
