@@ -52,15 +52,11 @@ func docTexts(d *doc) (main, all string) {
 // docPrint is printOf(docTexts(d)), each block's words read once.
 func docPrint(d *doc) changedigest.TextPrint {
 	blocks := textBlocks(d)
-	var main, all []string
+	var p textPrinter
 	for i := range blocks {
-		ws := wordsOf(blocks[i].text)
-		all = append(all, ws...)
-		if mainBlock(blocks, i) {
-			main = append(main, ws...)
-		}
+		p.text(blocks[i].text, mainBlock(blocks, i))
 	}
-	return printWords(main, all)
+	return p.print()
 }
 
 // mainBlock reports whether block i is part of the main text.

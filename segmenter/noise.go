@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/changedigest/changedigest"
 )
@@ -811,51 +812,170 @@ func fnvAdd(h uint64, s string) uint64 {
 
 // simhashWords is Simhash of a text already split into words.
 func simhashWords(ws []string) uint64 {
-	if len(ws) == 0 {
+	var h simhasher
+	for _, w := range ws {
+		h.word(w)
+	}
+	return h.sum()
+}
+
+// simhasher computes Simhash word by word, without keeping the words: a
+// shingle's FNV-1a hash continues from the state after its first word
+// and the space, which is all it keeps of the previous word.
+//
+// The votes of each bit are counted eight bits at a time: each byte of a
+// hash adds its bits spread over the byte lanes of a word, and the lanes
+// are emptied into the counts before they can overflow.
+type simhasher struct {
+	lanes  [8]uint64
+	ones   [64]int
+	votes  int
+	inLane int
+	words  int
+	prev   uint64 // FNV state after the previous word and " "
+	first  uint64 // hash of the first word alone (a one-word text's only vote)
+}
+
+// word adds the next word, already lower-cased.
+func (h *simhasher) word(w string) {
+	h.add(fnvAdd(h.prev, w), fnvAdd(fnvOffset, w))
+}
+
+// add adds the next word given as the hash of the shingle it closes (the
+// previous word's state continued with it) and its hash alone.
+func (h *simhasher) add(shingle, alone uint64) {
+	if h.words == 0 {
+		h.first = alone
+	} else {
+		h.vote(shingle)
+	}
+	h.words++
+	h.prev = (alone ^ ' ') * fnvPrime
+}
+
+func (h *simhasher) vote(x uint64) {
+	for k := range h.lanes {
+		h.lanes[k] += spread[byte(x>>(8*k))]
+	}
+	h.votes++
+	if h.inLane++; h.inLane == 255 {
+		h.flush()
+	}
+}
+
+func (h *simhasher) flush() {
+	for k, l := range h.lanes {
+		for i := range 8 {
+			h.ones[8*k+i] += int(byte(l >> (8 * i)))
+		}
+		h.lanes[k] = 0
+	}
+	h.inLane = 0
+}
+
+// sum is the simhash of the words added so far (0 for none). It ends the
+// hasher.
+func (h *simhasher) sum() uint64 {
+	switch h.words {
+	case 0:
 		return 0
+	case 1:
+		h.vote(h.first)
 	}
-	// The votes of each bit are counted eight bits at a time: each byte
-	// of a hash adds its bits spread over the byte lanes of a word, and
-	// the lanes are emptied into the counts before they can overflow.
-	var (
-		lanes  [8]uint64
-		ones   [64]int
-		votes  int
-		inLane int
-	)
-	flush := func() {
-		for k, l := range lanes {
-			for i := range 8 {
-				ones[8*k+i] += int(byte(l >> (8 * i)))
-			}
-			lanes[k] = 0
-		}
-		inLane = 0
-	}
-	add := func(x uint64) {
-		for k := range lanes {
-			lanes[k] += spread[byte(x>>(8*k))]
-		}
-		votes++
-		if inLane++; inLane == 255 {
-			flush()
-		}
-	}
-	if len(ws) == 1 {
-		add(fnvAdd(fnvOffset, ws[0]))
-	}
-	for i := 0; i+1 < len(ws); i++ {
-		add(fnvAdd(fnvAdd(fnvAdd(fnvOffset, ws[i]), " "), ws[i+1]))
-	}
-	flush()
+	h.flush()
 	var out uint64
-	for i, n := range ones {
-		if 2*n > votes { // more ones than zeros
+	for i, n := range h.ones {
+		if 2*n > h.votes { // more ones than zeros
 			out |= 1 << i
 		}
 	}
 	return out
 }
+
+// textPrinter makes a page's TextPrint from its text blocks in one pass
+// over their bytes: the words of every block go to all, those of main
+// text blocks to main as well. Words are split and lower-cased as
+// wordsOf does.
+type textPrinter struct {
+	main, all simhasher
+}
+
+func (p *textPrinter) text(s string, main bool) {
+	for i := 0; i < len(s); {
+		if c := s[i]; c >= utf8.RuneSelf {
+			if r, n := utf8.DecodeRuneInString(s[i:]); !unicode.IsLetter(r) && !unicode.IsDigit(r) {
+				i += n
+				continue
+			}
+		} else if !asciiWord[c] {
+			i++
+			continue
+		}
+		// A word: hash it as it is read while it is ASCII.
+		start := i
+		hm, ha, hw := p.main.prev, p.all.prev, uint64(fnvOffset)
+		for i < len(s) && s[i] < utf8.RuneSelf && asciiWord[s[i]] {
+			b := s[i]
+			if 'A' <= b && b <= 'Z' {
+				b += 'a' - 'A'
+			}
+			hm = (hm ^ uint64(b)) * fnvPrime
+			ha = (ha ^ uint64(b)) * fnvPrime
+			hw = (hw ^ uint64(b)) * fnvPrime
+			i++
+		}
+		if i < len(s) && s[i] >= utf8.RuneSelf && wordRuneAt(s, i) {
+			// Not ASCII throughout: take the whole word the slow way.
+			for i < len(s) {
+				r, n := utf8.DecodeRuneInString(s[i:])
+				if !unicode.IsLetter(r) && !unicode.IsDigit(r) {
+					break
+				}
+				i += n
+			}
+			for _, w := range wordsOf(s[start:i]) {
+				p.word(w, main)
+			}
+			continue
+		}
+		if main {
+			p.main.add(hm, hw)
+		}
+		p.all.add(ha, hw)
+	}
+}
+
+func (p *textPrinter) word(w string, main bool) {
+	if main {
+		p.main.word(w)
+	}
+	p.all.word(w)
+}
+
+func (p *textPrinter) print() changedigest.TextPrint {
+	tp := changedigest.TextPrint{Version: printVersion, MainWords: p.main.words, AllWords: p.all.words}
+	tp.MainHash = p.main.sum()
+	if p.all.words == p.main.words {
+		tp.AllHash = tp.MainHash // all the text is main text
+	} else {
+		tp.AllHash = p.all.sum()
+	}
+	return tp
+}
+
+// wordRuneAt reports whether the rune at s[i] is a letter or digit.
+func wordRuneAt(s string, i int) bool {
+	r, _ := utf8.DecodeRuneInString(s[i:])
+	return unicode.IsLetter(r) || unicode.IsDigit(r)
+}
+
+// asciiWord[c] reports whether the ASCII byte c is a letter or digit.
+var asciiWord = func() (t [utf8.RuneSelf]bool) {
+	for c := range t {
+		t[c] = unicode.IsLetter(rune(c)) || unicode.IsDigit(rune(c))
+	}
+	return t
+}()
 
 // spread[b] holds bit i of b in the low bit of byte i.
 var spread = func() (t [256]uint64) {

@@ -502,3 +502,60 @@ func TestSimhashWordsReference(t *testing.T) {
 		}
 	}
 }
+
+// TestTextPrinterMatchesWords checks that the one-pass print of a page's
+// text blocks is the print of their words as wordsOf splits them: on
+// crafted text (non-ASCII letters and separators in and between words)
+// and on the readability pages.
+func TestTextPrinterMatchesWords(t *testing.T) {
+	viaWords := func(texts []string, main []bool) changedigest.TextPrint {
+		var m, a []string
+		for i, s := range texts {
+			ws := wordsOf(s)
+			a = append(a, ws...)
+			if main[i] {
+				m = append(m, ws...)
+			}
+		}
+		return printWords(m, a)
+	}
+	check := func(name string, texts []string, main []bool) {
+		t.Helper()
+		var p textPrinter
+		for i, s := range texts {
+			p.text(s, main[i])
+		}
+		if got, want := p.print(), viaWords(texts, main); got != want {
+			t.Errorf("%s: one-pass print %+v, want %+v", name, got, want)
+		}
+	}
+	crafted := []string{
+		"", "word", "Two Words", "ÉVOLUTION du Marché", "İstanbul ıi", "a\u00a0b\u00a0c — d–e",
+		"mixed ascii中文words and 12,345.67 numbers", "tail é", "é", "ß STRASSE Straße", "\xff\xfe broken \xc3 utf8",
+		"under_score hy-phen o'clock", "ＦＵＬＬＷＩＤＴＨ text", "x\u0301y combining", "١٢٣ arabic digits",
+	}
+	for i := range crafted {
+		for j := range crafted {
+			check(fmt.Sprintf("%q+%q", crafted[i], crafted[j]), []string{crafted[i], crafted[j]}, []bool{i%2 == 0, j%3 == 0})
+		}
+	}
+	dir := testenv.Corpus(t, "pages", "readability", "pages")
+	files, _ := filepath.Glob(filepath.Join(dir, "*", "source.html"))
+	if len(files) == 0 {
+		t.Skip("no readability pages under " + dir)
+	}
+	for _, f := range files {
+		src, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := scan(decode(src), nil, step{})
+		blocks := textBlocks(d)
+		texts, main := make([]string, len(blocks)), make([]bool, len(blocks))
+		for i := range blocks {
+			texts[i], main[i] = blocks[i].text, mainBlock(blocks, i)
+		}
+		d.release()
+		check(filepath.Base(filepath.Dir(f)), texts, main)
+	}
+}
