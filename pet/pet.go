@@ -390,6 +390,16 @@ func (s *Store) update(ctx context.Context, fn func(tx *bolt.Tx) error) error {
 	return s.writeErr(s.db.Update(fn))
 }
 
+// batchUpdate is update in a transaction that bbolt may share with those
+// of other goroutines (one commit, one fsync for all of them); fn may run
+// more than once, so it must only depend on tx.
+func (s *Store) batchUpdate(ctx context.Context, fn func(tx *bolt.Tx) error) error {
+	if err := s.ready(ctx); err != nil {
+		return err
+	}
+	return s.writeErr(s.db.Batch(fn))
+}
+
 // userError is an error for users: a changedigest.Error (code and safe
 // message) that also matches one of the package sentinels.
 type userError struct {

@@ -237,9 +237,16 @@ func (s *Store) Watches(ctx context.Context, userID int64, tag string) ([]change
 // new URL and zone duplicate another of the user's watches; fn's own
 // error, returned as is, leaves the watch unchanged.
 func (s *Store) UpdateWatch(ctx context.Context, userID, id int64, fn func(*changedigest.Watch) error) (*changedigest.Watch, error) {
+	return s.updateWatch(ctx, s.update, userID, id, fn)
+}
+
+// updateWatch is UpdateWatch in a transaction made by update: s.update,
+// or s.batchUpdate for the crawler's frequent writes.
+func (s *Store) updateWatch(ctx context.Context, update func(context.Context, func(*bolt.Tx) error) error, userID, id int64, fn func(*changedigest.Watch) error) (*changedigest.Watch, error) {
 	var out *changedigest.Watch
 	var fnErr error
-	err := s.update(ctx, func(tx *bolt.Tx) error {
+	err := update(ctx, func(tx *bolt.Tx) error {
+		fnErr = nil // a batched transaction may run fn again
 		old, err := getUserWatch(tx, userID, id)
 		if err != nil {
 			return err
@@ -376,7 +383,9 @@ func (s *Store) DueWatches(ctx context.Context, now time.Time, limit int) ([]*ch
 // fields a user edits as stored, so an edit made while a check ran is not
 // lost. A watch deleted meanwhile is not an error.
 func (s *Store) SaveSchedule(ctx context.Context, w *changedigest.Watch) error {
-	_, err := s.UpdateWatch(ctx, AnyUser, w.ID, func(x *changedigest.Watch) error {
+	// Every check saves its schedule, most with nothing else to write (a
+	// 304): the saves of concurrent checks share one commit.
+	_, err := s.updateWatch(ctx, s.batchUpdate, AnyUser, w.ID, func(x *changedigest.Watch) error {
 		x.NextCheck, x.LastCheck, x.LastChange = w.NextCheck, w.LastCheck, w.LastChange
 		x.LastError, x.LastErrorAt, x.ErrorCount = w.LastError, w.LastErrorAt, w.ErrorCount
 		x.Checks, x.ChangeChecks = w.Checks, w.ChangeChecks
