@@ -66,7 +66,7 @@ func (s *Store) Check(ctx context.Context) error {
 						distinct[id] = true
 						refs[id]++
 					}
-					p, err := readChunk(tx, id, maxChunk)
+					p, err := readStoredChunk(tx, id, maxChunk)
 					if err != nil {
 						bad("watch %d version %d: %v", wid, seq, err)
 						break

@@ -3,6 +3,7 @@ package pet
 import (
 	"crypto/sha256"
 	"fmt"
+	"sync"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -277,9 +278,92 @@ func deltaPack(p []byte, base uint64, baseBlob, baseData []byte) []byte {
 	return append(out, pack(runs)...)
 }
 
-// readChunk returns the bytes of chunk id, resolving delta chains.
+// readChunk returns the bytes of chunk id, resolving delta chains. The
+// bytes may be shared with other readers: callers must not modify them.
 func readChunk(tx *bolt.Tx, id uint64, limit int) ([]byte, error) {
+	if p, ok := recent.get(tx.DB(), id); ok && len(p) <= limit {
+		return p, nil
+	}
+	p, err := readChunkDepth(tx, id, limit, maxDeltaDepth)
+	if err == nil && !tx.Writable() {
+		recent.put(tx.DB(), id, p)
+	}
+	return p, err
+}
+
+// readStoredChunk is readChunk from the database alone, for the store
+// check, which must see what is on disk.
+func readStoredChunk(tx *bolt.Tx, id uint64, limit int) ([]byte, error) {
 	return readChunkDepth(tx, id, limit, maxDeltaDepth)
+}
+
+// recent keeps the chunks read last. Reading a version reads each of its
+// chunks twice, once as the dictionary of a segment's text and once for
+// the body, and the base of a delta chain is read for every link: each
+// was a full inflate. A chunk id comes from NextSequence and a committed
+// chunk never changes, so a chunk read in a read-only transaction (which
+// sees only committed data) may be kept by id; chunks read in a write
+// transaction, which may yet roll back and give the id again, are not.
+var recent = chunkCache{max: 8 << 20}
+
+type chunkKey struct {
+	db *bolt.DB
+	id uint64
+}
+
+// chunkCache is a byte-bounded cache of chunks, the oldest dropped first.
+type chunkCache struct {
+	max   int
+	mu    sync.Mutex
+	m     map[chunkKey][]byte
+	order []chunkKey
+	size  int
+}
+
+func (c *chunkCache) get(db *bolt.DB, id uint64) ([]byte, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p, ok := c.m[chunkKey{db, id}]
+	return p, ok
+}
+
+func (c *chunkCache) put(db *bolt.DB, id uint64, p []byte) {
+	if len(p) > c.max/8 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	k := chunkKey{db, id}
+	if _, ok := c.m[k]; ok {
+		return
+	}
+	if c.m == nil {
+		c.m = map[chunkKey][]byte{}
+	}
+	for c.size+len(p) > c.max && len(c.order) > 0 {
+		old := c.order[0]
+		c.order = c.order[1:]
+		c.size -= len(c.m[old])
+		delete(c.m, old)
+	}
+	c.m[k], c.order = p, append(c.order, k)
+	c.size += len(p)
+}
+
+// forget drops the chunks of db (a store being closed).
+func (c *chunkCache) forget(db *bolt.DB) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	kept := c.order[:0]
+	for _, k := range c.order {
+		if k.db == db {
+			c.size -= len(c.m[k])
+			delete(c.m, k)
+		} else {
+			kept = append(kept, k)
+		}
+	}
+	c.order = kept
 }
 
 func readChunkDepth(tx *bolt.Tx, id uint64, limit, depthLeft int) ([]byte, error) {

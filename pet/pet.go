@@ -355,6 +355,7 @@ func (s *Store) Close() error {
 		s.idx = nil
 	}
 	stores.Delete(filepath.Join(s.Dir, indexDir, "store"))
+	recent.forget(s.db)
 	if err := s.db.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("pet: close %s: %w", dbFile, err))
 	}
