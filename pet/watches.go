@@ -385,7 +385,24 @@ func (s *Store) DueWatches(ctx context.Context, now time.Time, limit int) ([]*ch
 func (s *Store) SaveSchedule(ctx context.Context, w *changedigest.Watch) error {
 	// Every check saves its schedule, most with nothing else to write (a
 	// 304): the saves of concurrent checks share one commit.
-	_, err := s.updateWatch(ctx, s.batchUpdate, AnyUser, w.ID, func(x *changedigest.Watch) error {
+	return s.saveSchedule(ctx, s.batchUpdate, w)
+}
+
+// SaveSchedules is SaveSchedule for many watches in one transaction.
+func (s *Store) SaveSchedules(ctx context.Context, ws []*changedigest.Watch) error {
+	return s.update(ctx, func(tx *bolt.Tx) error {
+		inTx := func(_ context.Context, fn func(*bolt.Tx) error) error { return fn(tx) }
+		for _, w := range ws {
+			if err := s.saveSchedule(ctx, inTx, w); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+func (s *Store) saveSchedule(ctx context.Context, update func(context.Context, func(*bolt.Tx) error) error, w *changedigest.Watch) error {
+	_, err := s.updateWatch(ctx, update, AnyUser, w.ID, func(x *changedigest.Watch) error {
 		x.NextCheck, x.LastCheck, x.LastChange = w.NextCheck, w.LastCheck, w.LastChange
 		x.LastError, x.LastErrorAt, x.ErrorCount = w.LastError, w.LastErrorAt, w.ErrorCount
 		x.Checks, x.ChangeChecks = w.Checks, w.ChangeChecks

@@ -244,3 +244,40 @@ func BenchmarkWatchPage(b *testing.B) {
 		}
 	})
 }
+
+// TestSaveSchedules checks that saving many schedules in one transaction
+// stores the crawler's fields of each watch, keeps the fields a user
+// edits, and passes over a watch deleted meanwhile.
+func TestSaveSchedules(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	a := f.mustWatch(t, f.user.ID, "https://example.org/a", "news")
+	b := f.mustWatch(t, f.user.ID, "https://example.org/b", "news")
+	gone := f.mustWatch(t, f.user.ID, "https://example.org/gone", "news")
+	next := f.clock.Now().Add(time.Hour).UTC()
+	var ws []*changedigest.Watch
+	for i, w := range []*changedigest.Watch{a, b, gone} {
+		c := *w
+		c.NextCheck, c.LastCheck, c.Checks, c.ETag = next, f.clock.Now().UTC(), 3+i, fmt.Sprintf(`"v%d"`, i)
+		c.Title = "a title the crawler must not set"
+		ws = append(ws, &c)
+	}
+	if err := f.s.DeleteWatch(ctx, f.user.ID, gone.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.s.SaveSchedules(ctx, ws); err != nil {
+		t.Fatalf("save schedules with a deleted watch: %v", err)
+	}
+	for i, w := range []*changedigest.Watch{a, b} {
+		got, err := f.s.Watch(ctx, f.user.ID, w.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !got.NextCheck.Equal(next) || got.Checks != 3+i || got.ETag != fmt.Sprintf(`"v%d"`, i) {
+			t.Errorf("watch %d: next %v checks %d etag %s, want %v %d \"v%d\"", w.ID, got.NextCheck, got.Checks, got.ETag, next, 3+i, i)
+		}
+		if got.Title != w.Title {
+			t.Errorf("watch %d: title %q, want the stored %q", w.ID, got.Title, w.Title)
+		}
+	}
+}

@@ -7,8 +7,10 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -365,7 +367,8 @@ func runCheck(ctx context.Context, e *env) error {
 	}
 	_, pipeline, pool := sf.pipeline(store)
 	defer pool.Close()
-	sched := crawl.NewScheduler(store, pipeline)
+	saves := &scheduleSaves{Store: store}
+	sched := crawl.NewScheduler(saves, pipeline)
 	sched.Workers = max(*workers, 1)
 	sched.Logger = slog.New(slog.DiscardHandler) // each check prints its own line
 	bar := newProgress(e.stderr, len(ws))
@@ -380,6 +383,9 @@ func runCheck(ctx context.Context, e *env) error {
 		bar.println(e.stdout, line)
 	}, ws...)
 	bar.done()
+	if serr := saves.flush(context.WithoutCancel(ctx)); err == nil && serr != nil {
+		err = serr
+	}
 	if err != nil {
 		return err
 	}
@@ -387,6 +393,46 @@ func runCheck(ctx context.Context, e *env) error {
 		sum.Checked, sum.Changed, sum.FirstVersion, sum.Unchanged, sum.NotModified, sum.Failed)
 	if sum.Failed > 0 {
 		return fmt.Errorf("%d of %d checks failed", sum.Failed, sum.Checked)
+	}
+	return nil
+}
+
+// scheduleSaves holds the schedule saves of a check run and writes them
+// in one transaction every scheduleSaveBatch checks and at the end, rather
+// than one commit (two fsyncs) per check. Versions are committed as they
+// are found; a run killed midway loses only schedule state (next check
+// times, validators), so those watches are fetched again in full.
+type scheduleSaves struct {
+	*pet.Store
+	mu      sync.Mutex
+	pending []*changedigest.Watch
+}
+
+const scheduleSaveBatch = 64
+
+func (s *scheduleSaves) SaveSchedule(ctx context.Context, w *changedigest.Watch) error {
+	c := *w
+	c.Samples, c.Tags = slices.Clone(w.Samples), slices.Clone(w.Tags)
+	s.mu.Lock()
+	s.pending = append(s.pending, &c)
+	full := len(s.pending) >= scheduleSaveBatch
+	s.mu.Unlock()
+	if full {
+		return s.flush(ctx)
+	}
+	return nil
+}
+
+func (s *scheduleSaves) flush(ctx context.Context) error {
+	s.mu.Lock()
+	ws := s.pending
+	s.pending = nil
+	s.mu.Unlock()
+	if len(ws) == 0 {
+		return nil
+	}
+	if err := s.Store.SaveSchedules(ctx, ws); err != nil {
+		return fmt.Errorf("saving the schedule of %d watches: %w", len(ws), err)
 	}
 	return nil
 }
