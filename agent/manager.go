@@ -22,6 +22,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash"
 	"log/slog"
 	"net/url"
 	"strconv"
@@ -83,6 +84,9 @@ type Manager struct {
 	PendingFor time.Duration
 
 	secret  []byte
+	macs    sync.Pool // of HMAC-SHA256 keyed with secret
+	setup   sync.Once
+	gz      atomic.Pointer[gzipDigester]
 	queue   *queue
 	addrs   *buckets
 	pages   *buckets
@@ -152,15 +156,15 @@ func New(store Store, endpoint string) *Manager {
 	}
 }
 
+// init builds the traffic controller from the knobs, once: every agent
+// request and report calls it, so it takes no lock after the first.
 func (m *Manager) init() {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.queue == nil {
+	m.setup.Do(func() {
 		m.queue = newQueue(m.QueueSize)
 		m.addrs = newBuckets(m.AddrPerMinute, m.AddrBurst)
 		m.pages = newBuckets(m.PagePerMinute, m.PageBurst)
 		m.ignore = newIgnoreList(m.RefuteLimit, m.IgnoreFor)
-	}
+	})
 }
 
 // Start runs the change detector's workers until Stop.
@@ -238,27 +242,54 @@ func (m *Manager) Level() int {
 // EINVALID for a malformed key, ENOTFOUND for a key of no watch with the
 // agent on.
 func (m *Manager) Script(ctx context.Context, key string) ([]byte, error) {
+	b, _, err := m.ScriptEncoded(ctx, key, false)
+	return b, err
+}
+
+// ScriptEncoded is Script for a client that accepts gzip when gzipOK:
+// the digester is then sent gzip-encoded (gzipped true), at under half
+// its size; the void agent, smaller than any gzip stream, never is.
+func (m *Manager) ScriptEncoded(ctx context.Context, key string, gzipOK bool) (script []byte, gzipped bool, err error) {
+	id, now, digester, err := m.choose(ctx, key)
+	switch {
+	case err != nil:
+		return nil, false, err
+	case !digester:
+		return voidAgent, false, nil
+	case !gzipOK:
+		return digesterAgent(m.Endpoint, m.token(id, now)), false, nil
+	}
+	g := m.gz.Load()
+	if g == nil || g.endpoint != m.Endpoint {
+		g = newGzipDigester(m.Endpoint)
+		m.gz.Store(g)
+	}
+	return g.script(m.token(id, now)), true, nil
+}
+
+// choose says whether the agent request for key gets the digester, and
+// counts what it gets.
+func (m *Manager) choose(ctx context.Context, key string) (id int64, now time.Time, digester bool, err error) {
 	m.init()
 	m.flight.Add(1)
 	defer m.flight.Add(-1)
-	id, err := KeyWatch(key)
+	id, err = KeyWatch(key)
 	if err != nil {
-		return nil, err
+		return 0, now, false, err
 	}
-	now := m.now()
+	now = m.now()
 	level := m.Level()
 	var p *page
 	if level < 2 {
 		p, err = m.page(ctx, id, level == 0)
 		if err != nil {
-			return nil, err
+			return 0, now, false, err
 		}
 	}
-	digester := false
 	m.mu.Lock()
 	if p != nil && (p.key == "" || subtle.ConstantTimeCompare([]byte(p.key), []byte(key)) != 1) {
 		m.mu.Unlock()
-		return nil, changedigest.Errorf(changedigest.ENOTFOUND, "agent key %q is not that of a watch with the agent on", clip(key))
+		return 0, now, false, changedigest.Errorf(changedigest.ENOTFOUND, "agent key %q is not that of a watch with the agent on", clip(key))
 	}
 	switch {
 	case level == 2:
@@ -280,10 +311,7 @@ func (m *Manager) Script(ctx context.Context, key string) ([]byte, error) {
 		count(&p.stats)
 	}
 	m.mu.Unlock()
-	if !digester {
-		return voidAgent, nil
-	}
-	return digesterAgent(m.Endpoint, m.token(id, now)), nil
+	return id, now, digester, nil
 }
 
 // page returns the cached agent settings of watch id, reading the store
@@ -355,10 +383,23 @@ func (m *Manager) token(id int64, now time.Time) string {
 	binary.BigEndian.PutUint64(b[0:], uint64(id))
 	binary.BigEndian.PutUint64(b[8:], uint64(now.Unix()))
 	rand.Read(b[16:24])
-	mac := hmac.New(sha256.New, m.secret)
-	mac.Write(b[:24])
-	copy(b[24:], mac.Sum(nil))
+	var sum [sha256.Size]byte
+	copy(b[24:], m.sign(sum[:0], b[:24]))
 	return base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+// sign appends the HMAC of msg under the token secret to dst, keeping
+// the HMAC states for reuse (building one costs two SHA-256 blocks).
+func (m *Manager) sign(dst, msg []byte) []byte {
+	mac, _ := m.macs.Get().(hash.Hash)
+	if mac == nil {
+		mac = hmac.New(sha256.New, m.secret)
+	}
+	mac.Reset()
+	mac.Write(msg)
+	dst = mac.Sum(dst)
+	m.macs.Put(mac)
+	return dst
 }
 
 // ReportIn is one report as it arrives.
@@ -487,9 +528,8 @@ func (m *Manager) checkToken(tok string, now time.Time) (id int64, nonce uint64,
 	if err != nil || len(b) != tokenLen {
 		return 0, 0, ErrForged
 	}
-	mac := hmac.New(sha256.New, m.secret)
-	mac.Write(b[:24])
-	if !hmac.Equal(mac.Sum(nil)[:16], b[24:]) {
+	var sum [sha256.Size]byte
+	if !hmac.Equal(m.sign(sum[:0], b[:24])[:16], b[24:]) {
 		return 0, 0, ErrForged
 	}
 	issued := time.Unix(int64(binary.BigEndian.Uint64(b[8:])), 0)

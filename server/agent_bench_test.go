@@ -9,7 +9,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -67,6 +69,27 @@ func cpuTime() time.Duration {
 	var ru syscall.Rusage
 	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// runqWait is the time the process's threads have spent ready to run
+// but waiting for a CPU (the second field of each thread's schedstat),
+// zero where the kernel does not say. With CPU time it tells a process
+// that could not get the cores (other programs had them) from one that
+// left them idle.
+func runqWait() time.Duration {
+	tasks, _ := os.ReadDir("/proc/self/task")
+	var sum time.Duration
+	for _, t := range tasks {
+		b, err := os.ReadFile("/proc/self/task/" + t.Name() + "/schedstat")
+		if err != nil {
+			continue
+		}
+		if f := strings.Fields(string(b)); len(f) >= 2 {
+			n, _ := strconv.ParseInt(f[1], 10, 64)
+			sum += time.Duration(n)
+		}
+	}
+	return sum
 }
 
 // BenchmarkAgentLoad is the page agent's load test on loopback: agent
@@ -179,13 +202,13 @@ func BenchmarkAgentLoad(b *testing.B) {
 	b.ResetTimer()
 	alone := hammer(4, d, paced)
 
-	cpu0, t0 := cpuTime(), time.Now()
+	cpu0, wait0, t0 := cpuTime(), runqWait(), time.Now()
 	var agents *loadResult
 	var wg sync.WaitGroup
 	wg.Go(func() { agents = hammer(24, d, agentReq) })
 	wg.Go(func() { hammer(8, d, report) })
 	wg.Wait()
-	cpu, wall := cpuTime()-cpu0, time.Since(t0)
+	cpu, wait, wall := cpuTime()-cpu0, runqWait()-wait0, time.Since(t0)
 	agentsOnly, reportsOnly := agents, reports
 	reports = loadResult{}
 
@@ -206,6 +229,7 @@ func BenchmarkAgentLoad(b *testing.B) {
 	// a post) per CPU second of the process: server and load generator.
 	b.ReportMetric(float64(len(agentsOnly.lat)+2*len(reportsOnly.lat))/cpu.Seconds(), "agent-req/cpu-s")
 	b.ReportMetric(cpu.Seconds()/wall.Seconds(), "cpu-cores")
+	b.ReportMetric(wait.Seconds()/wall.Seconds(), "runq-wait-cores")
 	b.ReportMetric(float64(agents.ok)/secs, "loaded-agent-req/s")
 	b.ReportMetric(float64(reports.ok)/secs, "loaded-reports/s")
 	b.ReportMetric(alone.pct(0.5), "feed-alone-p50-ms")
@@ -253,6 +277,19 @@ func BenchmarkAgentHandler(b *testing.B) {
 		c0 := cpuTime()
 		for b.Loop() {
 			script()
+		}
+		b.ReportMetric(float64(cpuTime()-c0)/float64(b.N), "cpu-ns/op")
+	})
+	b.Run("script-gzip", func(b *testing.B) {
+		c0 := cpuTime()
+		for b.Loop() {
+			req := httptest.NewRequest("GET", "/agent.js?k="+url.QueryEscape(w.AgentKey), nil)
+			req.Header.Set("Accept-Encoding", "gzip, deflate, br, zstd")
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			if rec.Code != 200 || rec.Header().Get("Content-Encoding") != "gzip" {
+				b.Fatalf("agent.js: %d %v", rec.Code, rec.Header())
+			}
 		}
 		b.ReportMetric(float64(cpuTime()-c0)/float64(b.N), "cpu-ns/op")
 	})
