@@ -83,20 +83,25 @@ type Manager struct {
 	// report is dropped unverified (30 min).
 	PendingFor time.Duration
 
-	secret  []byte
-	macs    sync.Pool // of HMAC-SHA256 keyed with secret
-	setup   sync.Once
-	gz      atomic.Pointer[gzipDigester]
-	queue   *queue
-	addrs   *buckets
-	pages   *buckets
-	ignore  *ignoreList
-	flight  atomic.Int64
-	mu      sync.Mutex
+	secret []byte
+	macs   sync.Pool // of HMAC-SHA256 keyed with secret
+	setup  sync.Once
+	gz     atomic.Pointer[gzipDigester]
+	queue  *queue
+	addrs  *buckets
+	pages  *buckets
+	ignore *ignoreList
+	flight atomic.Int64
+	// mu guards watches, the pages in it and total, but for the
+	// Served, Digester and Void counts, which agent requests add to
+	// atomically under a read lock.
+	mu      sync.RWMutex
 	watches map[int64]*page
+	total   Stats
+	// nonceMu guards the used report tokens.
+	nonceMu sync.Mutex
 	nonces  map[uint64]time.Time
 	swept   time.Time
-	total   Stats
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 	started bool
@@ -286,9 +291,9 @@ func (m *Manager) choose(ctx context.Context, key string) (id int64, now time.Ti
 			return 0, now, false, err
 		}
 	}
-	m.mu.Lock()
+	m.mu.RLock()
+	defer m.mu.RUnlock()
 	if p != nil && (p.key == "" || subtle.ConstantTimeCompare([]byte(p.key), []byte(key)) != 1) {
-		m.mu.Unlock()
 		return 0, now, false, changedigest.Errorf(changedigest.ENOTFOUND, "agent key %q is not that of a watch with the agent on", clip(key))
 	}
 	switch {
@@ -299,18 +304,17 @@ func (m *Manager) choose(ctx context.Context, key string) (id int64, now time.Ti
 		digester = now.Sub(p.lastAcc) >= p.threshold
 	}
 	count := func(s *Stats) {
-		s.Served++
+		atomic.AddInt64(&s.Served, 1)
 		if digester {
-			s.Digester++
+			atomic.AddInt64(&s.Digester, 1)
 		} else {
-			s.Void++
+			atomic.AddInt64(&s.Void, 1)
 		}
 	}
 	count(&m.total)
 	if p != nil {
 		count(&p.stats)
 	}
-	m.mu.Unlock()
 	return id, now, digester, nil
 }
 
@@ -318,12 +322,13 @@ func (m *Manager) choose(ctx context.Context, key string) (id int64, now time.Ti
 // when they are missing or old and load allows; nil when not cached and
 // the store may not be read.
 func (m *Manager) page(ctx context.Context, id int64, load bool) (*page, error) {
-	m.mu.Lock()
+	m.mu.RLock()
 	p := m.watches[id]
 	fresh := p != nil && m.now().Sub(p.loaded) < m.CacheFor
-	m.mu.Unlock()
+	off := p != nil && p.key == ""
+	m.mu.RUnlock()
 	if fresh || !load {
-		if p != nil && p.key == "" && fresh {
+		if off && fresh {
 			return nil, changedigest.Errorf(changedigest.ENOTFOUND, "watch %d does not have the page agent on", id)
 		}
 		return p, nil
@@ -462,9 +467,9 @@ func (m *Manager) report(ctx context.Context, in ReportIn, now time.Time) error 
 		return err
 	}
 	if p != nil {
-		m.mu.Lock()
+		m.mu.RLock()
 		pu, po := p.url, p.origin
-		m.mu.Unlock()
+		m.mu.RUnlock()
 		if u := normalURL(in.URL); u == "" || u != pu {
 			m.countRefused(p)
 			return changedigest.Errorf(changedigest.EFORBIDDEN, "the report is for %q, not for the watch's page", clip(in.URL))
@@ -546,8 +551,8 @@ const maxNonces = 1 << 20
 // useNonce marks a token's nonce used; false when it already was (or
 // when too many are remembered).
 func (m *Manager) useNonce(n uint64, now time.Time) bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	m.nonceMu.Lock()
+	defer m.nonceMu.Unlock()
 	if now.Sub(m.swept) > time.Minute {
 		for k, exp := range m.nonces {
 			if now.After(exp) {
@@ -791,7 +796,7 @@ func (m *Manager) Stats(id int64) Stats {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if p := m.watches[id]; p != nil {
-		return p.stats
+		return p.stats.load()
 	}
 	return Stats{}
 }
@@ -800,7 +805,14 @@ func (m *Manager) Stats(id int64) Stats {
 func (m *Manager) Totals() Stats {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.total
+	return m.total.load()
+}
+
+// load copies s, reading the counts agent requests add to atomically.
+func (s *Stats) load() Stats {
+	c := *s
+	c.Served, c.Digester, c.Void = atomic.LoadInt64(&s.Served), atomic.LoadInt64(&s.Digester), atomic.LoadInt64(&s.Void)
+	return c
 }
 
 // normalURL is the form two page URLs are compared in: scheme and host

@@ -15,7 +15,8 @@ import (
 // response with a Content-Length, at a fraction of net/http's client
 // cost, so that the process's CPU goes to the server being measured
 // (in a deployment the clients are browsers on other machines). It
-// reconnects when the server closes the connection.
+// reconnects when the server closes the connection. Chunked bodies are
+// read as well.
 type wire struct {
 	addr string
 	conn net.Conn
@@ -31,13 +32,11 @@ type wireResponse struct {
 	Body   []byte
 }
 
-var errChunked = errors.New("wire: chunked response")
-
 // do sends req (a complete HTTP/1.1 request) and reads the response.
 func (w *wire) do(req []byte) (wireResponse, error) {
 	for attempt := 0; ; attempt++ {
 		res, err := w.try(req)
-		if err == nil || attempt == 1 || errors.Is(err, errChunked) {
+		if err == nil || attempt == 1 {
 			return res, err
 		}
 		w.close() // a connection the server closed: once more on a new one
@@ -75,7 +74,7 @@ func (w *wire) try(req []byte) (res wireResponse, err error) {
 	if res.Status, err = strconv.Atoi(string(line[9:12])); err != nil {
 		return res, fmt.Errorf("wire: bad status line %q", line)
 	}
-	n, closing := -1, false
+	n, closing, chunked := -1, false, false
 	for {
 		line, err := w.r.ReadSlice('\n')
 		if err != nil {
@@ -95,25 +94,59 @@ func (w *wire) try(req []byte) (res wireResponse, err error) {
 		case bytes.EqualFold(name, []byte("Content-Encoding")):
 			res.Gzip = bytes.EqualFold(value, []byte("gzip"))
 		case bytes.EqualFold(name, []byte("Transfer-Encoding")):
-			w.close()
-			return res, errChunked
+			chunked = bytes.EqualFold(value, []byte("chunked"))
 		case bytes.EqualFold(name, []byte("Connection")):
 			closing = bytes.EqualFold(value, []byte("close"))
 		}
 	}
-	if n < 0 {
+	switch {
+	case chunked:
+		if res.Body, err = w.chunks(); err != nil {
+			return res, err
+		}
+	case n < 0:
 		w.close()
 		return res, errors.New("wire: response without Content-Length")
-	}
-	if cap(w.body) < n {
-		w.body = make([]byte, n)
-	}
-	res.Body = w.body[:n]
-	if _, err := io.ReadFull(w.r, res.Body); err != nil {
-		return res, err
+	default:
+		if cap(w.body) < n {
+			w.body = make([]byte, n)
+		}
+		res.Body = w.body[:n]
+		if _, err := io.ReadFull(w.r, res.Body); err != nil {
+			return res, err
+		}
 	}
 	if closing {
 		w.close()
 	}
 	return res, nil
+}
+
+// chunks reads a chunked body (without trailers).
+func (w *wire) chunks() ([]byte, error) {
+	body := w.body[:0]
+	for {
+		line, err := w.r.ReadSlice('\n')
+		if err != nil {
+			return nil, err
+		}
+		size, _, _ := bytes.Cut(bytes.TrimRight(line, "\r\n"), []byte(";"))
+		n, err := strconv.ParseInt(string(size), 16, 32)
+		if err != nil || n < 0 {
+			return nil, fmt.Errorf("wire: bad chunk size %q", line)
+		}
+		if n == 0 {
+			_, err := w.r.ReadSlice('\n') // the empty line after the last chunk
+			w.body = body
+			return body, err
+		}
+		at := len(body)
+		body = append(body, make([]byte, n)...)
+		if _, err := io.ReadFull(w.r, body[at:]); err != nil {
+			return nil, err
+		}
+		if _, err := w.r.Discard(2); err != nil {
+			return nil, err
+		}
+	}
 }
