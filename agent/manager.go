@@ -92,12 +92,13 @@ type Manager struct {
 	pages  *buckets
 	ignore *ignoreList
 	flight atomic.Int64
-	// mu guards watches, the pages in it and total, but for the
-	// Served, Digester and Void counts, which agent requests add to
-	// atomically under a read lock.
+	// mu guards watches and the pages in it; the counts of Stats
+	// (in pages and total) are added to and read atomically.
 	mu      sync.RWMutex
 	watches map[int64]*page
 	total   Stats
+	// lastAcc is when the last report of any page was accepted.
+	lastAcc atomic.Int64
 	// nonceMu guards the used report tokens.
 	nonceMu sync.Mutex
 	nonces  map[uint64]time.Time
@@ -107,7 +108,8 @@ type Manager struct {
 	started bool
 }
 
-// Stats count what the manager did, for one page or in total.
+// Stats count what the manager did, for one page or in total. The
+// manager adds to its counts atomically (Stats.load reads them all).
 type Stats struct {
 	// Served agents, of which Digester and Void.
 	Served   int64 `json:"served"`
@@ -136,8 +138,10 @@ type page struct {
 	origin    string
 	threshold time.Duration
 	loaded    time.Time
-	lastAcc   time.Time
-	stats     Stats
+	// lastAcc is when the last report was accepted (Unix nanoseconds,
+	// 0 for never); read and set atomically.
+	lastAcc atomic.Int64
+	stats   Stats
 	// seq and sum are the summary of the newest stored version; known
 	// are summaries reported for it that verification refuted (a page
 	// whose scripts change it in the browser).
@@ -301,7 +305,7 @@ func (m *Manager) choose(ctx context.Context, key string) (id int64, now time.Ti
 	case level == 1 || p == nil:
 		digester = true
 	default:
-		digester = now.Sub(p.lastAcc) >= p.threshold
+		digester = now.Sub(unixNano(p.lastAcc.Load())) >= p.threshold
 	}
 	count := func(s *Stats) {
 		atomic.AddInt64(&s.Served, 1)
@@ -435,14 +439,12 @@ func (m *Manager) Report(ctx context.Context, in ReportIn) error {
 	m.init()
 	now := m.now()
 	err := m.report(ctx, in, now)
-	m.mu.Lock()
-	m.total.Reports++
+	atomic.AddInt64(&m.total.Reports, 1)
 	if err != nil {
-		m.total.Refused++
+		atomic.AddInt64(&m.total.Refused, 1)
 	} else {
-		m.total.Accepted++
+		atomic.AddInt64(&m.total.Accepted, 1)
 	}
-	m.mu.Unlock()
 	return err
 }
 
@@ -505,10 +507,8 @@ func (m *Manager) countRefused(p *page) {
 	if p == nil {
 		return
 	}
-	m.mu.Lock()
-	p.stats.Reports++
-	p.stats.Refused++
-	m.mu.Unlock()
+	atomic.AddInt64(&p.stats.Reports, 1)
+	atomic.AddInt64(&p.stats.Refused, 1)
 }
 
 func (m *Manager) enqueue(q *queued, p *page) error {
@@ -516,15 +516,12 @@ func (m *Manager) enqueue(q *queued, p *page) error {
 		m.countRefused(p)
 		return changedigest.Errorf(changedigest.EUNAVAILABLE, "too many reports are waiting; try again later")
 	}
-	m.mu.Lock()
 	if p != nil {
-		p.stats.Reports++
-		p.stats.Accepted++
-		p.stats.LastReport = q.at
-		p.lastAcc = q.at
+		atomic.AddInt64(&p.stats.Reports, 1)
+		atomic.AddInt64(&p.stats.Accepted, 1)
+		p.lastAcc.Store(q.at.UnixNano())
 	}
-	m.total.LastReport = q.at
-	m.mu.Unlock()
+	m.lastAcc.Store(q.at.UnixNano())
 	return nil
 }
 
@@ -597,8 +594,8 @@ func (m *Manager) detect(ctx context.Context, q *queued) error {
 		}
 		if seq > q.base {
 			m.mu.Lock()
-			m.entryLocked(q.watchID).stats.Same++
-			m.total.Same++
+			atomic.AddInt64(&m.entryLocked(q.watchID).stats.Same, 1)
+			atomic.AddInt64(&m.total.Same, 1)
 			m.mu.Unlock()
 			return nil
 		}
@@ -609,13 +606,13 @@ func (m *Manager) detect(ctx context.Context, q *queued) error {
 		return err
 	}
 	if q.url != "" {
-		m.mu.Lock()
+		m.mu.RLock()
 		ok := samePage(p, q.url, q.origin)
+		m.mu.RUnlock()
 		if !ok {
-			p.stats.Refused++
-			m.total.Refused++
+			atomic.AddInt64(&p.stats.Refused, 1)
+			atomic.AddInt64(&m.total.Refused, 1)
 		}
-		m.mu.Unlock()
 		if !ok {
 			return nil
 		}
@@ -624,14 +621,14 @@ func (m *Manager) detect(ctx context.Context, q *queued) error {
 	if err != nil {
 		return err
 	}
-	m.mu.Lock()
-	if seq > 0 && (q.summary == p.sum || p.known[q.summary]) {
-		p.stats.Same++
-		m.total.Same++
-		m.mu.Unlock()
+	m.mu.RLock()
+	same := seq > 0 && (q.summary == p.sum || p.known[q.summary])
+	m.mu.RUnlock()
+	if same {
+		atomic.AddInt64(&p.stats.Same, 1)
+		atomic.AddInt64(&m.total.Same, 1)
 		return nil
 	}
-	m.mu.Unlock()
 	return m.trigger(ctx, q)
 }
 
@@ -639,8 +636,16 @@ func (m *Manager) detect(ctx context.Context, q *queued) error {
 // number (0 for none), body hash and summary. They are kept until the
 // pipeline stores another version (Stored).
 func (m *Manager) latest(ctx context.Context, id int64) (int, string, Summary, error) {
+	m.mu.RLock()
+	p := m.watches[id]
+	if p != nil && p.seq > 0 {
+		seq, hash, sum := p.seq, p.hash, p.sum
+		m.mu.RUnlock()
+		return seq, hash, sum, nil
+	}
+	m.mu.RUnlock()
 	m.mu.Lock()
-	p := m.entryLocked(id)
+	p = m.entryLocked(id)
 	seq, hash, sum := p.seq, p.hash, p.sum
 	m.mu.Unlock()
 	if seq > 0 {
@@ -687,8 +692,8 @@ func (m *Manager) trigger(ctx context.Context, q *queued) error {
 		return nil
 	}
 	p.pend = q
-	p.stats.Triggered++
-	m.total.Triggered++
+	atomic.AddInt64(&p.stats.Triggered, 1)
+	atomic.AddInt64(&m.total.Triggered, 1)
 	m.mu.Unlock()
 	_, err := m.Store.UpdateWatch(ctx, 0, q.watchID, func(w *changedigest.Watch) error {
 		if w.NextCheck.After(now) {
@@ -710,8 +715,8 @@ func (m *Manager) Stored(w *changedigest.Watch, snap *changedigest.Snapshot) {
 		q, p.pend = p.pend, nil
 		p.seq = 0 // summarised again on the next report
 		if q != nil {
-			p.stats.Confirmed++
-			m.total.Confirmed++
+			atomic.AddInt64(&p.stats.Confirmed, 1)
+			atomic.AddInt64(&m.total.Confirmed, 1)
 		}
 	}
 	m.mu.Unlock()
@@ -772,8 +777,8 @@ func (m *Manager) CheckedAt(watchID int64, start time.Time, failed bool) {
 		m.mu.Unlock()
 		return
 	}
-	p.stats.Refuted++
-	m.total.Refuted++
+	atomic.AddInt64(&p.stats.Refuted, 1)
+	atomic.AddInt64(&m.total.Refuted, 1)
 	if p.seq > 0 && !q.direct {
 		if p.known == nil {
 			p.known = map[Summary]bool{}
@@ -796,7 +801,7 @@ func (m *Manager) Stats(id int64) Stats {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if p := m.watches[id]; p != nil {
-		return p.stats.load()
+		return p.stats.load(&p.lastAcc)
 	}
 	return Stats{}
 }
@@ -805,14 +810,26 @@ func (m *Manager) Stats(id int64) Stats {
 func (m *Manager) Totals() Stats {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.total.load()
+	return m.total.load(&m.lastAcc)
 }
 
-// load copies s, reading the counts agent requests add to atomically.
-func (s *Stats) load() Stats {
-	c := *s
-	c.Served, c.Digester, c.Void = atomic.LoadInt64(&s.Served), atomic.LoadInt64(&s.Digester), atomic.LoadInt64(&s.Void)
-	return c
+// load copies s, reading its counts atomically; lastAcc is the time of
+// the last accepted report.
+func (s *Stats) load(lastAcc *atomic.Int64) Stats {
+	return Stats{
+		Served: atomic.LoadInt64(&s.Served), Digester: atomic.LoadInt64(&s.Digester), Void: atomic.LoadInt64(&s.Void),
+		Reports: atomic.LoadInt64(&s.Reports), Accepted: atomic.LoadInt64(&s.Accepted), Refused: atomic.LoadInt64(&s.Refused),
+		Same: atomic.LoadInt64(&s.Same), Triggered: atomic.LoadInt64(&s.Triggered), Confirmed: atomic.LoadInt64(&s.Confirmed),
+		Refuted: atomic.LoadInt64(&s.Refuted), LastReport: unixNano(lastAcc.Load()),
+	}
+}
+
+// unixNano is the time of Unix nanoseconds n, the zero time for 0.
+func unixNano(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n)
 }
 
 // normalURL is the form two page URLs are compared in: scheme and host

@@ -444,7 +444,7 @@ func TestLoadLevels(t *testing.T) {
 	f.store.reads = 0
 	// Busy: the store is not read and the threshold not applied.
 	f.m.flight.Add(int64(f.m.StoreFreeAt))
-	f.m.watches[1].lastAcc = f.now
+	f.m.watches[1].lastAcc.Store(f.now.UnixNano())
 	f.m.watches[1].loaded = time.Time{}
 	if js, err := f.m.Script(context.Background(), f.key); err != nil || IsVoid(js) {
 		t.Errorf("busy: got %q, %v; want the digester", clip(string(js)), err)
