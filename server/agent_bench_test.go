@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -218,7 +219,18 @@ func BenchmarkAgentLoad(b *testing.B) {
 	// Agent requests and reports go as browsers send them (the headers
 	// of a script load and of sendBeacon), through a lean client; the
 	// feed through net/http's.
-	addr := e.http.Listener.Addr().String()
+	// Served as the serve command serves: the server's own http.Server
+	// with its timeouts, on a loopback port of its own.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := e.srv.Serve(ln); err != nil {
+		b.Fatal(err)
+	}
+	defer e.srv.Close()
+	addr := ln.Addr().String()
+	feedURL = "http://" + addr + strings.TrimPrefix(feedURL, e.http.URL)
 	browser := "User-Agent: Mozilla/5.0 (X11; Linux x86_64; rv:145.0) Gecko/20100101 Firefox/145.0\r\n" +
 		"Accept-Language: en-GB,en;q=0.5\r\nAccept-Encoding: gzip, deflate, br, zstd\r\n"
 	scriptReq := make([][]byte, pages)
