@@ -167,7 +167,8 @@ func offer(addr string, rate float64, workers int, d time.Duration, fn func(wk *
 }
 
 // BenchmarkAgentLoad is the page agent's load test on loopback, through
-// the real router, middleware and handlers: agent requests (most
+// the server's own http.Server (its timeouts), router, middleware and
+// handlers: agent requests (most
 // answered with the void agent, as on a busy site) and visits that
 // report (a digester request, then its report with the digester's
 // token), while feed readers poll a feed. Clients ask for gzip as
