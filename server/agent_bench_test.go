@@ -14,6 +14,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -68,6 +69,7 @@ func hammer(addr string, workers int, d time.Duration, fn func(wk *loadWorker) b
 	stop := time.Now().Add(d)
 	for i := range workers {
 		wg.Go(func() {
+			clientSide()
 			wk := &loadWorker{rng: rand.New(rand.NewPCG(uint64(i), 3)), wire: &wire{addr: addr}}
 			defer wk.wire.close()
 			var lat []time.Duration
@@ -119,6 +121,13 @@ func runqWait() time.Duration {
 // errVoid is a visit that got the void agent.
 var errVoid = errors.New("the void agent")
 
+// clientSide labels the calling goroutine (and those it starts) as the
+// load generator's, so that a CPU profile tells its share from the
+// server's: go tool pprof -tagfocus side=client.
+func clientSide() {
+	pprof.SetGoroutineLabels(pprof.WithLabels(context.Background(), pprof.Labels("side", "client")))
+}
+
 // loadWorker is one simulated client: its random numbers, its
 // connection and its gzip reader.
 type loadWorker struct {
@@ -141,6 +150,7 @@ func offer(addr string, rate float64, workers int, d time.Duration, fn func(wk *
 	gap := time.Duration(float64(time.Second) * float64(workers) / rate)
 	for i := range workers {
 		wg.Go(func() {
+			clientSide()
 			wk := &loadWorker{rng: rand.New(rand.NewPCG(uint64(i), 5)), wire: &wire{addr: addr}}
 			defer wk.wire.close()
 			var lat []time.Duration
