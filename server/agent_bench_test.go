@@ -187,6 +187,10 @@ func offer(addr string, rate float64, workers int, d time.Duration, fn func(wk *
 //   - capacity: closed loops, each worker as fast as the server answers
 //     (24 agent requesters, 8 reporting visitors), alone and with the
 //     feed readers;
+//   - fresh: the capacity loops with a new connection for every page
+//     view, from one of 4,096 loopback addresses, as when visitors
+//     reach the server directly rather than through a proxy that keeps
+//     its connections open;
 //   - target: the load offered on a fixed schedule, 10,000 agent
 //     requests/s and 5,000 reporting visits/s, with the feed readers;
 //     latencies count from the scheduled time.
@@ -406,6 +410,30 @@ func BenchmarkAgentLoad(b *testing.B) {
 		b.ReportMetric(alone.pct(0.99), "feed-alone-p99-ms")
 		b.ReportMetric(feed.pct(0.5), "feed-loaded-p50-ms")
 		b.ReportMetric(feed.pct(0.99), "feed-loaded-p99-ms")
+		agents.check(b, "agent requests")
+		reports.check(b, "reports")
+	})
+	// fresh runs fn as a page view of its own: a new connection from
+	// one of 4,096 loopback addresses (visitors), closed after the view.
+	fresh := func(fn func(*loadWorker) (time.Duration, bool)) func(*loadWorker) (time.Duration, bool) {
+		return func(wk *loadWorker) (time.Duration, bool) {
+			n := 1 + wk.rng.IntN(4096)
+			wk.wire.from = net.IPv4(127, 1, byte(n>>8), byte(n))
+			defer wk.wire.close()
+			return fn(wk)
+		}
+	}
+	b.Run("fresh", func(b *testing.B) {
+		var agents, reports *loadResult
+		c0 := cpuTime()
+		usage(b, "", func() {
+			wg.Go(func() { agents = closed(24, fresh(agentReq)) })
+			wg.Go(func() { reports = closed(8, fresh(visit)) })
+			wg.Wait()
+		})
+		b.ReportMetric(float64(len(agents.lat)+2*len(reports.lat))/(cpuTime()-c0).Seconds(), "agent-req/cpu-s")
+		agents.report(b, "agent-", "agent-req/s")
+		reports.report(b, "report-", "reports/s")
 		agents.check(b, "agent requests")
 		reports.check(b, "reports")
 	})

@@ -19,6 +19,8 @@ import (
 // read as well.
 type wire struct {
 	addr string
+	// from is the local address to connect from (any when nil).
+	from net.IP
 	conn net.Conn
 	r    *bufio.Reader
 	body []byte
@@ -52,7 +54,11 @@ func (w *wire) close() {
 
 func (w *wire) try(req []byte) (res wireResponse, err error) {
 	if w.conn == nil {
-		if w.conn, err = net.Dial("tcp", w.addr); err != nil {
+		d := net.Dialer{}
+		if w.from != nil {
+			d.LocalAddr = &net.TCPAddr{IP: w.from}
+		}
+		if w.conn, err = d.Dial("tcp", w.addr); err != nil {
 			return res, err
 		}
 		if w.r == nil {
