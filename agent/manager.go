@@ -22,6 +22,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash"
 	"log/slog"
 	"net/url"
 	"strconv"
@@ -82,23 +83,33 @@ type Manager struct {
 	// report is dropped unverified (30 min).
 	PendingFor time.Duration
 
-	secret  []byte
-	queue   *queue
-	addrs   *buckets
-	pages   *buckets
-	ignore  *ignoreList
-	flight  atomic.Int64
-	mu      sync.Mutex
+	secret []byte
+	macs   sync.Pool // of HMAC-SHA256 keyed with secret
+	setup  sync.Once
+	gz     atomic.Pointer[gzipDigester]
+	queue  *queue
+	addrs  *buckets
+	pages  *buckets
+	ignore *ignoreList
+	flight atomic.Int64
+	// mu guards watches and the pages in it; the counts of Stats
+	// (in pages and total) are added to and read atomically.
+	mu      sync.RWMutex
 	watches map[int64]*page
+	total   Stats
+	// lastAcc is when the last report of any page was accepted.
+	lastAcc atomic.Int64
+	// nonceMu guards the used report tokens.
+	nonceMu sync.Mutex
 	nonces  map[uint64]time.Time
 	swept   time.Time
-	total   Stats
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 	started bool
 }
 
-// Stats count what the manager did, for one page or in total.
+// Stats count what the manager did, for one page or in total. The
+// manager adds to its counts atomically (Stats.load reads them all).
 type Stats struct {
 	// Served agents, of which Digester and Void.
 	Served   int64 `json:"served"`
@@ -127,8 +138,10 @@ type page struct {
 	origin    string
 	threshold time.Duration
 	loaded    time.Time
-	lastAcc   time.Time
-	stats     Stats
+	// lastAcc is when the last report was accepted (Unix nanoseconds,
+	// 0 for never); read and set atomically.
+	lastAcc atomic.Int64
+	stats   Stats
 	// seq and sum are the summary of the newest stored version; known
 	// are summaries reported for it that verification refuted (a page
 	// whose scripts change it in the browser).
@@ -152,15 +165,15 @@ func New(store Store, endpoint string) *Manager {
 	}
 }
 
+// init builds the traffic controller from the knobs, once: every agent
+// request and report calls it, so it takes no lock after the first.
 func (m *Manager) init() {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.queue == nil {
+	m.setup.Do(func() {
 		m.queue = newQueue(m.QueueSize)
 		m.addrs = newBuckets(m.AddrPerMinute, m.AddrBurst)
 		m.pages = newBuckets(m.PagePerMinute, m.PageBurst)
 		m.ignore = newIgnoreList(m.RefuteLimit, m.IgnoreFor)
-	}
+	})
 }
 
 // Start runs the change detector's workers until Stop.
@@ -238,64 +251,88 @@ func (m *Manager) Level() int {
 // EINVALID for a malformed key, ENOTFOUND for a key of no watch with the
 // agent on.
 func (m *Manager) Script(ctx context.Context, key string) ([]byte, error) {
+	b, _, err := m.ScriptEncoded(ctx, key, false)
+	return b, err
+}
+
+// ScriptEncoded is Script for a client that accepts gzip when gzipOK:
+// the digester is then sent gzip-encoded (gzipped true), at under half
+// its size; the void agent, smaller than any gzip stream, never is.
+func (m *Manager) ScriptEncoded(ctx context.Context, key string, gzipOK bool) (script []byte, gzipped bool, err error) {
+	id, now, digester, err := m.choose(ctx, key)
+	switch {
+	case err != nil:
+		return nil, false, err
+	case !digester:
+		return voidAgent, false, nil
+	case !gzipOK:
+		return digesterAgent(m.Endpoint, m.token(id, now)), false, nil
+	}
+	g := m.gz.Load()
+	if g == nil || g.endpoint != m.Endpoint {
+		g = newGzipDigester(m.Endpoint)
+		m.gz.Store(g)
+	}
+	return g.script(m.token(id, now)), true, nil
+}
+
+// choose says whether the agent request for key gets the digester, and
+// counts what it gets.
+func (m *Manager) choose(ctx context.Context, key string) (id int64, now time.Time, digester bool, err error) {
 	m.init()
 	m.flight.Add(1)
 	defer m.flight.Add(-1)
-	id, err := KeyWatch(key)
+	id, err = KeyWatch(key)
 	if err != nil {
-		return nil, err
+		return 0, now, false, err
 	}
-	now := m.now()
+	now = m.now()
 	level := m.Level()
 	var p *page
 	if level < 2 {
 		p, err = m.page(ctx, id, level == 0)
 		if err != nil {
-			return nil, err
+			return 0, now, false, err
 		}
 	}
-	digester := false
-	m.mu.Lock()
+	m.mu.RLock()
+	defer m.mu.RUnlock()
 	if p != nil && (p.key == "" || subtle.ConstantTimeCompare([]byte(p.key), []byte(key)) != 1) {
-		m.mu.Unlock()
-		return nil, changedigest.Errorf(changedigest.ENOTFOUND, "agent key %q is not that of a watch with the agent on", clip(key))
+		return 0, now, false, changedigest.Errorf(changedigest.ENOTFOUND, "agent key %q is not that of a watch with the agent on", clip(key))
 	}
 	switch {
 	case level == 2:
 	case level == 1 || p == nil:
 		digester = true
 	default:
-		digester = now.Sub(p.lastAcc) >= p.threshold
+		digester = now.Sub(unixNano(p.lastAcc.Load())) >= p.threshold
 	}
 	count := func(s *Stats) {
-		s.Served++
+		atomic.AddInt64(&s.Served, 1)
 		if digester {
-			s.Digester++
+			atomic.AddInt64(&s.Digester, 1)
 		} else {
-			s.Void++
+			atomic.AddInt64(&s.Void, 1)
 		}
 	}
 	count(&m.total)
 	if p != nil {
 		count(&p.stats)
 	}
-	m.mu.Unlock()
-	if !digester {
-		return voidAgent, nil
-	}
-	return digesterAgent(m.Endpoint, m.token(id, now)), nil
+	return id, now, digester, nil
 }
 
 // page returns the cached agent settings of watch id, reading the store
 // when they are missing or old and load allows; nil when not cached and
 // the store may not be read.
 func (m *Manager) page(ctx context.Context, id int64, load bool) (*page, error) {
-	m.mu.Lock()
+	m.mu.RLock()
 	p := m.watches[id]
 	fresh := p != nil && m.now().Sub(p.loaded) < m.CacheFor
-	m.mu.Unlock()
+	off := p != nil && p.key == ""
+	m.mu.RUnlock()
 	if fresh || !load {
-		if p != nil && p.key == "" && fresh {
+		if off && fresh {
 			return nil, changedigest.Errorf(changedigest.ENOTFOUND, "watch %d does not have the page agent on", id)
 		}
 		return p, nil
@@ -355,10 +392,23 @@ func (m *Manager) token(id int64, now time.Time) string {
 	binary.BigEndian.PutUint64(b[0:], uint64(id))
 	binary.BigEndian.PutUint64(b[8:], uint64(now.Unix()))
 	rand.Read(b[16:24])
-	mac := hmac.New(sha256.New, m.secret)
-	mac.Write(b[:24])
-	copy(b[24:], mac.Sum(nil))
+	var sum [sha256.Size]byte
+	copy(b[24:], m.sign(sum[:0], b[:24]))
 	return base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+// sign appends the HMAC of msg under the token secret to dst, keeping
+// the HMAC states for reuse (building one costs two SHA-256 blocks).
+func (m *Manager) sign(dst, msg []byte) []byte {
+	mac, _ := m.macs.Get().(hash.Hash)
+	if mac == nil {
+		mac = hmac.New(sha256.New, m.secret)
+	}
+	mac.Reset()
+	mac.Write(msg)
+	dst = mac.Sum(dst)
+	m.macs.Put(mac)
+	return dst
 }
 
 // ReportIn is one report as it arrives.
@@ -389,14 +439,12 @@ func (m *Manager) Report(ctx context.Context, in ReportIn) error {
 	m.init()
 	now := m.now()
 	err := m.report(ctx, in, now)
-	m.mu.Lock()
-	m.total.Reports++
+	atomic.AddInt64(&m.total.Reports, 1)
 	if err != nil {
-		m.total.Refused++
+		atomic.AddInt64(&m.total.Refused, 1)
 	} else {
-		m.total.Accepted++
+		atomic.AddInt64(&m.total.Accepted, 1)
 	}
-	m.mu.Unlock()
 	return err
 }
 
@@ -421,9 +469,9 @@ func (m *Manager) report(ctx context.Context, in ReportIn, now time.Time) error 
 		return err
 	}
 	if p != nil {
-		m.mu.Lock()
+		m.mu.RLock()
 		pu, po := p.url, p.origin
-		m.mu.Unlock()
+		m.mu.RUnlock()
 		if u := normalURL(in.URL); u == "" || u != pu {
 			m.countRefused(p)
 			return changedigest.Errorf(changedigest.EFORBIDDEN, "the report is for %q, not for the watch's page", clip(in.URL))
@@ -459,10 +507,8 @@ func (m *Manager) countRefused(p *page) {
 	if p == nil {
 		return
 	}
-	m.mu.Lock()
-	p.stats.Reports++
-	p.stats.Refused++
-	m.mu.Unlock()
+	atomic.AddInt64(&p.stats.Reports, 1)
+	atomic.AddInt64(&p.stats.Refused, 1)
 }
 
 func (m *Manager) enqueue(q *queued, p *page) error {
@@ -470,15 +516,12 @@ func (m *Manager) enqueue(q *queued, p *page) error {
 		m.countRefused(p)
 		return changedigest.Errorf(changedigest.EUNAVAILABLE, "too many reports are waiting; try again later")
 	}
-	m.mu.Lock()
 	if p != nil {
-		p.stats.Reports++
-		p.stats.Accepted++
-		p.stats.LastReport = q.at
-		p.lastAcc = q.at
+		atomic.AddInt64(&p.stats.Reports, 1)
+		atomic.AddInt64(&p.stats.Accepted, 1)
+		p.lastAcc.Store(q.at.UnixNano())
 	}
-	m.total.LastReport = q.at
-	m.mu.Unlock()
+	m.lastAcc.Store(q.at.UnixNano())
 	return nil
 }
 
@@ -487,9 +530,8 @@ func (m *Manager) checkToken(tok string, now time.Time) (id int64, nonce uint64,
 	if err != nil || len(b) != tokenLen {
 		return 0, 0, ErrForged
 	}
-	mac := hmac.New(sha256.New, m.secret)
-	mac.Write(b[:24])
-	if !hmac.Equal(mac.Sum(nil)[:16], b[24:]) {
+	var sum [sha256.Size]byte
+	if !hmac.Equal(m.sign(sum[:0], b[:24])[:16], b[24:]) {
 		return 0, 0, ErrForged
 	}
 	issued := time.Unix(int64(binary.BigEndian.Uint64(b[8:])), 0)
@@ -506,8 +548,8 @@ const maxNonces = 1 << 20
 // useNonce marks a token's nonce used; false when it already was (or
 // when too many are remembered).
 func (m *Manager) useNonce(n uint64, now time.Time) bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	m.nonceMu.Lock()
+	defer m.nonceMu.Unlock()
 	if now.Sub(m.swept) > time.Minute {
 		for k, exp := range m.nonces {
 			if now.After(exp) {
@@ -552,8 +594,8 @@ func (m *Manager) detect(ctx context.Context, q *queued) error {
 		}
 		if seq > q.base {
 			m.mu.Lock()
-			m.entryLocked(q.watchID).stats.Same++
-			m.total.Same++
+			atomic.AddInt64(&m.entryLocked(q.watchID).stats.Same, 1)
+			atomic.AddInt64(&m.total.Same, 1)
 			m.mu.Unlock()
 			return nil
 		}
@@ -564,13 +606,13 @@ func (m *Manager) detect(ctx context.Context, q *queued) error {
 		return err
 	}
 	if q.url != "" {
-		m.mu.Lock()
+		m.mu.RLock()
 		ok := samePage(p, q.url, q.origin)
+		m.mu.RUnlock()
 		if !ok {
-			p.stats.Refused++
-			m.total.Refused++
+			atomic.AddInt64(&p.stats.Refused, 1)
+			atomic.AddInt64(&m.total.Refused, 1)
 		}
-		m.mu.Unlock()
 		if !ok {
 			return nil
 		}
@@ -579,14 +621,14 @@ func (m *Manager) detect(ctx context.Context, q *queued) error {
 	if err != nil {
 		return err
 	}
-	m.mu.Lock()
-	if seq > 0 && (q.summary == p.sum || p.known[q.summary]) {
-		p.stats.Same++
-		m.total.Same++
-		m.mu.Unlock()
+	m.mu.RLock()
+	same := seq > 0 && (q.summary == p.sum || p.known[q.summary])
+	m.mu.RUnlock()
+	if same {
+		atomic.AddInt64(&p.stats.Same, 1)
+		atomic.AddInt64(&m.total.Same, 1)
 		return nil
 	}
-	m.mu.Unlock()
 	return m.trigger(ctx, q)
 }
 
@@ -594,8 +636,16 @@ func (m *Manager) detect(ctx context.Context, q *queued) error {
 // number (0 for none), body hash and summary. They are kept until the
 // pipeline stores another version (Stored).
 func (m *Manager) latest(ctx context.Context, id int64) (int, string, Summary, error) {
+	m.mu.RLock()
+	p := m.watches[id]
+	if p != nil && p.seq > 0 {
+		seq, hash, sum := p.seq, p.hash, p.sum
+		m.mu.RUnlock()
+		return seq, hash, sum, nil
+	}
+	m.mu.RUnlock()
 	m.mu.Lock()
-	p := m.entryLocked(id)
+	p = m.entryLocked(id)
 	seq, hash, sum := p.seq, p.hash, p.sum
 	m.mu.Unlock()
 	if seq > 0 {
@@ -642,8 +692,8 @@ func (m *Manager) trigger(ctx context.Context, q *queued) error {
 		return nil
 	}
 	p.pend = q
-	p.stats.Triggered++
-	m.total.Triggered++
+	atomic.AddInt64(&p.stats.Triggered, 1)
+	atomic.AddInt64(&m.total.Triggered, 1)
 	m.mu.Unlock()
 	_, err := m.Store.UpdateWatch(ctx, 0, q.watchID, func(w *changedigest.Watch) error {
 		if w.NextCheck.After(now) {
@@ -665,8 +715,8 @@ func (m *Manager) Stored(w *changedigest.Watch, snap *changedigest.Snapshot) {
 		q, p.pend = p.pend, nil
 		p.seq = 0 // summarised again on the next report
 		if q != nil {
-			p.stats.Confirmed++
-			m.total.Confirmed++
+			atomic.AddInt64(&p.stats.Confirmed, 1)
+			atomic.AddInt64(&m.total.Confirmed, 1)
 		}
 	}
 	m.mu.Unlock()
@@ -727,8 +777,8 @@ func (m *Manager) CheckedAt(watchID int64, start time.Time, failed bool) {
 		m.mu.Unlock()
 		return
 	}
-	p.stats.Refuted++
-	m.total.Refuted++
+	atomic.AddInt64(&p.stats.Refuted, 1)
+	atomic.AddInt64(&m.total.Refuted, 1)
 	if p.seq > 0 && !q.direct {
 		if p.known == nil {
 			p.known = map[Summary]bool{}
@@ -751,7 +801,7 @@ func (m *Manager) Stats(id int64) Stats {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if p := m.watches[id]; p != nil {
-		return p.stats
+		return p.stats.load(&p.lastAcc)
 	}
 	return Stats{}
 }
@@ -760,7 +810,26 @@ func (m *Manager) Stats(id int64) Stats {
 func (m *Manager) Totals() Stats {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.total
+	return m.total.load(&m.lastAcc)
+}
+
+// load copies s, reading its counts atomically; lastAcc is the time of
+// the last accepted report.
+func (s *Stats) load(lastAcc *atomic.Int64) Stats {
+	return Stats{
+		Served: atomic.LoadInt64(&s.Served), Digester: atomic.LoadInt64(&s.Digester), Void: atomic.LoadInt64(&s.Void),
+		Reports: atomic.LoadInt64(&s.Reports), Accepted: atomic.LoadInt64(&s.Accepted), Refused: atomic.LoadInt64(&s.Refused),
+		Same: atomic.LoadInt64(&s.Same), Triggered: atomic.LoadInt64(&s.Triggered), Confirmed: atomic.LoadInt64(&s.Confirmed),
+		Refuted: atomic.LoadInt64(&s.Refuted), LastReport: unixNano(lastAcc.Load()),
+	}
+}
+
+// unixNano is the time of Unix nanoseconds n, the zero time for 0.
+func unixNano(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n)
 }
 
 // normalURL is the form two page URLs are compared in: scheme and host

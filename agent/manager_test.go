@@ -1,8 +1,11 @@
 package agent
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"strings"
 	"sync"
@@ -441,7 +444,7 @@ func TestLoadLevels(t *testing.T) {
 	f.store.reads = 0
 	// Busy: the store is not read and the threshold not applied.
 	f.m.flight.Add(int64(f.m.StoreFreeAt))
-	f.m.watches[1].lastAcc = f.now
+	f.m.watches[1].lastAcc.Store(f.now.UnixNano())
 	f.m.watches[1].loaded = time.Time{}
 	if js, err := f.m.Script(context.Background(), f.key); err != nil || IsVoid(js) {
 		t.Errorf("busy: got %q, %v; want the digester", clip(string(js)), err)
@@ -470,6 +473,58 @@ func TestScriptBudget(t *testing.T) {
 		t.Errorf("the digester does not swallow its errors")
 	}
 	t.Logf("digester agent: %d bytes (budget %d)", len(js), ScriptBudget)
+}
+
+// The gzip-encoded digester is the plain one, byte for byte, for any
+// endpoint and token, and at most half its size.
+func TestGzipDigester(t *testing.T) {
+	for _, tc := range []struct{ endpoint, token string }{
+		{"https://changedigest.example.org/agent/report", strings.Repeat("x", 54)},
+		{"http://127.0.0.1:8080/cd/agent/report", "AAAAAAAAAAEAAAAAaQ-hgNvQ3kRfzK4vC1pVZGXNIvNZ3u2eO2c6WgWF1vM"},
+		{"https://x.example/r?a=\"b\"&c=</script>", ""},
+	} {
+		plain := digesterAgent(tc.endpoint, tc.token)
+		gz := newGzipDigester(tc.endpoint).script(tc.token)
+		zr, err := gzip.NewReader(bytes.NewReader(gz))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.endpoint, err)
+		}
+		got, err := io.ReadAll(zr)
+		if err != nil {
+			t.Fatalf("%s: reading the gzip stream: %v", tc.endpoint, err)
+		}
+		if !bytes.Equal(got, plain) {
+			t.Errorf("%s: the gzip digester differs from the plain one:\n%s", tc.endpoint, got)
+		}
+		if 2*len(gz) > len(plain) {
+			t.Errorf("%s: gzip-encoded %d bytes, more than half of %d", tc.endpoint, len(gz), len(plain))
+		}
+		t.Logf("digester agent: %d bytes, %d gzip-encoded", len(plain), len(gz))
+	}
+	// Through the manager: the digester is encoded when the client takes
+	// gzip and carries a token the manager accepts.
+	f := newFixture(t)
+	js, gzipped, err := f.m.ScriptEncoded(context.Background(), f.key, true)
+	if err != nil || !gzipped {
+		t.Fatalf("ScriptEncoded: %v, gzipped %v", err, gzipped)
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(js))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := bytes.Index(plain, []byte(`T = "`))
+	if at < 0 {
+		t.Fatalf("no token in the gzip digester:\n%s", plain)
+	}
+	tok := string(plain[at+5:])
+	tok = tok[:strings.IndexByte(tok, '"')]
+	if _, _, err := f.m.checkToken(tok, f.now); err != nil {
+		t.Errorf("the gzip digester's token: %v", err)
+	}
 }
 
 func TestNormalURL(t *testing.T) {

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/changedigest/changedigest"
@@ -142,6 +143,9 @@ type queue struct {
 	order   []int64
 	waiting map[int64]*queued
 	ready   chan struct{}
+	// n is len(order), read without the lock by every agent request
+	// (the manager's load level).
+	n atomic.Int64
 	// coalesced counts reports merged into one already waiting.
 	coalesced int64
 }
@@ -173,6 +177,7 @@ func (qu *queue) push(q *queued) bool {
 	}
 	qu.waiting[q.watchID] = q
 	qu.order = append(qu.order, q.watchID)
+	qu.n.Store(int64(len(qu.order)))
 	select {
 	case qu.ready <- struct{}{}:
 	default:
@@ -192,6 +197,7 @@ func (qu *queue) pop() *queued {
 	if len(qu.order) == 0 {
 		qu.order = nil
 	}
+	qu.n.Store(int64(len(qu.order)))
 	q := qu.waiting[id]
 	delete(qu.waiting, id)
 	return q
@@ -199,7 +205,5 @@ func (qu *queue) pop() *queued {
 
 // len is the number of pages waiting.
 func (qu *queue) len() int {
-	qu.mu.Lock()
-	defer qu.mu.Unlock()
-	return len(qu.order)
+	return int(qu.n.Load())
 }

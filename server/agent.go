@@ -22,20 +22,22 @@ func (s *Server) agentRoutes(r chi.Router) {
 	r.Post("/agent/report", s.handleAgentReport)
 }
 
-// handleAgentScript answers with the digester or the void agent. Errors
+// handleAgentScript answers with the digester or the void agent, the
+// digester gzip-encoded for clients that take it (every browser). Errors
 // are sent as a script comment with their status, so a page embedding a
 // stale snippet gets a readable answer and no broken script.
 func (s *Server) handleAgentScript(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
-	h.Set("Content-Type", "text/javascript; charset=utf-8")
-	h.Set("Cache-Control", "no-store")
-	h.Set("Cross-Origin-Resource-Policy", "cross-origin")
+	h["Content-Type"] = agentScriptType
+	h["Cache-Control"] = noStore
+	h["Cross-Origin-Resource-Policy"] = crossOrigin
+	h["Vary"] = varyEncoding
 	if s.Agent == nil {
 		w.WriteHeader(http.StatusNotFound)
 		w.Write([]byte("/* changedigest: the page agent is not enabled on this server */\n"))
 		return
 	}
-	script, err := s.Agent.Script(r.Context(), r.URL.Query().Get("k"))
+	script, gzipped, err := s.Agent.ScriptEncoded(r.Context(), r.URL.Query().Get("k"), acceptsGzip(r))
 	if err != nil {
 		err = userError(err)
 		w.WriteHeader(statusFor(err))
@@ -47,7 +49,43 @@ func (s *Server) handleAgentScript(w http.ResponseWriter, r *http.Request) {
 		w.Write([]byte("/* changedigest: " + strings.ReplaceAll(msg, "*/", "* /") + " */\n"))
 		return
 	}
+	if gzipped {
+		h["Content-Encoding"] = gzipEncoding
+	}
+	h["Content-Length"] = []string{strconv.Itoa(len(script))}
 	w.Write(script)
+}
+
+// The agent script's fixed headers, shared by every answer (header
+// values are not changed once set).
+var (
+	agentScriptType = []string{"text/javascript; charset=utf-8"}
+	noStore         = []string{"no-store"}
+	crossOrigin     = []string{"cross-origin"}
+	varyEncoding    = []string{"Accept-Encoding"}
+	gzipEncoding    = []string{"gzip"}
+)
+
+// acceptsGzip reports whether r's Accept-Encoding takes gzip: listed
+// without q=0, or not listed and "*" is, without q=0.
+func acceptsGzip(r *http.Request) bool {
+	gzip, star := -1, -1 // -1 not listed, 0 refused, 1 accepted
+	for _, v := range r.Header["Accept-Encoding"] {
+		for part := range strings.SplitSeq(v, ",") {
+			coding, params, _ := strings.Cut(part, ";")
+			ok := 1
+			if q := strings.ReplaceAll(strings.ToLower(params), " ", ""); strings.HasPrefix(q, "q=0") && strings.Trim(q[3:], ".0") == "" {
+				ok = 0
+			}
+			switch coding = strings.TrimSpace(coding); {
+			case strings.EqualFold(coding, "gzip"):
+				gzip = ok
+			case coding == "*":
+				star = ok
+			}
+		}
+	}
+	return gzip == 1 || gzip == -1 && star == 1
 }
 
 // handleAgentReport takes a digester's report (form fields t, u and s)

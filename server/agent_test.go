@@ -1,11 +1,13 @@
 package server
 
 import (
+	"compress/gzip"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -142,5 +144,69 @@ func TestAgentPublicRoutes(t *testing.T) {
 	}
 	if st := m.Stats(w.ID); st.Served != 2 || st.Digester != 1 || st.Accepted != 1 || st.Refused != 2 {
 		t.Errorf("stats: %+v", st)
+	}
+}
+
+// The digester goes gzip-encoded to clients that take gzip, plain to
+// others, with its length; both carry the same script.
+func TestAgentScriptEncoding(t *testing.T) {
+	e := mustServer(t)
+	withAgent(e)
+	ann := e.mustUser("ann", "correct horse")
+	w := e.mustWatch(ann, "https://shop.example/hours")
+	e.addVersion(w, `<html><body><main><p>Open from nine to five on weekdays.</p></main></body></html>`)
+	var v agentView
+	e.api(ann).call("PUT", fmt.Sprintf("/watches/%d/agent", w.ID), map[string]any{"enabled": true}, 200, &v)
+	// No report is made: every request gets the digester.
+	client := &http.Client{Transport: &http.Transport{DisableCompression: true}}
+	get := func(accept string) (string, http.Header) {
+		req, _ := http.NewRequest("GET", e.http.URL+"/agent.js?k="+url.QueryEscape(v.Key), nil)
+		if accept != "" {
+			req.Header.Set("Accept-Encoding", accept)
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != 200 || resp.Header.Get("Content-Length") != strconv.Itoa(len(b)) || resp.Header.Get("Vary") != "Accept-Encoding" {
+			t.Fatalf("Accept-Encoding %q: %d, %d bytes, headers %v", accept, resp.StatusCode, len(b), resp.Header)
+		}
+		return string(b), resp.Header
+	}
+	for _, tc := range []struct {
+		accept string
+		gzip   bool
+	}{
+		{"gzip, deflate, br, zstd", true},
+		{"br;q=1.0, gzip;q=0.8, *;q=0.1", true},
+		{"*", true},
+		{"", false},
+		{"identity", false},
+		{"gzip;q=0", false},
+		{"GZIP; Q=0.000, br", false},
+		{"gzip;q=0, *", false},
+		{"*;q=0", false},
+	} {
+		body, h := get(tc.accept)
+		if got := h.Get("Content-Encoding") == "gzip"; got != tc.gzip {
+			t.Errorf("Accept-Encoding %q: gzip-encoded %v, want %v", tc.accept, got, tc.gzip)
+			continue
+		}
+		if tc.gzip {
+			zr, err := gzip.NewReader(strings.NewReader(body))
+			if err != nil {
+				t.Fatalf("Accept-Encoding %q: %v", tc.accept, err)
+			}
+			b, err := io.ReadAll(zr)
+			if err != nil {
+				t.Fatalf("Accept-Encoding %q: %v", tc.accept, err)
+			}
+			body = string(b)
+		}
+		if !strings.Contains(body, "requestIdleCallback") || !strings.Contains(body, `T = "`) {
+			t.Errorf("Accept-Encoding %q: not the digester: %.80q", tc.accept, body)
+		}
 	}
 }
