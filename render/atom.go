@@ -205,8 +205,10 @@ func (e *Engine) Atom(w io.Writer, feed FeedInfo, events []Event) error {
 		f.Updated = atomTime(evs[0].Snapshot.FetchedAt)
 	}
 	// Entries are encoded one by one (and kept: see entryCache), then
-	// spliced into the encoded feed before its end tag.
-	var entries bytes.Buffer
+	// written into the encoded feed before its end tag. A feed runs to
+	// megabytes: the entries go to w as they are, not through a buffer
+	// that grows to hold them.
+	entries := make([][]byte, 0, len(evs))
 	var content bytes.Buffer
 	for _, ev := range evs {
 		key := eventKey(ev)
@@ -225,8 +227,7 @@ func (e *Engine) Atom(w io.Writer, feed FeedInfo, events []Event) error {
 			x = eb.Bytes()
 			e.entries.put(key, x)
 		}
-		entries.WriteByte('\n')
-		entries.Write(x)
+		entries = append(entries, x)
 	}
 
 	var buf bytes.Buffer
@@ -241,14 +242,36 @@ func (e *Engine) Atom(w io.Writer, feed FeedInfo, events []Event) error {
 	if end < 0 {
 		return fmt.Errorf("render: encode feed %s: no end tag", feed.ID)
 	}
-	var doc bytes.Buffer
-	doc.Grow(len(out) + entries.Len() + 1)
-	doc.Write(out[:end])
-	doc.Write(entries.Bytes())
-	doc.Write(out[end:])
-	doc.WriteByte('\n')
-	_, err = w.Write(doc.Bytes())
-	return err
+	if g, ok := w.(interface{ Grow(int) }); ok {
+		n := len(out) + 1
+		for _, x := range entries {
+			n += 1 + len(x)
+		}
+		g.Grow(n)
+	}
+	ew := errWriter{w: w}
+	ew.write(out[:end])
+	for _, x := range entries {
+		ew.write(newline)
+		ew.write(x)
+	}
+	ew.write(out[end:])
+	ew.write(newline)
+	return ew.err
+}
+
+var newline = []byte{'\n'}
+
+// errWriter writes to w until a write fails, and keeps the first error.
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) write(p []byte) {
+	if e.err == nil {
+		_, e.err = e.w.Write(p)
+	}
 }
 
 // feedEvents checks a feed and its events and returns the events it

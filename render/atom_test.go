@@ -388,3 +388,41 @@ func TestAtomEntryCache(t *testing.T) {
 		t.Error("the cache served entries rendered from other matches or another watch name")
 	}
 }
+
+// TestAtomWriters checks that the feed written to a plain writer, in the
+// many writes Atom makes, is the feed written to a buffer, and that a
+// failing writer's error is returned.
+func TestAtomWriters(t *testing.T) {
+	fx := MustFixture(t)
+	e := MustEngine(t)
+	want := renderUserFeed(t, e, fx)
+	var sb strings.Builder
+	if err := e.Atom(&sb, e.UserFeed(fx.User, testSelf), fx.Events); err != nil {
+		t.Fatal(err)
+	}
+	if sb.String() != string(want) {
+		t.Errorf("the feed written to a strings.Builder differs from the one written to a bytes.Buffer")
+	}
+	for _, after := range []int{0, 100, len(want) / 2, len(want) - 1} {
+		fw := &failingWriter{left: after}
+		err := e.Atom(fw, e.UserFeed(fx.User, testSelf), fx.Events)
+		if !errors.Is(err, errWriteFailed) {
+			t.Errorf("writer failing after %d bytes: err = %v, want the write error", after, err)
+		}
+	}
+}
+
+var errWriteFailed = errors.New("write failed")
+
+// failingWriter accepts left bytes, then fails.
+type failingWriter struct{ left int }
+
+func (f *failingWriter) Write(p []byte) (int, error) {
+	if len(p) > f.left {
+		n := f.left
+		f.left = 0
+		return n, errWriteFailed
+	}
+	f.left -= len(p)
+	return len(p), nil
+}
