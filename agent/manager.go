@@ -82,6 +82,10 @@ type Manager struct {
 	// PendingFor is how long a triggered check is awaited before the
 	// report is dropped unverified (30 min).
 	PendingFor time.Duration
+	// Due, when set, is called after a report made a watch due now (the
+	// scheduler's Wake), so that its check starts at once rather than at
+	// the scheduler's next look. It must not block.
+	Due func()
 
 	secret []byte
 	macs   sync.Pool // of HMAC-SHA256 keyed with secret
@@ -701,6 +705,9 @@ func (m *Manager) trigger(ctx context.Context, q *queued) error {
 		}
 		return nil
 	})
+	if err == nil && m.Due != nil {
+		m.Due()
+	}
 	return err
 }
 
@@ -769,6 +776,8 @@ func (m *Manager) CheckedAt(watchID int64, start time.Time, failed bool) {
 		})
 		if err != nil {
 			m.Logger.Warn("making a reported watch due again", "watch", watchID, "err", err)
+		} else if m.Due != nil {
+			m.Due()
 		}
 		return
 	}

@@ -169,7 +169,7 @@ type Scheduler struct {
 	ThrottleGap  time.Duration
 	MaxHostDelay time.Duration
 	// Tick is how often Run looks for due watches when nothing else wakes
-	// it (default 1 s).
+	// it (default 1 s; see Wake).
 	Tick time.Duration
 	// MaxPostpone is how many busy-host watches one pass may postpone
 	// before it lets the loop breathe (default 256).
@@ -184,6 +184,7 @@ type Scheduler struct {
 
 	mu      sync.Mutex
 	claimed map[int64]bool
+	wake    chan struct{}
 }
 
 // NewScheduler returns a Scheduler with the default knobs.
@@ -202,6 +203,27 @@ func NewScheduler(store Store, checker Checker) *Scheduler {
 		Now:          time.Now,
 		Logger:       slog.Default(),
 	}
+}
+
+// Wake makes Run look for due watches now rather than at its next tick:
+// for a watch just made due (a page agent's report, a check asked for).
+// It never blocks.
+func (s *Scheduler) Wake() {
+	select {
+	case s.wakeCh() <- struct{}{}:
+	default:
+	}
+}
+
+// wakeCh is Wake's channel, made on first use (by the loop, so that in
+// tests it belongs to the loop's synctest bubble).
+func (s *Scheduler) wakeCh() chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.wake == nil {
+		s.wake = make(chan struct{}, 1)
+	}
+	return s.wake
 }
 
 // minStep is the least time between two slots handed out for one host,
@@ -511,6 +533,7 @@ func (s *Scheduler) loop(ctx context.Context, src source, report func(Report)) {
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	defer timer.Stop()
+	wake := s.wakeCh()
 
 	for ctx.Err() == nil {
 		if wake := l.dispatch(ctx); !wake.IsZero() {
@@ -523,6 +546,7 @@ func (s *Scheduler) loop(ctx context.Context, src source, report func(Report)) {
 		case <-ctx.Done():
 		case <-ticker.C:
 			l.sweep(s.now())
+		case <-wake:
 		case <-timer.C:
 		case j := <-done:
 			finish(j)

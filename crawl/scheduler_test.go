@@ -269,6 +269,43 @@ func TestRunWakesForPostponedWatches(t *testing.T) {
 	})
 }
 
+// TestRunWake checks that a watch made due while the loop sleeps (no
+// tick for an hour) is checked as soon as Wake is called, and only then.
+func TestRunWake(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		ws := watches(1, 1, changedigest.CategoryNews)
+		ws[0].NextCheck = start.Add(24 * time.Hour)
+		store := crawltest.NewMemStore(ws...)
+		rec := newRecorder()
+		s := newScheduler(store, rec)
+		s.Tick = time.Hour
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error)
+		go func() { done <- s.Run(ctx) }()
+		time.Sleep(10 * time.Second)
+		w := store.Watch(ws[0].ID)
+		w.NextCheck = time.Now() // a report made it due
+		store.Put(w)
+		time.Sleep(10 * time.Second)
+		synctest.Wait()
+		if n := len(rec.snapshot()); n != 0 {
+			t.Fatalf("%d checks before Wake, want none (the next tick is an hour away)", n)
+		}
+		s.Wake()
+		time.Sleep(time.Second)
+		synctest.Wait()
+		got := rec.snapshot()
+		if len(got) != 1 || got[0].start.Sub(start) > 21*time.Second {
+			t.Errorf("checks after Wake: %d, want one at once", len(got))
+		}
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+	})
+}
+
 func TestRunShutdownCancelsInFlight(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := crawltest.NewMemStore(watches(20, 20, changedigest.CategoryNews)...)

@@ -210,6 +210,7 @@ func (m *Main) Run(ctx context.Context) error {
 		m.Clients.MinGap = c.ClientMinGap
 	}
 	pipeline.OnVersion = m.Agent.Stored
+	m.Agent.Due = sched.Wake
 	sched.OnCheck = func(r crawl.Report) { m.Agent.CheckedAt(r.Watch.ID, r.Start, r.Err != nil) }
 
 	ex := expand.NewExpander(wn)
