@@ -45,13 +45,9 @@ type jsonFeedDoc struct {
 	Items []*feeds.JSONItem `json:"items"`
 }
 
-// commonFeed builds the format-neutral feed of events (see Atom for the
-// choice and order of events) and the tags of each item.
-func (e *Engine) commonFeed(feed FeedInfo, events []Event) (*feeds.Feed, [][]string, error) {
-	evs, err := e.feedEvents(feed, events)
-	if err != nil {
-		return nil, nil, err
-	}
+// feedHead is the format-neutral feed of evs (as feedEvents returns
+// them) without its items.
+func (e *Engine) feedHead(feed FeedInfo, evs []Event) *feeds.Feed {
 	f := &feeds.Feed{
 		Title:       oneLine(feed.Title),
 		Description: oneLine(feed.Subtitle),
@@ -69,60 +65,71 @@ func (e *Engine) commonFeed(feed FeedInfo, events []Event) (*feeds.Feed, [][]str
 	if len(evs) > 0 {
 		f.Updated = evs[0].Snapshot.FetchedAt
 	}
-	tags := make([][]string, len(evs))
-	var content bytes.Buffer
-	for i, ev := range evs {
-		entry, err := e.entryParts(&content, ev)
-		if err != nil {
-			return nil, nil, err
-		}
-		at := ev.Snapshot.FetchedAt.UTC()
-		item := &feeds.Item{
-			Title:       entry.Title.Body,
-			Id:          entry.ID,
-			IsPermaLink: "false", // a tag: URI, not an address
-			Created:     at,
-			Content:     entry.Content.Body,
-			Description: entry.Title.Body,
-		}
-		for _, l := range entry.Links {
-			switch l.Rel {
-			case "alternate":
-				item.Link = &feeds.Link{Href: l.Href}
-			case "related":
-				item.Source = &feeds.Link{Href: l.Href}
-			}
-		}
-		for _, c := range entry.Categories {
-			if c.Scheme != SchemeChangeType {
-				tags[i] = append(tags[i], c.Term)
-			}
-		}
-		f.Items = append(f.Items, item)
-	}
-	return f, tags, nil
+	return f
 }
 
-// partsSalt keeps the entry parts apart from the encoded Atom entries of
-// the same event in the entry cache.
-const partsSalt = 0x9e3779b97f4a7c15
-
-// entryParts is entry, kept in the entry cache (as JSON) like the Atom
-// entries, since rendering the change list is most of a feed's cost.
-func (e *Engine) entryParts(content *bytes.Buffer, ev Event) (atomEntry, error) {
-	key := eventKey(ev) ^ partsSalt
-	var entry atomEntry
-	if b, ok := e.entries.get(key); ok && json.Unmarshal(b, &entry) == nil {
-		return entry, nil
-	}
+// feedItem is the format-neutral item of ev, with its tags.
+func (e *Engine) feedItem(content *bytes.Buffer, ev Event) (*feeds.Item, []string, error) {
 	entry, err := e.entry(content, ev)
 	if err != nil {
-		return entry, err
+		return nil, nil, err
 	}
-	if b, err := json.Marshal(entry); err == nil {
-		e.entries.put(key, b)
+	at := ev.Snapshot.FetchedAt.UTC()
+	item := &feeds.Item{
+		Title:       entry.Title.Body,
+		Id:          entry.ID,
+		IsPermaLink: "false", // a tag: URI, not an address
+		Created:     at,
+		Content:     entry.Content.Body,
+		Description: entry.Title.Body,
 	}
-	return entry, nil
+	for _, l := range entry.Links {
+		switch l.Rel {
+		case "alternate":
+			item.Link = &feeds.Link{Href: l.Href}
+		case "related":
+			item.Source = &feeds.Link{Href: l.Href}
+		}
+	}
+	var tags []string
+	for _, c := range entry.Categories {
+		if c.Scheme != SchemeChangeType {
+			tags = append(tags, c.Term)
+		}
+	}
+	return item, tags, nil
+}
+
+// Salts keep each format's encoded items apart from the Atom entries of
+// the same event in the entry cache.
+const (
+	rssSalt  = 0x9e3779b97f4a7c15
+	jsonSalt = 0xc2b2ae3d27d4eb4f
+)
+
+// feedItems returns the encoded item of each event, from the entry cache
+// (key eventKey ^ salt) or made by encode and kept: rendering the change
+// list and encoding it is most of a feed's cost, and a version's item
+// never changes.
+func (e *Engine) feedItems(evs []Event, salt uint64, encode func(*feeds.Item, []string) ([]byte, error)) ([][]byte, error) {
+	out := make([][]byte, 0, len(evs))
+	var content bytes.Buffer
+	for _, ev := range evs {
+		key := eventKey(ev) ^ salt
+		x, ok := e.entries.get(key)
+		if !ok {
+			item, tags, err := e.feedItem(&content, ev)
+			if err != nil {
+				return nil, err
+			}
+			if x, err = encode(item, tags); err != nil {
+				return nil, err
+			}
+			e.entries.put(key, x)
+		}
+		out = append(out, x)
+	}
+	return out, nil
 }
 
 // RSS writes the feed as RSS 2.0: one item per event as in Atom, with
@@ -135,11 +142,26 @@ func (e *Engine) RSS(w io.Writer, feed FeedInfo, events []Event) error {
 	if self == "" {
 		return fmt.Errorf("%w %s: RSS address %q is not an absolute http or https URL", ErrInvalidFeed, feed.ID, feed.RSSURL)
 	}
-	f, _, err := e.commonFeed(feed, events)
+	evs, err := e.feedEvents(feed, events)
 	if err != nil {
 		return err
 	}
-	ch := (&feeds.Rss{Feed: f}).RssFeed()
+	// Items are encoded one by one, as they sit in the document (depth
+	// 2), and written into the encoded channel before its end tag.
+	items, err := e.feedItems(evs, rssSalt, func(item *feeds.Item, _ []string) ([]byte, error) {
+		ri := (&feeds.Rss{Feed: &feeds.Feed{Items: []*feeds.Item{item}}}).RssFeed().Items[0]
+		var b bytes.Buffer
+		enc := xml.NewEncoder(&b)
+		enc.Indent("    ", "  ")
+		if err := enc.Encode(ri); err != nil {
+			return nil, fmt.Errorf("render: encode an item of RSS feed %s: %w", feed.ID, err)
+		}
+		return b.Bytes(), nil
+	})
+	if err != nil {
+		return err
+	}
+	ch := (&feeds.Rss{Feed: e.feedHead(feed, evs)}).RssFeed()
 	ch.Generator = e.Name
 	doc := rssDoc{Version: "2.0", ContentNS: "http://purl.org/rss/1.0/modules/content/", AtomNS: atomNS,
 		Channel: rssChannel{RssFeed: ch, AtomLinks: []rssAtomLink{{Rel: "self", Type: "application/rss+xml", Href: self}}}}
@@ -153,9 +175,38 @@ func (e *Engine) RSS(w io.Writer, feed FeedInfo, events []Event) error {
 	if err := enc.Encode(doc); err != nil {
 		return fmt.Errorf("render: encode RSS feed %s: %w", feed.ID, err)
 	}
-	buf.WriteByte('\n')
-	_, err = w.Write(buf.Bytes())
-	return err
+	out := buf.Bytes()
+	end := bytes.LastIndex(out, []byte("\n  </channel>"))
+	if end < 0 {
+		return fmt.Errorf("render: encode RSS feed %s: no channel end tag", feed.ID)
+	}
+	return writeSpliced(w, out[:end], items, []byte("\n"), []byte("\n"), out[end:], []byte("\n"))
+}
+
+// writeSpliced writes head, then each item after sep (the first after
+// first), then tail and end: the items of a feed go to w as they are,
+// not through a buffer that grows to hold them.
+func writeSpliced(w io.Writer, head []byte, items [][]byte, first, sep, tail, end []byte) error {
+	if g, ok := w.(interface{ Grow(int) }); ok {
+		n := len(head) + len(tail) + len(end)
+		for _, x := range items {
+			n += len(sep) + len(x)
+		}
+		g.Grow(n)
+	}
+	ew := errWriter{w: w}
+	ew.write(head)
+	for i, x := range items {
+		if i == 0 {
+			ew.write(first)
+		} else {
+			ew.write(sep)
+		}
+		ew.write(x)
+	}
+	ew.write(tail)
+	ew.write(end)
+	return ew.err
 }
 
 // JSONFeed writes the feed as JSON Feed 1.1: one item per event as in
@@ -168,10 +219,29 @@ func (e *Engine) JSONFeed(w io.Writer, feed FeedInfo, events []Event) error {
 	if self == "" {
 		return fmt.Errorf("%w %s: JSON Feed address %q is not an absolute http or https URL", ErrInvalidFeed, feed.ID, feed.JSONURL)
 	}
-	f, tags, err := e.commonFeed(feed, events)
+	evs, err := e.feedEvents(feed, events)
 	if err != nil {
 		return err
 	}
+	// Items are encoded one by one, indented as they sit in the document
+	// (depth 2), and written into the encoded feed's "items" array.
+	items, err := e.feedItems(evs, jsonSalt, func(item *feeds.Item, tags []string) ([]byte, error) {
+		it := (&feeds.JSON{Feed: &feeds.Feed{Items: []*feeds.Item{item}}}).JSONFeed().Items[0]
+		it.Tags = tags
+		if it.PublishedDate != nil {
+			t := it.PublishedDate.UTC().Truncate(time.Second)
+			it.PublishedDate = &t
+		}
+		b, err := json.MarshalIndent(it, "    ", "  ")
+		if err != nil {
+			return nil, fmt.Errorf("render: encode an item of JSON feed %s: %w", feed.ID, err)
+		}
+		return b, nil
+	})
+	if err != nil {
+		return err
+	}
+	f := e.feedHead(feed, evs)
 	if a := oneLine(feed.Author); a != "" {
 		f.Author = &feeds.Author{Name: a}
 	}
@@ -181,23 +251,23 @@ func (e *Engine) JSONFeed(w io.Writer, feed FeedInfo, events []Event) error {
 	if u := safeURL(feed.HubURL); u != "" {
 		jf.Hubs = []*feeds.JSONHub{{Type: "WebSub", Url: u}}
 	}
-	doc := jsonFeedDoc{JSONFeed: jf, Items: jf.Items}
-	if doc.Items == nil {
-		doc.Items = []*feeds.JSONItem{}
-	}
-	for i, it := range doc.Items {
-		it.Tags = tags[i]
-		if it.PublishedDate != nil {
-			t := it.PublishedDate.UTC().Truncate(time.Second)
-			it.PublishedDate = &t
-		}
-	}
+	doc := jsonFeedDoc{JSONFeed: jf, Items: []*feeds.JSONItem{}}
 	b, err := json.MarshalIndent(doc, "", "  ")
 	if err != nil {
 		return fmt.Errorf("render: encode JSON feed %s: %w", feed.ID, err)
 	}
-	_, err = w.Write(append(b, '\n'))
-	return err
+	if len(items) == 0 {
+		_, err = w.Write(append(b, '\n'))
+		return err
+	}
+	// "items" is the document's last member: its empty array is opened
+	// and the items written into it.
+	at := bytes.LastIndex(b, []byte(`"items": []`))
+	if at < 0 {
+		return fmt.Errorf("render: encode JSON feed %s: no items member", feed.ID)
+	}
+	open := at + len(`"items": [`)
+	return writeSpliced(w, b[:open], items, []byte("\n    "), []byte(",\n    "), []byte("\n  "), append(b[open:len(b):len(b)], '\n'))
 }
 
 // AlternateURLs returns the RSS and JSON Feed addresses of the feed whose

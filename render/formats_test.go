@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"encoding/xml"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/changedigest/changedigest/internal/testenv"
+	"github.com/gorilla/feeds"
 )
 
 const (
@@ -248,4 +250,127 @@ func BenchmarkFormats500(b *testing.B) {
 			})
 		}
 	}
+}
+
+// TestFormatsSpliced checks that the RSS and JSON feeds, whose items are
+// encoded one by one (and cached) and written into the encoded document,
+// are byte for byte the documents gorilla/feeds encodes whole: cold, with
+// the items cached, with and without a hub, and without items.
+func TestFormatsSpliced(t *testing.T) {
+	fx := MustFixture(t)
+	e := MustEngine(t)
+	noHub := formatsFeed(e, fx)
+	noHub.HubURL = ""
+	cases := []struct {
+		name   string
+		feed   FeedInfo
+		events []Event
+	}{
+		{"all", formatsFeed(e, fx), fx.Events},
+		{"no hub", noHub, fx.Events},
+		{"one", formatsFeed(e, fx), fx.Events[:1]},
+		{"none", formatsFeed(e, fx), nil},
+	}
+	for _, c := range cases {
+		for _, format := range []string{"rss", "json"} {
+			write, ref := e.RSS, rssWhole
+			if format == "json" {
+				write, ref = e.JSONFeed, jsonWhole
+			}
+			want, err := ref(e, c.feed, c.events)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, pass := range []string{"cold", "cached"} {
+				if pass == "cold" {
+					e.entries = entryCache{max: DefaultEntryCacheBytes}
+				}
+				var buf bytes.Buffer
+				if err := write(&buf, c.feed, c.events); err != nil {
+					t.Fatal(err)
+				}
+				if buf.String() != string(want) {
+					t.Errorf("%s %s %s: spliced document differs from the whole one:\n%s\n---- want\n%s", c.name, format, pass, buf.String(), want)
+				}
+			}
+		}
+	}
+}
+
+// wholeFeed is the feed of events with its items, for rssWhole and
+// jsonWhole.
+func wholeFeed(e *Engine, feed FeedInfo, events []Event) (*feeds.Feed, [][]string, error) {
+	evs, err := e.feedEvents(feed, events)
+	if err != nil {
+		return nil, nil, err
+	}
+	f := e.feedHead(feed, evs)
+	var tags [][]string
+	var content bytes.Buffer
+	for _, ev := range evs {
+		item, ts, err := e.feedItem(&content, ev)
+		if err != nil {
+			return nil, nil, err
+		}
+		f.Items = append(f.Items, item)
+		tags = append(tags, ts)
+	}
+	return f, tags, nil
+}
+
+// rssWhole encodes the RSS document in one piece.
+func rssWhole(e *Engine, feed FeedInfo, events []Event) ([]byte, error) {
+	f, _, err := wholeFeed(e, feed, events)
+	if err != nil {
+		return nil, err
+	}
+	ch := (&feeds.Rss{Feed: f}).RssFeed()
+	ch.Generator = e.Name
+	doc := rssDoc{Version: "2.0", ContentNS: "http://purl.org/rss/1.0/modules/content/", AtomNS: atomNS,
+		Channel: rssChannel{RssFeed: ch, AtomLinks: []rssAtomLink{{Rel: "self", Type: "application/rss+xml", Href: safeURL(feed.RSSURL)}}}}
+	if u := safeURL(feed.HubURL); u != "" {
+		doc.Channel.AtomLinks = append(doc.Channel.AtomLinks, rssAtomLink{Rel: "hub", Href: u})
+	}
+	var buf bytes.Buffer
+	buf.WriteString(xml.Header)
+	enc := xml.NewEncoder(&buf)
+	enc.Indent("", "  ")
+	if err := enc.Encode(doc); err != nil {
+		return nil, err
+	}
+	buf.WriteByte('\n')
+	return buf.Bytes(), nil
+}
+
+// jsonWhole encodes the JSON Feed document in one piece.
+func jsonWhole(e *Engine, feed FeedInfo, events []Event) ([]byte, error) {
+	f, tags, err := wholeFeed(e, feed, events)
+	if err != nil {
+		return nil, err
+	}
+	if a := oneLine(feed.Author); a != "" {
+		f.Author = &feeds.Author{Name: a}
+	}
+	jf := (&feeds.JSON{Feed: f}).JSONFeed()
+	jf.FeedUrl = safeURL(feed.JSONURL)
+	jf.Author = nil
+	if u := safeURL(feed.HubURL); u != "" {
+		jf.Hubs = []*feeds.JSONHub{{Type: "WebSub", Url: u}}
+	}
+	doc := jsonFeedDoc{JSONFeed: jf, Items: jf.Items}
+	if doc.Items == nil {
+		doc.Items = []*feeds.JSONItem{}
+	}
+	for i, it := range doc.Items {
+		it.Tags = tags[i]
+		if it.PublishedDate != nil {
+			t := it.PublishedDate.UTC().Truncate(time.Second)
+			it.PublishedDate = &t
+		}
+	}
+	b, err := json.MarshalIndent(doc, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
 }
