@@ -2,10 +2,15 @@ package render
 
 import (
 	"container/list"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
 	"fmt"
 	"hash/fnv"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/changedigest/changedigest"
 )
@@ -98,3 +103,48 @@ func (c *entryCache) put(key uint64, e []byte) {
 		c.size -= it.size
 	}
 }
+
+// FeedTag is an entity tag of the feed that Atom, RSS or JSONFeed
+// (format "atom", "rss" or "json") would write for feed and events,
+// computed without writing it: from the feed's fields and the event keys
+// that the entry cache already trusts to fingerprint an entry. A server
+// answers a feed reader's conditional request with it before rendering.
+// It includes a salt drawn when the process starts, so a restart, which
+// may bring other templates or settings, gives every feed a new tag.
+func (e *Engine) FeedTag(format string, feed FeedInfo, events []Event) (string, error) {
+	evs, err := e.feedEvents(feed, events)
+	if err != nil {
+		return "", err
+	}
+	h := sha256.New()
+	var n [8]byte
+	put := func(s string) {
+		binary.BigEndian.PutUint64(n[:], uint64(len(s)))
+		h.Write(n[:])
+		h.Write([]byte(s))
+	}
+	h.Write(tagSalt[:])
+	put(format)
+	put(feed.ID)
+	put(feed.Title)
+	put(feed.Subtitle)
+	put(feed.SelfURL)
+	put(feed.PageURL)
+	put(feed.Updated.UTC().Format(time.RFC3339Nano))
+	put(feed.Author)
+	put(feed.RSSURL)
+	put(feed.JSONURL)
+	put(feed.HubURL)
+	for _, ev := range evs {
+		binary.BigEndian.PutUint64(n[:], eventKey(ev))
+		h.Write(n[:])
+	}
+	sum := h.Sum(nil)
+	return `"` + hex.EncodeToString(sum[:12]) + `"`, nil
+}
+
+// tagSalt is FeedTag's salt, drawn when the process starts.
+var tagSalt = func() (b [16]byte) {
+	rand.Read(b[:])
+	return b
+}()

@@ -75,6 +75,32 @@ func BenchmarkFeedEndpoint(b *testing.B) {
 	}
 }
 
+// BenchmarkFeedEndpointNotModified measures a feed reader's conditional
+// request for the same feed when nothing changed (answered 304).
+func BenchmarkFeedEndpointNotModified(b *testing.B) {
+	_, url := feedFixture(b, 100)
+	resp, err := http.Get(url)
+	if err != nil {
+		b.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	tag := resp.Header.Get("ETag")
+	for b.Loop() {
+		req, _ := http.NewRequest("GET", url, nil)
+		req.Header.Set("If-None-Match", tag)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusNotModified {
+			b.Fatalf("status %d, want 304", resp.StatusCode)
+		}
+	}
+}
+
 // BenchmarkFeedEndpointLoad runs 16 concurrent feed readers for the
 // benchmark time and reports the latency percentiles and throughput.
 func BenchmarkFeedEndpointLoad(b *testing.B) {

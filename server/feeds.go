@@ -2,10 +2,9 @@ package server
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 
 	"github.com/changedigest/changedigest"
@@ -79,25 +78,20 @@ func (s *Server) serveFeed(w http.ResponseWriter, r *http.Request, format string
 	}
 	s.feedURLs(&info)
 	events = notify.Told(events)
-	buf := feedBuffers.Get().(*bytes.Buffer)
-	defer putFeedBuffer(buf)
-	buf.Reset()
 	ctype := "application/atom+xml; charset=utf-8"
 	switch format {
 	case formatRSS:
-		err = s.Render.RSS(buf, info, events)
 		ctype = "application/rss+xml; charset=utf-8"
 	case formatJSON:
-		err = s.Render.JSONFeed(buf, info, events)
 		ctype = "application/feed+json; charset=utf-8"
-	default:
-		err = s.Render.Atom(buf, info, events)
 	}
+	// The tag comes from what the feed is made of, so a feed reader's
+	// conditional request (most of them: nothing new since its last look)
+	// is answered without rendering the feed.
+	etag, err := s.Render.FeedTag(format, info, events)
 	if err != nil {
 		return err
 	}
-	sum := sha256.Sum256(buf.Bytes())
-	etag := `"` + hex.EncodeToString(sum[:12]) + `"`
 	h := w.Header()
 	h.Set("Content-Type", ctype)
 	if info.HubURL != "" {
@@ -117,12 +111,42 @@ func (s *Server) serveFeed(w http.ResponseWriter, r *http.Request, format string
 	if len(events) > 0 {
 		h.Set("Last-Modified", events[0].Snapshot.FetchedAt.UTC().Format(http.TimeFormat))
 	}
-	if match := r.Header.Get("If-None-Match"); match != "" && match == etag {
+	if etagMatches(r.Header.Get("If-None-Match"), etag) {
 		w.WriteHeader(http.StatusNotModified)
 		return nil
 	}
+	buf := feedBuffers.Get().(*bytes.Buffer)
+	defer putFeedBuffer(buf)
+	buf.Reset()
+	switch format {
+	case formatRSS:
+		err = s.Render.RSS(buf, info, events)
+	case formatJSON:
+		err = s.Render.JSONFeed(buf, info, events)
+	default:
+		err = s.Render.Atom(buf, info, events)
+	}
+	if err != nil {
+		// Nothing is written yet: the error gets its own status.
+		for _, k := range []string{"ETag", "Cache-Control", "Last-Modified", "Link"} {
+			h.Del(k)
+		}
+		return err
+	}
 	_, err = w.Write(buf.Bytes())
 	return err
+}
+
+// etagMatches reports whether an If-None-Match header names etag: "*",
+// or a list of tags, weak ones compared weakly (RFC 9110, 13.1.2).
+func etagMatches(header, etag string) bool {
+	for _, t := range strings.Split(header, ",") {
+		t = strings.TrimPrefix(strings.TrimSpace(t), "W/")
+		if t == "*" || t == etag {
+			return true
+		}
+	}
+	return false
 }
 
 // feedBuffers holds the buffers feeds are rendered into. A feed of a
