@@ -528,41 +528,69 @@ func markRepeated(changes []changedigest.Change) {
 
 // editKey describes what an update changes, digits masked outside link
 // addresses, so that the same edit at two places has the same key; "" for
-// a text it cannot read.
+// a text it cannot read. A tag renamed (a theme that turns its
+// <div class="section"> into <section>) and attributes added or removed
+// are part of the edit; attributes are compared by name. A link within
+// the page (href="#id4") is masked too: anchors renumbered after a new
+// section are the same edit.
 func editKey(c *changedigest.Change) string {
 	om, ok1 := parseMarkup(c.OldText)
 	nm, ok2 := parseMarkup(c.NewText)
-	if !ok1 || !ok2 || om.tag != nm.tag || len(om.attrs) != len(nm.attrs) || om.body != nm.body {
+	if !ok1 || !ok2 || om.body != nm.body {
 		return ""
 	}
 	var sb strings.Builder
 	sb.WriteString(string(c.Type))
 	sb.WriteString("|" + om.tag)
-	for i := range om.attrs {
-		a, b := om.attrs[i], nm.attrs[i]
-		if a.name != b.name {
-			return ""
+	if nm.tag != om.tag {
+		sb.WriteString(">" + nm.tag)
+	}
+	mask := func(name, v string) string {
+		if !linkAttrs[name] || strings.HasPrefix(v, "#") {
+			return maskDigits(v) // a link to another number is another link
 		}
-		if a.value == b.value {
-			continue
+		return v
+	}
+	newVal := make(map[string]string, len(nm.attrs))
+	for _, a := range nm.attrs {
+		newVal[a.name] = a.value
+	}
+	oldHas := make(map[string]bool, len(om.attrs))
+	for _, a := range om.attrs {
+		oldHas[a.name] = true
+		nv, ok := newVal[a.name]
+		switch {
+		case !ok:
+			fmt.Fprintf(&sb, "|-%s=%s", a.name, mask(a.name, a.value))
+		case nv != a.value:
+			del, ins := bagDiff(tokens(mask(a.name, a.value)), tokens(mask(a.name, nv)))
+			fmt.Fprintf(&sb, "|%s-%s+%s", a.name, strings.Join(del, " "), strings.Join(ins, " "))
 		}
-		ov, nv := a.value, b.value
-		if !linkAttrs[a.name] {
-			ov, nv = maskDigits(ov), maskDigits(nv) // a link to another number is another link
+	}
+	for _, a := range nm.attrs {
+		if !oldHas[a.name] {
+			fmt.Fprintf(&sb, "|+%s=%s", a.name, mask(a.name, a.value))
 		}
-		del, ins := bagDiff(tokens(ov), tokens(nv))
-		fmt.Fprintf(&sb, "|%s-%s+%s", a.name, strings.Join(del, " "), strings.Join(ins, " "))
 	}
 	return sb.String()
 }
 
+// maskDigits turns every run of digits into one '#' (id9 and id10 alike).
 func maskDigits(s string) string {
-	return strings.Map(func(r rune) rune {
+	var sb strings.Builder
+	digit := false
+	for _, r := range s {
 		if r >= '0' && r <= '9' {
-			return '#'
+			if !digit {
+				sb.WriteByte('#')
+			}
+			digit = true
+			continue
 		}
-		return r
-	}, s)
+		digit = false
+		sb.WriteRune(r)
+	}
+	return sb.String()
 }
 
 // bagDiff returns the tokens of a missing from b and of b missing from a,

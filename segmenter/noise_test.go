@@ -89,6 +89,32 @@ func TestMarkRepeated(t *testing.T) {
 	}
 }
 
+// A theme that renames a tag at every section, and anchors renumbered
+// after a new section, are one edit each; links to other pages are not.
+func TestMarkRepeatedRenames(t *testing.T) {
+	var cs []changedigest.Change
+	for i := range 4 {
+		cs = append(cs, changedigest.Change{Type: changedigest.ChangeStructural, Op: changedigest.OpUpdate,
+			Path: fmt.Sprintf("main|div[%d]", i), OldText: fmt.Sprintf(`<div class="section" id="id%d">`, i+8),
+			NewText: fmt.Sprintf(`<section id="id%d">`, i+8)})
+	}
+	for i := range 3 {
+		cs = append(cs, changedigest.Change{Type: changedigest.ChangeStructural, Op: changedigest.OpUpdate,
+			Path: fmt.Sprintf("main|h2[%d]|a", i), OldText: fmt.Sprintf(`href="#id%d"`, i+8), NewText: fmt.Sprintf(`href="#id%d"`, i+9)})
+	}
+	for i := range 3 {
+		cs = append(cs, changedigest.Change{Type: changedigest.ChangeStructural, Op: changedigest.OpUpdate,
+			Path: fmt.Sprintf("ul|li[%d]|a", i), OldText: fmt.Sprintf(`href="/story/%d"`, 8+i), NewText: fmt.Sprintf(`href="/story/%d"`, 9+i)})
+	}
+	markRepeated(cs)
+	for i, c := range cs {
+		want := i != 0 && i != 4 && i < 7
+		if got := c.Noise != ""; got != want {
+			t.Errorf("%s %q -> %q: noise %q, want noise %v", c.Path, c.OldText, c.NewText, c.Noise, want)
+		}
+	}
+}
+
 func TestMarkVolatile(t *testing.T) {
 	counter := func(n int) changedigest.Change {
 		return changedigest.Change{Type: changedigest.ChangeContent, Op: changedigest.OpUpdate, Path: "body|p-stats",
