@@ -41,6 +41,10 @@ func TestGeneratedOnly(t *testing.T) {
 		{"another script file", `<script src="/js/a.js?v=1">`, `<script src="/js/b.js?v=1">`, false},
 		{"attribute added", `class="x"`, `class="x" id="a1b2c3d4e5"`, false},
 		{"same", `id="x"`, `id="x"`, false},
+		{"script counter, code with quotes in an attribute", `<script data-source="return typeof R === "function";"> t(__fn("9"));`,
+			`<script data-source="return typeof R === "function";"> t(__fn("10"));`, true},
+		{"new code, code with quotes in an attribute", `<script data-source="return typeof R === "function";"> t(__fn("9"));`,
+			`<script data-source="return typeof R === "object";"> t(__fn("9"));`, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := generatedOnly(tc.old, tc.new); got != tc.want {

@@ -470,3 +470,186 @@ func (gt *groupText) around(i, j, n int, in *tnode) (string, string) {
 	}
 	return before, after
 }
+
+// Containers that read the same.
+//
+// The groups of the text pass end at segment boundaries, and a table row
+// can span several segments: a column dropped from every row and another
+// added at the end (a compatibility table that retires one browser
+// version and adds the next) deletes a cell in one group and inserts one
+// in another while the row reads the same, word for word, wherever the
+// cells between hold the same words. sameContainers looks at the element
+// holding each content insert and delete that is left: when that element
+// (its path the same in both versions) has the same words in both, in the
+// same order, the change only moved markup and becomes one structural
+// change showing its start tag (a bare text, no markup, is no change).
+// Only where a delete and an insert share a container path is the old
+// page scanned whole (when the track has it in pieces).
+func (df *differ) sameContainers(oldDoc func() *doc, newDoc *doc) {
+	containerPath := func(sd *side, n *tnode) string {
+		p := sd.path(n)
+		if n.elem < 0 {
+			return p // a text: its enclosing element
+		}
+		if k := strings.LastIndexByte(p, '|'); k >= 0 {
+			return p[:k]
+		}
+		return ""
+	}
+	cand := func(rc *rawChange) bool {
+		return rc.typ == changedigest.ChangeContent && (rc.op == changedigest.OpInsert || rc.op == changedigest.OpDelete)
+	}
+	ins := map[string]bool{}
+	for i := range df.out {
+		if rc := &df.out[i]; cand(rc) && rc.op == changedigest.OpInsert && rc.n != nil && rc.n.d == newDoc {
+			if p := containerPath(df.new, rc.n); p != "" {
+				ins[p] = true
+			}
+		}
+	}
+	if len(ins) == 0 {
+		return
+	}
+	shared := map[string]bool{}
+	for i := range df.out {
+		if rc := &df.out[i]; cand(rc) && rc.op == changedigest.OpDelete && rc.o != nil {
+			if p := containerPath(df.old, rc.o); ins[p] {
+				shared[p] = true
+			}
+		}
+	}
+	if len(shared) == 0 {
+		return
+	}
+	od := oldDoc()
+	if od == nil {
+		return
+	}
+	// elemIn is n's element (a text: its enclosing one) in the whole
+	// document d.
+	elemIn := func(d *doc, n *tnode) int32 {
+		ei := n.elem
+		if ei < 0 {
+			ei = n.encl
+		}
+		if n.d == d || ei < 0 {
+			return ei
+		}
+		e := &n.d.elems[ei]
+		if e.tok < 0 {
+			return -1 // a phantom ancestor of a partial scan
+		}
+		off := int32(n.d.base) + n.d.toks[e.tok].off
+		k := sort.Search(len(d.toks), func(i int) bool { return d.toks[i].off >= off })
+		for ; k < len(d.toks) && d.toks[k].off == off; k++ {
+			if t := d.toks[k].kind; t == tStart || t == tVoid {
+				return d.toks[k].elem
+			}
+		}
+		return -1
+	}
+	container := func(d *doc, n *tnode) int32 {
+		ei := elemIn(d, n)
+		if ei < 0 || n.elem < 0 {
+			return ei
+		}
+		return d.elems[ei].parent
+	}
+	// words of container elements, by document and element
+	type key struct {
+		d  *doc
+		ei int32
+	}
+	words := map[key][]string{}
+	wordsOf := func(d *doc, ei int32) []string {
+		k := key{d, ei}
+		if w, ok := words[k]; ok {
+			return w
+		}
+		var w []string
+		if e := &d.elems[ei]; e.tok >= 0 && e.endTok >= e.tok {
+			for _, t := range textdiff.Words(d.visibleText(int(e.tok), int(e.endTok)+1)) {
+				if !textdiff.IsSpace(t) {
+					w = append(w, t)
+				}
+			}
+		}
+		words[k] = w
+		return w
+	}
+	newByPath := map[string]int32{}
+	same := map[string]bool{}
+	for i := range df.out {
+		rc := &df.out[i]
+		if !cand(rc) || rc.op != changedigest.OpInsert || rc.n == nil || rc.n.d != newDoc {
+			continue
+		}
+		if p := containerPath(df.new, rc.n); shared[p] {
+			if ei := container(newDoc, rc.n); ei >= 0 {
+				newByPath[p] = ei
+			}
+		}
+	}
+	for i := range df.out {
+		rc := &df.out[i]
+		if !cand(rc) || rc.op != changedigest.OpDelete || rc.o == nil {
+			continue
+		}
+		p := containerPath(df.old, rc.o)
+		ne, ok := newByPath[p]
+		if !ok {
+			continue
+		}
+		if _, done := same[p]; done {
+			continue
+		}
+		oe := container(od, rc.o)
+		if oe < 0 || od.path(oe) != p {
+			continue
+		}
+		ow, nw := wordsOf(od, oe), wordsOf(newDoc, ne)
+		same[p] = len(ow) > 0 && slicesEqual(ow, nw)
+	}
+	out := df.out[:0]
+	for _, rc := range df.out {
+		var p string
+		switch {
+		case !cand(&rc):
+		case rc.op == changedigest.OpInsert && rc.n != nil:
+			p = containerPath(df.new, rc.n)
+		case rc.op == changedigest.OpDelete && rc.o != nil:
+			p = containerPath(df.old, rc.o)
+		}
+		if p == "" || !same[p] {
+			out = append(out, rc)
+			continue
+		}
+		if rc.op == changedigest.OpInsert {
+			if rc.n.elem < 0 {
+				continue // the same words, no markup: no change
+			}
+			rc.new = df.new.describe(rc.n)
+		} else {
+			if rc.o.elem < 0 {
+				continue
+			}
+			rc.old = df.old.describe(rc.o)
+		}
+		rc.typ = changedigest.ChangeStructural
+		rc.before, rc.after = "", ""
+		out = append(out, rc)
+	}
+	df.out = out
+}
+
+func slicesEqual(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
