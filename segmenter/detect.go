@@ -428,7 +428,7 @@ func (s *Segmenter) compareVersions(prev *prevSide, cur *pageVersion, flags []bo
 	}
 	df.finish()
 	df.textPass(s.Context)
-	df.sameContainers(func() *doc {
+	df.containerPass(func() *doc {
 		if prev.pv != nil {
 			return prev.pv.d
 		}

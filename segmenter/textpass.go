@@ -55,6 +55,7 @@ type groupText struct {
 	// inserted or deleted kept its text
 	firm   []bool
 	report []*tnode       // the element whose changes show this token (nil: none)
+	shown  []bool         // shown whole by an element inserted or deleted
 	grams  map[uint64]int // runs of four tokens, counted
 }
 
@@ -140,6 +141,7 @@ func newGroupText(parts []treePart) *groupText {
 	gt.changed = make([]bool, len(gt.toks))
 	gt.firm = make([]bool, len(gt.toks))
 	gt.report = make([]*tnode, len(gt.toks))
+	gt.shown = make([]bool, len(gt.toks))
 	return gt
 }
 
@@ -354,6 +356,37 @@ func (df *differ) textPass(ctx int) {
 		out = append(out, rc)
 	}
 	df.out = out
+	if len(touched) == 0 {
+		return
+	}
+	// An element inserted or deleted with its whole text shows its words
+	// already: the runs of a block around it (a page whose body text
+	// changed along with a new div in it) leave them out.
+	for _, rc := range df.out {
+		if rc.typ != changedigest.ChangeContent || (rc.op != changedigest.OpInsert && rc.op != changedigest.OpDelete) {
+			continue
+		}
+		n, gt := rc.n, (*groupText)(nil)
+		var g *textGroup
+		if rc.op == changedigest.OpInsert {
+			if g = byRoot[rootOf(n)]; g != nil {
+				gt = g.new
+			}
+		} else {
+			n = rc.o
+			if g = byRoot[rootOf(n)]; g != nil {
+				gt = g.old
+			}
+		}
+		if gt == nil || !touched[g] {
+			continue
+		}
+		if i, j, ok := gt.nodeTokens(n); ok {
+			for k := i; k < j; k++ {
+				gt.shown[k] = true
+			}
+		}
+	}
 	for _, g := range df.groups {
 		if touched[g] {
 			df.out = append(df.out, g.runs(ctx)...)
@@ -389,7 +422,7 @@ func (g *textGroup) runs(ctx int) []rawChange {
 		for _, r := range script[k:l] {
 			if r.Op != textdiff.Insert {
 				for t := r.A; t < r.A+r.N; t++ {
-					if g.old.report[t] != nil {
+					if g.old.report[t] != nil && !g.old.shown[t] {
 						if os.i < 0 {
 							os.i, on = t, g.old.report[t]
 						}
@@ -399,7 +432,7 @@ func (g *textGroup) runs(ctx int) []rawChange {
 			}
 			if r.Op != textdiff.Delete {
 				for t := r.B; t < r.B+r.N; t++ {
-					if g.new.report[t] != nil {
+					if g.new.report[t] != nil && !g.new.shown[t] {
 						if ns.i < 0 {
 							ns.i, nn = t, g.new.report[t]
 						}
@@ -471,21 +504,26 @@ func (gt *groupText) around(i, j, n int, in *tnode) (string, string) {
 	return before, after
 }
 
-// Containers that read the same.
+// Containers compared word by word.
 //
 // The groups of the text pass end at segment boundaries, and a table row
 // can span several segments: a column dropped from every row and another
 // added at the end (a compatibility table that retires one browser
 // version and adds the next) deletes a cell in one group and inserts one
-// in another while the row reads the same, word for word, wherever the
-// cells between hold the same words. sameContainers looks at the element
-// holding each content insert and delete that is left: when that element
-// (its path the same in both versions) has the same words in both, in the
-// same order, the change only moved markup and becomes one structural
-// change showing its start tag (a bare text, no markup, is no change).
-// Only where a delete and an insert share a container path is the old
-// page scanned whole (when the track has it in pieces).
-func (df *differ) sameContainers(oldDoc func() *doc, newDoc *doc) {
+// in another, while the row reads the same wherever the cells between
+// hold the same words. containerPass compares, for each element (its
+// path the same in both versions) that holds both a content delete and a
+// content insert, its old and new text. When they differ only by words
+// taken out and put in (the edit script is as long as the difference of
+// their word counts: nothing reordered), a change none of whose words is
+// among those the container lost (or gained) only moved markup: it
+// becomes one structural change showing its start tag (a bare text, no
+// markup, is no change). Where a row lost two cells and gained one, the
+// cell whose words the row lost stays a content change. Moves are left
+// as they are: a cell's start tag says more words than its text. Only
+// when some element holds both a delete and an insert is the old page
+// scanned whole (when the track has it in pieces).
+func (df *differ) containerPass(oldDoc func() *doc, newDoc *doc) {
 	containerPath := func(sd *side, n *tnode) string {
 		p := sd.path(n)
 		if n.elem < 0 {
@@ -496,24 +534,22 @@ func (df *differ) sameContainers(oldDoc func() *doc, newDoc *doc) {
 		}
 		return ""
 	}
-	cand := func(rc *rawChange) bool {
-		return rc.typ == changedigest.ChangeContent && (rc.op == changedigest.OpInsert || rc.op == changedigest.OpDelete)
+	oldCand := func(rc *rawChange) bool {
+		return rc.typ == changedigest.ChangeContent && rc.op == changedigest.OpDelete && rc.o != nil
+	}
+	newCand := func(rc *rawChange) bool {
+		return rc.typ == changedigest.ChangeContent && rc.op == changedigest.OpInsert && rc.n != nil && rc.n.d == newDoc
 	}
 	ins := map[string]bool{}
 	for i := range df.out {
-		if rc := &df.out[i]; cand(rc) && rc.op == changedigest.OpInsert && rc.n != nil && rc.n.d == newDoc {
-			if p := containerPath(df.new, rc.n); p != "" {
-				ins[p] = true
-			}
+		if rc := &df.out[i]; newCand(rc) {
+			ins[containerPath(df.new, rc.n)] = true
 		}
-	}
-	if len(ins) == 0 {
-		return
 	}
 	shared := map[string]bool{}
 	for i := range df.out {
-		if rc := &df.out[i]; cand(rc) && rc.op == changedigest.OpDelete && rc.o != nil {
-			if p := containerPath(df.old, rc.o); ins[p] {
+		if rc := &df.out[i]; oldCand(rc) {
+			if p := containerPath(df.old, rc.o); p != "" && ins[p] {
 				shared[p] = true
 			}
 		}
@@ -525,131 +561,179 @@ func (df *differ) sameContainers(oldDoc func() *doc, newDoc *doc) {
 	if od == nil {
 		return
 	}
-	// elemIn is n's element (a text: its enclosing one) in the whole
-	// document d.
-	elemIn := func(d *doc, n *tnode) int32 {
-		ei := n.elem
-		if ei < 0 {
-			ei = n.encl
+	// inDoc is the token range of n in the whole document d, and its
+	// element (a text: the enclosing one).
+	inDoc := func(d *doc, n *tnode) (a, b int, ei int32) {
+		if n.d == d {
+			ei = n.elem
+			if ei < 0 {
+				ei = n.encl
+			}
+			return n.tokA, n.tokB, ei
 		}
-		if n.d == d || ei < 0 {
-			return ei
+		if n.tokA >= len(n.d.toks) {
+			return 0, 0, -1
 		}
-		e := &n.d.elems[ei]
-		if e.tok < 0 {
-			return -1 // a phantom ancestor of a partial scan
-		}
-		off := int32(n.d.base) + n.d.toks[e.tok].off
+		t := n.d.toks[n.tokA]
+		off := int32(n.d.base) + t.off
 		k := sort.Search(len(d.toks), func(i int) bool { return d.toks[i].off >= off })
 		for ; k < len(d.toks) && d.toks[k].off == off; k++ {
-			if t := d.toks[k].kind; t == tStart || t == tVoid {
-				return d.toks[k].elem
+			if d.toks[k].kind != t.kind {
+				continue
 			}
+			if t.kind == tText {
+				return k, k + 1, d.toks[k].elem
+			}
+			e := d.toks[k].elem
+			return k, int(d.elems[e].endTok) + 1, e
 		}
-		return -1
+		return 0, 0, -1
 	}
+	type box struct {
+		d  *doc
+		ei int32
+	}
+	// pair is a container's old and new text, and the words the old one
+	// lost and the new one gained, counted; ok: the texts differ only by
+	// words taken out and put in, none reordered
+	type pair struct {
+		old, new     *groupText
+		lost, gained map[string]int
+		ok           bool
+	}
+	boxes := map[string]*pair{}
 	container := func(d *doc, n *tnode) int32 {
-		ei := elemIn(d, n)
+		_, _, ei := inDoc(d, n)
 		if ei < 0 || n.elem < 0 {
 			return ei
 		}
 		return d.elems[ei].parent
 	}
-	// words of container elements, by document and element
-	type key struct {
-		d  *doc
-		ei int32
-	}
-	words := map[key][]string{}
-	wordsOf := func(d *doc, ei int32) []string {
-		k := key{d, ei}
-		if w, ok := words[k]; ok {
-			return w
+	textOf := func(d *doc, ei int32) *groupText {
+		e := &d.elems[ei]
+		if e.tok < 0 || e.endTok < e.tok {
+			return nil
 		}
-		var w []string
-		if e := &d.elems[ei]; e.tok >= 0 && e.endTok >= e.tok {
-			for _, t := range textdiff.Words(d.visibleText(int(e.tok), int(e.endTok)+1)) {
-				if !textdiff.IsSpace(t) {
-					w = append(w, t)
+		return newGroupText([]treePart{{d: d, a: int(e.tok), b: int(e.endTok) + 1}})
+	}
+	newEl := map[string]int32{}
+	for i := range df.out {
+		if rc := &df.out[i]; newCand(rc) {
+			if p := containerPath(df.new, rc.n); shared[p] {
+				if ei := container(newDoc, rc.n); ei >= 0 {
+					newEl[p] = ei
 				}
 			}
 		}
-		words[k] = w
-		return w
-	}
-	newByPath := map[string]int32{}
-	same := map[string]bool{}
-	for i := range df.out {
-		rc := &df.out[i]
-		if !cand(rc) || rc.op != changedigest.OpInsert || rc.n == nil || rc.n.d != newDoc {
-			continue
-		}
-		if p := containerPath(df.new, rc.n); shared[p] {
-			if ei := container(newDoc, rc.n); ei >= 0 {
-				newByPath[p] = ei
-			}
-		}
 	}
 	for i := range df.out {
 		rc := &df.out[i]
-		if !cand(rc) || rc.op != changedigest.OpDelete || rc.o == nil {
+		if !oldCand(rc) {
 			continue
 		}
 		p := containerPath(df.old, rc.o)
-		ne, ok := newByPath[p]
-		if !ok {
+		ne, ok := newEl[p]
+		if !ok || boxes[p] != nil {
 			continue
 		}
-		if _, done := same[p]; done {
-			continue
-		}
+		bx := &pair{}
+		boxes[p] = bx
 		oe := container(od, rc.o)
 		if oe < 0 || od.path(oe) != p {
 			continue
 		}
-		ow, nw := wordsOf(od, oe), wordsOf(newDoc, ne)
-		same[p] = len(ow) > 0 && slicesEqual(ow, nw)
+		bx.old, bx.new = textOf(od, oe), textOf(newDoc, ne)
+		if bx.old == nil || bx.new == nil {
+			continue
+		}
+		edits := 0
+		for _, r := range textdiff.Script(bx.old.toks, bx.new.toks) {
+			if r.Op != textdiff.Equal {
+				edits += r.N
+			}
+		}
+		bx.lost, bx.gained = map[string]int{}, map[string]int{}
+		for _, w := range bx.old.toks {
+			bx.lost[w]++
+		}
+		for _, w := range bx.new.toks {
+			bx.gained[w]++
+		}
+		diff := 0
+		for w, n := range bx.lost {
+			m := bx.gained[w]
+			bx.lost[w], bx.gained[w] = max(0, n-m), max(0, m-n)
+			diff += abs(n - m)
+		}
+		for w, m := range bx.gained {
+			if _, ok := bx.lost[w]; !ok {
+				diff += m
+			}
+		}
+		// a reorder makes the script longer than the counts' difference
+		bx.ok = edits == diff && edits < textdiff.MaxEdits
+	}
+	// kept reports whether n has words and none of them is among the
+	// words its container lost (gained), which the changes before it
+	// have not already shown; if some are, they are taken.
+	kept := func(d *doc, n *tnode, gone map[string]int) bool {
+		a, b, _ := inDoc(d, n)
+		if b <= a {
+			return false
+		}
+		var ws []string
+		for _, t := range textdiff.Words(d.visibleText(a, b)) {
+			if !textdiff.IsSpace(t) {
+				ws = append(ws, t)
+			}
+		}
+		if len(ws) == 0 {
+			return false
+		}
+		need := map[string]int{}
+		for _, w := range ws {
+			need[w]++
+		}
+		some := false
+		for w, k := range need {
+			if gone[w] > 0 {
+				some = true
+				gone[w] -= min(k, gone[w])
+			}
+		}
+		return !some
 	}
 	out := df.out[:0]
 	for _, rc := range df.out {
-		var p string
+		var bo, bn *pair
+		if oldCand(&rc) {
+			bo = boxes[containerPath(df.old, rc.o)]
+		}
+		if newCand(&rc) {
+			bn = boxes[containerPath(df.new, rc.n)]
+		}
 		switch {
-		case !cand(&rc):
-		case rc.op == changedigest.OpInsert && rc.n != nil:
-			p = containerPath(df.new, rc.n)
-		case rc.op == changedigest.OpDelete && rc.o != nil:
-			p = containerPath(df.old, rc.o)
-		}
-		if p == "" || !same[p] {
-			out = append(out, rc)
-			continue
-		}
-		if rc.op == changedigest.OpInsert {
-			if rc.n.elem < 0 {
+		case rc.op == changedigest.OpDelete && bo != nil && bo.ok && kept(od, rc.o, bo.lost):
+			if rc.o.elem < 0 {
 				continue // the same words, no markup: no change
 			}
-			rc.new = df.new.describe(rc.n)
-		} else {
-			if rc.o.elem < 0 {
+			rc.typ = changedigest.ChangeStructural
+			rc.old, rc.before, rc.after = df.old.describe(rc.o), "", ""
+		case rc.op == changedigest.OpInsert && bn != nil && bn.ok && kept(newDoc, rc.n, bn.gained):
+			if rc.n.elem < 0 {
 				continue
 			}
-			rc.old = df.old.describe(rc.o)
+			rc.typ = changedigest.ChangeStructural
+			rc.new, rc.before, rc.after = df.new.describe(rc.n), "", ""
 		}
-		rc.typ = changedigest.ChangeStructural
-		rc.before, rc.after = "", ""
 		out = append(out, rc)
 	}
 	df.out = out
 }
 
-func slicesEqual(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
+func abs(x int) int {
+	if x < 0 {
+		return -x
 	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
+	return x
 }
