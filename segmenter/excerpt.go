@@ -2,6 +2,8 @@ package segmenter
 
 import (
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/changedigest/changedigest"
 	"github.com/changedigest/changedigest/internal/textdiff"
@@ -189,11 +191,76 @@ func (s *Segmenter) present(cs []changedigest.Change) []changedigest.Change {
 			for _, h := range hunks(c.OldText, c.NewText, s.Context) {
 				d := c
 				d.OldText, d.NewText, d.Before, d.After = h.old, h.new, h.before, h.after
+				if s.Context >= 0 {
+					narrow(&d)
+				}
 				out = append(out, s.capped(d))
 			}
 			continue
 		}
+		if c.Type == changedigest.ChangeContent && c.Op == changedigest.OpUpdate && s.Context >= 0 && (c.Before != "" || c.After != "") {
+			narrow(&c) // a run of the text pass
+		}
 		out = append(out, s.capped(c))
+	}
+	return out
+}
+
+// narrow moves the pieces at the start and end that the old and new text
+// of a content update share into Before and After. Words are compared
+// whole ("3.6", "Kentucky's", "2021-04-07" are one word each), so a word
+// that only gained a part or changed a mark shows as the part that
+// changed: "3.6" → "3.6.2" is ".2" inserted after "3.6", "Kentucky's" →
+// "Kentucky’s" is the apostrophe. Pieces are runs of letters and digits
+// and single other characters; a word is never cut inside such a run. A
+// side left empty makes the update an insert or a delete.
+func narrow(c *changedigest.Change) {
+	po, pn := pieces(c.OldText), pieces(c.NewText)
+	p := 0
+	for p < len(po) && p < len(pn) && po[p] == pn[p] {
+		p++
+	}
+	q := 0
+	for q < len(po)-p && q < len(pn)-p && po[len(po)-1-q] == pn[len(pn)-1-q] {
+		q++
+	}
+	if p == 0 && q == 0 {
+		return
+	}
+	old, new := strings.Join(po[p:len(po)-q], ""), strings.Join(pn[p:len(pn)-q], "")
+	if strings.TrimSpace(old) != old || strings.TrimSpace(new) != new || old == "" && new == "" {
+		return // a change of spacing next to the shared part: leave it whole
+	}
+	c.Before += strings.Join(po[:p], "")
+	c.After = strings.Join(po[len(po)-q:], "") + c.After
+	c.OldText, c.NewText = old, new
+	switch {
+	case old == "":
+		c.Op = changedigest.OpInsert
+	case new == "":
+		c.Op = changedigest.OpDelete
+	}
+}
+
+// pieces splits s into runs of letters and digits, runs of whitespace and
+// single other characters.
+func pieces(s string) []string {
+	var out []string
+	for _, w := range textdiff.Words(s) {
+		start := 0
+		for i, r := range w {
+			if unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.IsMark(r) || unicode.IsSpace(r) {
+				continue
+			}
+			if start < i {
+				out = append(out, w[start:i])
+			}
+			out = append(out, string(r))
+			start = i + utf8.RuneLen(r)
+		}
+		if start < len(w) {
+			out = append(out, w[start:])
+		}
 	}
 	return out
 }

@@ -50,9 +50,15 @@ func TestRenamedContainer(t *testing.T) {
 	d := mustDiffPages(t, entries("div", "Version 3.6", "Version 3.5", "Version 3.4"),
 		entries("section", "Version 3.6.2", "Version 3.5", "Version 3.4"))
 	old, new := contentWords(d.Changes)
-	// the version is in the heading and in the paragraph
-	if !slices.Equal(old, []string{"3.6", "3.6"}) || !slices.Equal(new, []string{"3.6.2", "3.6.2"}) {
-		t.Errorf("content words %q → %q, want 3.6 → 3.6.2 twice\n%s", old, new, dump(d.Changes))
+	// the version is in the heading and in the paragraph; the word only
+	// gained a part, which is what is shown, after "3.6"
+	if len(old) != 0 || !slices.Equal(new, []string{".2", ".2"}) {
+		t.Errorf("content words %q → %q, want .2 inserted twice\n%s", old, new, dump(d.Changes))
+	}
+	for _, c := range d.Changes {
+		if c.Type == changedigest.ChangeContent && (c.Op != changedigest.OpInsert || !strings.HasSuffix(c.Before, "Version 3.6")) {
+			t.Errorf("want .2 inserted after \"Version 3.6\":\n%s", dump([]changedigest.Change{c}))
+		}
 	}
 	structural := 0
 	for _, c := range d.Changes {
@@ -180,5 +186,33 @@ func TestWholeTextsAndTheCap(t *testing.T) {
 	}
 	if capped.Similarity != whole.Similarity {
 		t.Errorf("similarity %v with the cap, %v without", capped.Similarity, whole.Similarity)
+	}
+}
+
+// TestNarrow: a word that changed in a part shows that part, with the
+// rest of the word as context; a word is never cut inside its letters.
+func TestNarrow(t *testing.T) {
+	for _, tc := range []struct {
+		old, new                  string
+		op                        changedigest.Op
+		before, wold, wnew, after string
+	}{
+		{"3.6", "3.6.2", changedigest.OpInsert, "v 3.6", "", ".2", " x"},
+		{"Kentucky's", "Kentucky’s", changedigest.OpUpdate, "v Kentucky", "'", "’", "s x"},
+		{"2021-04-07", "2021-04-20", changedigest.OpUpdate, "v 2021-04-", "07", "20", " x"},
+		{"v3.6.2 release", "v3.6 release", changedigest.OpDelete, "v v3.6", ".2", "", " release x"},
+		{"cats", "cat", changedigest.OpUpdate, "v ", "cats", "cat", " x"},
+		{"elections held", "election held", changedigest.OpUpdate, "v ", "elections", "election", " held x"},
+	} {
+		c := changedigest.Change{Type: changedigest.ChangeContent, Op: changedigest.OpUpdate,
+			OldText: tc.old, NewText: tc.new, Before: "v ", After: " x"}
+		narrow(&c)
+		if c.Op != tc.op || c.Before != tc.before || c.OldText != tc.wold || c.NewText != tc.wnew || c.After != tc.after {
+			t.Errorf("%q → %q: %s %q[%q→%q]%q, want %s %q[%q→%q]%q", tc.old, tc.new,
+				c.Op, c.Before, c.OldText, c.NewText, c.After, tc.op, tc.before, tc.wold, tc.wnew, tc.after)
+		}
+		if c.Before+c.OldText+c.After != "v "+tc.old+" x" {
+			t.Errorf("%q → %q: before+old+after = %q, not the old passage", tc.old, tc.new, c.Before+c.OldText+c.After)
+		}
 	}
 }
