@@ -216,3 +216,79 @@ func TestNarrow(t *testing.T) {
 		}
 	}
 }
+
+// compatTable is a table of features by browser, as compatibility tables
+// are: a header row of browsers and one row per feature whose cells say
+// Yes or No; cell(r, b) is the text of row r under browser b.
+func compatTable(browsers []string, rows int, cell func(r int, b string) string) string {
+	var sb strings.Builder
+	sb.WriteString("<html><body><table><thead><tr><th>Feature</th>")
+	for _, b := range browsers {
+		fmt.Fprintf(&sb, `<th class="platform %s">%s</th>`, b, b)
+	}
+	sb.WriteString("</tr></thead><tbody>")
+	for r := range rows {
+		fmt.Fprintf(&sb, `<tr><td>feature number %d of the language</td>`, r)
+		for _, b := range browsers {
+			v := cell(r, b)
+			fmt.Fprintf(&sb, `<td class="%s" data-browser="%s">%s</td>`, strings.ToLower(v), b, v)
+		}
+		sb.WriteString("</tr>")
+	}
+	sb.WriteString("</tbody></table></body></html>")
+	return sb.String()
+}
+
+// TestColumnDroppedAndAdded: a table that retires one browser's column
+// and adds the next one's reads the same in every row where the cells
+// between hold the same words; those rows change only their markup. A
+// row whose retired cell said something else still shows the words it
+// lost and gained.
+func TestColumnDroppedAndAdded(t *testing.T) {
+	var oldB, newB []string
+	for v := 100; v < 140; v++ {
+		oldB = append(oldB, fmt.Sprintf("ff%d", v))
+	}
+	newB = append(append(newB, oldB[1:]...), "ff140")
+	cell := func(r int, b string) string {
+		if r == 7 && b == "ff100" {
+			return "Yes" // the row that loses a Yes and gains a No
+		}
+		return "No"
+	}
+	ob, nb := []byte(compatTable(oldB, 40, cell)), []byte(compatTable(newB, 40, cell))
+	s := New()
+	d, err := s.Diff(ob, nb, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// the same through a check, against the version as the track keeps it
+	prev, err := s.DetectPage(Input{Body: ob})
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := s.Detect(Input{Body: nb, Prev: prev, PrevBody: ob, History: [][]string{prev.Hashes()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, run := range []struct {
+		name    string
+		changes []changedigest.Change
+	}{{"diff", d.Changes}, {"check", snap.Changes}} {
+		old, new := contentWords(run.changes)
+		slices.Sort(old)
+		slices.Sort(new)
+		if !slices.Equal(old, []string{"Yes", "ff100"}) || !slices.Equal(new, []string{"No", "ff140"}) {
+			t.Errorf("%s: content words %q → %q, want the header's ff100 → ff140 and row 7's Yes → No\n%s", run.name, old, new, dump(run.changes))
+		}
+		told := 0
+		for _, c := range run.changes {
+			if c.Type == changedigest.ChangeStructural && c.Noise == "" {
+				told++
+			}
+		}
+		if told == 0 || told > 8 {
+			t.Errorf("%s: %d structural changes told, want the cells' markup once per kind of cell, the rest repeated edits\n%s", run.name, told, dump(run.changes))
+		}
+	}
+}

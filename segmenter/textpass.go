@@ -521,18 +521,36 @@ func (gt *groupText) around(i, j, n int, in *tnode) (string, string) {
 // markup, is no change). Where a row lost two cells and gained one, the
 // cell whose words the row lost stays a content change. Moves are left
 // as they are: a cell's start tag says more words than its text. Only
-// when some element holds both a delete and an insert is the old page
-// scanned whole (when the track has it in pieces).
+// when a delete and an insert may share their element (paths alike but
+// for position numbers) is the old page scanned whole (when the track has
+// it in pieces); containers are then matched by their paths in the whole
+// documents.
 func (df *differ) containerPass(oldDoc func() *doc, newDoc *doc) {
-	containerPath := func(sd *side, n *tnode) string {
+	// A cheap look first: the paths of the old side's pieces may number
+	// their outer elements from the piece (a row scanned from its middle),
+	// so they are compared without position numbers.
+	looseContainer := func(sd *side, n *tnode) string {
 		p := sd.path(n)
-		if n.elem < 0 {
-			return p // a text: its enclosing element
+		if n.elem >= 0 {
+			k := strings.LastIndexByte(p, '|')
+			if k < 0 {
+				return ""
+			}
+			p = p[:k]
 		}
-		if k := strings.LastIndexByte(p, '|'); k >= 0 {
-			return p[:k]
+		var sb strings.Builder
+		skip := false
+		for _, r := range p {
+			switch {
+			case r == '[':
+				skip = true
+			case r == ']':
+				skip = false
+			case !skip:
+				sb.WriteRune(r)
+			}
 		}
-		return ""
+		return sb.String()
 	}
 	oldCand := func(rc *rawChange) bool {
 		return rc.typ == changedigest.ChangeContent && rc.op == changedigest.OpDelete && rc.o != nil
@@ -543,18 +561,17 @@ func (df *differ) containerPass(oldDoc func() *doc, newDoc *doc) {
 	ins := map[string]bool{}
 	for i := range df.out {
 		if rc := &df.out[i]; newCand(rc) {
-			ins[containerPath(df.new, rc.n)] = true
+			ins[looseContainer(df.new, rc.n)] = true
 		}
 	}
-	shared := map[string]bool{}
+	any := false
 	for i := range df.out {
-		if rc := &df.out[i]; oldCand(rc) {
-			if p := containerPath(df.old, rc.o); p != "" && ins[p] {
-				shared[p] = true
-			}
+		if rc := &df.out[i]; oldCand(rc) && ins[looseContainer(df.old, rc.o)] {
+			any = true
+			break
 		}
 	}
-	if len(shared) == 0 {
+	if !any {
 		return
 	}
 	od := oldDoc()
@@ -616,13 +633,14 @@ func (df *differ) containerPass(oldDoc func() *doc, newDoc *doc) {
 		}
 		return newGroupText([]treePart{{d: d, a: int(e.tok), b: int(e.endTok) + 1}})
 	}
+	// the container of each candidate, by its path in the whole document
+	at := make([]string, len(df.out))
 	newEl := map[string]int32{}
 	for i := range df.out {
 		if rc := &df.out[i]; newCand(rc) {
-			if p := containerPath(df.new, rc.n); shared[p] {
-				if ei := container(newDoc, rc.n); ei >= 0 {
-					newEl[p] = ei
-				}
+			if ei := container(newDoc, rc.n); ei >= 0 {
+				at[i] = newDoc.path(ei)
+				newEl[at[i]] = ei
 			}
 		}
 	}
@@ -631,17 +649,18 @@ func (df *differ) containerPass(oldDoc func() *doc, newDoc *doc) {
 		if !oldCand(rc) {
 			continue
 		}
-		p := containerPath(df.old, rc.o)
+		oe := container(od, rc.o)
+		if oe < 0 {
+			continue
+		}
+		p := od.path(oe)
+		at[i] = p
 		ne, ok := newEl[p]
 		if !ok || boxes[p] != nil {
 			continue
 		}
 		bx := &pair{}
 		boxes[p] = bx
-		oe := container(od, rc.o)
-		if oe < 0 || od.path(oe) != p {
-			continue
-		}
 		bx.old, bx.new = textOf(od, oe), textOf(newDoc, ne)
 		if bx.old == nil || bx.new == nil {
 			continue
@@ -704,13 +723,13 @@ func (df *differ) containerPass(oldDoc func() *doc, newDoc *doc) {
 		return !some
 	}
 	out := df.out[:0]
-	for _, rc := range df.out {
+	for i, rc := range df.out {
 		var bo, bn *pair
-		if oldCand(&rc) {
-			bo = boxes[containerPath(df.old, rc.o)]
+		if at[i] != "" && oldCand(&rc) {
+			bo = boxes[at[i]]
 		}
-		if newCand(&rc) {
-			bn = boxes[containerPath(df.new, rc.n)]
+		if at[i] != "" && newCand(&rc) {
+			bn = boxes[at[i]]
 		}
 		switch {
 		case rc.op == changedigest.OpDelete && bo != nil && bo.ok && kept(od, rc.o, bo.lost):
