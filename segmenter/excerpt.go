@@ -15,7 +15,7 @@ import (
 // its full text, an updated block its full text before and after. A
 // content update of a block is then shown as its hunks: each run of
 // changed words (runs apart by at most hunkGap unchanged words are one
-// hunk) becomes one change whose OldText and NewText hold only the words
+// hunk, unless it only deletes or only inserts) becomes one change whose OldText and NewText hold only the words
 // of that run, with up to Context unchanged words before and after it in
 // Before and After. So one changed word in a long table cell or pre block
 // shows that word and its neighbours, not the cell. Hunks whose words are
@@ -29,6 +29,20 @@ import (
 // runs of one hunk: a one-word gap ("the") reads better inside the hunk
 // than as two changes.
 const hunkGap = 2
+
+// editKind says whether edits delete (kindDel), insert (kindIns) or both.
+func editKind(es []textdiff.Edit) uint8 {
+	var k uint8
+	for _, e := range es {
+		switch e.Op {
+		case textdiff.Delete:
+			k |= kindDel
+		case textdiff.Insert:
+			k |= kindIns
+		}
+	}
+	return k
+}
 
 // hunk is one run of changed words of an update, with its context.
 type hunk struct {
@@ -67,6 +81,29 @@ func hunks(old, new string, ctx int) []hunk {
 		}
 		i = j
 	}
+	// A run of only deleted or only inserted words keeps the words
+	// between its parts out: they would show on one side and the other
+	// ("</i>Urophora cardui</i>" → "Urophora cardui").
+	var split []run
+	for _, r := range runs {
+		if k := editKind(edits[r.i:r.j]); k != kindDel && k != kindIns {
+			split = append(split, r)
+			continue
+		}
+		a := r.i
+		for b := r.i; b < r.j; b++ {
+			if edits[b].Op == textdiff.Equal && wordCount(edits[b].Text) > 0 {
+				if a < b {
+					split = append(split, run{a, b})
+				}
+				a = b + 1
+			}
+		}
+		if a < r.j {
+			split = append(split, run{a, r.j})
+		}
+	}
+	runs = split
 	var out []hunk
 	for _, r := range runs {
 		var ob, nb strings.Builder

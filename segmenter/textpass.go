@@ -416,6 +416,16 @@ func (g *textGroup) runs(ctx int) []rawChange {
 			}
 			l++
 		}
+		if kd := runKind(script[k:l]); kd == kindDel || kd == kindIns {
+			// only deleted or only inserted words: the kept words
+			// between them would show on one side and the other
+			// ("</i>Urophora cardui</i>" → "Urophora cardui"), so each
+			// run is a change of its own
+			l = k
+			for l < len(script) && script[l].Op != textdiff.Equal {
+				l++
+			}
+		}
 		// its reported tokens on each side
 		os, ns := span{-1, -1}, span{-1, -1}
 		var on, nn *tnode
@@ -756,3 +766,23 @@ func abs(x int) int {
 	}
 	return x
 }
+
+// runKind says whether a run of the script deletes (kindDel), inserts
+// (kindIns) or both.
+func runKind(rs []textdiff.Run) uint8 {
+	var k uint8
+	for _, r := range rs {
+		switch r.Op {
+		case textdiff.Delete:
+			k |= kindDel
+		case textdiff.Insert:
+			k |= kindIns
+		}
+	}
+	return k
+}
+
+const (
+	kindDel uint8 = 1 << iota
+	kindIns
+)
