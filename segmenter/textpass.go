@@ -568,9 +568,21 @@ func (df *differ) containerPass(oldDoc func() *doc, newDoc *doc) {
 	newCand := func(rc *rawChange) bool {
 		return rc.typ == changedigest.ChangeContent && rc.op == changedigest.OpInsert && rc.n != nil && rc.n.d == newDoc
 	}
+	// short enough to compare (maxContainerWork), seen from the new side
+	short := func(n *tnode) bool {
+		ei := n.encl
+		if n.elem >= 0 {
+			ei = newDoc.elems[n.elem].parent
+		}
+		if ei < 0 {
+			return false
+		}
+		w := wordsIn(newDoc, ei)
+		return w >= 0 && w <= maxContainerWork/4
+	}
 	ins := map[string]bool{}
 	for i := range df.out {
-		if rc := &df.out[i]; newCand(rc) {
+		if rc := &df.out[i]; newCand(rc) && short(rc.n) {
 			ins[looseContainer(df.new, rc.n)] = true
 		}
 	}
@@ -671,15 +683,14 @@ func (df *differ) containerPass(oldDoc func() *doc, newDoc *doc) {
 		}
 		bx := &pair{}
 		boxes[p] = bx
+		// the counts' difference is at least that of the word counts
+		ow, nw := wordsIn(od, oe), wordsIn(newDoc, ne)
+		if (ow+nw)*max(1, abs(ow-nw)) > maxContainerWork {
+			continue
+		}
 		bx.old, bx.new = textOf(od, oe), textOf(newDoc, ne)
 		if bx.old == nil || bx.new == nil {
 			continue
-		}
-		edits := 0
-		for _, r := range textdiff.Script(bx.old.toks, bx.new.toks) {
-			if r.Op != textdiff.Equal {
-				edits += r.N
-			}
 		}
 		bx.lost, bx.gained = map[string]int{}, map[string]int{}
 		for _, w := range bx.old.toks {
@@ -699,8 +710,21 @@ func (df *differ) containerPass(oldDoc func() *doc, newDoc *doc) {
 				diff += m
 			}
 		}
-		// a reorder makes the script longer than the counts' difference
-		bx.ok = edits == diff && edits < textdiff.MaxEdits
+		// A reorder makes the edit script longer than the counts'
+		// difference. The script costs about the length of the texts
+		// times their difference: a container that gained and lost
+		// whole entries (a list of posts) is left as it is.
+		n := len(bx.old.toks) + len(bx.new.toks)
+		if diff >= textdiff.MaxEdits || n*max(diff, 1) > maxContainerWork {
+			continue
+		}
+		edits := 0
+		for _, r := range textdiff.Script(bx.old.toks, bx.new.toks) {
+			if r.Op != textdiff.Equal {
+				edits += r.N
+			}
+		}
+		bx.ok = edits == diff
 	}
 	// kept reports whether n has words and none of them is among the
 	// words its container lost (gained), which the changes before it
@@ -758,6 +782,25 @@ func (df *differ) containerPass(oldDoc func() *doc, newDoc *doc) {
 		out = append(out, rc)
 	}
 	df.out = out
+}
+
+// maxContainerWork bounds the work of comparing one container's texts:
+// their length in words times the difference of their word counts (told
+// first by the lengths alone; a container's text is at most a quarter of
+// it). A table row of 450 words that lost a cell
+// and gained one is 1,800; a list of posts that gained one and lost one,
+// 10,000 words and 1,000 changed, is ten million and is not compared.
+const maxContainerWork = 20_000
+
+// wordsIn is the number of visible words of element ei (-1 for a
+// phantom ancestor of a partial scan).
+func wordsIn(d *doc, ei int32) int {
+	e := &d.elems[ei]
+	if e.tok < 0 || e.endTok < e.tok {
+		return -1
+	}
+	d.index()
+	return int(d.words[e.endTok+1] - d.words[e.tok])
 }
 
 func abs(x int) int {
