@@ -290,6 +290,16 @@ func TestColumnDroppedAndAdded(t *testing.T) {
 		if told == 0 || told > 8 {
 			t.Errorf("%s: %d structural changes told, want the cells' markup once per kind of cell, the rest repeated edits\n%s", run.name, told, dump(run.changes))
 		}
+		// every row's retired cell is at its own row
+		rows := map[string]bool{}
+		for _, c := range run.changes {
+			if c.Op == changedigest.OpDelete && strings.Contains(c.Path, "tbody") {
+				rows[c.Path] = true
+			}
+		}
+		if len(rows) != 40 {
+			t.Errorf("%s: deletes at %d distinct paths, want one in each of the 40 rows\n%s", run.name, len(rows), dump(run.changes))
+		}
 	}
 }
 
