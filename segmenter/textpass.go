@@ -536,18 +536,18 @@ func (gt *groupText) around(i, j, n int, in *tnode) (string, string) {
 // it in pieces); containers are then matched by their paths in the whole
 // documents.
 func (df *differ) containerPass(oldDoc func() *doc, newDoc *doc) {
-	// A cheap look first: the paths of the old side's pieces may number
-	// their outer elements from the piece (a row scanned from its middle),
-	// so they are compared without position numbers.
-	looseContainer := func(sd *side, n *tnode) string {
-		p := sd.path(n)
-		if n.elem >= 0 {
-			k := strings.LastIndexByte(p, '|')
-			if k < 0 {
-				return ""
-			}
-			p = p[:k]
-		}
+	oldCand := func(rc *rawChange) bool {
+		return rc.typ == changedigest.ChangeContent && rc.op == changedigest.OpDelete && rc.o != nil
+	}
+	newCand := func(rc *rawChange) bool {
+		return rc.typ == changedigest.ChangeContent && rc.op == changedigest.OpInsert && rc.n != nil && rc.n.d == newDoc
+	}
+	// A cheap look first, before the old page is scanned whole: the
+	// paths of the old side's pieces may number their outer elements
+	// from the piece (a row scanned from its middle), so paths are
+	// compared without position numbers; on the new side only containers
+	// short enough to compare (maxContainerWork) count.
+	loose := func(p string) string {
 		var sb strings.Builder
 		skip := false
 		for _, r := range p {
@@ -562,34 +562,39 @@ func (df *differ) containerPass(oldDoc func() *doc, newDoc *doc) {
 		}
 		return sb.String()
 	}
-	oldCand := func(rc *rawChange) bool {
-		return rc.typ == changedigest.ChangeContent && rc.op == changedigest.OpDelete && rc.o != nil
-	}
-	newCand := func(rc *rawChange) bool {
-		return rc.typ == changedigest.ChangeContent && rc.op == changedigest.OpInsert && rc.n != nil && rc.n.d == newDoc
-	}
-	// short enough to compare (maxContainerWork), seen from the new side
-	short := func(n *tnode) bool {
-		ei := n.encl
-		if n.elem >= 0 {
-			ei = newDoc.elems[n.elem].parent
-		}
-		if ei < 0 {
-			return false
-		}
-		w := wordsIn(newDoc, ei)
-		return w >= 0 && w <= maxContainerWork/4
-	}
 	ins := map[string]bool{}
 	for i := range df.out {
-		if rc := &df.out[i]; newCand(rc) && short(rc.n) {
-			ins[looseContainer(df.new, rc.n)] = true
+		rc := &df.out[i]
+		if !newCand(rc) {
+			continue
+		}
+		ei := rc.n.encl
+		if rc.n.elem >= 0 {
+			ei = newDoc.elems[rc.n.elem].parent
+		}
+		for up := 0; ei >= 0 && up < maxContainerUp; up++ {
+			if w := wordsIn(newDoc, ei); w < 0 || w > maxContainerWork/4 {
+				break
+			}
+			ins[loose(newDoc.path(ei))] = true
+			ei = newDoc.elems[ei].parent
 		}
 	}
 	any := false
 	for i := range df.out {
-		if rc := &df.out[i]; oldCand(rc) && ins[looseContainer(df.old, rc.o)] {
-			any = true
+		rc := &df.out[i]
+		if !oldCand(rc) {
+			continue
+		}
+		p := df.old.path(rc.o)
+		if rc.o.elem >= 0 {
+			p = p[:max(0, strings.LastIndexByte(p, '|'))]
+		}
+		for up := 0; p != "" && up < maxContainerUp && !any; up++ {
+			any = ins[loose(p)]
+			p = p[:max(0, strings.LastIndexByte(p, '|'))]
+		}
+		if any {
 			break
 		}
 	}
@@ -655,34 +660,59 @@ func (df *differ) containerPass(oldDoc func() *doc, newDoc *doc) {
 		}
 		return newGroupText([]treePart{{d: d, a: int(e.tok), b: int(e.endTok) + 1}})
 	}
-	// the container of each candidate, by its path in the whole document
-	at := make([]string, len(df.out))
-	newEl := map[string]int32{}
+	// The container of each candidate: the nearest of its element's
+	// ancestors (up to maxContainerUp) whose path the other version has
+	// among the ancestors of its own candidates, by paths in the whole
+	// documents. A delete and an insert in one table row share the row;
+	// a list rebuilt from <dl> to <ul> shares the section around it.
+	chain := func(d *doc, ei int32) []int32 {
+		var out []int32
+		for ; ei >= 0 && len(out) < maxContainerUp && d.elems[ei].tok >= 0; ei = d.elems[ei].parent {
+			out = append(out, ei)
+		}
+		return out
+	}
+	oldChains := make([][]int32, len(df.out))
+	newChains := make([][]int32, len(df.out))
+	oldEl, newEl := map[string]int32{}, map[string]int32{}
 	for i := range df.out {
-		if rc := &df.out[i]; newCand(rc) {
-			if ei := container(newDoc, rc.n); ei >= 0 {
-				at[i] = newDoc.path(ei)
-				newEl[at[i]] = ei
+		rc := &df.out[i]
+		switch {
+		case newCand(rc):
+			newChains[i] = chain(newDoc, container(newDoc, rc.n))
+			for _, ei := range newChains[i] {
+				newEl[newDoc.path(ei)] = ei
+			}
+		case oldCand(rc):
+			oldChains[i] = chain(od, container(od, rc.o))
+			for _, ei := range oldChains[i] {
+				oldEl[od.path(ei)] = ei
+			}
+		}
+	}
+	at := make([]string, len(df.out))
+	for i := range df.out {
+		d, c, other := od, oldChains[i], newEl
+		if c == nil {
+			d, c, other = newDoc, newChains[i], oldEl
+		}
+		for _, ei := range c {
+			if p := d.path(ei); p != "" {
+				if _, ok := other[p]; ok {
+					at[i] = p
+					break
+				}
 			}
 		}
 	}
 	for i := range df.out {
-		rc := &df.out[i]
-		if !oldCand(rc) {
-			continue
-		}
-		oe := container(od, rc.o)
-		if oe < 0 {
-			continue
-		}
-		p := od.path(oe)
-		at[i] = p
-		ne, ok := newEl[p]
-		if !ok || boxes[p] != nil {
+		p := at[i]
+		if p == "" || boxes[p] != nil {
 			continue
 		}
 		bx := &pair{}
 		boxes[p] = bx
+		oe, ne := oldEl[p], newEl[p]
 		// the counts' difference is at least that of the word counts
 		ow, nw := wordsIn(od, oe), wordsIn(newDoc, ne)
 		if (ow+nw)*max(1, abs(ow-nw)) > maxContainerWork {
@@ -783,6 +813,10 @@ func (df *differ) containerPass(oldDoc func() *doc, newDoc *doc) {
 	}
 	df.out = out
 }
+
+// maxContainerUp is how many elements up from a changed element its
+// container is looked for.
+const maxContainerUp = 3
 
 // maxContainerWork bounds the work of comparing one container's texts:
 // their length in words times the difference of their word counts (told
