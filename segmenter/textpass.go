@@ -523,7 +523,8 @@ func (gt *groupText) around(i, j, n int, in *tnode) (string, string) {
 // in another, while the row reads the same wherever the cells between
 // hold the same words. containerPass compares, for each element (its
 // path the same in both versions) that holds both a content delete and a
-// content insert, its old and new text. When they differ only by words
+// content insert (or a structural one that shows its few words), its
+// old and new text. When they differ only by words
 // taken out and put in (the edit script is as long as the difference of
 // their word counts: nothing reordered), a change none of whose words is
 // among those the container lost (or gained) only moved markup: it
@@ -536,11 +537,18 @@ func (gt *groupText) around(i, j, n int, in *tnode) (string, string) {
 // it in pieces); containers are then matched by their paths in the whole
 // documents.
 func (df *differ) containerPass(oldDoc func() *doc, newDoc *doc) {
+	// candidates: content inserts and deletes, and structural ones that
+	// show their text (an element of a few words, which the text pass
+	// leaves as it is)
+	textual := func(rc *rawChange) bool {
+		return rc.typ == changedigest.ChangeContent ||
+			rc.typ == changedigest.ChangeStructural && !strings.HasPrefix(rc.old+rc.new, "<")
+	}
 	oldCand := func(rc *rawChange) bool {
-		return rc.typ == changedigest.ChangeContent && rc.op == changedigest.OpDelete && rc.o != nil
+		return textual(rc) && rc.op == changedigest.OpDelete && rc.o != nil
 	}
 	newCand := func(rc *rawChange) bool {
-		return rc.typ == changedigest.ChangeContent && rc.op == changedigest.OpInsert && rc.n != nil && rc.n.d == newDoc
+		return textual(rc) && rc.op == changedigest.OpInsert && rc.n != nil && rc.n.d == newDoc
 	}
 	// A cheap look first, before the old page is scanned whole: the
 	// paths of the old side's pieces may number their outer elements
