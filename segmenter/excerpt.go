@@ -228,6 +228,12 @@ func (s *Segmenter) present(cs []changedigest.Change) []changedigest.Change {
 			for _, h := range hunks(c.OldText, c.NewText, s.Context) {
 				d := c
 				d.OldText, d.NewText, d.Before, d.After = h.old, h.new, h.before, h.after
+				switch {
+				case d.NewText == "":
+					d.Op = changedigest.OpDelete // words taken out of the text
+				case d.OldText == "":
+					d.Op = changedigest.OpInsert
+				}
 				if s.Context >= 0 {
 					narrow(&d)
 				}
