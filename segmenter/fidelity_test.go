@@ -320,3 +320,38 @@ func TestHunksOnlyDeleted(t *testing.T) {
 		t.Errorf("hunks %+v, want one update across the short gap", hs)
 	}
 }
+
+// TestColumnMoved: a column moved to the end of every row, whose cells
+// read like their neighbours, leaves the rows reading the same: the cells
+// that moved are markup, told once, the other rows repeated edits.
+func TestColumnMoved(t *testing.T) {
+	var oldB, newB []string
+	for v := 100; v < 140; v++ {
+		oldB = append(oldB, fmt.Sprintf("ff%d", v))
+	}
+	newB = append(append(append(newB, oldB[:5]...), oldB[6:]...), oldB[5])
+	cell := func(r int, b string) string { return "No" }
+	d, err := New().Diff([]byte(compatTable(oldB, 40, cell)), []byte(compatTable(newB, 40, cell)), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	told, moved := 0, 0
+	for _, c := range d.Changes {
+		if c.Op == changedigest.OpMove && strings.Contains(c.Path, "tbody") {
+			moved++
+			if c.Noise == "" {
+				told++
+			}
+			if c.Type != changedigest.ChangeStructural || !strings.HasPrefix(c.NewText, "<td") {
+				t.Errorf("a cell moved with the row reading the same is markup: %s", dump([]changedigest.Change{c}))
+			}
+		}
+	}
+	if moved == 0 {
+		t.Errorf("no cell move reported\n%s", dump(d.Changes))
+	}
+	if told != 1 {
+		t.Errorf("%d of %d cell moves told, want the first only\n%s", told, moved, dump(d.Changes))
+	}
+	t.Logf("%d cell moves, %d told, %d changes in all", moved, told, len(d.Changes))
+}

@@ -508,7 +508,8 @@ func random(s string) bool {
 // digits aside) as an earlier one, and every structural insert or delete
 // of markup alone (a start tag, the text around it unchanged) after the
 // first of the same element, digits aside: a table column's cell
-// removed from every row.
+// removed from every row (or moved: a move of markup alone shows start
+// tags).
 func markRepeated(changes []changedigest.Change) {
 	first := map[string]int{}
 	count := map[string]int{}
@@ -522,7 +523,7 @@ func markRepeated(changes []changedigest.Change) {
 		switch c.Op {
 		case changedigest.OpUpdate:
 			k = editKey(c)
-		case changedigest.OpInsert, changedigest.OpDelete:
+		case changedigest.OpInsert, changedigest.OpDelete, changedigest.OpMove:
 			if c.Type == changedigest.ChangeStructural {
 				k = markupKey(c)
 			}

@@ -550,6 +550,11 @@ func (df *differ) containerPass(oldDoc func() *doc, newDoc *doc) {
 	newCand := func(rc *rawChange) bool {
 		return textual(rc) && rc.op == changedigest.OpInsert && rc.n != nil && rc.n.d == newDoc
 	}
+	// moves of an element whose text stays the same
+	isMove := func(rc *rawChange) bool {
+		return rc.op == changedigest.OpMove && rc.o != nil && rc.n != nil && rc.n.d == newDoc &&
+			rc.old == rc.new && rc.old != "" && !strings.HasPrefix(rc.old, "<")
+	}
 	// A cheap look first, before the old page is scanned whole: the
 	// paths of the old side's pieces may number their outer elements
 	// from the piece (a row scanned from its middle), so paths are
@@ -573,7 +578,7 @@ func (df *differ) containerPass(oldDoc func() *doc, newDoc *doc) {
 	ins := map[string]bool{}
 	for i := range df.out {
 		rc := &df.out[i]
-		if !newCand(rc) {
+		if !newCand(rc) && !isMove(rc) {
 			continue
 		}
 		ei := rc.n.encl
@@ -591,7 +596,7 @@ func (df *differ) containerPass(oldDoc func() *doc, newDoc *doc) {
 	any := false
 	for i := range df.out {
 		rc := &df.out[i]
-		if !oldCand(rc) {
+		if !oldCand(rc) && !isMove(rc) {
 			continue
 		}
 		p := df.old.path(rc.o)
@@ -685,32 +690,41 @@ func (df *differ) containerPass(oldDoc func() *doc, newDoc *doc) {
 	oldEl, newEl := map[string]int32{}, map[string]int32{}
 	for i := range df.out {
 		rc := &df.out[i]
-		switch {
-		case newCand(rc):
+		if newCand(rc) || isMove(rc) {
 			newChains[i] = chain(newDoc, container(newDoc, rc.n))
 			for _, ei := range newChains[i] {
 				newEl[newDoc.path(ei)] = ei
 			}
-		case oldCand(rc):
+		}
+		if oldCand(rc) || isMove(rc) {
 			oldChains[i] = chain(od, container(od, rc.o))
 			for _, ei := range oldChains[i] {
 				oldEl[od.path(ei)] = ei
 			}
 		}
 	}
-	at := make([]string, len(df.out))
-	for i := range df.out {
-		d, c, other := od, oldChains[i], newEl
-		if c == nil {
-			d, c, other = newDoc, newChains[i], oldEl
-		}
+	shared := func(d *doc, c []int32, other map[string]int32) string {
 		for _, ei := range c {
 			if p := d.path(ei); p != "" {
 				if _, ok := other[p]; ok {
-					at[i] = p
-					break
+					return p
 				}
 			}
+		}
+		return ""
+	}
+	at := make([]string, len(df.out))
+	for i := range df.out {
+		switch {
+		case isMove(&df.out[i]):
+			// a move within one container
+			if p := shared(od, oldChains[i], newEl); p == shared(newDoc, newChains[i], oldEl) {
+				at[i] = p
+			}
+		case oldChains[i] != nil:
+			at[i] = shared(od, oldChains[i], newEl)
+		default:
+			at[i] = shared(newDoc, newChains[i], oldEl)
 		}
 	}
 	for i := range df.out {
@@ -767,6 +781,16 @@ func (df *differ) containerPass(oldDoc func() *doc, newDoc *doc) {
 	// kept reports whether n has words and none of them is among the
 	// words its container lost (gained), which the changes before it
 	// have not already shown; if some are, they are taken.
+	// has reports whether some word of n is among gone.
+	has := func(d *doc, n *tnode, gone map[string]int) bool {
+		a, b, _ := inDoc(d, n)
+		for _, t := range textdiff.Words(d.visibleText(a, b)) {
+			if !textdiff.IsSpace(t) && gone[t] > 0 {
+				return true
+			}
+		}
+		return false
+	}
 	kept := func(d *doc, n *tnode, gone map[string]int) bool {
 		a, b, _ := inDoc(d, n)
 		if b <= a {
@@ -794,28 +818,57 @@ func (df *differ) containerPass(oldDoc func() *doc, newDoc *doc) {
 		}
 		return !some
 	}
-	out := df.out[:0]
-	for i, rc := range df.out {
-		var bo, bn *pair
-		if at[i] != "" && oldCand(&rc) {
-			bo = boxes[at[i]]
-		}
-		if at[i] != "" && newCand(&rc) {
-			bn = boxes[at[i]]
+	// Deletes and inserts first: they take the words they show from the
+	// counts of their container.
+	markup := make([]bool, len(df.out))
+	for i := range df.out {
+		rc := &df.out[i]
+		bx := boxes[at[i]]
+		if at[i] == "" || bx == nil || !bx.ok {
+			continue
 		}
 		switch {
-		case rc.op == changedigest.OpDelete && bo != nil && bo.ok && kept(od, rc.o, bo.lost):
+		case rc.op == changedigest.OpDelete && oldCand(rc):
+			markup[i] = kept(od, rc.o, bx.lost)
+		case rc.op == changedigest.OpInsert && newCand(rc):
+			markup[i] = kept(newDoc, rc.n, bx.gained)
+		}
+	}
+	// Then moves that leave the text as it reads: the same element moved
+	// in many rows (a column moved) is markup, shown by its start tags
+	// and told once (a repeated edit); a single move keeps its text.
+	type moveKey struct{ step, text string }
+	moves := map[moveKey]int{}
+	keys := make([]moveKey, len(df.out))
+	for i := range df.out {
+		rc := &df.out[i]
+		bx := boxes[at[i]]
+		if !isMove(rc) || at[i] == "" || bx == nil || !bx.ok || has(od, rc.o, bx.lost) || has(newDoc, rc.n, bx.gained) ||
+			rc.o.elem < 0 || rc.n.elem < 0 {
+			continue
+		}
+		p := df.new.path(rc.n)
+		keys[i] = moveKey{maskDigits(p[strings.LastIndexByte(p, '|')+1:]), maskDigits(rc.new)}
+		moves[keys[i]]++
+	}
+	out := df.out[:0]
+	for i, rc := range df.out {
+		switch {
+		case markup[i] && rc.op == changedigest.OpDelete:
 			if rc.o.elem < 0 {
 				continue // the same words, no markup: no change
 			}
 			rc.typ = changedigest.ChangeStructural
 			rc.old, rc.before, rc.after = df.old.describe(rc.o), "", ""
-		case rc.op == changedigest.OpInsert && bn != nil && bn.ok && kept(newDoc, rc.n, bn.gained):
+		case markup[i] && rc.op == changedigest.OpInsert:
 			if rc.n.elem < 0 {
 				continue
 			}
 			rc.typ = changedigest.ChangeStructural
 			rc.new, rc.before, rc.after = df.new.describe(rc.n), "", ""
+		case keys[i].text != "" && moves[keys[i]] >= 3:
+			rc.typ = changedigest.ChangeStructural
+			rc.old, rc.new = df.old.describe(rc.o), df.new.describe(rc.n)
 		}
 		out = append(out, rc)
 	}
