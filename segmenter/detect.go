@@ -428,6 +428,17 @@ func (s *Segmenter) compareVersions(prev *prevSide, cur *pageVersion, flags []bo
 	}
 	df.finish()
 	df.textPass(s.Context)
+	df.containerPass(func() *doc {
+		if prev.pv != nil {
+			return prev.pv.d
+		}
+		if prev.body == nil {
+			return nil
+		}
+		d := scan(prev.body, nil, step{})
+		prev.scans = append(prev.scans, d)
+		return d
+	}, cur.d)
 	df.reconcile()
 	defer func() {
 		for _, d := range prev.scans {

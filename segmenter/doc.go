@@ -105,8 +105,13 @@
 // the same place is compared as text (reconcile.go); and every change
 // that carries text is checked against the word diff of its group's
 // visible text, so markup rebuilt around the same words is structural
-// and shows its start tag, not the words (textpass.go). Change texts are
-// never cut unless MaxText is set, and then the change says so.
+// and shows its start tag, not the words (textpass.go). Groups end at
+// segment boundaries, so a content insert or delete is also checked
+// against the text of the nearest element around it that both versions
+// have (a table row spanning several segments): cells whose words the
+// row neither lost nor gained are markup (containerPass). A content
+// update shows the part of a word that changed ("3.6" → "3.6.2"). Change
+// texts are never cut unless MaxText is set, and then the change says so.
 //
 // Similarity is 1 minus the share of the two bodies' bytes the changes'
 // texts account for.

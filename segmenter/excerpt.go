@@ -2,6 +2,8 @@ package segmenter
 
 import (
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/changedigest/changedigest"
 	"github.com/changedigest/changedigest/internal/textdiff"
@@ -13,7 +15,7 @@ import (
 // its full text, an updated block its full text before and after. A
 // content update of a block is then shown as its hunks: each run of
 // changed words (runs apart by at most hunkGap unchanged words are one
-// hunk) becomes one change whose OldText and NewText hold only the words
+// hunk, unless it only deletes or only inserts) becomes one change whose OldText and NewText hold only the words
 // of that run, with up to Context unchanged words before and after it in
 // Before and After. So one changed word in a long table cell or pre block
 // shows that word and its neighbours, not the cell. Hunks whose words are
@@ -27,6 +29,20 @@ import (
 // runs of one hunk: a one-word gap ("the") reads better inside the hunk
 // than as two changes.
 const hunkGap = 2
+
+// editKind says whether edits delete (kindDel), insert (kindIns) or both.
+func editKind(es []textdiff.Edit) uint8 {
+	var k uint8
+	for _, e := range es {
+		switch e.Op {
+		case textdiff.Delete:
+			k |= kindDel
+		case textdiff.Insert:
+			k |= kindIns
+		}
+	}
+	return k
+}
 
 // hunk is one run of changed words of an update, with its context.
 type hunk struct {
@@ -65,6 +81,29 @@ func hunks(old, new string, ctx int) []hunk {
 		}
 		i = j
 	}
+	// A run of only deleted or only inserted words keeps the words
+	// between its parts out: they would show on one side and the other
+	// ("</i>Urophora cardui</i>" → "Urophora cardui").
+	var split []run
+	for _, r := range runs {
+		if k := editKind(edits[r.i:r.j]); k != kindDel && k != kindIns {
+			split = append(split, r)
+			continue
+		}
+		a := r.i
+		for b := r.i; b < r.j; b++ {
+			if edits[b].Op == textdiff.Equal && wordCount(edits[b].Text) > 0 {
+				if a < b {
+					split = append(split, run{a, b})
+				}
+				a = b + 1
+			}
+		}
+		if a < r.j {
+			split = append(split, run{a, r.j})
+		}
+	}
+	runs = split
 	var out []hunk
 	for _, r := range runs {
 		var ob, nb strings.Builder
@@ -189,11 +228,82 @@ func (s *Segmenter) present(cs []changedigest.Change) []changedigest.Change {
 			for _, h := range hunks(c.OldText, c.NewText, s.Context) {
 				d := c
 				d.OldText, d.NewText, d.Before, d.After = h.old, h.new, h.before, h.after
+				switch {
+				case d.NewText == "":
+					d.Op = changedigest.OpDelete // words taken out of the text
+				case d.OldText == "":
+					d.Op = changedigest.OpInsert
+				}
+				if s.Context >= 0 {
+					narrow(&d)
+				}
 				out = append(out, s.capped(d))
 			}
 			continue
 		}
+		if c.Type == changedigest.ChangeContent && c.Op == changedigest.OpUpdate && s.Context >= 0 && (c.Before != "" || c.After != "") {
+			narrow(&c) // a run of the text pass
+		}
 		out = append(out, s.capped(c))
+	}
+	return out
+}
+
+// narrow moves the pieces at the start and end that the old and new text
+// of a content update share into Before and After. Words are compared
+// whole ("3.6", "Kentucky's", "2021-04-07" are one word each), so a word
+// that only gained a part or changed a mark shows as the part that
+// changed: "3.6" → "3.6.2" is ".2" inserted after "3.6", "Kentucky's" →
+// "Kentucky’s" is the apostrophe. Pieces are runs of letters and digits
+// and single other characters; a word is never cut inside such a run. A
+// side left empty makes the update an insert or a delete.
+func narrow(c *changedigest.Change) {
+	po, pn := pieces(c.OldText), pieces(c.NewText)
+	p := 0
+	for p < len(po) && p < len(pn) && po[p] == pn[p] {
+		p++
+	}
+	q := 0
+	for q < len(po)-p && q < len(pn)-p && po[len(po)-1-q] == pn[len(pn)-1-q] {
+		q++
+	}
+	if p == 0 && q == 0 {
+		return
+	}
+	old, new := strings.Join(po[p:len(po)-q], ""), strings.Join(pn[p:len(pn)-q], "")
+	if strings.TrimSpace(old) != old || strings.TrimSpace(new) != new || old == "" && new == "" {
+		return // a change of spacing next to the shared part: leave it whole
+	}
+	c.Before += strings.Join(po[:p], "")
+	c.After = strings.Join(po[len(po)-q:], "") + c.After
+	c.OldText, c.NewText = old, new
+	switch {
+	case old == "":
+		c.Op = changedigest.OpInsert
+	case new == "":
+		c.Op = changedigest.OpDelete
+	}
+}
+
+// pieces splits s into runs of letters and digits, runs of whitespace and
+// single other characters.
+func pieces(s string) []string {
+	var out []string
+	for _, w := range textdiff.Words(s) {
+		start := 0
+		for i, r := range w {
+			if unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.IsMark(r) || unicode.IsSpace(r) {
+				continue
+			}
+			if start < i {
+				out = append(out, w[start:i])
+			}
+			out = append(out, string(r))
+			start = i + utf8.RuneLen(r)
+		}
+		if start < len(w) {
+			out = append(out, w[start:])
+		}
 	}
 	return out
 }

@@ -50,9 +50,15 @@ func TestRenamedContainer(t *testing.T) {
 	d := mustDiffPages(t, entries("div", "Version 3.6", "Version 3.5", "Version 3.4"),
 		entries("section", "Version 3.6.2", "Version 3.5", "Version 3.4"))
 	old, new := contentWords(d.Changes)
-	// the version is in the heading and in the paragraph
-	if !slices.Equal(old, []string{"3.6", "3.6"}) || !slices.Equal(new, []string{"3.6.2", "3.6.2"}) {
-		t.Errorf("content words %q → %q, want 3.6 → 3.6.2 twice\n%s", old, new, dump(d.Changes))
+	// the version is in the heading and in the paragraph; the word only
+	// gained a part, which is what is shown, after "3.6"
+	if len(old) != 0 || !slices.Equal(new, []string{".2", ".2"}) {
+		t.Errorf("content words %q → %q, want .2 inserted twice\n%s", old, new, dump(d.Changes))
+	}
+	for _, c := range d.Changes {
+		if c.Type == changedigest.ChangeContent && (c.Op != changedigest.OpInsert || !strings.HasSuffix(c.Before, "Version 3.6")) {
+			t.Errorf("want .2 inserted after \"Version 3.6\":\n%s", dump([]changedigest.Change{c}))
+		}
 	}
 	structural := 0
 	for _, c := range d.Changes {
@@ -181,4 +187,171 @@ func TestWholeTextsAndTheCap(t *testing.T) {
 	if capped.Similarity != whole.Similarity {
 		t.Errorf("similarity %v with the cap, %v without", capped.Similarity, whole.Similarity)
 	}
+}
+
+// TestNarrow: a word that changed in a part shows that part, with the
+// rest of the word as context; a word is never cut inside its letters.
+func TestNarrow(t *testing.T) {
+	for _, tc := range []struct {
+		old, new                  string
+		op                        changedigest.Op
+		before, wold, wnew, after string
+	}{
+		{"3.6", "3.6.2", changedigest.OpInsert, "v 3.6", "", ".2", " x"},
+		{"Kentucky's", "Kentucky’s", changedigest.OpUpdate, "v Kentucky", "'", "’", "s x"},
+		{"2021-04-07", "2021-04-20", changedigest.OpUpdate, "v 2021-04-", "07", "20", " x"},
+		{"v3.6.2 release", "v3.6 release", changedigest.OpDelete, "v v3.6", ".2", "", " release x"},
+		{"cats", "cat", changedigest.OpUpdate, "v ", "cats", "cat", " x"},
+		{"elections held", "election held", changedigest.OpUpdate, "v ", "elections", "election", " held x"},
+	} {
+		c := changedigest.Change{Type: changedigest.ChangeContent, Op: changedigest.OpUpdate,
+			OldText: tc.old, NewText: tc.new, Before: "v ", After: " x"}
+		narrow(&c)
+		if c.Op != tc.op || c.Before != tc.before || c.OldText != tc.wold || c.NewText != tc.wnew || c.After != tc.after {
+			t.Errorf("%q → %q: %s %q[%q→%q]%q, want %s %q[%q→%q]%q", tc.old, tc.new,
+				c.Op, c.Before, c.OldText, c.NewText, c.After, tc.op, tc.before, tc.wold, tc.wnew, tc.after)
+		}
+		if c.Before+c.OldText+c.After != "v "+tc.old+" x" {
+			t.Errorf("%q → %q: before+old+after = %q, not the old passage", tc.old, tc.new, c.Before+c.OldText+c.After)
+		}
+	}
+}
+
+// compatTable is a table of features by browser, as compatibility tables
+// are: a header row of browsers and one row per feature whose cells say
+// Yes or No; cell(r, b) is the text of row r under browser b.
+func compatTable(browsers []string, rows int, cell func(r int, b string) string) string {
+	var sb strings.Builder
+	sb.WriteString("<html><body><table><thead><tr><th>Feature</th>")
+	for _, b := range browsers {
+		fmt.Fprintf(&sb, `<th class="platform %s">%s</th>`, b, b)
+	}
+	sb.WriteString("</tr></thead><tbody>")
+	for r := range rows {
+		fmt.Fprintf(&sb, `<tr><td>feature number %d of the language</td>`, r)
+		for _, b := range browsers {
+			v := cell(r, b)
+			fmt.Fprintf(&sb, `<td class="%s" data-browser="%s">%s</td>`, strings.ToLower(v), b, v)
+		}
+		sb.WriteString("</tr>")
+	}
+	sb.WriteString("</tbody></table></body></html>")
+	return sb.String()
+}
+
+// TestColumnDroppedAndAdded: a table that retires one browser's column
+// and adds the next one's reads the same in every row where the cells
+// between hold the same words; those rows change only their markup. A
+// row whose retired cell said something else still shows the words it
+// lost and gained.
+func TestColumnDroppedAndAdded(t *testing.T) {
+	var oldB, newB []string
+	for v := 100; v < 140; v++ {
+		oldB = append(oldB, fmt.Sprintf("ff%d", v))
+	}
+	newB = append(append(newB, oldB[1:]...), "ff140")
+	cell := func(r int, b string) string {
+		if r == 7 && b == "ff100" {
+			return "Yes" // the row that loses a Yes and gains a No
+		}
+		return "No"
+	}
+	ob, nb := []byte(compatTable(oldB, 40, cell)), []byte(compatTable(newB, 40, cell))
+	s := New()
+	d, err := s.Diff(ob, nb, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// the same through a check, against the version as the track keeps it
+	prev, err := s.DetectPage(Input{Body: ob})
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := s.Detect(Input{Body: nb, Prev: prev, PrevBody: ob, History: [][]string{prev.Hashes()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, run := range []struct {
+		name    string
+		changes []changedigest.Change
+	}{{"diff", d.Changes}, {"check", snap.Changes}} {
+		old, new := contentWords(run.changes)
+		slices.Sort(old)
+		slices.Sort(new)
+		if !slices.Equal(old, []string{"Yes", "ff100"}) || !slices.Equal(new, []string{"No", "ff140"}) {
+			t.Errorf("%s: content words %q → %q, want the header's ff100 → ff140 and row 7's Yes → No\n%s", run.name, old, new, dump(run.changes))
+		}
+		told := 0
+		for _, c := range run.changes {
+			if c.Type == changedigest.ChangeStructural && c.Noise == "" {
+				told++
+			}
+		}
+		if told == 0 || told > 8 {
+			t.Errorf("%s: %d structural changes told, want the cells' markup once per kind of cell, the rest repeated edits\n%s", run.name, told, dump(run.changes))
+		}
+		// every row's retired cell is at its own row
+		rows := map[string]bool{}
+		for _, c := range run.changes {
+			if c.Op == changedigest.OpDelete && strings.Contains(c.Path, "tbody") {
+				rows[c.Path] = true
+			}
+		}
+		if len(rows) != 40 {
+			t.Errorf("%s: deletes at %d distinct paths, want one in each of the 40 rows\n%s", run.name, len(rows), dump(run.changes))
+		}
+	}
+}
+
+// TestHunksOnlyDeleted: words deleted on either side of kept words are
+// two deletions, the kept words shown as context only; a run that
+// replaces words keeps a short gap in one hunk.
+func TestHunksOnlyDeleted(t *testing.T) {
+	hs := hunks("gall fly </i>Urophora cardui</i> on a thistle", "gall fly Urophora cardui on a thistle", 4)
+	if len(hs) != 2 || hs[0].old != "</i>" || hs[1].old != "</i>" || hs[0].new != "" || hs[1].new != "" {
+		t.Errorf("hunks %+v, want two deletions of </i>", hs)
+	}
+	hs = hunks("the old cat sat on the old mat", "the new cat sat on the new mat", 4)
+	if len(hs) != 2 {
+		t.Errorf("hunks %+v, want two updates", hs)
+	}
+	hs = hunks("a red cat and dog", "a blue cat and fox", 3)
+	if len(hs) != 1 || hs[0].old != "red cat and dog" || hs[0].new != "blue cat and fox" {
+		t.Errorf("hunks %+v, want one update across the short gap", hs)
+	}
+}
+
+// TestColumnMoved: a column moved to the end of every row, whose cells
+// read like their neighbours, leaves the rows reading the same: the cells
+// that moved are markup, told once, the other rows repeated edits.
+func TestColumnMoved(t *testing.T) {
+	var oldB, newB []string
+	for v := 100; v < 140; v++ {
+		oldB = append(oldB, fmt.Sprintf("ff%d", v))
+	}
+	newB = append(append(append(newB, oldB[:5]...), oldB[6:]...), oldB[5])
+	cell := func(r int, b string) string { return "No" }
+	d, err := New().Diff([]byte(compatTable(oldB, 40, cell)), []byte(compatTable(newB, 40, cell)), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	told, moved := 0, 0
+	for _, c := range d.Changes {
+		if c.Op == changedigest.OpMove && strings.Contains(c.Path, "tbody") {
+			moved++
+			if c.Noise == "" {
+				told++
+			}
+			if c.Type != changedigest.ChangeStructural || !strings.HasPrefix(c.NewText, "<td") {
+				t.Errorf("a cell moved with the row reading the same is markup: %s", dump([]changedigest.Change{c}))
+			}
+		}
+	}
+	if moved == 0 {
+		t.Errorf("no cell move reported\n%s", dump(d.Changes))
+	}
+	if told != 1 {
+		t.Errorf("%d of %d cell moves told, want the first only\n%s", told, moved, dump(d.Changes))
+	}
+	t.Logf("%d cell moves, %d told, %d changes in all", moved, told, len(d.Changes))
 }

@@ -41,6 +41,10 @@ func TestGeneratedOnly(t *testing.T) {
 		{"another script file", `<script src="/js/a.js?v=1">`, `<script src="/js/b.js?v=1">`, false},
 		{"attribute added", `class="x"`, `class="x" id="a1b2c3d4e5"`, false},
 		{"same", `id="x"`, `id="x"`, false},
+		{"script counter, code with quotes in an attribute", `<script data-source="return typeof R === "function";"> t(__fn("9"));`,
+			`<script data-source="return typeof R === "function";"> t(__fn("10"));`, true},
+		{"new code, code with quotes in an attribute", `<script data-source="return typeof R === "function";"> t(__fn("9"));`,
+			`<script data-source="return typeof R === "object";"> t(__fn("9"));`, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := generatedOnly(tc.old, tc.new); got != tc.want {
@@ -85,6 +89,32 @@ func TestMarkRepeated(t *testing.T) {
 	for _, c := range cs[1:5] {
 		if !strings.HasPrefix(c.Noise, NoiseRepeated) || !strings.Contains(c.Noise, "table|tr[0]|td") {
 			t.Errorf("repeat at %s: noise %q, want a repeated edit pointing to the first", c.Path, c.Noise)
+		}
+	}
+}
+
+// A theme that renames a tag at every section, and anchors renumbered
+// after a new section, are one edit each; links to other pages are not.
+func TestMarkRepeatedRenames(t *testing.T) {
+	var cs []changedigest.Change
+	for i := range 4 {
+		cs = append(cs, changedigest.Change{Type: changedigest.ChangeStructural, Op: changedigest.OpUpdate,
+			Path: fmt.Sprintf("main|div[%d]", i), OldText: fmt.Sprintf(`<div class="section" id="id%d">`, i+8),
+			NewText: fmt.Sprintf(`<section id="id%d">`, i+8)})
+	}
+	for i := range 3 {
+		cs = append(cs, changedigest.Change{Type: changedigest.ChangeStructural, Op: changedigest.OpUpdate,
+			Path: fmt.Sprintf("main|h2[%d]|a", i), OldText: fmt.Sprintf(`href="#id%d"`, i+8), NewText: fmt.Sprintf(`href="#id%d"`, i+9)})
+	}
+	for i := range 3 {
+		cs = append(cs, changedigest.Change{Type: changedigest.ChangeStructural, Op: changedigest.OpUpdate,
+			Path: fmt.Sprintf("ul|li[%d]|a", i), OldText: fmt.Sprintf(`href="/story/%d"`, 8+i), NewText: fmt.Sprintf(`href="/story/%d"`, 9+i)})
+	}
+	markRepeated(cs)
+	for i, c := range cs {
+		want := i != 0 && i != 4 && i < 7
+		if got := c.Noise != ""; got != want {
+			t.Errorf("%s %q -> %q: noise %q, want noise %v", c.Path, c.OldText, c.NewText, c.Noise, want)
 		}
 	}
 }

@@ -842,7 +842,15 @@ func (s *scanner) pushPhantom(a step) {
 		tok: -1, endTok: -1, tag0: t0, tag1: i0, id0: i0, id1: int32(len(d.norm))}
 	s.place(&e)
 	if a.Index > 0 {
-		// keep the index the page gave the ancestor
+		// keep the index the page gave the ancestor, and count its
+		// later siblings of the same tag from it (the next row of a
+		// piece that starts inside row 8 is row 9, not row 2)
+		for i := int(s.countStart[len(s.countStart)-1]); i < len(s.counts); i++ {
+			if s.counts[i].tag == e.tagKey {
+				s.counts[i].n = int32(a.Index)
+				break
+			}
+		}
 		e.index = int32(a.Index)
 		var pk, pl, pf uint64 = hashSeed, hashSeed, hashSeed
 		if e.parent >= 0 {

@@ -55,6 +55,7 @@ type groupText struct {
 	// inserted or deleted kept its text
 	firm   []bool
 	report []*tnode       // the element whose changes show this token (nil: none)
+	shown  []bool         // shown whole by an element inserted or deleted
 	grams  map[uint64]int // runs of four tokens, counted
 }
 
@@ -140,6 +141,7 @@ func newGroupText(parts []treePart) *groupText {
 	gt.changed = make([]bool, len(gt.toks))
 	gt.firm = make([]bool, len(gt.toks))
 	gt.report = make([]*tnode, len(gt.toks))
+	gt.shown = make([]bool, len(gt.toks))
 	return gt
 }
 
@@ -354,6 +356,37 @@ func (df *differ) textPass(ctx int) {
 		out = append(out, rc)
 	}
 	df.out = out
+	if len(touched) == 0 {
+		return
+	}
+	// An element inserted or deleted with its whole text shows its words
+	// already: the runs of a block around it (a page whose body text
+	// changed along with a new div in it) leave them out.
+	for _, rc := range df.out {
+		if rc.typ != changedigest.ChangeContent || (rc.op != changedigest.OpInsert && rc.op != changedigest.OpDelete) {
+			continue
+		}
+		n, gt := rc.n, (*groupText)(nil)
+		var g *textGroup
+		if rc.op == changedigest.OpInsert {
+			if g = byRoot[rootOf(n)]; g != nil {
+				gt = g.new
+			}
+		} else {
+			n = rc.o
+			if g = byRoot[rootOf(n)]; g != nil {
+				gt = g.old
+			}
+		}
+		if gt == nil || !touched[g] {
+			continue
+		}
+		if i, j, ok := gt.nodeTokens(n); ok {
+			for k := i; k < j; k++ {
+				gt.shown[k] = true
+			}
+		}
+	}
 	for _, g := range df.groups {
 		if touched[g] {
 			df.out = append(df.out, g.runs(ctx)...)
@@ -383,13 +416,23 @@ func (g *textGroup) runs(ctx int) []rawChange {
 			}
 			l++
 		}
+		if kd := runKind(script[k:l]); kd == kindDel || kd == kindIns {
+			// only deleted or only inserted words: the kept words
+			// between them would show on one side and the other
+			// ("</i>Urophora cardui</i>" → "Urophora cardui"), so each
+			// run is a change of its own
+			l = k
+			for l < len(script) && script[l].Op != textdiff.Equal {
+				l++
+			}
+		}
 		// its reported tokens on each side
 		os, ns := span{-1, -1}, span{-1, -1}
 		var on, nn *tnode
 		for _, r := range script[k:l] {
 			if r.Op != textdiff.Insert {
 				for t := r.A; t < r.A+r.N; t++ {
-					if g.old.report[t] != nil {
+					if g.old.report[t] != nil && !g.old.shown[t] {
 						if os.i < 0 {
 							os.i, on = t, g.old.report[t]
 						}
@@ -399,7 +442,7 @@ func (g *textGroup) runs(ctx int) []rawChange {
 			}
 			if r.Op != textdiff.Delete {
 				for t := r.B; t < r.B+r.N; t++ {
-					if g.new.report[t] != nil {
+					if g.new.report[t] != nil && !g.new.shown[t] {
 						if ns.i < 0 {
 							ns.i, nn = t, g.new.report[t]
 						}
@@ -470,3 +513,414 @@ func (gt *groupText) around(i, j, n int, in *tnode) (string, string) {
 	}
 	return before, after
 }
+
+// Containers compared word by word.
+//
+// The groups of the text pass end at segment boundaries, and a table row
+// can span several segments: a column dropped from every row and another
+// added at the end (a compatibility table that retires one browser
+// version and adds the next) deletes a cell in one group and inserts one
+// in another, while the row reads the same wherever the cells between
+// hold the same words. containerPass compares, for each element (its
+// path the same in both versions) that holds both a content delete and a
+// content insert (or a structural one that shows its few words), its
+// old and new text. When they differ only by words
+// taken out and put in (the edit script is as long as the difference of
+// their word counts: nothing reordered), a change none of whose words is
+// among those the container lost (or gained) only moved markup: it
+// becomes one structural change showing its start tag (a bare text, no
+// markup, is no change). Where a row lost two cells and gained one, the
+// cell whose words the row lost stays a content change. Moves are left
+// as they are: a cell's start tag says more words than its text. Only
+// when a delete and an insert may share their element (paths alike but
+// for position numbers) is the old page scanned whole (when the track has
+// it in pieces); containers are then matched by their paths in the whole
+// documents.
+func (df *differ) containerPass(oldDoc func() *doc, newDoc *doc) {
+	// candidates: content inserts and deletes, and structural ones that
+	// show their text (an element of a few words, which the text pass
+	// leaves as it is)
+	textual := func(rc *rawChange) bool {
+		return rc.typ == changedigest.ChangeContent ||
+			rc.typ == changedigest.ChangeStructural && !strings.HasPrefix(rc.old+rc.new, "<")
+	}
+	oldCand := func(rc *rawChange) bool {
+		return textual(rc) && rc.op == changedigest.OpDelete && rc.o != nil
+	}
+	newCand := func(rc *rawChange) bool {
+		return textual(rc) && rc.op == changedigest.OpInsert && rc.n != nil && rc.n.d == newDoc
+	}
+	// moves of an element whose text stays the same
+	isMove := func(rc *rawChange) bool {
+		return rc.op == changedigest.OpMove && rc.o != nil && rc.n != nil && rc.n.d == newDoc &&
+			rc.old == rc.new && rc.old != "" && !strings.HasPrefix(rc.old, "<")
+	}
+	// A cheap look first, before the old page is scanned whole: the
+	// paths of the old side's pieces may number their outer elements
+	// from the piece (a row scanned from its middle), so paths are
+	// compared without position numbers; on the new side only containers
+	// short enough to compare (maxContainerWork) count.
+	loose := func(p string) string {
+		var sb strings.Builder
+		skip := false
+		for _, r := range p {
+			switch {
+			case r == '[':
+				skip = true
+			case r == ']':
+				skip = false
+			case !skip:
+				sb.WriteRune(r)
+			}
+		}
+		return sb.String()
+	}
+	ins := map[string]bool{}
+	for i := range df.out {
+		rc := &df.out[i]
+		if !newCand(rc) && !isMove(rc) {
+			continue
+		}
+		ei := rc.n.encl
+		if rc.n.elem >= 0 {
+			ei = newDoc.elems[rc.n.elem].parent
+		}
+		for up := 0; ei >= 0 && up < maxContainerUp; up++ {
+			if w := wordsIn(newDoc, ei); w < 0 || w > maxContainerWork/4 {
+				break
+			}
+			ins[loose(newDoc.path(ei))] = true
+			ei = newDoc.elems[ei].parent
+		}
+	}
+	any := false
+	for i := range df.out {
+		rc := &df.out[i]
+		if !oldCand(rc) && !isMove(rc) {
+			continue
+		}
+		p := df.old.path(rc.o)
+		if rc.o.elem >= 0 {
+			p = p[:max(0, strings.LastIndexByte(p, '|'))]
+		}
+		for up := 0; p != "" && up < maxContainerUp && !any; up++ {
+			any = ins[loose(p)]
+			p = p[:max(0, strings.LastIndexByte(p, '|'))]
+		}
+		if any {
+			break
+		}
+	}
+	if !any {
+		return
+	}
+	od := oldDoc()
+	if od == nil {
+		return
+	}
+	// inDoc is the token range of n in the whole document d, and its
+	// element (a text: the enclosing one).
+	inDoc := func(d *doc, n *tnode) (a, b int, ei int32) {
+		if n.d == d {
+			ei = n.elem
+			if ei < 0 {
+				ei = n.encl
+			}
+			return n.tokA, n.tokB, ei
+		}
+		if n.tokA >= len(n.d.toks) {
+			return 0, 0, -1
+		}
+		t := n.d.toks[n.tokA]
+		off := int32(n.d.base) + t.off
+		k := sort.Search(len(d.toks), func(i int) bool { return d.toks[i].off >= off })
+		for ; k < len(d.toks) && d.toks[k].off == off; k++ {
+			if d.toks[k].kind != t.kind {
+				continue
+			}
+			if t.kind == tText {
+				return k, k + 1, d.toks[k].elem
+			}
+			e := d.toks[k].elem
+			return k, int(d.elems[e].endTok) + 1, e
+		}
+		return 0, 0, -1
+	}
+	type box struct {
+		d  *doc
+		ei int32
+	}
+	// pair is a container's old and new text, and the words the old one
+	// lost and the new one gained, counted; ok: the texts differ only by
+	// words taken out and put in, none reordered
+	type pair struct {
+		old, new     *groupText
+		lost, gained map[string]int
+		ok           bool
+	}
+	boxes := map[string]*pair{}
+	container := func(d *doc, n *tnode) int32 {
+		_, _, ei := inDoc(d, n)
+		if ei < 0 || n.elem < 0 {
+			return ei
+		}
+		return d.elems[ei].parent
+	}
+	textOf := func(d *doc, ei int32) *groupText {
+		e := &d.elems[ei]
+		if e.tok < 0 || e.endTok < e.tok {
+			return nil
+		}
+		return newGroupText([]treePart{{d: d, a: int(e.tok), b: int(e.endTok) + 1}})
+	}
+	// The container of each candidate: the nearest of its element's
+	// ancestors (up to maxContainerUp) whose path the other version has
+	// among the ancestors of its own candidates, by paths in the whole
+	// documents. A delete and an insert in one table row share the row;
+	// a list rebuilt from <dl> to <ul> shares the section around it.
+	chain := func(d *doc, ei int32) []int32 {
+		var out []int32
+		for ; ei >= 0 && len(out) < maxContainerUp && d.elems[ei].tok >= 0; ei = d.elems[ei].parent {
+			out = append(out, ei)
+		}
+		return out
+	}
+	oldChains := make([][]int32, len(df.out))
+	newChains := make([][]int32, len(df.out))
+	oldEl, newEl := map[string]int32{}, map[string]int32{}
+	for i := range df.out {
+		rc := &df.out[i]
+		if newCand(rc) || isMove(rc) {
+			newChains[i] = chain(newDoc, container(newDoc, rc.n))
+			for _, ei := range newChains[i] {
+				newEl[newDoc.path(ei)] = ei
+			}
+		}
+		if oldCand(rc) || isMove(rc) {
+			oldChains[i] = chain(od, container(od, rc.o))
+			for _, ei := range oldChains[i] {
+				oldEl[od.path(ei)] = ei
+			}
+		}
+	}
+	shared := func(d *doc, c []int32, other map[string]int32) string {
+		for _, ei := range c {
+			if p := d.path(ei); p != "" {
+				if _, ok := other[p]; ok {
+					return p
+				}
+			}
+		}
+		return ""
+	}
+	at := make([]string, len(df.out))
+	for i := range df.out {
+		switch {
+		case isMove(&df.out[i]):
+			// a move within one container
+			if p := shared(od, oldChains[i], newEl); p == shared(newDoc, newChains[i], oldEl) {
+				at[i] = p
+			}
+		case oldChains[i] != nil:
+			at[i] = shared(od, oldChains[i], newEl)
+		default:
+			at[i] = shared(newDoc, newChains[i], oldEl)
+		}
+	}
+	for i := range df.out {
+		p := at[i]
+		if p == "" || boxes[p] != nil {
+			continue
+		}
+		bx := &pair{}
+		boxes[p] = bx
+		oe, ne := oldEl[p], newEl[p]
+		// the counts' difference is at least that of the word counts
+		ow, nw := wordsIn(od, oe), wordsIn(newDoc, ne)
+		if (ow+nw)*max(1, abs(ow-nw)) > maxContainerWork {
+			continue
+		}
+		bx.old, bx.new = textOf(od, oe), textOf(newDoc, ne)
+		if bx.old == nil || bx.new == nil {
+			continue
+		}
+		bx.lost, bx.gained = map[string]int{}, map[string]int{}
+		for _, w := range bx.old.toks {
+			bx.lost[w]++
+		}
+		for _, w := range bx.new.toks {
+			bx.gained[w]++
+		}
+		diff := 0
+		for w, n := range bx.lost {
+			m := bx.gained[w]
+			bx.lost[w], bx.gained[w] = max(0, n-m), max(0, m-n)
+			diff += abs(n - m)
+		}
+		for w, m := range bx.gained {
+			if _, ok := bx.lost[w]; !ok {
+				diff += m
+			}
+		}
+		// A reorder makes the edit script longer than the counts'
+		// difference. The script costs about the length of the texts
+		// times their difference: a container that gained and lost
+		// whole entries (a list of posts) is left as it is.
+		n := len(bx.old.toks) + len(bx.new.toks)
+		if diff >= textdiff.MaxEdits || n*max(diff, 1) > maxContainerWork {
+			continue
+		}
+		edits := 0
+		for _, r := range textdiff.Script(bx.old.toks, bx.new.toks) {
+			if r.Op != textdiff.Equal {
+				edits += r.N
+			}
+		}
+		bx.ok = edits == diff
+	}
+	// kept reports whether n has words and none of them is among the
+	// words its container lost (gained), which the changes before it
+	// have not already shown; if some are, they are taken.
+	// has reports whether some word of n is among gone.
+	has := func(d *doc, n *tnode, gone map[string]int) bool {
+		a, b, _ := inDoc(d, n)
+		for _, t := range textdiff.Words(d.visibleText(a, b)) {
+			if !textdiff.IsSpace(t) && gone[t] > 0 {
+				return true
+			}
+		}
+		return false
+	}
+	kept := func(d *doc, n *tnode, gone map[string]int) bool {
+		a, b, _ := inDoc(d, n)
+		if b <= a {
+			return false
+		}
+		var ws []string
+		for _, t := range textdiff.Words(d.visibleText(a, b)) {
+			if !textdiff.IsSpace(t) {
+				ws = append(ws, t)
+			}
+		}
+		if len(ws) == 0 {
+			return false
+		}
+		need := map[string]int{}
+		for _, w := range ws {
+			need[w]++
+		}
+		some := false
+		for w, k := range need {
+			if gone[w] > 0 {
+				some = true
+				gone[w] -= min(k, gone[w])
+			}
+		}
+		return !some
+	}
+	// Deletes and inserts first: they take the words they show from the
+	// counts of their container.
+	markup := make([]bool, len(df.out))
+	for i := range df.out {
+		rc := &df.out[i]
+		bx := boxes[at[i]]
+		if at[i] == "" || bx == nil || !bx.ok {
+			continue
+		}
+		switch {
+		case rc.op == changedigest.OpDelete && oldCand(rc):
+			markup[i] = kept(od, rc.o, bx.lost)
+		case rc.op == changedigest.OpInsert && newCand(rc):
+			markup[i] = kept(newDoc, rc.n, bx.gained)
+		}
+	}
+	// Then moves that leave the text as it reads: the same element moved
+	// in many rows (a column moved) is markup, shown by its start tags
+	// and told once (a repeated edit); a single move keeps its text.
+	type moveKey struct{ step, text string }
+	moves := map[moveKey]int{}
+	keys := make([]moveKey, len(df.out))
+	for i := range df.out {
+		rc := &df.out[i]
+		bx := boxes[at[i]]
+		if !isMove(rc) || at[i] == "" || bx == nil || !bx.ok || has(od, rc.o, bx.lost) || has(newDoc, rc.n, bx.gained) ||
+			rc.o.elem < 0 || rc.n.elem < 0 {
+			continue
+		}
+		p := df.new.path(rc.n)
+		keys[i] = moveKey{maskDigits(p[strings.LastIndexByte(p, '|')+1:]), maskDigits(rc.new)}
+		moves[keys[i]]++
+	}
+	out := df.out[:0]
+	for i, rc := range df.out {
+		switch {
+		case markup[i] && rc.op == changedigest.OpDelete:
+			if rc.o.elem < 0 {
+				continue // the same words, no markup: no change
+			}
+			rc.typ = changedigest.ChangeStructural
+			rc.old, rc.before, rc.after = df.old.describe(rc.o), "", ""
+		case markup[i] && rc.op == changedigest.OpInsert:
+			if rc.n.elem < 0 {
+				continue
+			}
+			rc.typ = changedigest.ChangeStructural
+			rc.new, rc.before, rc.after = df.new.describe(rc.n), "", ""
+		case keys[i].text != "" && moves[keys[i]] >= 3:
+			rc.typ = changedigest.ChangeStructural
+			rc.old, rc.new = df.old.describe(rc.o), df.new.describe(rc.n)
+		}
+		out = append(out, rc)
+	}
+	df.out = out
+}
+
+// maxContainerUp is how many elements up from a changed element its
+// container is looked for.
+const maxContainerUp = 3
+
+// maxContainerWork bounds the work of comparing one container's texts:
+// their length in words times the difference of their word counts (told
+// first by the lengths alone; a container's text is at most a quarter of
+// it). A table row of 450 words that lost a cell
+// and gained one is 1,800; a list of posts that gained one and lost one,
+// 10,000 words and 1,000 changed, is ten million and is not compared.
+const maxContainerWork = 20_000
+
+// wordsIn is the number of visible words of element ei (-1 for a
+// phantom ancestor of a partial scan).
+func wordsIn(d *doc, ei int32) int {
+	e := &d.elems[ei]
+	if e.tok < 0 || e.endTok < e.tok {
+		return -1
+	}
+	d.index()
+	return int(d.words[e.endTok+1] - d.words[e.tok])
+}
+
+func abs(x int) int {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+// runKind says whether a run of the script deletes (kindDel), inserts
+// (kindIns) or both.
+func runKind(rs []textdiff.Run) uint8 {
+	var k uint8
+	for _, r := range rs {
+		switch r.Op {
+		case textdiff.Delete:
+			k |= kindDel
+		case textdiff.Insert:
+			k |= kindIns
+		}
+	}
+	return k
+}
+
+const (
+	kindDel uint8 = 1 << iota
+	kindIns
+)
