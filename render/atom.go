@@ -205,29 +205,22 @@ func (e *Engine) Atom(w io.Writer, feed FeedInfo, events []Event) error {
 		f.Updated = atomTime(evs[0].Snapshot.FetchedAt)
 	}
 	// Entries are encoded one by one (and kept: see entryCache), then
-	// written into the encoded feed before its end tag. A feed runs to
-	// megabytes: the entries go to w as they are, not through a buffer
-	// that grows to hold them.
-	entries := make([][]byte, 0, len(evs))
-	var content bytes.Buffer
-	for _, ev := range evs {
-		key := eventKey(ev)
-		x, ok := e.entries.get(key)
-		if !ok {
-			entry, err := e.entry(&content, ev)
-			if err != nil {
-				return err
-			}
-			var eb bytes.Buffer
-			enc := xml.NewEncoder(&eb)
-			enc.Indent("  ", "  ")
-			if err := enc.EncodeElement(entry, xml.StartElement{Name: xml.Name{Local: "entry"}}); err != nil {
-				return fmt.Errorf("render: encode an entry of feed %s: %w", feed.ID, err)
-			}
-			x = eb.Bytes()
-			e.entries.put(key, x)
+	// written into the encoded feed before its end tag.
+	entries, err := e.feedItems(evs, atomSalt, func(content *bytes.Buffer, ev Event) ([]byte, error) {
+		entry, err := e.entry(content, ev)
+		if err != nil {
+			return nil, err
 		}
-		entries = append(entries, x)
+		var eb bytes.Buffer
+		enc := xml.NewEncoder(&eb)
+		enc.Indent("  ", "  ")
+		if err := enc.EncodeElement(entry, xml.StartElement{Name: xml.Name{Local: "entry"}}); err != nil {
+			return nil, fmt.Errorf("render: encode an entry of feed %s: %w", feed.ID, err)
+		}
+		return eb.Bytes(), nil
+	})
+	if err != nil {
+		return err
 	}
 
 	var buf bytes.Buffer
@@ -242,22 +235,7 @@ func (e *Engine) Atom(w io.Writer, feed FeedInfo, events []Event) error {
 	if end < 0 {
 		return fmt.Errorf("render: encode feed %s: no end tag", feed.ID)
 	}
-	if g, ok := w.(interface{ Grow(int) }); ok {
-		n := len(out) + 1
-		for _, x := range entries {
-			n += 1 + len(x)
-		}
-		g.Grow(n)
-	}
-	ew := errWriter{w: w}
-	ew.write(out[:end])
-	for _, x := range entries {
-		ew.write(newline)
-		ew.write(x)
-	}
-	ew.write(out[end:])
-	ew.write(newline)
-	return ew.err
+	return writeSpliced(w, out[:end], entries, newline, newline, out[end:], newline)
 }
 
 var newline = []byte{'\n'}

@@ -100,9 +100,9 @@ func (e *Engine) feedItem(content *bytes.Buffer, ev Event) (*feeds.Item, []strin
 	return item, tags, nil
 }
 
-// Salts keep each format's encoded items apart from the Atom entries of
-// the same event in the entry cache.
+// Salts keep each format's encoded items apart in the entry cache.
 const (
+	atomSalt = 0
 	rssSalt  = 0x9e3779b97f4a7c15
 	jsonSalt = 0xc2b2ae3d27d4eb4f
 )
@@ -110,19 +110,16 @@ const (
 // feedItems returns the encoded item of each event, from the entry cache
 // (key eventKey ^ salt) or made by encode and kept: rendering the change
 // list and encoding it is most of a feed's cost, and a version's item
-// never changes.
-func (e *Engine) feedItems(evs []Event, salt uint64, encode func(*feeds.Item, []string) ([]byte, error)) ([][]byte, error) {
+// never changes. content is a buffer encode may use for the change list.
+func (e *Engine) feedItems(evs []Event, salt uint64, encode func(content *bytes.Buffer, ev Event) ([]byte, error)) ([][]byte, error) {
 	out := make([][]byte, 0, len(evs))
 	var content bytes.Buffer
 	for _, ev := range evs {
 		key := eventKey(ev) ^ salt
 		x, ok := e.entries.get(key)
 		if !ok {
-			item, tags, err := e.feedItem(&content, ev)
-			if err != nil {
-				return nil, err
-			}
-			if x, err = encode(item, tags); err != nil {
+			var err error
+			if x, err = encode(&content, ev); err != nil {
 				return nil, err
 			}
 			e.entries.put(key, x)
@@ -132,14 +129,58 @@ func (e *Engine) feedItems(evs []Event, salt uint64, encode func(*feeds.Item, []
 	return out, nil
 }
 
+// rssDocument is the RSS document of f (its channel and items) with the
+// feed's own address and hub as atom:link elements.
+func (e *Engine) rssDocument(feed FeedInfo, f *feeds.Feed) rssDoc {
+	ch := (&feeds.Rss{Feed: f}).RssFeed()
+	ch.Generator = e.Name
+	doc := rssDoc{Version: "2.0", ContentNS: "http://purl.org/rss/1.0/modules/content/", AtomNS: atomNS,
+		Channel: rssChannel{RssFeed: ch, AtomLinks: []rssAtomLink{{Rel: "self", Type: "application/rss+xml", Href: safeURL(feed.RSSURL)}}}}
+	if u := safeURL(feed.HubURL); u != "" {
+		doc.Channel.AtomLinks = append(doc.Channel.AtomLinks, rssAtomLink{Rel: "hub", Href: u})
+	}
+	return doc
+}
+
+// jsonDocument is the JSON Feed document of f, its items made by
+// jsonItem, "items" present even when empty.
+func (e *Engine) jsonDocument(feed FeedInfo, f *feeds.Feed, tags [][]string) jsonFeedDoc {
+	if a := oneLine(feed.Author); a != "" {
+		f.Author = &feeds.Author{Name: a}
+	}
+	jf := (&feeds.JSON{Feed: f}).JSONFeed()
+	jf.FeedUrl = safeURL(feed.JSONURL)
+	jf.Author = nil // deprecated in 1.1: "authors" only
+	if u := safeURL(feed.HubURL); u != "" {
+		jf.Hubs = []*feeds.JSONHub{{Type: "WebSub", Url: u}}
+	}
+	doc := jsonFeedDoc{JSONFeed: jf, Items: jf.Items}
+	if doc.Items == nil {
+		doc.Items = []*feeds.JSONItem{}
+	}
+	for i, it := range doc.Items {
+		jsonItem(it, tags[i])
+	}
+	return doc
+}
+
+// jsonItem completes an item gorilla/feeds made: its tags, and its
+// publication time in whole seconds, UTC.
+func jsonItem(it *feeds.JSONItem, tags []string) {
+	it.Tags = tags
+	if it.PublishedDate != nil {
+		t := it.PublishedDate.UTC().Truncate(time.Second)
+		it.PublishedDate = &t
+	}
+}
+
 // RSS writes the feed as RSS 2.0: one item per event as in Atom, with
 // the change list as content:encoded, a guid that is the Atom entry id
 // (isPermaLink="false"), and atom:link elements naming the feed's own
 // address (feed.RSSURL) and its hub. Errors as Atom's, and
 // ErrInvalidFeed when RSSURL is not an absolute http or https URL.
 func (e *Engine) RSS(w io.Writer, feed FeedInfo, events []Event) error {
-	self := safeURL(feed.RSSURL)
-	if self == "" {
+	if safeURL(feed.RSSURL) == "" {
 		return fmt.Errorf("%w %s: RSS address %q is not an absolute http or https URL", ErrInvalidFeed, feed.ID, feed.RSSURL)
 	}
 	evs, err := e.feedEvents(feed, events)
@@ -148,7 +189,11 @@ func (e *Engine) RSS(w io.Writer, feed FeedInfo, events []Event) error {
 	}
 	// Items are encoded one by one, as they sit in the document (depth
 	// 2), and written into the encoded channel before its end tag.
-	items, err := e.feedItems(evs, rssSalt, func(item *feeds.Item, _ []string) ([]byte, error) {
+	items, err := e.feedItems(evs, rssSalt, func(content *bytes.Buffer, ev Event) ([]byte, error) {
+		item, _, err := e.feedItem(content, ev)
+		if err != nil {
+			return nil, err
+		}
 		ri := (&feeds.Rss{Feed: &feeds.Feed{Items: []*feeds.Item{item}}}).RssFeed().Items[0]
 		var b bytes.Buffer
 		enc := xml.NewEncoder(&b)
@@ -161,13 +206,7 @@ func (e *Engine) RSS(w io.Writer, feed FeedInfo, events []Event) error {
 	if err != nil {
 		return err
 	}
-	ch := (&feeds.Rss{Feed: e.feedHead(feed, evs)}).RssFeed()
-	ch.Generator = e.Name
-	doc := rssDoc{Version: "2.0", ContentNS: "http://purl.org/rss/1.0/modules/content/", AtomNS: atomNS,
-		Channel: rssChannel{RssFeed: ch, AtomLinks: []rssAtomLink{{Rel: "self", Type: "application/rss+xml", Href: self}}}}
-	if u := safeURL(feed.HubURL); u != "" {
-		doc.Channel.AtomLinks = append(doc.Channel.AtomLinks, rssAtomLink{Rel: "hub", Href: u})
-	}
+	doc := e.rssDocument(feed, e.feedHead(feed, evs))
 	var buf bytes.Buffer
 	buf.WriteString(xml.Header)
 	enc := xml.NewEncoder(&buf)
@@ -180,7 +219,7 @@ func (e *Engine) RSS(w io.Writer, feed FeedInfo, events []Event) error {
 	if end < 0 {
 		return fmt.Errorf("render: encode RSS feed %s: no channel end tag", feed.ID)
 	}
-	return writeSpliced(w, out[:end], items, []byte("\n"), []byte("\n"), out[end:], []byte("\n"))
+	return writeSpliced(w, out[:end], items, newline, newline, out[end:], newline)
 }
 
 // writeSpliced writes head, then each item after sep (the first after
@@ -215,8 +254,7 @@ func writeSpliced(w io.Writer, head []byte, items [][]byte, first, sep, tail, en
 // Atom's, and ErrInvalidFeed when JSONURL is not an absolute http or
 // https URL.
 func (e *Engine) JSONFeed(w io.Writer, feed FeedInfo, events []Event) error {
-	self := safeURL(feed.JSONURL)
-	if self == "" {
+	if safeURL(feed.JSONURL) == "" {
 		return fmt.Errorf("%w %s: JSON Feed address %q is not an absolute http or https URL", ErrInvalidFeed, feed.ID, feed.JSONURL)
 	}
 	evs, err := e.feedEvents(feed, events)
@@ -225,13 +263,13 @@ func (e *Engine) JSONFeed(w io.Writer, feed FeedInfo, events []Event) error {
 	}
 	// Items are encoded one by one, indented as they sit in the document
 	// (depth 2), and written into the encoded feed's "items" array.
-	items, err := e.feedItems(evs, jsonSalt, func(item *feeds.Item, tags []string) ([]byte, error) {
-		it := (&feeds.JSON{Feed: &feeds.Feed{Items: []*feeds.Item{item}}}).JSONFeed().Items[0]
-		it.Tags = tags
-		if it.PublishedDate != nil {
-			t := it.PublishedDate.UTC().Truncate(time.Second)
-			it.PublishedDate = &t
+	items, err := e.feedItems(evs, jsonSalt, func(content *bytes.Buffer, ev Event) ([]byte, error) {
+		item, tags, err := e.feedItem(content, ev)
+		if err != nil {
+			return nil, err
 		}
+		it := (&feeds.JSON{Feed: &feeds.Feed{Items: []*feeds.Item{item}}}).JSONFeed().Items[0]
+		jsonItem(it, tags)
 		b, err := json.MarshalIndent(it, "    ", "  ")
 		if err != nil {
 			return nil, fmt.Errorf("render: encode an item of JSON feed %s: %w", feed.ID, err)
@@ -241,17 +279,7 @@ func (e *Engine) JSONFeed(w io.Writer, feed FeedInfo, events []Event) error {
 	if err != nil {
 		return err
 	}
-	f := e.feedHead(feed, evs)
-	if a := oneLine(feed.Author); a != "" {
-		f.Author = &feeds.Author{Name: a}
-	}
-	jf := (&feeds.JSON{Feed: f}).JSONFeed()
-	jf.FeedUrl = self
-	jf.Author = nil // deprecated in 1.1: "authors" only
-	if u := safeURL(feed.HubURL); u != "" {
-		jf.Hubs = []*feeds.JSONHub{{Type: "WebSub", Url: u}}
-	}
-	doc := jsonFeedDoc{JSONFeed: jf, Items: []*feeds.JSONItem{}}
+	doc := e.jsonDocument(feed, e.feedHead(feed, evs), nil)
 	b, err := json.MarshalIndent(doc, "", "  ")
 	if err != nil {
 		return fmt.Errorf("render: encode JSON feed %s: %w", feed.ID, err)

@@ -324,18 +324,11 @@ func rssWhole(e *Engine, feed FeedInfo, events []Event) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	ch := (&feeds.Rss{Feed: f}).RssFeed()
-	ch.Generator = e.Name
-	doc := rssDoc{Version: "2.0", ContentNS: "http://purl.org/rss/1.0/modules/content/", AtomNS: atomNS,
-		Channel: rssChannel{RssFeed: ch, AtomLinks: []rssAtomLink{{Rel: "self", Type: "application/rss+xml", Href: safeURL(feed.RSSURL)}}}}
-	if u := safeURL(feed.HubURL); u != "" {
-		doc.Channel.AtomLinks = append(doc.Channel.AtomLinks, rssAtomLink{Rel: "hub", Href: u})
-	}
 	var buf bytes.Buffer
 	buf.WriteString(xml.Header)
 	enc := xml.NewEncoder(&buf)
 	enc.Indent("", "  ")
-	if err := enc.Encode(doc); err != nil {
+	if err := enc.Encode(e.rssDocument(feed, f)); err != nil {
 		return nil, err
 	}
 	buf.WriteByte('\n')
@@ -348,27 +341,7 @@ func jsonWhole(e *Engine, feed FeedInfo, events []Event) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if a := oneLine(feed.Author); a != "" {
-		f.Author = &feeds.Author{Name: a}
-	}
-	jf := (&feeds.JSON{Feed: f}).JSONFeed()
-	jf.FeedUrl = safeURL(feed.JSONURL)
-	jf.Author = nil
-	if u := safeURL(feed.HubURL); u != "" {
-		jf.Hubs = []*feeds.JSONHub{{Type: "WebSub", Url: u}}
-	}
-	doc := jsonFeedDoc{JSONFeed: jf, Items: jf.Items}
-	if doc.Items == nil {
-		doc.Items = []*feeds.JSONItem{}
-	}
-	for i, it := range doc.Items {
-		it.Tags = tags[i]
-		if it.PublishedDate != nil {
-			t := it.PublishedDate.UTC().Truncate(time.Second)
-			it.PublishedDate = &t
-		}
-	}
-	b, err := json.MarshalIndent(doc, "", "  ")
+	b, err := json.MarshalIndent(e.jsonDocument(feed, f, tags), "", "  ")
 	if err != nil {
 		return nil, err
 	}
