@@ -34,12 +34,7 @@ const hunkGap = 2
 func editKind(es []textdiff.Edit) uint8 {
 	var k uint8
 	for _, e := range es {
-		switch e.Op {
-		case textdiff.Delete:
-			k |= kindDel
-		case textdiff.Insert:
-			k |= kindIns
-		}
+		k |= opKind(e.Op)
 	}
 	return k
 }
@@ -259,14 +254,7 @@ func (s *Segmenter) present(cs []changedigest.Change) []changedigest.Change {
 // side left empty makes the update an insert or a delete.
 func narrow(c *changedigest.Change) {
 	po, pn := pieces(c.OldText), pieces(c.NewText)
-	p := 0
-	for p < len(po) && p < len(pn) && po[p] == pn[p] {
-		p++
-	}
-	q := 0
-	for q < len(po)-p && q < len(pn)-p && po[len(po)-1-q] == pn[len(pn)-1-q] {
-		q++
-	}
+	p, q := textdiff.Affixes(po, pn)
 	if p == 0 && q == 0 {
 		return
 	}

@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/changedigest/changedigest"
+	"github.com/changedigest/changedigest/internal/textdiff"
 )
 
 // Noise and significance.
@@ -419,14 +420,7 @@ func sameTokensBut(a, b string, gen func(x, y string) bool) bool {
 	// A UUID is generated whatever its parts look like.
 	a, b = uuidRE.ReplaceAllString(a, "\x00uuid"), uuidRE.ReplaceAllString(b, "\x00uuid")
 	ta, tb := tokens(a), tokens(b)
-	p := 0
-	for p < len(ta) && p < len(tb) && ta[p] == tb[p] {
-		p++
-	}
-	q := 0
-	for q < len(ta)-p && q < len(tb)-p && ta[len(ta)-1-q] == tb[len(tb)-1-q] {
-		q++
-	}
+	p, q := textdiff.Affixes(ta, tb)
 	ma, mb := ta[p:len(ta)-q], tb[p:len(tb)-q]
 	if len(ma) != len(mb) {
 		return false

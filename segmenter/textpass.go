@@ -910,12 +910,7 @@ func abs(x int) int {
 func runKind(rs []textdiff.Run) uint8 {
 	var k uint8
 	for _, r := range rs {
-		switch r.Op {
-		case textdiff.Delete:
-			k |= kindDel
-		case textdiff.Insert:
-			k |= kindIns
-		}
+		k |= opKind(r.Op)
 	}
 	return k
 }
@@ -924,3 +919,14 @@ const (
 	kindDel uint8 = 1 << iota
 	kindIns
 )
+
+// opKind is kindDel for a deletion, kindIns for an insertion, 0 else.
+func opKind(op textdiff.Op) uint8 {
+	switch op {
+	case textdiff.Delete:
+		return kindDel
+	case textdiff.Insert:
+		return kindIns
+	}
+	return 0
+}

@@ -114,7 +114,7 @@ func Diff(a, b []string) []Edit {
 		edits = append(edits, Edit{Op: op, Text: s})
 	}
 	// Common prefix and suffix first: most versions differ in a small middle.
-	p, s := affixes(a, b)
+	p, s := Affixes(a, b)
 	emit(Equal, a[:p])
 	for _, e := range myers(a[p:len(a)-s], b[p:len(b)-s]) {
 		switch e.op {
@@ -153,7 +153,7 @@ func Script(a, b []string) []Run {
 		}
 		out = append(out, Run{Op: op, A: i, B: j, N: n})
 	}
-	p, s := affixes(a, b)
+	p, s := Affixes(a, b)
 	add(Equal, 0, 0, p)
 	i, j := p, p
 	for _, e := range myers(a[p:len(a)-s], b[p:len(b)-s]) {
@@ -293,7 +293,7 @@ func Similarity(a, b string) float64 {
 // Common counts the tokens a shortest edit script keeps from a and b (the
 // length of their longest common subsequence, up to MaxEdits).
 func Common(a, b []string) int {
-	p, s := affixes(a, b)
+	p, s := Affixes(a, b)
 	eq := p + s
 	for _, sp := range myers(a[p:len(a)-s], b[p:len(b)-s]) {
 		if sp.op == Equal {
@@ -303,8 +303,9 @@ func Common(a, b []string) int {
 	return eq
 }
 
-// affixes returns the lengths of the common prefix and suffix of a and b.
-func affixes(a, b []string) (p, s int) {
+// Affixes returns the lengths of the common prefix and suffix of a and b
+// (the suffix within what the prefix leaves).
+func Affixes(a, b []string) (p, s int) {
 	for p < len(a) && p < len(b) && a[p] == b[p] {
 		p++
 	}
