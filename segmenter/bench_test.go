@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/changedigest/changedigest"
 	"github.com/changedigest/changedigest/internal/testenv"
 	"golang.org/x/net/html"
 )
@@ -75,34 +76,18 @@ func BenchmarkParse(b *testing.B) {
 // BenchmarkDetect is the full detection of a new version against the
 // stored previous one: scan, cut along the layout, hash, signature
 // matrix, and comparison of the changed segments.
-func BenchmarkDetect(b *testing.B) {
-	s := New()
-	for _, p := range benchPairs(b) {
-		prev, err := s.DetectPage(Input{Body: p.old})
-		if err != nil {
-			b.Fatal(err)
-		}
-		in := Input{Body: p.new, Prev: prev, PrevBody: p.old, History: [][]string{prev.Hashes()}}
-		b.Run(p.name, func(b *testing.B) {
-			b.SetBytes(int64(len(p.new)))
-			b.ReportAllocs()
-			for b.Loop() {
-				snap, err := s.DetectPage(in)
-				if err != nil || len(snap.Changes) == 0 {
-					b.Fatal(err, "no change found")
-				}
-			}
-		})
-	}
-}
+func BenchmarkDetect(b *testing.B) { benchDetect(b, New().DetectPage) }
 
 // BenchmarkCheck is what a check pays for detection: Detect, that is
 // DetectPage plus noise marking and significance, against a previous
 // version as the track returns it (with its text print when it keeps one).
-func BenchmarkCheck(b *testing.B) {
-	s := New()
+func BenchmarkCheck(b *testing.B) { benchDetect(b, New().Detect) }
+
+// benchDetect runs detect on each benchmark pair, the previous version
+// made by detect too.
+func benchDetect(b *testing.B, detect func(Input) (*changedigest.Snapshot, error)) {
 	for _, p := range benchPairs(b) {
-		prev, err := s.Detect(Input{Body: p.old})
+		prev, err := detect(Input{Body: p.old})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -111,7 +96,7 @@ func BenchmarkCheck(b *testing.B) {
 			b.SetBytes(int64(len(p.new)))
 			b.ReportAllocs()
 			for b.Loop() {
-				snap, err := s.Detect(in)
+				snap, err := detect(in)
 				if err != nil || len(snap.Changes) == 0 {
 					b.Fatal(err, "no change found")
 				}
