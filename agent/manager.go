@@ -699,7 +699,13 @@ func (m *Manager) trigger(ctx context.Context, q *queued) error {
 	atomic.AddInt64(&p.stats.Triggered, 1)
 	atomic.AddInt64(&m.total.Triggered, 1)
 	m.mu.Unlock()
-	_, err := m.Store.UpdateWatch(ctx, 0, q.watchID, func(w *changedigest.Watch) error {
+	return m.makeDue(ctx, q.watchID, now)
+}
+
+// makeDue moves the watch's next check to now (unless it is sooner) and
+// wakes the scheduler (Due).
+func (m *Manager) makeDue(ctx context.Context, watchID int64, now time.Time) error {
+	_, err := m.Store.UpdateWatch(ctx, 0, watchID, func(w *changedigest.Watch) error {
 		if w.NextCheck.After(now) {
 			w.NextCheck = now
 		}
@@ -768,16 +774,8 @@ func (m *Manager) CheckedAt(watchID int64, start time.Time, failed bool) {
 	q := p.pend
 	if !start.IsZero() && start.Before(q.at) {
 		m.mu.Unlock()
-		_, err := m.Store.UpdateWatch(context.Background(), 0, watchID, func(w *changedigest.Watch) error {
-			if w.NextCheck.After(now) {
-				w.NextCheck = now
-			}
-			return nil
-		})
-		if err != nil {
+		if err := m.makeDue(context.Background(), watchID, now); err != nil {
 			m.Logger.Warn("making a reported watch due again", "watch", watchID, "err", err)
-		} else if m.Due != nil {
-			m.Due()
 		}
 		return
 	}
