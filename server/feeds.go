@@ -78,12 +78,12 @@ func (s *Server) serveFeed(w http.ResponseWriter, r *http.Request, format string
 	}
 	s.feedURLs(&info)
 	events = notify.Told(events)
-	ctype := "application/atom+xml; charset=utf-8"
+	ctype, write, self := "application/atom+xml; charset=utf-8", s.Render.Atom, info.SelfURL
 	switch format {
 	case formatRSS:
-		ctype = "application/rss+xml; charset=utf-8"
+		ctype, write, self = "application/rss+xml; charset=utf-8", s.Render.RSS, info.RSSURL
 	case formatJSON:
-		ctype = "application/feed+json; charset=utf-8"
+		ctype, write, self = "application/feed+json; charset=utf-8", s.Render.JSONFeed, info.JSONURL
 	}
 	// The tag comes from what the feed is made of, so a feed reader's
 	// conditional request (most of them: nothing new since its last look)
@@ -96,13 +96,6 @@ func (s *Server) serveFeed(w http.ResponseWriter, r *http.Request, format string
 	h.Set("Content-Type", ctype)
 	if info.HubURL != "" {
 		// WebSub discovery by HTTP headers, for any content type.
-		self := info.SelfURL
-		switch format {
-		case formatRSS:
-			self = info.RSSURL
-		case formatJSON:
-			self = info.JSONURL
-		}
 		h.Add("Link", "<"+info.HubURL+`>; rel="hub"`)
 		h.Add("Link", "<"+self+`>; rel="self"`)
 	}
@@ -118,15 +111,7 @@ func (s *Server) serveFeed(w http.ResponseWriter, r *http.Request, format string
 	buf := feedBuffers.Get().(*bytes.Buffer)
 	defer putFeedBuffer(buf)
 	buf.Reset()
-	switch format {
-	case formatRSS:
-		err = s.Render.RSS(buf, info, events)
-	case formatJSON:
-		err = s.Render.JSONFeed(buf, info, events)
-	default:
-		err = s.Render.Atom(buf, info, events)
-	}
-	if err != nil {
+	if err := write(buf, info, events); err != nil {
 		// Nothing is written yet: the error gets its own status.
 		for _, k := range []string{"ETag", "Cache-Control", "Last-Modified", "Link"} {
 			h.Del(k)
