@@ -41,6 +41,10 @@ type Client struct {
 
 	// Fetches and Reports count the pages fetched and the changes reported.
 	Fetches, Reports atomic.Int64
+	// Missed counts the polls whose time passed while earlier ones ran,
+	// and Replaced the schedules the server gave anew (a client joined
+	// or left, or a page's change rate moved): polls they postponed.
+	Missed, Replaced atomic.Int64
 
 	id    int64
 	poll  time.Duration
@@ -168,8 +172,10 @@ func (c *Client) Run(ctx context.Context) error {
 			if !time.Now().Before(s.next) {
 				c.check(ctx, s)
 				s.next = s.next.Add(s.a.CrawlGap)
-				if s.next.Before(time.Now()) {
-					s.next = slotAfter(s.a, time.Now())
+				if now := time.Now(); s.next.Before(now) {
+					missed := s.next
+					s.next = slotAfter(s.a, now)
+					c.Missed.Add(int64(s.next.Sub(missed) / max(s.a.CrawlGap, 1)))
 				}
 				if ctx.Err() != nil {
 					return nil
@@ -235,6 +241,9 @@ func (c *Client) assignments(ctx context.Context) error {
 		seen[a.WatchID] = true
 		s := c.slots[a.WatchID]
 		if s == nil || !s.a.Begin.Equal(a.Begin) || s.a.CrawlGap != a.CrawlGap || s.a.DelayToStart != a.DelayToStart {
+			if s != nil {
+				c.Replaced.Add(1)
+			}
 			c.slots[a.WatchID] = &clientSlot{a: a, next: slotAfter(a, now)}
 			continue
 		}

@@ -2,6 +2,9 @@ package pet
 
 import (
 	"bytes"
+	"crypto/md5"
+	"fmt"
+	"hash/crc32"
 	"os"
 	"path/filepath"
 	"strings"
@@ -119,4 +122,47 @@ func FuzzSubPack(f *testing.F) {
 			unpackDict(append([]byte{blobSub}, text...), dict, 1<<16)
 		}
 	})
+}
+
+// TestBodyCheck decodes version headers in each of the forms records have
+// been written in (MD5 of the body, SHA-256 prefix, CRC-32C with or
+// without an MD5 body hash) and checks that each accepts its body and
+// refuses one changed byte.
+func TestBodyCheck(t *testing.T) {
+	body := []byte("<html><body><p>the body of a version</p></body></html>")
+	md5hex := fmt.Sprintf("%x", md5.Sum(body))
+	headers := map[string]versionHeader{
+		"md5":        {BodyHash: md5hex, bodyMD5: true},
+		"sha256":     {BodyHash: "not an md5", Sum: bodySum(body)},
+		"crc+md5":    {BodyHash: md5hex, bodyMD5: true, CRC: crc32.Checksum(body, castagnoli), hasCRC: true},
+		"crc+other":  {BodyHash: "ABC", CRC: crc32.Checksum(body, castagnoli), hasCRC: true},
+		"crc, empty": {CRC: crc32.Checksum(body, castagnoli), hasCRC: true},
+	}
+	changed := bytes.Replace(body, []byte("body of"), []byte("bodY of"), 1)
+	for name, h := range headers {
+		h.Size, h.Status = len(body), 200
+		rec := &versionRec{hdr: h, chunks: []uint64{1}}
+		v, err := rec.encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := decodeVersion(v)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if got.hdr.BodyHash != h.BodyHash || got.hdr.hasCRC != h.hasCRC || got.hdr.bodyMD5 != h.bodyMD5 {
+			t.Errorf("%s: decoded as %+v", name, got.hdr)
+		}
+		if !got.hdr.check(body) {
+			t.Errorf("%s: refuses its body", name)
+		}
+		if got.hdr.check(changed) {
+			t.Errorf("%s: accepts a changed body", name)
+		}
+	}
+	for h, want := range map[string]bool{md5hex: true, strings.ToUpper(md5hex): false, md5hex[:31]: false, "": false} {
+		if isHexMD5(h) != want {
+			t.Errorf("isHexMD5(%q) = %v", h, !want)
+		}
+	}
 }

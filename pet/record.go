@@ -216,10 +216,14 @@ type versionHeader struct {
 	Significance float64
 	Print        *changedigest.TextPrint
 	Changes      []changedigest.Change
-	// Sum is the first 8 bytes of the body's SHA-256, checked on read,
-	// unless BodyHash is the body's MD5 (then that is checked).
-	Sum uint64
-	// bodyMD5 says that BodyHash is the hex MD5 of the body.
+	// CRC is the body's CRC-32C, checked on read when hasCRC. Records
+	// written before it have Sum instead, the first 8 bytes of the body's
+	// SHA-256, unless BodyHash is the body's MD5 (then that is checked).
+	CRC    uint32
+	hasCRC bool
+	Sum    uint64
+	// bodyMD5 says that BodyHash is a hex MD5, kept as its 16 bytes; in
+	// a record without CRC, the MD5 of the body.
 	bodyMD5 bool
 }
 
@@ -230,6 +234,7 @@ const (
 	hdrZone         // a zone selector follows the similarity
 	hdrSignificance // the significance follows the zone
 	hdrPrint        // the text print follows the significance
+	hdrCRC          // the body's CRC-32C follows its hash, in place of Sum
 )
 
 // Change flags: which optional fields follow.
@@ -263,6 +268,9 @@ func (h *versionHeader) encode(e *enc) {
 	if h.Print != nil {
 		flags |= hdrPrint
 	}
+	if h.hasCRC {
+		flags |= hdrCRC
+	}
 	e.byte(flags)
 	e.int(h.FetchedAt)
 	e.int(int64(h.Status))
@@ -270,12 +278,18 @@ func (h *versionHeader) encode(e *enc) {
 		e.str(s)
 	}
 	e.uint(uint64(h.Size))
-	if h.bodyMD5 {
+	switch {
+	case h.bodyMD5:
 		b, _ := hex.DecodeString(h.BodyHash)
 		e.b = append(e.b, b...)
-	} else {
+	case h.hasCRC:
+		e.str(h.BodyHash)
+	default:
 		e.str(h.BodyHash)
 		e.b = binary.BigEndian.AppendUint64(e.b, h.Sum)
+	}
+	if h.hasCRC {
+		e.b = binary.BigEndian.AppendUint32(e.b, h.CRC)
 	}
 	if h.Similarity != 0 {
 		e.b = binary.BigEndian.AppendUint64(e.b, math.Float64bits(h.Similarity))
@@ -384,13 +398,22 @@ func (h *versionHeader) decode(d *dec) {
 	h.ETag, h.LastModified, h.ContentType, h.FinalURL = d.str(), d.str(), d.str(), d.str()
 	h.Kind, h.Title = changedigest.Kind(d.str()), d.str()
 	h.Size = int(d.uint())
-	if flags&hdrBodyMD5 != 0 {
+	h.hasCRC = flags&hdrCRC != 0
+	switch {
+	case flags&hdrBodyMD5 != 0:
 		h.bodyMD5 = true
 		h.BodyHash = hex.EncodeToString(d.fixed(md5.Size))
-	} else {
+	case h.hasCRC:
+		h.BodyHash = d.str()
+	default:
 		h.BodyHash = d.str()
 		if p := d.fixed(8); p != nil {
 			h.Sum = binary.BigEndian.Uint64(p)
+		}
+	}
+	if h.hasCRC {
+		if p := d.fixed(4); p != nil {
+			h.CRC = binary.BigEndian.Uint32(p)
 		}
 	}
 	if flags&hdrSimilarity != 0 {

@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"math"
 	"sort"
 	"strings"
@@ -330,12 +331,33 @@ func typesAt(cs []changedigest.Change) map[int]typeMask {
 
 // check tells whether body is the one the header was written for.
 func (h *versionHeader) check(body []byte) bool {
+	if h.hasCRC {
+		return crc32.Checksum(body, castagnoli) == h.CRC
+	}
 	if h.bodyMD5 {
 		sum := md5.Sum(body)
 		return hex.EncodeToString(sum[:]) == h.BodyHash
 	}
 	return bodySum(body) == h.Sum
 }
+
+// isHexMD5 reports whether h reads as an MD5 in lower-case hex, which a
+// header keeps in its 16 bytes.
+func isHexMD5(h string) bool {
+	if len(h) != 2*md5.Size {
+		return false
+	}
+	for i := 0; i < len(h); i++ {
+		if c := h[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// castagnoli is the CRC-32C table, which the CPU computes where it can:
+// a check of the body read back costs a small part of an MD5 of it.
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 func bodySum(body []byte) uint64 {
 	h := sha256.Sum256(body)
@@ -351,11 +373,8 @@ func (t *trackTx) add(snap *changedigest.Snapshot, body []byte, pieces []piece, 
 		Kind: snap.Kind, Title: snap.Title, Zone: snap.Zone, Size: len(body), BodyHash: snap.BodyHash,
 		Similarity: snap.Similarity, Significance: snap.Significance, Print: snap.Print, Changes: snap.Changes,
 	}}
-	if h := md5.Sum(body); snap.BodyHash == hex.EncodeToString(h[:]) {
-		rec.hdr.bodyMD5 = true
-	} else {
-		rec.hdr.Sum = bodySum(body)
-	}
+	rec.hdr.CRC, rec.hdr.hasCRC = crc32.Checksum(body, castagnoli), true
+	rec.hdr.bodyMD5 = isHexMD5(snap.BodyHash)
 	if math.IsNaN(rec.hdr.Similarity) || math.IsInf(rec.hdr.Similarity, 0) {
 		rec.hdr.Similarity = 0
 	}

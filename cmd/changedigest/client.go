@@ -40,6 +40,7 @@ func runClient(ctx context.Context, e *env) error {
 	if err := c.Run(ctx); err != nil {
 		return err
 	}
-	fmt.Fprintf(e.stdout, "stopped: %d fetches, %d changes reported\n", c.Fetches.Load(), c.Reports.Load())
+	fmt.Fprintf(e.stdout, "stopped: %d fetches, %d changes reported, %d polls missed while others ran, %d schedules given anew\n",
+		c.Fetches.Load(), c.Reports.Load(), c.Missed.Load(), c.Replaced.Load())
 	return nil
 }

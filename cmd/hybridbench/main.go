@@ -228,6 +228,11 @@ type result struct {
 	delays     []time.Duration
 	missed     int           // changes not stored by the end
 	gap, crawl time.Duration // as the clients were told, first page
+	// polls is what the schedules ask of each client, per page and
+	// hour (scaled), averaged over the pages and over the schedules at
+	// the start and at the end of the phase: each page has a time gap
+	// of its own, from its own change rate.
+	polls float64
 }
 
 func (r result) String() string {
@@ -237,7 +242,7 @@ func (r result) String() string {
 	perClient := "-"
 	gaps := "-"
 	if r.k > 0 {
-		perClient = fmt.Sprintf("%.1f", float64(r.requests-r.checks)/float64(r.k)/float64(r.b.pages)/hours)
+		perClient = fmt.Sprintf("%.1f (scheduled %.1f)", float64(r.requests-r.checks)/float64(r.k)/float64(r.b.pages)/hours, r.polls)
 		gaps = fmt.Sprintf("%s → %s", time.Duration(float64(r.gap)*scale).Round(time.Second), time.Duration(float64(r.crawl)*scale).Round(time.Second))
 	}
 	sc := func(d time.Duration) string { return time.Duration(float64(d) * scale).Round(time.Second).String() }
@@ -274,10 +279,20 @@ func (b *bench) phase(k int) (result, error) {
 			return r, err
 		}
 		r.gap, r.crawl = a.TimeGap, a.CrawlGap
+		if r.polls, err = b.polls(); err != nil {
+			return r, err
+		}
 	}
 	fmt.Fprintf(os.Stderr, "%s: %d clients for %s\n", time.Now().Format(time.TimeOnly), k, b.run)
 	time.Sleep(b.run)
 	r.end = time.Now()
+	if k > 0 {
+		end, err := b.polls()
+		if err != nil {
+			return r, err
+		}
+		r.polls = (r.polls + end) / 2
+	}
 	r.requests = b.requests() - req0
 	checks1, err := b.checks()
 	r.checks = checks1 - checks0
@@ -538,6 +553,24 @@ func (b *bench) online() (int, error) {
 	}
 	err := b.get(fmt.Sprintf("/watches/%d/agent", b.watchIDs[0]), &v)
 	return len(v.Clients), err
+}
+
+// polls is the mean over the pages of the polls per hour (scaled) that
+// each page's schedule asks of one client.
+func (b *bench) polls() (float64, error) {
+	sum := 0.0
+	for _, id := range b.watchIDs {
+		var v struct {
+			Clients []slot `json:"clients"`
+		}
+		if err := b.get(fmt.Sprintf("/watches/%d/agent", id), &v); err != nil {
+			return 0, err
+		}
+		if len(v.Clients) > 0 && v.Clients[0].CrawlGap > 0 {
+			sum += time.Hour.Seconds() / (v.Clients[0].CrawlGap.Seconds() * b.scale)
+		}
+	}
+	return sum / float64(len(b.watchIDs)), nil
 }
 
 // slot is the first page's schedule: its time gap and crawl gap.
