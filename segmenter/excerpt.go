@@ -273,6 +273,57 @@ func narrow(c *changedigest.Change) {
 	}
 }
 
+// narrowMarkup shows an edit of attributes (a change whose texts list
+// them, as attrs writes them) as the part that changed, as narrow does
+// for words: the start and end the old and new listings share go to
+// Before and After, at most Context words each. `href="…/tree/3.6.4"` → `href="…/tree/3.6.5"` is "4" → "5"
+// after `href="…/tree/3.6.`. It runs after the noise marking, which reads
+// whole listings. The change stays an update with both sides: a side
+// that would be empty keeps the shared piece next to it.
+func (s *Segmenter) narrowMarkup(cs []changedigest.Change) {
+	if s.Context < 0 {
+		return
+	}
+	for i := range cs {
+		c := &cs[i]
+		if c.Type == changedigest.ChangeContent || c.Op != changedigest.OpUpdate || c.Truncated ||
+			c.OldText == "" || c.NewText == "" || c.OldText == c.NewText || c.Before != "" || c.After != "" ||
+			!isAttrListing(c.OldText) || !isAttrListing(c.NewText) {
+			continue
+		}
+		po, pn := pieces(c.OldText), pieces(c.NewText)
+		p, q := textdiff.Affixes(po, pn)
+		if p > 0 && (p == len(po)-q || p == len(pn)-q) {
+			p-- // keep a side from being empty
+		}
+		if p == 0 && q == 0 || p+q >= len(po) || p+q >= len(pn) {
+			continue
+		}
+		old, new := strings.Join(po[p:len(po)-q], ""), strings.Join(pn[p:len(pn)-q], "")
+		if strings.TrimSpace(old) != old || strings.TrimSpace(new) != new {
+			continue // a change of spacing next to the shared part: leave it whole
+		}
+		c.Before = lastWordsOf(strings.Join(po[:p], ""), s.Context)
+		c.After = firstWordsOf(strings.Join(po[len(po)-q:], ""), s.Context)
+		c.OldText, c.NewText = old, new
+	}
+}
+
+// isAttrListing reports whether s starts as attrs lists attributes:
+// name="value".
+func isAttrListing(s string) bool {
+	i := strings.IndexByte(s, '=')
+	if i <= 0 || !strings.HasPrefix(s[i:], `="`) {
+		return false
+	}
+	for _, r := range s[:i] {
+		if !unicode.IsLetter(r) && !unicode.IsDigit(r) && !strings.ContainsRune(":._-", r) {
+			return false
+		}
+	}
+	return true
+}
+
 // pieces splits s into runs of letters and digits, runs of whitespace and
 // single other characters.
 func pieces(s string) []string {

@@ -3,6 +3,7 @@ package segmenter
 import (
 	"fmt"
 	"slices"
+	"sort"
 	"strings"
 	"testing"
 
@@ -354,4 +355,55 @@ func TestColumnMoved(t *testing.T) {
 		t.Errorf("%d of %d cell moves told, want the first only\n%s", told, moved, dump(d.Changes))
 	}
 	t.Logf("%d cell moves, %d told, %d changes in all", moved, told, len(d.Changes))
+}
+
+// TestNarrowMarkup: an attribute edit shows the part of the value that
+// changed, with the rest of the listing as context, through Diff; a
+// script's start tag stays whole, and the noise marking still sees it
+// (a cache-busting query string is noise, the link change is not).
+func TestNarrowMarkup(t *testing.T) {
+	page := func(href, src, class string) string {
+		return `<html><body><p>Release notes for the toolkit, kept for every version we made.` +
+			` <a href="` + href + `">source tree</a></p><script src="` + src + `"></script>` +
+			`<div class="` + class + `"><p>Another paragraph of words that stays the same.</p></div></body></html>`
+	}
+	old := page("https://github.com/nltk/nltk/tree/3.6.4", "/static/app.js?v=49", "box wide")
+	new := page("https://github.com/nltk/nltk/tree/3.6.5", "/static/app.js?v=52", "box narrow")
+	d, err := New().Diff([]byte(old), []byte(new), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := map[string]changedigest.Change{}
+	for _, c := range d.Changes {
+		found[c.Before+"|"+c.OldText+"|"+c.NewText+"|"+c.After] = c
+		if c.Op != changedigest.OpUpdate || c.OldText == "" || c.NewText == "" {
+			t.Errorf("%s %s %q → %q: want an update with both sides", c.Type, c.Op, c.OldText, c.NewText)
+		}
+	}
+	for key, want := range map[string]struct {
+		typ   changedigest.ChangeType
+		noise bool
+	}{
+		`href="https://github.com/nltk/nltk/tree/3.6.|4|5|"`:                      {changedigest.ChangeStructural, false},
+		`class="box |wide|narrow|"`:                                               {changedigest.ChangeCosmetic, false},
+		`|<script src="/static/app.js?v=49">|<script src="/static/app.js?v=52">|`: {changedigest.ChangeBehavioural, true},
+	} {
+		c, ok := found[key]
+		if !ok {
+			t.Errorf("no change %s; have %v", key, keys(found))
+			continue
+		}
+		if c.Type != want.typ || (c.Noise != "") != want.noise {
+			t.Errorf("%s: %s, noise %q; want %s, noise %v", key, c.Type, c.Noise, want.typ, want.noise)
+		}
+	}
+}
+
+func keys[V any](m map[string]V) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }

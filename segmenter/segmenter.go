@@ -108,6 +108,7 @@ func (s *Segmenter) Detect(in Input) (*changedigest.Snapshot, error) {
 	snap, err := detect(in)
 	if err == nil {
 		classifySnapshot(snap, in) // noise and significance (noise.go)
+		s.narrowMarkup(snap.Changes)
 	}
 	return snap, err
 }
@@ -142,6 +143,7 @@ func (s *Segmenter) Diff(old, new []byte, zone string) (*changedigest.Diff, erro
 	d, err := diff()
 	if err == nil {
 		Classify(d, old, new) // noise and significance (noise.go)
+		s.narrowMarkup(d.Changes)
 	}
 	return d, err
 }

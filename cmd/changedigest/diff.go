@@ -159,15 +159,17 @@ func writeChanges(bw *bufio.Writer, kind changedigest.Kind, changes []changedige
 		if c.Noise != "" {
 			fmt.Fprintf(bw, "  %s\n", paint(ansiDim, "noise: "+c.Noise))
 		}
+		context := c.Before != "" || c.After != ""
 		switch {
-		case c.Op == changedigest.OpInsert:
+		case c.Op == changedigest.OpInsert && !context:
 			fmt.Fprintf(bw, "  %s\n", paint(ansiGreen, "+ "+shorten(c.NewText, 400)))
-		case c.Op == changedigest.OpDelete:
+		case c.Op == changedigest.OpDelete && !context:
 			fmt.Fprintf(bw, "  %s\n", paint(ansiRed, "- "+shorten(c.OldText, 400)))
 		case c.Op == changedigest.OpMove:
 			fmt.Fprintf(bw, "  moved: %s\n", shorten(c.NewText, 400))
 		default:
-			fmt.Fprintf(bw, "  %s\n", wordDiff(c.OldText, c.NewText, colour))
+			// the unchanged words around the change, as the views show them
+			fmt.Fprintf(bw, "  %s%s%s\n", c.Before, wordDiff(c.OldText, c.NewText, colour), c.After)
 		}
 	}
 }
