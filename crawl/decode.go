@@ -22,10 +22,20 @@ const acceptEncoding = "gzip, deflate, br"
 // applied: small, very repetitive pages compress far better than 100:1.
 const ratioFloor = 1 << 20
 
+// maxSizeHint bounds the buffer made from an announced length, which a
+// server may state falsely.
+const maxSizeHint = 8 << 20
+
 // readCapped reads r to the end, failing with ErrTooLarge as soon as more
-// than limit bytes arrive (it reads at most limit+1 bytes).
-func readCapped(r io.Reader, limit int64, what string) ([]byte, error) {
+// than limit bytes arrive (it reads at most limit+1 bytes). size is the
+// length announced (a Content-Length; <= 0 when unknown): the buffer is
+// made that large at once, up to maxSizeHint, rather than grown by
+// doubling, which copies the body and touches twice its memory.
+func readCapped(r io.Reader, limit, size int64, what string) ([]byte, error) {
 	var buf bytes.Buffer
+	if size > 0 && size <= min(limit, maxSizeHint) {
+		buf.Grow(int(size) + bytes.MinRead) // ReadFrom wants MinRead free to see the end
+	}
 	n, err := buf.ReadFrom(io.LimitReader(r, limit+1))
 	if err != nil {
 		return nil, err
@@ -73,7 +83,7 @@ func decodeContent(body []byte, contentEncoding string, limit int64, maxRatio fl
 		if maxRatio > 0 {
 			ceiling = min(limit, max(int64(maxRatio*float64(encoded)), ratioFloor))
 		}
-		out, err := readCapped(r, ceiling, "decoded body")
+		out, err := readCapped(r, ceiling, 0, "decoded body")
 		if errors.Is(err, ErrTooLarge) {
 			if ceiling < limit {
 				return nil, fmt.Errorf("%w: %s body of %s decodes to more than %s", ErrCompressionBomb, codings[i], formatBytes(int64(encoded)), formatBytes(ceiling))

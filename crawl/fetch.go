@@ -273,7 +273,7 @@ func (f *Fetcher) Fetch(ctx context.Context, req Request) (*Response, error) {
 	if resp.ContentLength > maxBody {
 		return nil, fmt.Errorf("crawl: GET %s: %w: Content-Length %d is over the %s limit", name, ErrTooLarge, resp.ContentLength, formatBytes(maxBody))
 	}
-	wire, err := readCapped(resp.Body, maxBody, "body")
+	wire, err := readCapped(resp.Body, maxBody, resp.ContentLength, "body")
 	if err != nil {
 		if errors.Is(err, ErrTooLarge) {
 			return nil, fmt.Errorf("crawl: GET %s: %w", name, err)
