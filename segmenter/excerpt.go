@@ -253,17 +253,12 @@ func (s *Segmenter) present(cs []changedigest.Change) []changedigest.Change {
 // and single other characters; a word is never cut inside such a run. A
 // side left empty makes the update an insert or a delete.
 func narrow(c *changedigest.Change) {
-	po, pn := pieces(c.OldText), pieces(c.NewText)
-	p, q := textdiff.Affixes(po, pn)
-	if p == 0 && q == 0 {
+	before, old, new, after, ok := sharedAffixes(c.OldText, c.NewText, false)
+	if !ok {
 		return
 	}
-	old, new := strings.Join(po[p:len(po)-q], ""), strings.Join(pn[p:len(pn)-q], "")
-	if strings.TrimSpace(old) != old || strings.TrimSpace(new) != new || old == "" && new == "" {
-		return // a change of spacing next to the shared part: leave it whole
-	}
-	c.Before += strings.Join(po[:p], "")
-	c.After = strings.Join(po[len(po)-q:], "") + c.After
+	c.Before += before
+	c.After = after + c.After
 	c.OldText, c.NewText = old, new
 	switch {
 	case old == "":
@@ -273,11 +268,34 @@ func narrow(c *changedigest.Change) {
 	}
 }
 
+// sharedAffixes cuts old and new into pieces and returns the pieces they
+// share at the start and at the end, and what differs between them. With
+// bothSides, neither middle is left empty: the shared piece next to it
+// stays in both. ok is false when they share nothing, when both middles
+// (with bothSides, either) would be empty, or when a middle starts or
+// ends with a space (a change of spacing next to the shared part).
+func sharedAffixes(old, new string, bothSides bool) (before, o, n, after string, ok bool) {
+	po, pn := pieces(old), pieces(new)
+	p, q := textdiff.Affixes(po, pn)
+	if bothSides && p > 0 && (p == len(po)-q || p == len(pn)-q) {
+		p--
+	}
+	if p == 0 && q == 0 {
+		return "", "", "", "", false
+	}
+	o, n = strings.Join(po[p:len(po)-q], ""), strings.Join(pn[p:len(pn)-q], "")
+	if o == "" && n == "" || bothSides && (o == "" || n == "") ||
+		strings.TrimSpace(o) != o || strings.TrimSpace(n) != n {
+		return "", "", "", "", false
+	}
+	return strings.Join(po[:p], ""), o, n, strings.Join(po[len(po)-q:], ""), true
+}
+
 // narrowMarkup shows an edit of attributes (a change whose texts list
 // them, as attrs writes them) as the part that changed, as narrow does
 // for words: the start and end the old and new listings share go to
-// Before and After, at most Context words each. `href="…/tree/3.6.4"` → `href="…/tree/3.6.5"` is "4" → "5"
-// after `href="…/tree/3.6.`. It runs after the noise marking, which reads
+// Before and After, at most Context words each: `href="…/tree/3.6.4"` →
+// `href="…/tree/3.6.5"` is "4" → "5" after `href="…/tree/3.6.`. It runs after the noise marking, which reads
 // whole listings. The change stays an update with both sides: a side
 // that would be empty keeps the shared piece next to it.
 func (s *Segmenter) narrowMarkup(cs []changedigest.Change) {
@@ -291,20 +309,11 @@ func (s *Segmenter) narrowMarkup(cs []changedigest.Change) {
 			!isAttrListing(c.OldText) || !isAttrListing(c.NewText) {
 			continue
 		}
-		po, pn := pieces(c.OldText), pieces(c.NewText)
-		p, q := textdiff.Affixes(po, pn)
-		if p > 0 && (p == len(po)-q || p == len(pn)-q) {
-			p-- // keep a side from being empty
-		}
-		if p == 0 && q == 0 || p+q >= len(po) || p+q >= len(pn) {
+		before, old, new, after, ok := sharedAffixes(c.OldText, c.NewText, true)
+		if !ok {
 			continue
 		}
-		old, new := strings.Join(po[p:len(po)-q], ""), strings.Join(pn[p:len(pn)-q], "")
-		if strings.TrimSpace(old) != old || strings.TrimSpace(new) != new {
-			continue // a change of spacing next to the shared part: leave it whole
-		}
-		c.Before = lastWordsOf(strings.Join(po[:p], ""), s.Context)
-		c.After = firstWordsOf(strings.Join(po[len(po)-q:], ""), s.Context)
+		c.Before, c.After = lastWordsOf(before, s.Context), firstWordsOf(after, s.Context)
 		c.OldText, c.NewText = old, new
 	}
 }

@@ -558,11 +558,7 @@ func markupKey(c *changedigest.Change) string {
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "%s|%s|%s", c.Type, c.Op, m.tag)
 	for _, a := range m.attrs {
-		v := a.value
-		if !linkAttrs[a.name] || strings.HasPrefix(v, "#") {
-			v = maskDigits(v)
-		}
-		fmt.Fprintf(&sb, "|%s=%s", a.name, v)
+		fmt.Fprintf(&sb, "|%s=%s", a.name, maskAttr(a.name, a.value))
 	}
 	return sb.String()
 }
@@ -586,12 +582,6 @@ func editKey(c *changedigest.Change) string {
 	if nm.tag != om.tag {
 		sb.WriteString(">" + nm.tag)
 	}
-	mask := func(name, v string) string {
-		if !linkAttrs[name] || strings.HasPrefix(v, "#") {
-			return maskDigits(v) // a link to another number is another link
-		}
-		return v
-	}
 	newVal := make(map[string]string, len(nm.attrs))
 	for _, a := range nm.attrs {
 		newVal[a.name] = a.value
@@ -602,18 +592,28 @@ func editKey(c *changedigest.Change) string {
 		nv, ok := newVal[a.name]
 		switch {
 		case !ok:
-			fmt.Fprintf(&sb, "|-%s=%s", a.name, mask(a.name, a.value))
+			fmt.Fprintf(&sb, "|-%s=%s", a.name, maskAttr(a.name, a.value))
 		case nv != a.value:
-			del, ins := bagDiff(tokens(mask(a.name, a.value)), tokens(mask(a.name, nv)))
+			del, ins := bagDiff(tokens(maskAttr(a.name, a.value)), tokens(maskAttr(a.name, nv)))
 			fmt.Fprintf(&sb, "|%s-%s+%s", a.name, strings.Join(del, " "), strings.Join(ins, " "))
 		}
 	}
 	for _, a := range nm.attrs {
 		if !oldHas[a.name] {
-			fmt.Fprintf(&sb, "|+%s=%s", a.name, mask(a.name, a.value))
+			fmt.Fprintf(&sb, "|+%s=%s", a.name, maskAttr(a.name, a.value))
 		}
 	}
 	return sb.String()
+}
+
+// maskAttr is an attribute's value with its digits masked, but for a link
+// address (other than an anchor in the page): a link to another number is
+// another link.
+func maskAttr(name, v string) string {
+	if !linkAttrs[name] || strings.HasPrefix(v, "#") {
+		return maskDigits(v)
+	}
+	return v
 }
 
 // maskDigits turns every run of digits into one '#' (id9 and id10 alike).

@@ -778,23 +778,11 @@ func (df *differ) containerPass(oldDoc func() *doc, newDoc *doc) {
 		}
 		bx.ok = edits == diff
 	}
-	// kept reports whether n has words and none of them is among the
-	// words its container lost (gained), which the changes before it
-	// have not already shown; if some are, they are taken.
-	// has reports whether some word of n is among gone.
-	has := func(d *doc, n *tnode, gone map[string]int) bool {
-		a, b, _ := inDoc(d, n)
-		for _, t := range textdiff.Words(d.visibleText(a, b)) {
-			if !textdiff.IsSpace(t) && gone[t] > 0 {
-				return true
-			}
-		}
-		return false
-	}
-	kept := func(d *doc, n *tnode, gone map[string]int) bool {
+	// words is the visible words of n in the whole document d.
+	words := func(d *doc, n *tnode) []string {
 		a, b, _ := inDoc(d, n)
 		if b <= a {
-			return false
+			return nil
 		}
 		var ws []string
 		for _, t := range textdiff.Words(d.visibleText(a, b)) {
@@ -802,6 +790,22 @@ func (df *differ) containerPass(oldDoc func() *doc, newDoc *doc) {
 				ws = append(ws, t)
 			}
 		}
+		return ws
+	}
+	// has reports whether some word of n is among gone.
+	has := func(d *doc, n *tnode, gone map[string]int) bool {
+		for _, w := range words(d, n) {
+			if gone[w] > 0 {
+				return true
+			}
+		}
+		return false
+	}
+	// kept reports whether n has words and none of them is among the
+	// words its container lost (gained), which the changes before it
+	// have not already shown; if some are, they are taken.
+	kept := func(d *doc, n *tnode, gone map[string]int) bool {
+		ws := words(d, n)
 		if len(ws) == 0 {
 			return false
 		}
