@@ -278,18 +278,16 @@ func (h *versionHeader) encode(e *enc) {
 		e.str(s)
 	}
 	e.uint(uint64(h.Size))
-	switch {
-	case h.bodyMD5:
+	if h.bodyMD5 {
 		b, _ := hex.DecodeString(h.BodyHash)
 		e.b = append(e.b, b...)
-	case h.hasCRC:
+	} else {
 		e.str(h.BodyHash)
-	default:
-		e.str(h.BodyHash)
-		e.b = binary.BigEndian.AppendUint64(e.b, h.Sum)
 	}
 	if h.hasCRC {
 		e.b = binary.BigEndian.AppendUint32(e.b, h.CRC)
+	} else if !h.bodyMD5 {
+		e.b = binary.BigEndian.AppendUint64(e.b, h.Sum)
 	}
 	if h.Similarity != 0 {
 		e.b = binary.BigEndian.AppendUint64(e.b, math.Float64bits(h.Similarity))
@@ -398,22 +396,19 @@ func (h *versionHeader) decode(d *dec) {
 	h.ETag, h.LastModified, h.ContentType, h.FinalURL = d.str(), d.str(), d.str(), d.str()
 	h.Kind, h.Title = changedigest.Kind(d.str()), d.str()
 	h.Size = int(d.uint())
-	h.hasCRC = flags&hdrCRC != 0
-	switch {
-	case flags&hdrBodyMD5 != 0:
-		h.bodyMD5 = true
+	h.bodyMD5, h.hasCRC = flags&hdrBodyMD5 != 0, flags&hdrCRC != 0
+	if h.bodyMD5 {
 		h.BodyHash = hex.EncodeToString(d.fixed(md5.Size))
-	case h.hasCRC:
+	} else {
 		h.BodyHash = d.str()
-	default:
-		h.BodyHash = d.str()
-		if p := d.fixed(8); p != nil {
-			h.Sum = binary.BigEndian.Uint64(p)
-		}
 	}
 	if h.hasCRC {
 		if p := d.fixed(4); p != nil {
 			h.CRC = binary.BigEndian.Uint32(p)
+		}
+	} else if !h.bodyMD5 {
+		if p := d.fixed(8); p != nil {
+			h.Sum = binary.BigEndian.Uint64(p)
 		}
 	}
 	if flags&hdrSimilarity != 0 {
