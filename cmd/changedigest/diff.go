@@ -159,11 +159,11 @@ func writeChanges(bw *bufio.Writer, kind changedigest.Kind, changes []changedige
 		if c.Noise != "" {
 			fmt.Fprintf(bw, "  %s\n", paint(ansiDim, "noise: "+c.Noise))
 		}
-		context := c.Before != "" || c.After != ""
+		hasContext := c.Before != "" || c.After != ""
 		switch {
-		case c.Op == changedigest.OpInsert && !context:
+		case c.Op == changedigest.OpInsert && !hasContext:
 			fmt.Fprintf(bw, "  %s\n", paint(ansiGreen, "+ "+shorten(c.NewText, 400)))
-		case c.Op == changedigest.OpDelete && !context:
+		case c.Op == changedigest.OpDelete && !hasContext:
 			fmt.Fprintf(bw, "  %s\n", paint(ansiRed, "- "+shorten(c.OldText, 400)))
 		case c.Op == changedigest.OpMove:
 			fmt.Fprintf(bw, "  moved: %s\n", shorten(c.NewText, 400))
