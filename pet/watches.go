@@ -173,6 +173,55 @@ func (s *Store) CreateWatch(ctx context.Context, w *changedigest.Watch) error {
 	return wrap(err, "create watch")
 }
 
+// PutWatch stores a watch defined elsewhere (another node's copy) under
+// its own ID: a new one as given, due when its NextCheck says (zero: at
+// once); an existing one takes w's definition and keeps the schedule
+// state the crawler saved here (SaveSchedule's fields). The user need not
+// exist in this store. Errors: EINVALID from Watch.Validate or a zero ID;
+// ECONFLICT when another watch of the user has the same URL and zone.
+func (s *Store) PutWatch(ctx context.Context, w *changedigest.Watch) error {
+	if w == nil || w.ID <= 0 {
+		return invalidf("watch to put has no ID")
+	}
+	if err := w.Validate(); err != nil {
+		return domainErr(err)
+	}
+	err := s.update(ctx, func(tx *bolt.Tx) error {
+		old, err := getWatch(tx, w.ID)
+		if err != nil && !errors.Is(err, ErrNotFound) {
+			return err
+		}
+		nw := *w
+		if old != nil {
+			nw.NextCheck, nw.LastCheck, nw.LastChange = old.NextCheck, old.LastCheck, old.LastChange
+			nw.LastError, nw.LastErrorAt, nw.ErrorCount = old.LastError, old.LastErrorAt, old.ErrorCount
+			nw.Checks, nw.ChangeChecks = old.Checks, old.ChangeChecks
+			nw.ETag, nw.LastModified, nw.RetryAfter = old.ETag, old.LastModified, old.RetryAfter
+			nw.Samples = old.Samples
+			if old.UserID != nw.UserID {
+				if err := tx.Bucket(bUserWatch).Delete(id64(old.UserID, old.ID)); err != nil {
+					return err
+				}
+			}
+		} else {
+			if nw.NextCheck.IsZero() {
+				nw.NextCheck = s.now()
+			}
+			if seq := tx.Bucket(bWatches).Sequence(); uint64(nw.ID) > seq {
+				// Watches created here later must not take this ID.
+				if err := tx.Bucket(bWatches).SetSequence(uint64(nw.ID)); err != nil {
+					return err
+				}
+			}
+		}
+		if err := checkDuplicate(tx, &nw); err != nil {
+			return err
+		}
+		return putWatch(tx, &nw, old)
+	})
+	return wrap(err, "put watch %d", w.ID)
+}
+
 // Watch returns the watch if it is userID's (any user's for AnyUser).
 // Errors: ENOTFOUND when it does not exist or is another user's.
 func (s *Store) Watch(ctx context.Context, userID, id int64) (*changedigest.Watch, error) {

@@ -29,6 +29,7 @@ func (s *Server) Handler() http.Handler {
 	}))
 
 	r.Get("/healthz", func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok\n")) })
+	r.Get("/readyz", s.handleReady)
 	r.Handle("/static/*", s.staticFiles())
 
 	// Feed readers cannot log in: the secret feed token is in the path.

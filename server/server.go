@@ -52,6 +52,10 @@ type Server struct {
 	// clients (collaborative detection).
 	Agent   *agent.Manager
 	Clients *agent.Coordinator
+	// Ready, when set, tells /readyz why the service cannot serve all
+	// its watches yet (a cluster node catching up with its shards); nil
+	// from it, or no Ready, answers ready.
+	Ready func() error
 
 	// SessionTTL is how long a login lasts (30 days).
 	SessionTTL time.Duration
@@ -172,4 +176,19 @@ func (s *Server) Serve(ln net.Listener) error {
 		}
 	}()
 	return nil
+}
+
+// handleReady answers 200 when the service serves all its watches, and
+// 503 with the reason while it does not (a load balancer's readiness probe).
+func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	if s.Ready != nil {
+		if err := s.Ready(); err != nil {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			fmt.Fprintf(w, "not ready: %v\n", err)
+			return
+		}
+	}
+	w.Write([]byte("ready\n"))
 }

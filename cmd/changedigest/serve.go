@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -19,6 +20,7 @@ import (
 	"github.com/changedigest/changedigest"
 	"github.com/changedigest/changedigest/agent"
 	"github.com/changedigest/changedigest/browser"
+	"github.com/changedigest/changedigest/cluster"
 	"github.com/changedigest/changedigest/crawl"
 	"github.com/changedigest/changedigest/demo"
 	"github.com/changedigest/changedigest/expand"
@@ -55,7 +57,38 @@ type Config struct {
 	// MemoryLimitMB is the Go runtime's soft memory limit (0: none); the
 	// GOMEMLIMIT environment variable overrides it.
 	MemoryLimitMB int
+	// Cluster, when it names a cluster (or NATS is an existing NATS
+	// deployment), makes this process a node of a cluster; see clusterFlags.
+	Cluster clusterFlags
 }
+
+// clusterFlags are serve's flags for running as a node of a cluster.
+type clusterFlags struct {
+	Name       string
+	Node       string
+	Listen     string
+	Routes     string
+	NATS       string
+	NATSListen string
+	Shards     int
+	Replicas   int
+	AckWait    time.Duration
+}
+
+func (f *clusterFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.Name, "cluster", "", "form or join the cluster of this name (NATS JetStream embedded; see --cluster-listen, --routes)")
+	fs.StringVar(&f.Node, "node", "", "this node's name in the cluster, unique (default: host name and --addr port)")
+	fs.StringVar(&f.Listen, "cluster-listen", "", "with --cluster: HOST:PORT this node's NATS server takes routes from the others on")
+	fs.StringVar(&f.Routes, "routes", "", "with --cluster: comma-separated HOST:PORT route addresses of the other nodes")
+	fs.StringVar(&f.NATS, "nats", "", "use the existing NATS deployment at this URL (with JetStream) instead of an embedded server")
+	fs.StringVar(&f.NATSListen, "nats-listen", "", "with --cluster: HOST:PORT the embedded NATS server takes clients on (for 'changedigest cluster status')")
+	fs.IntVar(&f.Shards, "shards", 16, "shards the watches are divided into, when the cluster first forms")
+	fs.IntVar(&f.Replicas, "replicas", 0, "servers keeping each stream and bucket (default 3 in a cluster, 1 alone)")
+	fs.DurationVar(&f.AckWait, "check-ack-wait", 2*time.Minute, "how long a check may run on a node before another node takes it over")
+}
+
+// on reports whether serve runs as a cluster node.
+func (f *clusterFlags) on() bool { return f.Name != "" || f.NATS != "" }
 
 // DefaultMemoryLimitMB keeps a service watching 10,000 pages under 300 MB
 // (measured with cmd/checkbench): Bleve's merges would otherwise let the
@@ -79,6 +112,9 @@ type Main struct {
 	Agent     *agent.Manager
 	Clients   *agent.Coordinator
 	Browser   *browser.Pool
+	// Cluster and Node are set when serve runs as a cluster node.
+	Cluster *cluster.Conn
+	Node    *cluster.Node
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -117,6 +153,7 @@ func runServe(ctx context.Context, e *env) error {
 	fs.DurationVar(&c.ClientGap, "client-gap", c.ClientGap, "least time between two polls of one page by one polling client")
 	fs.DurationVar(&c.ClientMinGap, "client-min-gap", c.ClientMinGap, "least time between two polls of one page by all polling clients together")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "debug, info, warn or error")
+	c.Cluster.register(fs)
 	fs.IntVar(&c.MemoryLimitMB, "memory-limit", c.MemoryLimitMB, "soft memory limit in MB: the garbage collector works harder near it (0: none; env GOMEMLIMIT wins)")
 	args, err := e.parse(fs, e.args)
 	if err != nil {
@@ -197,6 +234,12 @@ func (m *Main) Run(ctx context.Context) error {
 	sched.Workers, sched.HostGap = c.Workers, c.HostGap
 	sched.Logger = log.With("component", "crawl")
 	m.Scheduler = sched
+	if c.Cluster.on() {
+		if err := m.joinCluster(ctx, pipeline, ln.Addr()); err != nil {
+			ln.Close()
+			return err
+		}
+	}
 
 	// Collaborative detection: reports of page agents and polling
 	// clients make a watch due; the scheduler's fetch verifies them.
@@ -251,6 +294,9 @@ func (m *Main) Run(ctx context.Context) error {
 		return err
 	}
 	srv.Agent, srv.Clients = m.Agent, m.Clients
+	if m.Node != nil {
+		srv.Ready = m.Node.Ready
+	}
 	m.Server = srv
 
 	runCtx, cancel := context.WithCancel(context.Background())
@@ -269,6 +315,10 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 	m.Agent.Start()
 	m.goRun(func() error { return sched.Run(runCtx) })
+	if m.Node != nil {
+		m.goRun(func() error { return m.Node.Run(runCtx) })
+		m.goRun(func() error { return m.Node.Worker.Run(runCtx) })
+	}
 	m.goRun(func() error { return m.Notify.Run(runCtx, time.Minute) })
 	m.goRun(func() error { return disp.Run(runCtx) })
 	m.goRun(func() error { return m.maintain(runCtx, time.Hour) })
@@ -277,6 +327,64 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 	fmt.Fprintf(m.Stdout, "changedigest is running at %s (data in %s)\n", eng.Site(), absData(c.data))
 	return nil
+}
+
+// joinCluster makes the service a cluster node: it starts the embedded
+// NATS server (or reaches --nats), and the scheduler then runs the checks
+// of this node's shards through the cluster's work queue, which this
+// node's workers also take from.
+func (m *Main) joinCluster(ctx context.Context, pipeline *crawl.Pipeline, addr net.Addr) error {
+	c := &m.Config
+	f := &c.Cluster
+	name := f.Node
+	if name == "" {
+		host, _ := os.Hostname()
+		_, port, _ := net.SplitHostPort(addr.String())
+		name = host + "-" + port
+	}
+	name = nodeName(name)
+	cfg := cluster.Config{
+		Name: name, Dir: cluster.DataDir(c.data), URL: f.NATS, ClusterName: f.Name,
+		Listen: f.Listen, Client: f.NATSListen, Replicas: f.Replicas, Shards: f.Shards,
+		AckWait: f.AckWait, HostGap: c.HostGap, Logger: m.Logger.With("component", "cluster"),
+	}
+	if f.Routes != "" {
+		for _, r := range strings.Split(f.Routes, ",") {
+			if r = strings.TrimSpace(r); r != "" {
+				cfg.Routes = append(cfg.Routes, r)
+			}
+		}
+	}
+	if f.Name == "" && (f.Listen != "" || len(cfg.Routes) > 0) {
+		return usagef("--cluster-listen and --routes need --cluster NAME")
+	}
+	dctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	conn, err := cluster.Dial(dctx, cfg)
+	if err != nil {
+		return err
+	}
+	m.Cluster = conn
+	worker := &cluster.Worker{Conn: conn, Pipeline: pipeline, Workers: c.Workers, Logger: cfg.Logger}
+	m.Node = &cluster.Node{Conn: conn, Store: m.Store, Dir: c.data, Worker: worker, Logger: cfg.Logger}
+	// The scheduler only waits on the queue: let it wait on many.
+	m.Scheduler.Store, m.Scheduler.Checker = m.Node, m.Node
+	m.Scheduler.Workers = 8 * c.Workers
+	// A check taken by a node that died goes to another after AckWait;
+	// a stream whose leader died answers again some seconds later.
+	m.Scheduler.CheckTimeout = 3*f.AckWait + 30*time.Second
+	m.Logger.Info("joined the cluster", "node", name, "shards", conn.Config.Shards, "replicas", conn.Config.Replicas, "nats", conn.ClientURL())
+	return nil
+}
+
+// nodeName keeps the characters a node name may have.
+func nodeName(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' {
+			return r
+		}
+		return '-'
+	}, s)
 }
 
 func (m *Main) goRun(fn func() error) {
@@ -334,6 +442,9 @@ func (m *Main) Close() error {
 	m.wg.Wait()
 	if m.Agent != nil {
 		m.Agent.Stop()
+	}
+	if m.Cluster != nil {
+		errs = append(errs, m.Cluster.Close())
 	}
 	if m.Browser != nil {
 		errs = append(errs, m.Browser.Close())

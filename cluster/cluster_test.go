@@ -1,0 +1,146 @@
+package cluster_test
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/changedigest/changedigest"
+	"github.com/changedigest/changedigest/cluster"
+	"github.com/changedigest/changedigest/crawl"
+	"github.com/changedigest/changedigest/crawl/crawltest"
+	"github.com/changedigest/changedigest/pet"
+	"github.com/changedigest/changedigest/segmenter"
+)
+
+// node is one in-process node: an embedded server alone (no port), its
+// store as the view, a worker and the scheduler.
+type node struct {
+	conn   *cluster.Conn
+	store  *pet.Store
+	node   *cluster.Node
+	worker *cluster.Worker
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func startNode(t *testing.T, natsDir, dataDir string) *node {
+	t.Helper()
+	ctx := context.Background()
+	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	conn, err := cluster.Dial(dctx, cluster.Config{Name: "solo", Dir: natsDir, Shards: 4, HostGap: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := pet.New(dataDir)
+	if err := store.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	f := crawl.NewFetcher()
+	f.AllowPrivate = true
+	p := crawl.NewPipeline(f, segmenter.New(), store)
+	wk := &cluster.Worker{Conn: conn, Pipeline: p, Workers: 4}
+	nd := &cluster.Node{Conn: conn, Store: store, Dir: dataDir, Worker: wk}
+	sched := crawl.NewScheduler(nd, nd)
+	sched.HostGap, sched.Tick = 10*time.Millisecond, 50*time.Millisecond
+	rctx, stop := context.WithCancel(ctx)
+	n := &node{conn: conn, store: store, node: nd, worker: wk, cancel: stop, done: make(chan struct{})}
+	go func() {
+		defer close(n.done)
+		ch := make(chan struct{}, 3)
+		go func() { nd.Run(rctx); ch <- struct{}{} }()
+		go func() { wk.Run(rctx); ch <- struct{}{} }()
+		go func() { sched.Run(rctx); ch <- struct{}{} }()
+		for range 3 {
+			<-ch
+		}
+	}()
+	return n
+}
+
+func (n *node) stop() {
+	n.cancel()
+	<-n.done
+	n.store.Close()
+	n.conn.Close()
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for end := time.Now().Add(30 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		if cond() {
+			return
+		}
+	}
+	t.Fatalf("timed out waiting for %s", what)
+}
+
+// TestCheckStoredOnceAndRebuilt runs checks through the work queue and
+// the versions stream, checks that each stored version reached the view,
+// then opens a fresh view on the same stream: it is rebuilt whole.
+func TestCheckStoredOnceAndRebuilt(t *testing.T) {
+	const pages = 20
+	farm := crawltest.NewFarm(t, crawltest.FarmConfig{Hosts: 4, Pages: pages, Size: 2 << 10, Rate: func(int) float64 { return 0 }})
+	natsDir, dataDir := t.TempDir(), filepath.Join(t.TempDir(), "view")
+	n := startNode(t, natsDir, dataDir)
+	ctx := context.Background()
+	ws := make([]*changedigest.Watch, pages)
+	for i := range ws {
+		ws[i] = &changedigest.Watch{UserID: 1, URL: farm.URL(i)}
+	}
+	if err := n.conn.AddWatches(ctx, ws); err != nil {
+		t.Fatal(err)
+	}
+	stored := func(s *pet.Store) int {
+		k := 0
+		for _, w := range ws {
+			if info, err := s.Track(ctx, w.ID); err == nil && info.Versions > 0 {
+				k++
+			}
+		}
+		return k
+	}
+	waitFor(t, "every watch's first version in the view", func() bool { return stored(n.store) == pages })
+	counts, dups, err := n.conn.VersionCounts(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dups != 0 || len(counts) != pages {
+		t.Fatalf("track of record: %d watches with versions, %d due checks stored twice", len(counts), dups)
+	}
+	for _, w := range ws {
+		if counts[w.ID] != 1 {
+			t.Errorf("watch %d has %d versions in the track of record", w.ID, counts[w.ID])
+		}
+	}
+	_, full, _ := farm.Requests()
+	if full != pages {
+		t.Errorf("the farm answered %d pages in full, want %d (one check each)", full, pages)
+	}
+	st, err := n.conn.Status(ctx, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Versions != pages || st.Watches != pages || len(st.Nodes) != 1 || st.Nodes[0].Name != "solo" {
+		t.Errorf("status: %d versions, %d watches, nodes %+v", st.Versions, st.Watches, st.Nodes)
+	}
+	if err := n.node.Ready(); err != nil {
+		t.Errorf("ready: %v", err)
+	}
+	n.stop()
+
+	// A node with an empty store takes the same shards: its view is
+	// rebuilt from the versions stream, and nothing is fetched again
+	// but what is due.
+	n2 := startNode(t, natsDir, filepath.Join(t.TempDir(), "fresh"))
+	defer n2.stop()
+	waitFor(t, "the rebuilt view", func() bool { return stored(n2.store) == pages })
+	for _, w := range ws {
+		snap, err := n2.store.Latest(ctx, w.ID)
+		if err != nil || snap.Seq != 1 || len(snap.Segments) == 0 {
+			t.Fatalf("rebuilt view of watch %d: %+v, %v", w.ID, snap, err)
+		}
+	}
+}

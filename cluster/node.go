@@ -1,0 +1,697 @@
+package cluster
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/changedigest/changedigest"
+	"github.com/changedigest/changedigest/crawl"
+	"github.com/changedigest/changedigest/pet"
+)
+
+// errQueued: the due check was already queued (by this watch's previous
+// owner); its outcome goes there, and its version, if any, to the track.
+var errQueued = errors.New("cluster: this check was already queued by another node")
+
+// Node is one machine's part of the cluster. It tells the others it is
+// alive, owns its share of the shards (taking over those of a node that
+// stopped answering, giving some up when a node joins), keeps its store
+// as the view of its shards (watch definitions from the watches bucket,
+// versions from the versions stream), and schedules their checks through
+// the work queue: it is the scheduler's crawl.Store and crawl.Checker.
+type Node struct {
+	Conn *Conn
+	// Store is the node's view of its shards.
+	Store *pet.Store
+	// Dir keeps how far each shard's view has read the versions stream.
+	Dir string
+	// Worker, when set, is this node's worker; its counts go into the
+	// node's heartbeat.
+	Worker *Worker
+	Logger *slog.Logger
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+
+	started time.Time
+	mu      sync.Mutex
+	views   map[int]*view
+	waiters sync.Map // reply token -> chan reply
+	token   atomic.Uint64
+	sub     *nats.Subscription
+}
+
+// view is a shard as its owner keeps it.
+type view struct {
+	shard   int
+	cancel  context.CancelFunc
+	done    chan struct{}
+	claimed time.Time
+	// ready is when the view first caught up with the stream (0: not yet).
+	ready   atomic.Int64
+	pos     atomic.Uint64 // stream sequence applied
+	pending atomic.Uint64 // versions left to apply, as last seen
+	applied atomic.Int64
+}
+
+// NodeInfo is what a node tells the others in its heartbeat.
+type NodeInfo struct {
+	Name    string    `json:"name"`
+	Client  string    `json:"client,omitempty"`
+	Started time.Time `json:"started"`
+	Beat    time.Time `json:"beat"`
+	Shards  []int     `json:"shards"`
+	// Ready lists the shards whose view has caught up (served).
+	Ready []int `json:"ready"`
+	// Lag is the versions its views have still to apply; Applied the
+	// versions they applied since this process started.
+	Lag     uint64 `json:"lag"`
+	Applied int64  `json:"applied"`
+	// TakeOver is the longest time a shard took from being claimed to
+	// being served, in milliseconds, since this process started.
+	TakeOver int64 `json:"takeover_ms"`
+	Checks   int64 `json:"checks"`
+	Failed   int64 `json:"failed"`
+	Busy     int64 `json:"busy"`
+	// Down is set by Status when the last heartbeat is older than the lease.
+	Down bool `json:"down,omitempty"`
+}
+
+func (n *Node) now() time.Time {
+	if n.Now != nil {
+		return n.Now()
+	}
+	return time.Now()
+}
+
+func (n *Node) logger() *slog.Logger {
+	if n.Logger != nil {
+		return n.Logger
+	}
+	return slog.Default()
+}
+
+// Run keeps the node in the cluster until ctx ends: heartbeats, shard
+// ownership, views. Call it once.
+func (n *Node) Run(ctx context.Context) error {
+	c := n.Conn
+	n.started = n.now()
+	n.mu.Lock()
+	n.views = map[int]*view{}
+	n.mu.Unlock()
+	sub, err := c.nc.Subscribe("cd.reply."+c.Config.Name+".*", func(m *nats.Msg) {
+		tok := m.Subject[strings.LastIndexByte(m.Subject, '.')+1:]
+		if ch, ok := n.waiters.Load(tok); ok {
+			var r reply
+			if err := json.Unmarshal(m.Data, &r); err != nil {
+				r.Err = "cluster: malformed outcome: " + err.Error()
+			}
+			select {
+			case ch.(chan reply) <- r:
+			default:
+			}
+		}
+	})
+	if err != nil {
+		return fmt.Errorf("cluster: subscribe to outcomes: %w", err)
+	}
+	n.sub = sub
+	defer sub.Unsubscribe()
+	tick := time.NewTicker(c.Config.Lease / 4)
+	defer tick.Stop()
+	for {
+		if err := n.heartbeat(ctx); err != nil && ctx.Err() == nil {
+			n.logger().Warn("heartbeat", "err", err)
+		} else if err := n.rebalance(ctx); err != nil && ctx.Err() == nil {
+			n.logger().Warn("shard ownership", "err", err)
+		}
+		n.savePositions()
+		select {
+		case <-ctx.Done():
+			n.stopAll()
+			n.savePositions()
+			// Leave at once: the others need not wait out the lease.
+			dctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			n.Conn.nodes.Delete(dctx, c.Config.Name)
+			cancel()
+			return nil
+		case <-tick.C:
+		}
+	}
+}
+
+// Info is the node's current heartbeat.
+func (n *Node) Info() NodeInfo {
+	info := NodeInfo{Name: n.Conn.Config.Name, Client: n.Conn.ClientURL(), Started: n.started, Beat: n.now()}
+	n.mu.Lock()
+	for s, v := range n.views {
+		info.Shards = append(info.Shards, s)
+		if r := v.ready.Load(); r != 0 {
+			info.Ready = append(info.Ready, s)
+			info.TakeOver = max(info.TakeOver, (r-v.claimed.UnixNano())/1e6)
+		}
+		info.Lag += v.pending.Load()
+		info.Applied += v.applied.Load()
+	}
+	n.mu.Unlock()
+	slices.Sort(info.Shards)
+	slices.Sort(info.Ready)
+	if n.Worker != nil {
+		info.Checks, info.Failed, info.Busy = n.Worker.Done.Load(), n.Worker.Failed.Load(), n.Worker.Busy.Load()
+	}
+	return info
+}
+
+func (n *Node) heartbeat(ctx context.Context) error {
+	data, err := json.Marshal(n.Info())
+	if err != nil {
+		return err
+	}
+	_, err = n.Conn.nodes.Put(ctx, n.Conn.Config.Name, data)
+	return err
+}
+
+// Ready reports why the node does not serve all its shards yet (nil when it does).
+func (n *Node) Ready() error {
+	if !n.Conn.nc.IsConnected() {
+		return errors.New("not connected to NATS")
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	var behind []string
+	for s, v := range n.views {
+		if v.ready.Load() == 0 {
+			behind = append(behind, strconv.Itoa(s))
+		}
+	}
+	if len(behind) > 0 {
+		slices.Sort(behind)
+		return fmt.Errorf("shards %s are catching up", strings.Join(behind, ", "))
+	}
+	return nil
+}
+
+// liveNodes lists the nodes whose last heartbeat is younger than the
+// lease (by this node's clock: keep the nodes' clocks within a second).
+func liveNodes(ctx context.Context, c *Conn, now time.Time) (map[string]bool, error) {
+	infos, err := nodeInfos(ctx, c.nodesStream)
+	lease := c.Config.Lease
+	live := map[string]bool{}
+	for _, info := range infos {
+		if now.Sub(info.Beat) < lease {
+			live[info.Name] = true
+		}
+	}
+	return live, err
+}
+
+// nodeInfos reads the nodes' last heartbeats, message by message from
+// the bucket's stream (one message per node: the bucket keeps no history).
+func nodeInfos(ctx context.Context, stream jetstream.Stream) ([]NodeInfo, error) {
+	var infos []NodeInfo
+	for seq := uint64(1); ; {
+		m, err := stream.GetMsg(ctx, seq, jetstream.WithGetMsgSubject("$KV."+nodesBucket+".*"))
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		seq = m.Sequence + 1
+		if op := m.Header.Get("KV-Operation"); op == "DEL" || op == "PURGE" {
+			continue // the node left
+		}
+		var info NodeInfo
+		if json.Unmarshal(m.Data, &info) == nil {
+			infos = append(infos, info)
+		}
+	}
+	sortedInfos(infos)
+	return infos, nil
+}
+
+// rebalance claims the shards of nodes that are gone and no one's, up to
+// this node's fair share, and gives up shards above it.
+func (n *Node) rebalance(ctx context.Context) error {
+	c := n.Conn
+	me := c.Config.Name
+	live, err := liveNodes(ctx, c, n.now())
+	if err != nil {
+		return err
+	}
+	live[me] = true
+	total := c.Config.Shards
+	target := (total + len(live) - 1) / len(live)
+	type entry struct {
+		owner string
+		rev   uint64
+	}
+	entries := make([]entry, total)
+	mine := 0
+	for s := range total {
+		e, err := c.shards.Get(ctx, strconv.Itoa(s))
+		if err == nil {
+			entries[s] = entry{string(e.Value()), e.Revision()}
+		} else if !errors.Is(err, jetstream.ErrKeyNotFound) {
+			return err
+		}
+		if entries[s].owner == me {
+			mine++
+		}
+	}
+	// Views of shards another node has taken stop; shards recorded as
+	// this node's (a restart under the same name) start.
+	n.mu.Lock()
+	running := make(map[int]bool, len(n.views))
+	for s := range n.views {
+		running[s] = true
+	}
+	n.mu.Unlock()
+	for s := range running {
+		if entries[s].owner != me {
+			n.stop(s)
+		}
+	}
+	for s, e := range entries {
+		if e.owner == me && !running[s] {
+			n.start(ctx, s)
+		}
+	}
+	for s, e := range entries {
+		if mine >= target {
+			break
+		}
+		if e.owner != "" && live[e.owner] {
+			continue
+		}
+		var err error
+		if e.rev == 0 {
+			_, err = c.shards.Create(ctx, strconv.Itoa(s), []byte(me))
+		} else {
+			_, err = c.shards.Update(ctx, strconv.Itoa(s), []byte(me), e.rev)
+		}
+		if err != nil {
+			continue // another node was first
+		}
+		if e.owner != "" {
+			n.logger().Info("taking over a shard", "shard", s, "from", e.owner)
+		}
+		mine++
+		n.start(ctx, s)
+	}
+	// Above the fair share (a node joined): give the last shards back,
+	// one per round, so the views move a few at a time.
+	if mine > target {
+		for s := total - 1; s >= 0; s-- {
+			if entries[s].owner != me {
+				continue
+			}
+			n.stop(s)
+			if err := c.shards.Delete(ctx, strconv.Itoa(s), jetstream.LastRevision(entries[s].rev)); err != nil {
+				return err
+			}
+			n.logger().Info("gave a shard up", "shard", s, "nodes", len(live))
+			break
+		}
+	}
+	return nil
+}
+
+// start begins keeping shard s's view.
+func (n *Node) start(ctx context.Context, s int) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if _, ok := n.views[s]; ok {
+		return
+	}
+	vctx, cancel := context.WithCancel(ctx)
+	v := &view{shard: s, cancel: cancel, done: make(chan struct{}), claimed: n.now()}
+	v.pos.Store(n.position(s))
+	n.views[s] = v
+	go func() {
+		defer close(v.done)
+		for vctx.Err() == nil {
+			err := n.follow(vctx, v)
+			if vctx.Err() != nil {
+				return
+			}
+			n.logger().Warn("shard view", "shard", s, "err", err)
+			select {
+			case <-vctx.Done():
+			case <-time.After(time.Second):
+			}
+		}
+	}()
+}
+
+// stop ends shard s's view.
+func (n *Node) stop(s int) {
+	n.mu.Lock()
+	v, ok := n.views[s]
+	delete(n.views, s)
+	n.mu.Unlock()
+	if ok {
+		v.cancel()
+		<-v.done
+		n.writePosition(s, v.pos.Load())
+	}
+}
+
+func (n *Node) stopAll() {
+	n.mu.Lock()
+	shards := make([]int, 0, len(n.views))
+	for s := range n.views {
+		shards = append(shards, s)
+	}
+	n.mu.Unlock()
+	for _, s := range shards {
+		n.stop(s)
+	}
+}
+
+// follow brings shard v's view up to date and keeps it so until ctx ends:
+// the watch definitions, then the versions after the last applied. It
+// reads both streams message by message with direct gets, which any
+// current replica answers: no consumer to create, so a view goes on while
+// the cluster replaces a server that died.
+func (n *Node) follow(ctx context.Context, v *view) error {
+	c := n.Conn
+	watchSubj := "$KV." + watchesBucket + "." + strconv.Itoa(v.shard) + ".*"
+	verSubj := shardVersions(v.shard)
+	var wpos uint64
+	for {
+		got := 0
+		for {
+			m, err := c.watchesStream.GetMsg(ctx, wpos+1, jetstream.WithGetMsgSubject(watchSubj))
+			if errors.Is(err, jetstream.ErrMsgNotFound) {
+				break
+			}
+			if err != nil {
+				return fmt.Errorf("watch definitions: %w", err)
+			}
+			if err := n.applyWatch(ctx, m); err != nil {
+				return err
+			}
+			wpos = m.Sequence
+			got++
+		}
+		for range 1000 {
+			m, err := c.versions.GetMsg(ctx, v.pos.Load()+1, jetstream.WithGetMsgSubject(verSubj))
+			if errors.Is(err, jetstream.ErrMsgNotFound) {
+				v.pending.Store(0)
+				v.ready.CompareAndSwap(0, n.now().UnixNano())
+				break
+			}
+			if err != nil {
+				return fmt.Errorf("versions: %w", err)
+			}
+			if err := n.applyVersion(ctx, m); err != nil {
+				return err
+			}
+			v.pos.Store(m.Sequence)
+			v.applied.Add(1)
+			got++
+		}
+		if got > 0 {
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// applyWatch puts a watch definition into the view, or deletes it.
+func (n *Node) applyWatch(ctx context.Context, m *jetstream.RawStreamMsg) error {
+	key := strings.TrimPrefix(m.Subject, "$KV."+watchesBucket+".")
+	_, idText, _ := strings.Cut(key, ".")
+	id, err := strconv.ParseInt(idText, 10, 64)
+	if err != nil {
+		return nil // not a watch key
+	}
+	if op := m.Header.Get("KV-Operation"); op == "DEL" || op == "PURGE" {
+		err := n.Store.DeleteWatch(ctx, pet.AnyUser, id)
+		if errors.Is(err, pet.ErrNotFound) {
+			err = nil
+		}
+		return err
+	}
+	var w changedigest.Watch
+	if err := json.Unmarshal(m.Data, &w); err != nil {
+		n.logger().Error("skipping a malformed watch definition", "key", key, "err", err)
+		return nil
+	}
+	w.ID = id
+	if err := n.Store.PutWatch(ctx, &w); err != nil && !errors.Is(err, pet.ErrInvalid) && !errors.Is(err, pet.ErrConflict) {
+		return err
+	} else if err != nil {
+		n.logger().Error("skipping a watch definition", "watch", id, "err", err)
+	}
+	return nil
+}
+
+// applyVersion stores a version in the view unless it is there already.
+func (n *Node) applyVersion(ctx context.Context, m *jetstream.RawStreamMsg) error {
+	v, err := decodeRaw(m)
+	if err != nil {
+		n.logger().Error("skipping a malformed version", "subject", m.Subject, "err", err)
+		return nil
+	}
+	id := v.meta.Snapshot.WatchID
+	info, err := n.Store.Track(ctx, id)
+	if errors.Is(err, pet.ErrNotFound) {
+		return nil // deleted since
+	}
+	if err != nil {
+		return err
+	}
+	if v.seq <= info.Latest {
+		return nil // applied before this process last saved its place
+	}
+	if _, err := n.Store.AddVersion(ctx, id, v.meta.Snapshot, v.body); err != nil {
+		return fmt.Errorf("apply version %d of watch %d: %w", v.seq, id, err)
+	}
+	return nil
+}
+
+// positions: how far each shard's view has read, kept in Dir.
+func (n *Node) positionFile() string { return filepath.Join(n.Dir, "positions.json") }
+
+func (n *Node) readPositions() map[int]uint64 {
+	pos := map[int]uint64{}
+	if b, err := os.ReadFile(n.positionFile()); err == nil {
+		json.Unmarshal(b, &pos)
+	}
+	return pos
+}
+
+func (n *Node) position(s int) uint64 { return n.readPositions()[s] }
+
+func (n *Node) writePosition(s int, p uint64) {
+	pos := n.readPositions()
+	pos[s] = p
+	n.writePositions(pos)
+}
+
+func (n *Node) savePositions() {
+	pos := n.readPositions()
+	n.mu.Lock()
+	for s, v := range n.views {
+		pos[s] = v.pos.Load()
+	}
+	n.mu.Unlock()
+	n.writePositions(pos)
+}
+
+func (n *Node) writePositions(pos map[int]uint64) {
+	b, _ := json.Marshal(pos)
+	tmp := n.positionFile() + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o600); err == nil {
+		os.Rename(tmp, n.positionFile())
+	}
+}
+
+// owns reports whether the node serves watch id's shard.
+func (n *Node) owns(id int64) bool {
+	s := ShardOf(id, n.Conn.Config.Shards)
+	n.mu.Lock()
+	v, ok := n.views[s]
+	n.mu.Unlock()
+	return ok && v.ready.Load() != 0
+}
+
+// DueWatches is crawl.Store's: the due watches of the shards this node serves.
+func (n *Node) DueWatches(ctx context.Context, now time.Time, limit int) ([]*changedigest.Watch, error) {
+	ws, err := n.Store.DueWatches(ctx, now, limit*4)
+	if err != nil {
+		return nil, err
+	}
+	out := ws[:0]
+	for _, w := range ws {
+		if n.owns(w.ID) && len(out) < limit {
+			out = append(out, w)
+		}
+	}
+	return out, nil
+}
+
+// SaveSchedule is crawl.Store's.
+func (n *Node) SaveSchedule(ctx context.Context, w *changedigest.Watch) error {
+	return n.Store.SaveSchedule(ctx, w)
+}
+
+// Check is crawl.Checker's: it queues the check and waits for its outcome
+// from whichever worker runs it.
+func (n *Node) Check(ctx context.Context, w *changedigest.Watch) (crawl.Outcome, error) {
+	c := n.Conn
+	data, err := json.Marshal(checkMsg{Watch: *w, Due: w.NextCheck})
+	if err != nil {
+		return crawl.Outcome{}, err
+	}
+	tok := strconv.FormatUint(n.token.Add(1), 36)
+	ch := make(chan reply, 1)
+	n.waiters.Store(tok, ch)
+	defer n.waiters.Delete(tok)
+	msg := &nats.Msg{Subject: checkSubject(ShardOf(w.ID, c.Config.Shards)), Data: data, Header: nats.Header{}}
+	msg.Header.Set(hdrReply, "cd.reply."+c.Config.Name+"."+tok)
+	ack, err := c.publish(ctx, msg, jetstream.WithMsgID(checkID(w.ID, w.NextCheck)))
+	if err != nil {
+		return crawl.Outcome{}, fmt.Errorf("cluster: queue a check of %s: %w", w, err)
+	}
+	if ack.Duplicate {
+		return n.awaitQueued(ctx, w)
+	}
+	return await(ctx, ch)
+}
+
+func await(ctx context.Context, ch <-chan reply) (crawl.Outcome, error) {
+	select {
+	case r := <-ch:
+		if r.Err != "" {
+			return r.Outcome, errors.New(r.Err)
+		}
+		return r.Outcome, nil
+	case <-ctx.Done():
+		return crawl.Outcome{}, ctx.Err()
+	}
+}
+
+// awaitQueued waits for the outcome of a check another node queued (this
+// node took the watch over since): from the check's own subject, or,
+// when the check already stored its version, from the track.
+func (n *Node) awaitQueued(ctx context.Context, w *changedigest.Watch) (crawl.Outcome, error) {
+	c := n.Conn
+	ch := make(chan reply, 1)
+	sub, err := c.nc.Subscribe(outcomeSubject(w.ID, w.NextCheck), func(m *nats.Msg) {
+		var r reply
+		if err := json.Unmarshal(m.Data, &r); err != nil {
+			r.Err = "cluster: malformed outcome: " + err.Error()
+		}
+		select {
+		case ch <- r:
+		default:
+		}
+	})
+	if err != nil {
+		return crawl.Outcome{}, fmt.Errorf("cluster: wait for a queued check of %s: %w", w, err)
+	}
+	defer sub.Unsubscribe()
+	c.nc.Flush()
+	t := &checkTrack{c: c, shard: ShardOf(w.ID, c.Config.Shards)}
+	if v, err := t.newest(ctx, w.ID); err == nil && v != nil && v.due == w.NextCheck.UnixNano() {
+		res := crawl.Changed
+		if v.seq == 1 {
+			res = crawl.FirstVersion
+		}
+		return crawl.Outcome{Result: res, ETag: v.meta.Snapshot.ETag, LastModified: v.meta.Snapshot.LastModified}, nil
+	}
+	wctx, cancel := context.WithTimeout(ctx, c.Config.AckWait+10*time.Second)
+	defer cancel()
+	out, err := await(wctx, ch)
+	if wctx.Err() != nil && ctx.Err() == nil {
+		return out, errQueued
+	}
+	return out, err
+}
+
+// AddWatches defines new watches in the cluster (IDs from the cluster's
+// counter, set on the watches); the owners of their shards schedule them.
+func (c *Conn) AddWatches(ctx context.Context, ws []*changedigest.Watch) error {
+	for _, w := range ws {
+		if err := w.Validate(); err != nil {
+			return err
+		}
+	}
+	if len(ws) == 0 {
+		return nil
+	}
+	first, err := c.nextID(ctx, "watch", int64(len(ws)))
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	for i, w := range ws {
+		nw := *w
+		nw.ID = first + int64(i)
+		nw.CreatedAt, nw.UpdatedAt = now, now
+		if nw.NextCheck.IsZero() {
+			nw.NextCheck = now
+		}
+		v, err := json.Marshal(&nw)
+		if err != nil {
+			return err
+		}
+		if _, err := c.watches.Create(ctx, watchKey(ShardOf(nw.ID, c.Config.Shards), nw.ID), v); err != nil {
+			return fmt.Errorf("cluster: define watch %d (%s): %w", nw.ID, nw.URL, err)
+		}
+		*w = nw
+	}
+	return nil
+}
+
+// nextID takes n IDs from the named counter and returns the first.
+func (c *Conn) nextID(ctx context.Context, name string, n int64) (int64, error) {
+	for range 100 {
+		e, err := c.counters.Get(ctx, name)
+		var cur int64
+		var rev uint64
+		switch {
+		case err == nil:
+			cur, _ = strconv.ParseInt(string(e.Value()), 10, 64)
+			rev = e.Revision()
+		case !errors.Is(err, jetstream.ErrKeyNotFound):
+			return 0, fmt.Errorf("cluster: read the %s counter: %w", name, err)
+		}
+		next := []byte(strconv.FormatInt(cur+n, 10))
+		if rev == 0 {
+			_, err = c.counters.Create(ctx, name, next)
+		} else {
+			_, err = c.counters.Update(ctx, name, next, rev)
+		}
+		if err == nil {
+			return cur + 1, nil
+		}
+	}
+	return 0, fmt.Errorf("cluster: the %s counter is contended", name)
+}
+
+// sortedInfos orders node infos by name.
+func sortedInfos(infos []NodeInfo) {
+	slices.SortFunc(infos, func(a, b NodeInfo) int { return cmp.Compare(a.Name, b.Name) })
+}

@@ -1,0 +1,169 @@
+package cluster
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/changedigest/changedigest"
+	"github.com/changedigest/changedigest/crawl"
+)
+
+// Headers of the messages.
+const (
+	hdrDue   = "Cd-Due"   // a check's due time, Unix nanoseconds
+	hdrSeq   = "Cd-Seq"   // a version's number in its watch's track
+	hdrReply = "Cd-Reply" // where a check's outcome goes
+)
+
+// ShardOf is the shard of a watch.
+func ShardOf(watchID int64, shards int) int { return int(uint64(watchID) % uint64(shards)) }
+
+func checkSubject(shard int) string { return "cd.check." + strconv.Itoa(shard) }
+
+func versionSubject(shard int, watchID int64) string {
+	return "cd.ver." + strconv.Itoa(shard) + "." + strconv.FormatInt(watchID, 10)
+}
+
+func shardVersions(shard int) string { return "cd.ver." + strconv.Itoa(shard) + ".>" }
+
+func watchKey(shard int, watchID int64) string {
+	return strconv.Itoa(shard) + "." + strconv.FormatInt(watchID, 10)
+}
+
+// outcomeSubject is where a check's outcome is published.
+func outcomeSubject(watchID int64, due time.Time) string {
+	return "cd.outcome." + strconv.FormatInt(watchID, 10) + "." + strconv.FormatInt(due.UnixNano(), 10)
+}
+
+// checkID identifies one due check of a watch: JetStream drops a second
+// message with the same ID, and a version stored by the check carries it.
+func checkID(watchID int64, due time.Time) string {
+	return strconv.FormatInt(watchID, 10) + "@" + strconv.FormatInt(due.UnixNano(), 10)
+}
+
+// checkMsg is a due check as queued.
+type checkMsg struct {
+	Watch changedigest.Watch `json:"watch"`
+	Due   time.Time          `json:"due"`
+}
+
+// reply is a check's outcome sent back to the owner of the watch.
+type reply struct {
+	Outcome crawl.Outcome `json:"outcome"`
+	Err     string        `json:"err,omitempty"`
+}
+
+// versionMeta is what a version message holds besides the body: the
+// version, and the signature matrix up to it (its own hashes first), so
+// that the next check of the watch, on any node, reads one message.
+type versionMeta struct {
+	Snapshot *changedigest.Snapshot `json:"snapshot"`
+	History  [][]string             `json:"history"`
+}
+
+// version is a decoded version message.
+type version struct {
+	meta versionMeta
+	body []byte
+	// seq is the version's number in the track; due the check's due
+	// time; streamSeq the message's place in the stream.
+	seq       int
+	due       int64
+	streamSeq uint64
+}
+
+// encodeVersion lays out a version message: the metadata's length as a
+// uvarint, the metadata (JSON), the body.
+func encodeVersion(meta *versionMeta, body []byte) ([]byte, error) {
+	js, err := json.Marshal(meta)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]byte, 0, binary.MaxVarintLen64+len(js)+len(body))
+	out = binary.AppendUvarint(out, uint64(len(js)))
+	out = append(out, js...)
+	return append(out, body...), nil
+}
+
+var errBadVersion = errors.New("cluster: malformed version message")
+
+func decodeVersion(data []byte, h nats.Header, streamSeq uint64) (*version, error) {
+	n, k := binary.Uvarint(data)
+	if k <= 0 || n > uint64(len(data)-k) {
+		return nil, errBadVersion
+	}
+	v := &version{body: data[k+int(n):], streamSeq: streamSeq}
+	if err := json.Unmarshal(data[k:k+int(n)], &v.meta); err != nil || v.meta.Snapshot == nil {
+		return nil, fmt.Errorf("%w: %v", errBadVersion, err)
+	}
+	var err error
+	if v.seq, err = strconv.Atoi(h.Get(hdrSeq)); err != nil || v.seq <= 0 {
+		return nil, fmt.Errorf("%w: sequence %q", errBadVersion, h.Get(hdrSeq))
+	}
+	v.due, _ = strconv.ParseInt(h.Get(hdrDue), 10, 64)
+	v.meta.Snapshot.Seq = v.seq
+	return v, nil
+}
+
+func decodeRaw(m *jetstream.RawStreamMsg) (*version, error) {
+	return decodeVersion(m.Data, m.Header, m.Sequence)
+}
+
+// conflict reports whether JetStream refused a write because the stream
+// or key moved on since it was read (compare-and-set lost).
+func conflict(err error) bool {
+	if errors.Is(err, jetstream.ErrKeyExists) {
+		return true
+	}
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence || apiErr.ErrorCode == 10164)
+}
+
+// transient reports whether a JetStream request failed for want of an
+// answer (a stream electing its leader after a server died): worth again.
+func transient(err error) bool {
+	return errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, nats.ErrNoResponders) ||
+		errors.Is(err, nats.ErrTimeout) || errors.Is(err, context.DeadlineExceeded) ||
+		errors.Is(err, jetstream.ErrJetStreamNotEnabled) || errors.Is(err, nats.ErrConnectionReconnecting)
+}
+
+// publish publishes to a stream, again after transient failures, until
+// ctx ends; the message ID makes a repeat harmless.
+func (c *Conn) publish(ctx context.Context, msg *nats.Msg, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error) {
+	for wait := 100 * time.Millisecond; ; wait = min(2*wait, 2*time.Second) {
+		actx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		ack, err := c.js.PublishMsg(actx, msg, opts...)
+		cancel()
+		if err == nil || !transient(err) || ctx.Err() != nil {
+			return ack, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(wait):
+		}
+	}
+}
+
+// hostKey is a host's key in the hosts bucket (keys allow few characters).
+func hostKey(host string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(host) {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '-', r == '.':
+			b.WriteRune(r)
+		default:
+			fmt.Fprintf(&b, "_%x", r)
+		}
+	}
+	return b.String()
+}

@@ -1,0 +1,138 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Status is the cluster as `changedigest cluster status` shows it.
+type Status struct {
+	Nodes []NodeInfo `json:"nodes"`
+	// Owners names each shard's owner ("" when none).
+	Owners []string `json:"owners"`
+	// Queued is the checks waiting in the work queue; Running the ones
+	// a worker has taken and not yet acknowledged.
+	Queued  uint64 `json:"queued"`
+	Running int    `json:"running"`
+	// Versions is the versions in the track of record.
+	Versions uint64 `json:"versions"`
+	Watches  int    `json:"watches"`
+	Replicas int    `json:"replicas"`
+	// Streams tells where each stream and bucket is kept: its leader and
+	// replicas, and which replicas are current.
+	Streams []StreamState `json:"streams"`
+}
+
+// StreamState is a stream's (or bucket's) leader and replicas.
+type StreamState struct {
+	Name     string   `json:"name"`
+	Leader   string   `json:"leader"`
+	Current  []string `json:"current"`
+	Behind   []string `json:"behind,omitempty"`
+	Messages uint64   `json:"messages"`
+}
+
+// Status reads the cluster's state; detail adds each stream's replicas
+// (a request each).
+func (c *Conn) Status(ctx context.Context, detail bool) (*Status, error) {
+	st := &Status{Owners: make([]string, c.Config.Shards)}
+	infos, err := nodeInfos(ctx, c.nodesStream)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: list nodes: %w", err)
+	}
+	for i := range infos {
+		infos[i].Down = time.Since(infos[i].Beat) >= c.Config.Lease
+	}
+	st.Nodes = infos
+	for s := range c.Config.Shards {
+		if e, err := c.shards.Get(ctx, strconv.Itoa(s)); err == nil {
+			st.Owners[s] = string(e.Value())
+		}
+	}
+	ci, err := c.checks.Info(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: the checks queue: %w", err)
+	}
+	st.Queued = ci.State.Msgs
+	st.Replicas = ci.Config.Replicas
+	if cons, err := c.checks.Consumer(ctx, workerDurable); err == nil {
+		if info, err := cons.Info(ctx); err == nil {
+			st.Running = info.NumAckPending
+			st.Queued = info.NumPending
+		}
+	}
+	vi, err := c.versions.Info(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: the versions stream: %w", err)
+	}
+	st.Versions = vi.State.Msgs
+	if !detail {
+		if ks, err := c.watches.Status(ctx); err == nil {
+			st.Watches = int(ks.Values())
+		}
+		return st, nil
+	}
+	names := c.js.StreamNames(ctx)
+	for name := range names.Name() {
+		si, err := c.js.Stream(ctx, name)
+		if err != nil {
+			continue
+		}
+		info, err := si.Info(ctx)
+		if err != nil {
+			st.Streams = append(st.Streams, StreamState{Name: name, Leader: "? " + err.Error()})
+			continue
+		}
+		ss := StreamState{Name: name, Messages: info.State.Msgs}
+		if cl := info.Cluster; cl != nil {
+			ss.Leader = cl.Leader
+			ss.Current = append(ss.Current, cl.Leader)
+			for _, r := range cl.Replicas {
+				if r.Current && !r.Offline {
+					ss.Current = append(ss.Current, r.Name)
+				} else {
+					ss.Behind = append(ss.Behind, r.Name)
+				}
+			}
+		}
+		st.Streams = append(st.Streams, ss)
+	}
+	if ks, err := c.watches.Status(ctx); err == nil {
+		st.Watches = int(ks.Values())
+	}
+	return st, nil
+}
+
+// VersionCounts reads, for every watch with versions in the track of
+// record, its number of versions, and counts the due checks that stored
+// more than one. It reads every version: for tests and audits.
+func (c *Conn) VersionCounts(ctx context.Context) (counts map[int64]int, dups int, err error) {
+	counts = map[int64]int{}
+	seen := map[string]bool{}
+	for seq := uint64(1); ; {
+		m, err := c.versions.GetMsg(ctx, seq, jetstream.WithGetMsgSubject("cd.ver.>"))
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			return counts, dups, nil
+		}
+		if err != nil {
+			return nil, 0, err
+		}
+		seq = m.Sequence + 1
+		v, err := decodeRaw(m)
+		if err != nil {
+			return nil, 0, err
+		}
+		id := v.meta.Snapshot.WatchID
+		key := strconv.FormatInt(id, 10) + "@" + strconv.FormatInt(v.due, 10)
+		if seen[key] {
+			dups++
+		}
+		seen[key] = true
+		counts[id]++
+	}
+}

@@ -1,0 +1,154 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/changedigest/changedigest"
+)
+
+// errRaced: another worker stored a version of the watch after this
+// check read the newest one; this check's version is not stored.
+var errRaced = errors.New("cluster: another check stored a version of this watch first")
+
+// checkTrack is the track of record as one check sees it (the check
+// pipeline's crawl.Track): the newest version is read from the versions
+// stream, and a new version is appended there, once per due check and
+// only on top of the version the check compared against.
+type checkTrack struct {
+	c      *Conn
+	shard  int
+	due    time.Time
+	matrix int
+
+	read bool
+	last *version
+}
+
+// newest reads the newest version of the watch (nil when it has none).
+func (t *checkTrack) newest(ctx context.Context, watchID int64) (*version, error) {
+	if t.read {
+		return t.last, nil
+	}
+	m, err := t.c.versions.GetLastMsgForSubject(ctx, versionSubject(t.shard, watchID))
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		t.read = true
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cluster: read the newest version of watch %d: %w", watchID, err)
+	}
+	v, err := decodeRaw(m)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: newest version of watch %d: %w", watchID, err)
+	}
+	t.read, t.last = true, v
+	return v, nil
+}
+
+// Prior is crawl.Track's: the newest version, its body and the signature
+// matrix of the last m versions.
+func (t *checkTrack) Prior(ctx context.Context, watchID int64, m int) (*changedigest.Snapshot, []byte, [][]string, error) {
+	v, err := t.newest(ctx, watchID)
+	if err != nil || v == nil {
+		return nil, nil, nil, err
+	}
+	h := v.meta.History
+	if m > 0 && len(h) > m {
+		h = h[:m]
+	}
+	return v.meta.Snapshot, v.body, h, nil
+}
+
+// AddVersion appends the version to the watch's subject of the versions
+// stream. JetStream refuses it when another version was appended since
+// Prior (errRaced) and drops it when this due check already stored one.
+func (t *checkTrack) AddVersion(ctx context.Context, watchID int64, snap *changedigest.Snapshot, body []byte) (int, error) {
+	prev, err := t.newest(ctx, watchID)
+	if err != nil {
+		return 0, err
+	}
+	seq, last := 1, uint64(0)
+	history := [][]string{snap.Hashes()}
+	if prev != nil {
+		seq, last = prev.seq+1, prev.streamSeq
+		keep := prev.meta.History
+		if len(keep) > t.matrix-1 {
+			keep = keep[:t.matrix-1]
+		}
+		history = append(history, keep...)
+	}
+	if snap.FetchedAt.IsZero() {
+		snap.FetchedAt = time.Now()
+	}
+	snap.WatchID, snap.Seq, snap.Size = watchID, seq, len(body)
+	data, err := encodeVersion(&versionMeta{Snapshot: snap, History: history}, body)
+	if err != nil {
+		return 0, fmt.Errorf("cluster: encode a version of watch %d: %w", watchID, err)
+	}
+	if len(data) > MaxMessage {
+		return 0, fmt.Errorf("cluster: a version of watch %d is %d bytes, over the %d the cluster stores", watchID, len(data), MaxMessage)
+	}
+	msg := &nats.Msg{Subject: versionSubject(t.shard, watchID), Data: data, Header: nats.Header{}}
+	msg.Header.Set(hdrSeq, strconv.Itoa(seq))
+	msg.Header.Set(hdrDue, strconv.FormatInt(t.due.UnixNano(), 10))
+	_, err = t.c.publish(ctx, msg, jetstream.WithMsgID(checkID(watchID, t.due)),
+		jetstream.WithExpectLastSequencePerSubject(last))
+	if conflict(err) {
+		return 0, errRaced
+	}
+	if err != nil {
+		return 0, fmt.Errorf("cluster: store a version of watch %d: %w", watchID, err)
+	}
+	return seq, nil
+}
+
+// UpdateWatch changes the watch's definition in the watches bucket (the
+// pipeline records a page's kind and title there).
+func (t *checkTrack) UpdateWatch(ctx context.Context, userID, id int64, fn func(*changedigest.Watch) error) (*changedigest.Watch, error) {
+	return t.c.updateWatch(ctx, id, fn)
+}
+
+// updateWatch reads, changes and writes a watch definition, again when
+// another writer came between.
+func (c *Conn) updateWatch(ctx context.Context, id int64, fn func(*changedigest.Watch) error) (*changedigest.Watch, error) {
+	key := watchKey(ShardOf(id, c.Config.Shards), id)
+	for try := 0; try < 5; try++ {
+		e, err := c.watches.Get(ctx, key)
+		if transient(err) && ctx.Err() == nil {
+			try--
+			time.Sleep(250 * time.Millisecond) // a leader is being elected
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("cluster: read watch %d: %w", id, err)
+		}
+		var w changedigest.Watch
+		if err := json.Unmarshal(e.Value(), &w); err != nil {
+			return nil, fmt.Errorf("cluster: watch %d: %w", id, err)
+		}
+		if err := fn(&w); err != nil {
+			return nil, err
+		}
+		v, err := json.Marshal(&w)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := c.watches.Update(ctx, key, v, e.Revision()); err == nil {
+			return &w, nil
+		} else if transient(err) && ctx.Err() == nil {
+			try--
+			time.Sleep(250 * time.Millisecond)
+		} else if !conflict(err) {
+			return nil, fmt.Errorf("cluster: write watch %d: %w", id, err)
+		}
+	}
+	return nil, fmt.Errorf("cluster: watch %d changed under five writes in a row", id)
+}

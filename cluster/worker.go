@@ -1,0 +1,227 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/changedigest/changedigest/crawl"
+)
+
+// Worker takes due checks from the work queue and runs them through the
+// check pipeline (fetch, segment, compare against the newest version in
+// the versions stream, append the new version there). A check is
+// acknowledged only after its version is stored; one a worker took and
+// did not acknowledge (its node died) goes to another worker after the
+// queue's AckWait. One request at a time goes to a host across the
+// cluster, HostGap apart.
+type Worker struct {
+	Conn *Conn
+	// Pipeline is the check pipeline; its Track is replaced by the
+	// versions stream for each check.
+	Pipeline *crawl.Pipeline
+	// Workers bounds the checks running at once on this node (default 16).
+	Workers int
+	// CheckTimeout bounds one check (default: the queue's AckWait less 5 s).
+	CheckTimeout time.Duration
+	Logger       *slog.Logger
+
+	// Done counts the checks this worker finished; Busy the ones it put
+	// back because their host was taken.
+	Done, Busy, Failed atomic.Int64
+}
+
+// Run works until ctx ends.
+func (wk *Worker) Run(ctx context.Context) error {
+	c := wk.Conn
+	n := wk.Workers
+	if n <= 0 {
+		n = 16
+	}
+	cons, err := c.js.CreateOrUpdateConsumer(ctx, checksStream, jetstream.ConsumerConfig{
+		Durable:       workerDurable,
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       c.Config.AckWait,
+		MaxAckPending: 100000,
+		MaxDeliver:    -1,
+		Replicas:      c.Config.Replicas,
+	})
+	if err != nil {
+		return fmt.Errorf("cluster: the checks consumer: %w", err)
+	}
+	work := make(chan jetstream.Msg)
+	cc, err := cons.Consume(func(m jetstream.Msg) {
+		select {
+		case work <- m:
+		case <-ctx.Done():
+		}
+	}, jetstream.PullMaxMessages(n), jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+		if ctx.Err() == nil && !errors.Is(err, jetstream.ErrNoHeartbeat) {
+			wk.logger().Debug("checks consumer", "err", err)
+		}
+	}))
+	if err != nil {
+		return fmt.Errorf("cluster: consume checks: %w", err)
+	}
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() {
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case m := <-work:
+					wk.handle(ctx, m)
+				}
+			}
+		})
+	}
+	<-ctx.Done()
+	cc.Stop()
+	wg.Wait()
+	return nil
+}
+
+func (wk *Worker) logger() *slog.Logger {
+	if wk.Logger != nil {
+		return wk.Logger
+	}
+	return slog.Default()
+}
+
+// handle runs one queued check.
+func (wk *Worker) handle(ctx context.Context, m jetstream.Msg) {
+	c := wk.Conn
+	var cm checkMsg
+	if err := json.Unmarshal(m.Data(), &cm); err != nil || cm.Watch.ID <= 0 {
+		wk.logger().Error("dropping a malformed check message", "subject", m.Subject(), "err", err)
+		m.Term()
+		return
+	}
+	w := &cm.Watch
+	shard := ShardOf(w.ID, c.Config.Shards)
+	t := &checkTrack{c: c, shard: shard, due: cm.Due, matrix: max(wk.Pipeline.Matrix, 1)}
+
+	// A check delivered again may have stored its version before its
+	// node died: then it is done.
+	if meta, err := m.Metadata(); err == nil && meta.NumDelivered > 1 {
+		v, err := t.newest(ctx, w.ID)
+		if err == nil && v != nil && v.due == cm.Due.UnixNano() {
+			res := crawl.Changed
+			if v.seq == 1 {
+				res = crawl.FirstVersion
+			}
+			wk.finish(ctx, m, w.ID, cm.Due, reply{Outcome: crawl.Outcome{Result: res, ETag: v.meta.Snapshot.ETag, LastModified: v.meta.Snapshot.LastModified}})
+			return
+		}
+		t.read, t.last = false, nil
+	}
+
+	host := hostOf(w.URL)
+	if host != "" {
+		ok, err := wk.takeHost(ctx, host)
+		if err != nil {
+			wk.logger().Warn("host lock", "host", host, "err", err)
+		} else if !ok {
+			wk.Busy.Add(1)
+			m.NakWithDelay(c.Config.HostGap)
+			return
+		}
+	}
+	timeout := wk.CheckTimeout
+	if timeout <= 0 {
+		timeout = max(c.Config.AckWait-5*time.Second, c.Config.AckWait/2)
+	}
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	p := *wk.Pipeline
+	p.Track = t
+	out, err := p.Check(cctx, w)
+	cancel()
+	if host != "" {
+		// The gap counts from the end of the request.
+		c.hosts.Put(ctx, hostKey(host), hostFree)
+	}
+	if ctx.Err() != nil {
+		return // not acknowledged: another worker takes it
+	}
+	r := reply{Outcome: out}
+	if err != nil {
+		r.Err = err.Error()
+		wk.Failed.Add(1)
+	}
+	wk.finish(ctx, m, w.ID, cm.Due, r)
+}
+
+// finish sends the outcome to the watch's owner and acknowledges the
+// check. The outcome also goes to the check's own subject, where a node
+// that took the watch over waits for a check its previous owner queued.
+func (wk *Worker) finish(ctx context.Context, m jetstream.Msg, id int64, due time.Time, r reply) {
+	if data, err := json.Marshal(r); err == nil {
+		if to := m.Headers().Get(hdrReply); to != "" {
+			wk.Conn.nc.Publish(to, data)
+		}
+		wk.Conn.nc.Publish(outcomeSubject(id, due), data)
+	}
+	if err := m.DoubleAck(ctx); err != nil && ctx.Err() == nil {
+		wk.logger().Warn("acknowledging a check", "subject", m.Subject(), "err", err)
+	}
+	wk.Done.Add(1)
+}
+
+// A host's entry in the hosts bucket: busy while a request to it runs,
+// free after; its time is the server's.
+var (
+	hostBusy = []byte("busy")
+	hostFree = []byte("free")
+)
+
+// takeHost marks a host busy unless a request to it runs (a busy entry
+// younger than AckWait: older ones are of workers that died) or ended
+// less than HostGap ago. JetStream's compare-and-set lets one worker in
+// the cluster take it.
+func (wk *Worker) takeHost(ctx context.Context, host string) (bool, error) {
+	c := wk.Conn
+	key := hostKey(host)
+	e, err := c.hosts.Get(ctx, key)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		_, err = c.hosts.Create(ctx, key, hostBusy)
+		if conflict(err) {
+			return false, nil
+		}
+		return err == nil, err
+	}
+	if err != nil {
+		return false, err
+	}
+	age := time.Since(e.Created())
+	if string(e.Value()) == string(hostBusy) && age < c.Config.AckWait || age < c.Config.HostGap {
+		return false, nil
+	}
+	_, err = c.hosts.Update(ctx, key, hostBusy, e.Revision())
+	if conflict(err) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// hostOf is the host (name and port) a watch's requests go to.
+func hostOf(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return ""
+	}
+	host := u.Hostname()
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
+	}
+	return host + ":" + port
+}

@@ -1,0 +1,140 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/changedigest/changedigest"
+	"github.com/changedigest/changedigest/cluster"
+)
+
+func init() {
+	commands["cluster"] = command{summary: "a cluster of serve nodes: status, add watches", run: runCluster}
+}
+
+func runCluster(ctx context.Context, e *env) error {
+	if len(e.args) == 0 {
+		return usagef("cluster needs a sub-command: status or add")
+	}
+	sub, args := e.args[0], e.args[1:]
+	switch sub {
+	case "status":
+		return runClusterStatus(ctx, e, args)
+	case "add":
+		return runClusterAdd(ctx, e, args)
+	}
+	return usagef("cluster: unknown sub-command %q: want status or add", sub)
+}
+
+func runClusterStatus(ctx context.Context, e *env, args []string) error {
+	fs := newFlagSet(e, "cluster status", "--nats URL [--json]")
+	url := fs.String("nats", "nats://127.0.0.1:4222", "a node's NATS client address (serve --nats-listen)")
+	asJSON := fs.Bool("json", false, "print the status as JSON")
+	rest, err := e.parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(rest) > 0 {
+		return usagef("cluster status takes no arguments, got %q", rest)
+	}
+	conn, err := cluster.Connect(ctx, *url)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	st, err := conn.Status(ctx, true)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		enc := json.NewEncoder(e.stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(st)
+	}
+	printClusterStatus(e.stdout, st)
+	return nil
+}
+
+func printClusterStatus(out io.Writer, st *cluster.Status) {
+	fmt.Fprintf(out, "%d nodes, %d shards (%d replicas), %d watches, %d versions; queue: %d waiting, %d running\n",
+		len(st.Nodes), len(st.Owners), st.Replicas, st.Watches, st.Versions, st.Queued, st.Running)
+	tw := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NODE\tSTATE\tSHARDS\tSERVED\tLAG\tCHECKS\tFAILED\tUP\tLAST BEAT")
+	for _, n := range st.Nodes {
+		state := "up"
+		if n.Down {
+			state = "down"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\t%s ago\n", n.Name, state, len(n.Shards), len(n.Ready), n.Lag,
+			n.Checks, n.Failed, n.Beat.Sub(n.Started).Round(time.Second), time.Since(n.Beat).Round(100*time.Millisecond))
+	}
+	tw.Flush()
+	tw = tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SHARD\tOWNER")
+	for s, owner := range st.Owners {
+		if owner == "" {
+			owner = "(none)"
+		}
+		fmt.Fprintf(tw, "%d\t%s\n", s, owner)
+	}
+	tw.Flush()
+	tw = tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "STREAM\tMESSAGES\tLEADER\tCURRENT\tBEHIND")
+	for _, s := range st.Streams {
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", s.Name, s.Messages, s.Leader, strings.Join(s.Current, ","), strings.Join(s.Behind, ","))
+	}
+	tw.Flush()
+}
+
+func runClusterAdd(ctx context.Context, e *env, args []string) error {
+	fs := newFlagSet(e, "cluster add", "--nats URL [--user ID] [--interval D] URL... (or - to read URLs from standard input)")
+	url := fs.String("nats", "nats://127.0.0.1:4222", "a node's NATS client address (serve --nats-listen)")
+	user := fs.Int64("user", 1, "the user the watches are for")
+	interval := fs.Duration("interval", 0, "check interval (default: learnt from each page's change rate)")
+	rest, err := e.parse(fs, args)
+	if err != nil {
+		return err
+	}
+	var urls []string
+	for _, a := range rest {
+		if a != "-" {
+			urls = append(urls, a)
+			continue
+		}
+		sc := bufio.NewScanner(e.stdin)
+		for sc.Scan() {
+			if line := strings.TrimSpace(sc.Text()); line != "" && !strings.HasPrefix(line, "#") {
+				urls = append(urls, line)
+			}
+		}
+		if err := sc.Err(); err != nil {
+			return fmt.Errorf("read URLs: %w", err)
+		}
+	}
+	if len(urls) == 0 {
+		return usagef("cluster add needs URLs (or - to read them from standard input)")
+	}
+	ws := make([]*changedigest.Watch, len(urls))
+	for i, u := range urls {
+		ws[i] = &changedigest.Watch{UserID: *user, URL: u, Interval: *interval}
+		if err := ws[i].Validate(); err != nil {
+			return fmt.Errorf("line %d: %w", i+1, err)
+		}
+	}
+	conn, err := cluster.Connect(ctx, *url)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if err := conn.AddWatches(ctx, ws); err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "added %d watches (IDs %d to %d)\n", len(ws), ws[0].ID, ws[len(ws)-1].ID)
+	return nil
+}

@@ -1,0 +1,284 @@
+package main
+
+import (
+	"context"
+
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/changedigest/changedigest"
+	"github.com/changedigest/changedigest/cluster"
+	"github.com/changedigest/changedigest/crawl/crawltest"
+	"github.com/changedigest/changedigest/pet"
+)
+
+// freePorts returns n loopback ports free a moment ago.
+func freePorts(t *testing.T, n int) []string {
+	t.Helper()
+	var addrs []string
+	var lns []net.Listener
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		lns = append(lns, ln)
+		addrs = append(addrs, ln.Addr().String())
+	}
+	for _, ln := range lns {
+		ln.Close()
+	}
+	return addrs
+}
+
+// TestClusterKill runs three serve processes as a cluster on loopback (a
+// three-server JetStream cluster inside them) over a farm of pages,
+// kills one with SIGKILL while the first versions are being stored, and
+// checks that every watch got its one version, none twice, that the dead
+// node's shards are served again by the others, and that each owner's
+// store holds every version of its shards. CHANGEDIGEST_CLUSTER_WATCHES
+// sets the number of watches (default 10,000).
+func TestClusterKill(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a cluster of three processes")
+	}
+	watches := 10000
+	if v := os.Getenv("CHANGEDIGEST_CLUSTER_WATCHES"); v != "" {
+		watches, _ = strconv.Atoi(v)
+	}
+	const shards = 12
+	farm := crawltest.NewFarm(t, crawltest.FarmConfig{Hosts: 100, Pages: watches, Size: 2 << 10, Rate: func(int) float64 { return 0 }})
+
+	ports := freePorts(t, 6)
+	routes, clients := ports[:3], ports[3:]
+	dirs := make([]string, 3)
+	procs := make([]*exec.Cmd, 3)
+	logs := make([]string, 3)
+	exited := make([]chan struct{}, 3)
+	start := func(i int) {
+		dirs[i] = filepath.Join(t.TempDir(), "node"+strconv.Itoa(i))
+		logs[i] = filepath.Join(dirs[i] + ".log")
+		var others []string
+		for j, r := range routes {
+			if j != i {
+				others = append(others, r)
+			}
+		}
+		cmd := exec.Command(os.Args[0], "serve", "--data", dirs[i], "--addr", "127.0.0.1:0", "--allow-private",
+			"--log-level", "info", "--cluster", "killtest", "--node", "n"+strconv.Itoa(i),
+			"--cluster-listen", routes[i], "--routes", strings.Join(others, ","), "--nats-listen", clients[i],
+			"--shards", strconv.Itoa(shards), "--host-gap", "20ms", "--check-ack-wait", "5s", "--workers", "16")
+		cmd.Env = append(os.Environ(), "CHANGEDIGEST_TEST_MAIN=1")
+		f, err := os.Create(logs[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd.Stdout, cmd.Stderr = f, f
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		procs[i] = cmd
+		exited[i] = make(chan struct{})
+		go func() {
+			err := cmd.Wait()
+			t.Logf("node %d exited: %v", i, err)
+			close(exited[i])
+		}()
+		t.Cleanup(func() {
+			cmd.Process.Kill()
+			<-exited[i]
+			f.Close()
+			if t.Failed() {
+				b, _ := os.ReadFile(logs[i])
+				t.Logf("node %d's log:\n%s", i, b)
+			}
+		})
+	}
+	for i := range 3 {
+		start(i)
+	}
+
+	ctx := context.Background()
+	var conn *cluster.Conn
+	wait := func(what string, limit time.Duration, cond func(*cluster.Status) bool) *cluster.Status {
+		t.Helper()
+		end := time.Now().Add(limit)
+		var (
+			last    *cluster.Status
+			lastErr error
+			logged  = time.Now()
+		)
+		for {
+			if conn == nil {
+				cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+				conn, lastErr = cluster.Connect(cctx, "nats://"+clients[0])
+				cancel()
+			}
+			if conn != nil {
+				sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+				st, err := conn.Status(sctx, false)
+				cancel()
+				if err == nil && cond(st) {
+					return st
+				}
+				last, lastErr = st, err
+				if testing.Verbose() && time.Since(logged) > 5*time.Second {
+					logged = time.Now()
+					if st != nil {
+						t.Logf("waiting for %s: %d versions, %d queued, %d running, owners %v, nodes %+v", what, st.Versions, st.Queued, st.Running, st.Owners, st.Nodes)
+					} else {
+						t.Logf("waiting for %s: %v", what, err)
+					}
+				}
+			}
+			if time.Now().After(end) {
+				if last != nil {
+					t.Logf("streams: %+v", last.Streams)
+				}
+				t.Fatalf("timed out after %s waiting for %s; last status %+v, error %v", limit, what, last, lastErr)
+			}
+			time.Sleep(time.Second)
+		}
+	}
+	served := func(st *cluster.Status, nodes int) bool {
+		ready := map[int]string{}
+		live := 0
+		for _, n := range st.Nodes {
+			if n.Down {
+				continue
+			}
+			live++
+			for _, s := range n.Ready {
+				ready[s] = n.Name
+			}
+		}
+		for s, owner := range st.Owners {
+			if owner == "" || ready[s] != owner {
+				return false
+			}
+		}
+		return live == nodes
+	}
+	began := time.Now()
+	wait("three nodes serving every shard", 90*time.Second, func(st *cluster.Status) bool {
+		return served(st, 3) && len(slices.Compact(slices.Sorted(slices.Values(st.Owners)))) == 3
+	})
+	defer conn.Close()
+	t.Logf("cluster formed in %s", time.Since(began).Round(time.Millisecond))
+
+	ws := make([]*changedigest.Watch, watches)
+	for i := range ws {
+		ws[i] = &changedigest.Watch{UserID: 1, URL: farm.URL(i)}
+	}
+	began = time.Now()
+	if err := conn.AddWatches(ctx, ws); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("defined %d watches in %s", watches, time.Since(began).Round(time.Millisecond))
+
+	wait("the first two fifths of the versions", 5*time.Minute, func(st *cluster.Status) bool {
+		return st.Versions >= uint64(watches*2/5)
+	})
+	const victim = 1
+	if err := procs[victim].Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-exited[victim]
+	killed := time.Now()
+	st := wait("every shard served by the other two", 2*time.Minute, func(st *cluster.Status) bool {
+		for _, n := range st.Nodes {
+			if n.Name == "n1" && !n.Down {
+				return false
+			}
+		}
+		return served(st, 2)
+	})
+	t.Logf("the dead node's shards were served again %s after the kill (versions stored by then: %d of %d)",
+		time.Since(killed).Round(time.Millisecond), st.Versions, watches)
+	st = wait("every watch's first version", 5*time.Minute, func(st *cluster.Status) bool {
+		return st.Versions >= uint64(watches) && st.Queued == 0 && st.Running == 0 && served(st, 2) && lagless(st)
+	})
+	t.Logf("all %d checks done %s after the watches were defined", watches, time.Since(began).Round(time.Millisecond))
+
+	counts, dups, err := conn.VersionCounts(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dups != 0 {
+		t.Errorf("%d due checks stored more than one version", dups)
+	}
+	missing, extra := 0, 0
+	for _, w := range ws {
+		switch n := counts[w.ID]; {
+		case n == 0:
+			missing++
+		case n > 1:
+			extra++
+		}
+	}
+	if missing > 0 || extra > 0 || len(counts) != watches {
+		t.Errorf("of %d watches, %d have no version and %d more than one (%d with versions)", watches, missing, extra, len(counts))
+	}
+	var checks, failed int64
+	for _, n := range st.Nodes {
+		if n.Down {
+			continue
+		}
+		checks += n.Checks
+		failed += n.Failed
+	}
+	t.Logf("survivors ran %d checks, %d failed", checks, failed)
+
+	// Stop the survivors and read their stores: each owner holds every
+	// version of its shards.
+	for i, p := range procs {
+		if i != victim {
+			p.Process.Signal(syscall.SIGTERM)
+			<-exited[i]
+		}
+	}
+	owners := st.Owners
+	lost := 0
+	for i := range procs {
+		if i == victim {
+			continue
+		}
+		store := pet.New(dirs[i])
+		if err := store.Open(ctx); err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range ws {
+			if owners[cluster.ShardOf(w.ID, shards)] != "n"+strconv.Itoa(i) {
+				continue
+			}
+			info, err := store.Track(ctx, w.ID)
+			if err != nil || info.Versions != counts[w.ID] {
+				lost++
+				if lost <= 5 {
+					t.Errorf("node %d's view of watch %d: %d versions, %v (the track of record has %d)", i, w.ID, info.Versions, err, counts[w.ID])
+				}
+			}
+		}
+		store.Close()
+	}
+	if lost > 0 {
+		t.Errorf("%d watches' versions are missing from their owner's store", lost)
+	}
+}
+
+func lagless(st *cluster.Status) bool {
+	for _, n := range st.Nodes {
+		if !n.Down && n.Lag != 0 {
+			return false
+		}
+	}
+	return true
+}
