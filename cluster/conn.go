@@ -214,7 +214,7 @@ func (c *Conn) connect(ctx context.Context) error {
 			return fmt.Errorf("cluster: start the NATS server: %w", err)
 		}
 		c.server = s
-		if os.Getenv("CD_NATS_LOG") != "" {
+		if os.Getenv("CHANGEDIGEST_NATS_LOG") != "" {
 			s.ConfigureLogger()
 		}
 		go s.Start()
@@ -243,7 +243,7 @@ func serverOptions(cfg *Config) (*natsserver.Options, error) {
 		StoreDir:              cfg.Dir,
 		MaxPayload:            MaxMessage,
 		NoSigs:                true,
-		NoLog:                 os.Getenv("CD_NATS_LOG") == "",
+		NoLog:                 os.Getenv("CHANGEDIGEST_NATS_LOG") == "",
 		DisableShortFirstPing: true,
 	}
 	if cfg.Dir == "" {

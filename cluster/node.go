@@ -536,19 +536,25 @@ func (n *Node) owns(id int64) bool {
 	return ok && v.ready.Load() != 0
 }
 
-// DueWatches is crawl.Store's: the due watches of the shards this node serves.
+// DueWatches is crawl.Store's: the due watches of the shards this node
+// serves. The store holds few others (shards given up, or catching up),
+// so asking it for limit watches is nearly always enough.
 func (n *Node) DueWatches(ctx context.Context, now time.Time, limit int) ([]*changedigest.Watch, error) {
-	ws, err := n.Store.DueWatches(ctx, now, limit*4)
-	if err != nil {
-		return nil, err
-	}
-	out := ws[:0]
-	for _, w := range ws {
-		if n.owns(w.ID) && len(out) < limit {
-			out = append(out, w)
+	for ask := limit; ; ask *= 2 {
+		ws, err := n.Store.DueWatches(ctx, now, ask)
+		if err != nil {
+			return nil, err
+		}
+		out := ws[:0]
+		for _, w := range ws {
+			if n.owns(w.ID) && len(out) < limit {
+				out = append(out, w)
+			}
+		}
+		if len(out) == limit || len(ws) < ask || ask >= 16*limit {
+			return out, nil
 		}
 	}
-	return out, nil
 }
 
 // SaveSchedule is crawl.Store's.

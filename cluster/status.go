@@ -35,6 +35,7 @@ type StreamState struct {
 	Current  []string `json:"current"`
 	Behind   []string `json:"behind,omitempty"`
 	Messages uint64   `json:"messages"`
+	Bytes    uint64   `json:"bytes"`
 }
 
 // Status reads the cluster's state; detail adds each stream's replicas
@@ -88,7 +89,7 @@ func (c *Conn) Status(ctx context.Context, detail bool) (*Status, error) {
 			st.Streams = append(st.Streams, StreamState{Name: name, Leader: "? " + err.Error()})
 			continue
 		}
-		ss := StreamState{Name: name, Messages: info.State.Msgs}
+		ss := StreamState{Name: name, Messages: info.State.Msgs, Bytes: info.State.Bytes}
 		if cl := info.Cluster; cl != nil {
 			ss.Leader = cl.Leader
 			ss.Current = append(ss.Current, cl.Leader)

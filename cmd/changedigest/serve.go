@@ -369,7 +369,10 @@ func (m *Main) joinCluster(ctx context.Context, pipeline *crawl.Pipeline, addr n
 	m.Node = &cluster.Node{Conn: conn, Store: m.Store, Dir: c.data, Worker: worker, Logger: cfg.Logger}
 	// The scheduler only waits on the queue: let it wait on many.
 	m.Scheduler.Store, m.Scheduler.Checker = m.Node, m.Node
-	m.Scheduler.Workers = 8 * c.Workers
+	m.Scheduler.Workers = 4 * c.Workers
+	// The workers keep the gap between two requests to a host across the
+	// cluster; the scheduler only keeps one check of a host in flight.
+	m.Scheduler.HostGap = time.Millisecond
 	// A check taken by a node that died goes to another after AckWait;
 	// a stream whose leader died answers again some seconds later.
 	m.Scheduler.CheckTimeout = 3*f.AckWait + 30*time.Second

@@ -1,0 +1,349 @@
+// Command clusterbench measures what running as a cluster costs, with real
+// processes on loopback over a farm of pages:
+//
+//   - cpu: the CPU a first check of every page costs, summed over the
+//     serve processes, for a single `serve` (its own scheduler and store),
+//     a one-node cluster (`serve --cluster`, embedded NATS alone) and a
+//     three-node cluster (three processes, a three-server JetStream
+//     cluster inside them, every stream kept three times);
+//   - startup: the time from exec to "changedigest is running" and the
+//     resident memory a few seconds later, for `serve` and for a
+//     one-node `serve --cluster`.
+//
+//	go build -o /tmp/changedigest ./cmd/changedigest
+//	go run ./cmd/clusterbench -bin /tmp/changedigest -pages 5000
+package main
+
+import (
+	"bufio"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/changedigest/changedigest"
+	"github.com/changedigest/changedigest/cluster"
+	"github.com/changedigest/changedigest/crawl/crawltest"
+	"github.com/changedigest/changedigest/pet"
+)
+
+// tb is the little of testing.TB a farm needs.
+type tb struct{ cleanups []func() }
+
+func (t *tb) Helper()           {}
+func (t *tb) Cleanup(fn func()) { t.cleanups = append(t.cleanups, fn) }
+
+func main() {
+	bin := flag.String("bin", "", "the changedigest binary")
+	pages := flag.Int("pages", 5000, "pages on the farm (one watch each)")
+	hosts := flag.Int("hosts", 100, "loopback servers the pages are spread over")
+	runs := flag.Int("runs", 3, "runs of each measurement")
+	what := flag.String("measure", "cpu,startup", "cpu, startup or both")
+	modes := flag.String("modes", "single,cluster1,cluster3", "the set-ups -measure cpu runs")
+	flag.Parse()
+	if *bin == "" {
+		fmt.Fprintln(os.Stderr, "clusterbench: -bin is required")
+		os.Exit(2)
+	}
+	if strings.Contains(*what, "startup") {
+		for _, mode := range []string{"single", "cluster1"} {
+			var times, rss []float64
+			for range *runs + 2 {
+				d, m, err := startup(*bin, mode)
+				if err != nil {
+					fail(err)
+				}
+				times, rss = append(times, d.Seconds()*1000), append(rss, m)
+			}
+			fmt.Printf("startup %-8s  to running: median %.1f ms (%s)   RSS after 3 s: median %.1f MB (%s)\n",
+				mode, median(times), list(times), median(rss), list(rss))
+		}
+	}
+	if strings.Contains(*what, "cpu") {
+		for range *runs {
+			for _, mode := range strings.Split(*modes, ",") {
+				cpu, wall, err := cpuRun(*bin, mode, *pages, *hosts)
+				if err != nil {
+					fail(err)
+				}
+				fmt.Printf("cpu %-8s  %d pages: %.2f CPU-s, %.3f ms CPU per check, %.1f s wall\n",
+					mode, *pages, cpu.Seconds(), cpu.Seconds()*1000/float64(*pages), wall.Seconds())
+			}
+		}
+	}
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "clusterbench:", err)
+	os.Exit(1)
+}
+
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+func list(xs []float64) string {
+	var parts []string
+	for _, x := range xs {
+		parts = append(parts, strconv.FormatFloat(x, 'f', 1, 64))
+	}
+	return strings.Join(parts, " ")
+}
+
+// process is a serve process.
+type process struct {
+	cmd     *exec.Cmd
+	running chan struct{}
+	started time.Time
+}
+
+func serve(bin string, args ...string) (*process, error) {
+	cmd := exec.Command(bin, append([]string{"serve", "--addr", "127.0.0.1:0", "--allow-private", "--log-level", "error"}, args...)...)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stderr = os.Stderr
+	p := &process{cmd: cmd, running: make(chan struct{}), started: time.Now()}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if strings.HasPrefix(sc.Text(), "changedigest is running") {
+				close(p.running)
+			}
+		}
+		io.Copy(io.Discard, out)
+	}()
+	return p, nil
+}
+
+// stop ends the process and returns the CPU it used.
+func (p *process) stop() time.Duration {
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	p.cmd.Wait()
+	st := p.cmd.ProcessState
+	return st.UserTime() + st.SystemTime()
+}
+
+func dirSize(root string) int64 {
+	var n int64
+	filepath.Walk(root, func(_ string, fi os.FileInfo, err error) error {
+		if err == nil && !fi.IsDir() {
+			n += fi.Size()
+		}
+		return nil
+	})
+	return n
+}
+
+func rssMB(pid int) float64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, "VmRSS:") {
+			f := strings.Fields(line)
+			kb, _ := strconv.ParseFloat(f[1], 64)
+			return kb / 1024
+		}
+	}
+	return 0
+}
+
+func freePorts(n int) []string {
+	var addrs []string
+	var lns []net.Listener
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			fail(err)
+		}
+		lns = append(lns, ln)
+		addrs = append(addrs, ln.Addr().String())
+	}
+	for _, ln := range lns {
+		ln.Close()
+	}
+	return addrs
+}
+
+func startup(bin, mode string) (time.Duration, float64, error) {
+	dir, err := os.MkdirTemp("", "clusterbench")
+	if err != nil {
+		return 0, 0, err
+	}
+	defer os.RemoveAll(dir)
+	args := []string{"--data", dir}
+	if mode == "cluster1" {
+		args = append(args, "--cluster", "bench")
+	}
+	p, err := serve(bin, args...)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer p.stop()
+	select {
+	case <-p.running:
+	case <-time.After(30 * time.Second):
+		return 0, 0, fmt.Errorf("%s did not start", mode)
+	}
+	d := time.Since(p.started)
+	time.Sleep(3 * time.Second)
+	return d, rssMB(p.cmd.Process.Pid), nil
+}
+
+func cpuRun(bin, mode string, pages, hosts int) (cpu, wall time.Duration, err error) {
+	t := &tb{}
+	defer func() {
+		for _, fn := range t.cleanups {
+			fn()
+		}
+	}()
+	farm := crawltest.NewFarm(t, crawltest.FarmConfig{Hosts: hosts, Pages: pages, Size: 8 << 10, Rate: func(int) float64 { return 0 }})
+	root, err := os.MkdirTemp("", "clusterbench")
+	if err != nil {
+		return 0, 0, err
+	}
+	defer os.RemoveAll(root)
+	ctx := context.Background()
+	ws := make([]*changedigest.Watch, pages)
+	for i := range ws {
+		ws[i] = &changedigest.Watch{UserID: 1, URL: farm.URL(i)}
+	}
+	common := []string{"--host-gap", "20ms", "--workers", "16"}
+	var procs []*process
+	begin := time.Now()
+	switch mode {
+	case "single":
+		data := filepath.Join(root, "single")
+		store := pet.New(data)
+		if err := store.Open(ctx); err != nil {
+			return 0, 0, err
+		}
+		u := &changedigest.User{Name: "admin", Admin: true, DigestHour: -1}
+		if err := store.CreateUser(ctx, u); err != nil {
+			return 0, 0, err
+		}
+		for _, w := range ws {
+			w.UserID = u.ID
+			if err := store.CreateWatch(ctx, w); err != nil {
+				return 0, 0, err
+			}
+		}
+		store.Close()
+		begin = time.Now()
+		p, err := serve(bin, append([]string{"--data", data}, common...)...)
+		if err != nil {
+			return 0, 0, err
+		}
+		procs = append(procs, p)
+		for {
+			if _, full, _ := farm.Requests(); full >= int64(pages) {
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		time.Sleep(time.Second) // the last versions are stored
+	case "cluster1", "cluster3":
+		n := 1
+		if mode == "cluster3" {
+			n = 3
+		}
+		ports := freePorts(2 * n)
+		routes, clients := ports[:n], ports[n:]
+		for i := range n {
+			args := append([]string{"--data", filepath.Join(root, "node"+strconv.Itoa(i)), "--cluster", "bench",
+				"--node", "n" + strconv.Itoa(i), "--nats-listen", clients[i], "--shards", "12"}, common...)
+			if n > 1 {
+				var others []string
+				for j, r := range routes {
+					if j != i {
+						others = append(others, r)
+					}
+				}
+				args = append(args, "--cluster-listen", routes[i], "--routes", strings.Join(others, ","))
+			}
+			p, err := serve(bin, args...)
+			if err != nil {
+				return 0, 0, err
+			}
+			procs = append(procs, p)
+		}
+		var conn *cluster.Conn
+		for conn == nil {
+			cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			conn, _ = cluster.Connect(cctx, "nats://"+clients[0])
+			cancel()
+			time.Sleep(200 * time.Millisecond)
+		}
+		defer conn.Close()
+		// Wait for every shard to be served before defining the watches.
+		for {
+			st, err := conn.Status(ctx, false)
+			if err == nil && len(st.Nodes) == n && !slices.Contains(st.Owners, "") {
+				// Every shard served, and each node at its fair share (no
+				// shard moves during the run).
+				ready, fair := 0, true
+				for _, nd := range st.Nodes {
+					ready += len(nd.Ready)
+					fair = fair && len(nd.Shards) <= (len(st.Owners)+n-1)/n
+				}
+				if ready == len(st.Owners) && fair {
+					break
+				}
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		if err := conn.AddWatches(ctx, ws); err != nil {
+			return 0, 0, err
+		}
+		for {
+			st, err := conn.Status(ctx, false)
+			if err == nil && st.Versions >= uint64(pages) && st.Queued == 0 && st.Running == 0 {
+				lag := uint64(0)
+				for _, nd := range st.Nodes {
+					lag += nd.Lag
+				}
+				if lag == 0 {
+					break
+				}
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		time.Sleep(time.Second)
+		if st, err := conn.Status(ctx, true); err == nil {
+			for _, ss := range st.Streams {
+				if ss.Name == "CD_VERSIONS" {
+					fmt.Printf("  %s: versions stream %d messages, %.1f MB (%.1f KB a version, each server)\n",
+						mode, ss.Messages, float64(ss.Bytes)/1e6, float64(ss.Bytes)/1e3/float64(max(ss.Messages, 1)))
+				}
+			}
+		}
+	}
+	wall = time.Since(begin)
+	fmt.Printf("  %s: data directories %.1f MB (stores and NATS files together)\n", mode, float64(dirSize(root))/1e6)
+	for _, p := range procs {
+		cpu += p.stop()
+	}
+	if _, full, _ := farm.Requests(); full < int64(pages) {
+		return cpu, wall, fmt.Errorf("%s: the farm answered %d pages in full, want %d", mode, full, pages)
+	} else if full > int64(pages) {
+		fmt.Printf("  %s: %d pages fetched twice\n", mode, full-int64(pages))
+	}
+	return cpu, wall, nil
+}
