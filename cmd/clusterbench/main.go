@@ -6,12 +6,13 @@
 //     a one-node cluster (`serve --cluster`, embedded NATS alone) and a
 //     three-node cluster (three processes, a three-server JetStream
 //     cluster inside them, every stream kept three times);
+//
 //   - startup: the time from exec to "changedigest is running" and the
 //     resident memory a few seconds later, for `serve` and for a
 //     one-node `serve --cluster`.
 //
-//	go build -o /tmp/changedigest ./cmd/changedigest
-//	go run ./cmd/clusterbench -bin /tmp/changedigest -pages 5000
+//     go build -o /tmp/changedigest ./cmd/changedigest
+//     go run ./cmd/clusterbench -bin /tmp/changedigest -pages 5000
 package main
 
 import (
