@@ -11,8 +11,10 @@
 //     resident memory a few seconds later, for `serve` and for a
 //     one-node `serve --cluster`.
 //
-//     go build -o /tmp/changedigest ./cmd/changedigest
-//     go run ./cmd/clusterbench -bin /tmp/changedigest -pages 5000
+// Run it as
+//
+//	go build -o /tmp/changedigest ./cmd/changedigest
+//	go run ./cmd/clusterbench -bin /tmp/changedigest -pages 3000
 package main
 
 import (
