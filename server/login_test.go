@@ -108,7 +108,9 @@ func FuzzSafeNext(f *testing.F) {
 			if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil {
 				t.Fatalf("safeNext(%q) = %q: a browser reads %q, which names a site (%v)", next, got, v, err)
 			}
-			if d, err := url.PathUnescape(u.Path); err != nil || strings.HasPrefix(d, "//") || strings.ContainsAny(d, "\\\t\r\n") {
+			// u.Path is decoded once, as a browser and the router decode
+			// it ("/%25" is the path "/%", not an escape to decode again).
+			if d := u.Path; strings.HasPrefix(d, "//") || strings.ContainsAny(d, "\\\t\r\n") {
 				t.Fatalf("safeNext(%q) = %q: decoded path %q is not plain", next, got, d)
 			}
 		}
