@@ -33,9 +33,10 @@ func runCluster(ctx context.Context, e *env) error {
 }
 
 func runClusterStatus(ctx context.Context, e *env, args []string) error {
-	fs := newFlagSet(e, "cluster status", "--nats URL [--json]")
+	fs := newFlagSet(e, "cluster status", "--nats URL [--json] [--audit]")
 	url := fs.String("nats", "nats://127.0.0.1:4222", "a node's NATS client address (serve --nats-listen)")
 	asJSON := fs.Bool("json", false, "print the status as JSON")
+	audit := fs.Bool("audit", false, "also read every stored version: count them per watch and find due checks stored twice")
 	rest, err := e.parse(fs, args)
 	if err != nil {
 		return err
@@ -58,6 +59,22 @@ func runClusterStatus(ctx context.Context, e *env, args []string) error {
 		return enc.Encode(st)
 	}
 	printClusterStatus(e.stdout, st)
+	if *audit {
+		counts, dups, err := conn.VersionCounts(ctx)
+		if err != nil {
+			return err
+		}
+		total, most := 0, 0
+		for _, n := range counts {
+			total += n
+			most = max(most, n)
+		}
+		fmt.Fprintf(e.stdout, "audit: %d versions of %d watches (at most %d a watch); %d due checks stored more than one version\n",
+			total, len(counts), most, dups)
+		if dups > 0 {
+			return fmt.Errorf("%d due checks stored more than one version", dups)
+		}
+	}
 	return nil
 }
 
