@@ -2,6 +2,7 @@ package cluster_test
 
 import (
 	"context"
+	"net"
 	"path/filepath"
 	"testing"
 	"time"
@@ -27,10 +28,15 @@ type node struct {
 
 func startNode(t *testing.T, natsDir, dataDir string) *node {
 	t.Helper()
+	return startNodeWith(t, cluster.Config{Name: "solo", Dir: natsDir, Shards: 4, HostGap: 10 * time.Millisecond}, dataDir)
+}
+
+func startNodeWith(t *testing.T, cfg cluster.Config, dataDir string) *node {
+	t.Helper()
 	ctx := context.Background()
 	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	conn, err := cluster.Dial(dctx, cluster.Config{Name: "solo", Dir: natsDir, Shards: 4, HostGap: 10 * time.Millisecond})
+	conn, err := cluster.Dial(dctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,5 +148,82 @@ func TestCheckStoredOnceAndRebuilt(t *testing.T) {
 		if err != nil || snap.Seq != 1 || len(snap.Segments) == 0 {
 			t.Fatalf("rebuilt view of watch %d: %+v, %v", w.ID, snap, err)
 		}
+	}
+}
+
+// TestSearchAcrossNodes runs two nodes on one NATS server, each owning
+// half the shards: a search on either finds the pages of both, newest
+// first, and pages through them as one store would.
+func TestSearchAcrossNodes(t *testing.T) {
+	const pages = 12
+	farm := crawltest.NewFarm(t, crawltest.FarmConfig{Hosts: 4, Pages: pages, Size: 1 << 10, Rate: func(int) float64 { return 0 }})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := ln.Addr().String()
+	ln.Close()
+	a := startNodeWith(t, cluster.Config{Name: "a", Dir: t.TempDir(), Client: client, Shards: 4, HostGap: 10 * time.Millisecond, Lease: 2 * time.Second}, t.TempDir())
+	defer a.stop()
+	b := startNodeWith(t, cluster.Config{Name: "b", URL: "nats://" + client, HostGap: 10 * time.Millisecond, Lease: 2 * time.Second}, t.TempDir())
+	defer b.stop()
+	ctx := context.Background()
+	waitFor(t, "two shards each", func() bool {
+		return len(a.node.Info().Ready) == 2 && len(b.node.Info().Ready) == 2
+	})
+	ws := make([]*changedigest.Watch, pages)
+	for i := range ws {
+		ws[i] = &changedigest.Watch{UserID: 1, URL: farm.URL(i)}
+	}
+	if err := a.conn.AddWatches(ctx, ws); err != nil {
+		t.Fatal(err)
+	}
+	local := func(n *node) int {
+		k := 0
+		for _, w := range ws {
+			if info, err := n.store.Track(ctx, w.ID); err == nil && info.Versions > 0 {
+				k++
+			}
+		}
+		return k
+	}
+	waitFor(t, "every first version in one of the views", func() bool { return local(a)+local(b) == pages })
+	if local(a) == 0 || local(b) == 0 {
+		t.Fatalf("views hold %d and %d watches: the shards are not split", local(a), local(b))
+	}
+	q := pet.Query{Text: "today", UserID: 1, Limit: 5}
+	for _, n := range []*node{a, b} {
+		res, err := n.node.Search(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Total != pages || len(res.Hits) != 5 {
+			t.Fatalf("search on one node: total %d, %d hits; want %d and 5", res.Total, len(res.Hits), pages)
+		}
+		seen := map[int64]bool{}
+		all := res.Hits
+		for off := 5; off < pages; off += 5 {
+			q2 := q
+			q2.Offset = off
+			more, err := n.node.Search(ctx, q2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			all = append(all, more.Hits...)
+		}
+		for i, h := range all {
+			if i > 0 && h.Time.After(all[i-1].Time) {
+				t.Errorf("hit %d is newer than hit %d", i, i-1)
+			}
+			seen[h.WatchID] = true
+		}
+		if len(all) != pages || len(seen) != pages {
+			t.Errorf("paging through the search: %d hits of %d watches, want %d", len(all), len(seen), pages)
+		}
+	}
+	// The web server's store searches the cluster too.
+	res, err := cluster.Store{Store: a.store, Node: a.node}.Search(ctx, q)
+	if err != nil || res.Total != pages {
+		t.Errorf("cluster.Store search: %+v, %v", res, err)
 	}
 }

@@ -131,6 +131,11 @@ func (n *Node) Run(ctx context.Context) error {
 	}
 	n.sub = sub
 	defer sub.Unsubscribe()
+	ssub, err := n.serveSearch()
+	if err != nil {
+		return fmt.Errorf("cluster: answer searches: %w", err)
+	}
+	defer ssub.Unsubscribe()
 	tick := time.NewTicker(c.Config.Lease / 4)
 	defer tick.Stop()
 	for {

@@ -296,6 +296,7 @@ func (m *Main) Run(ctx context.Context) error {
 	srv.Agent, srv.Clients = m.Agent, m.Clients
 	if m.Node != nil {
 		srv.Ready = m.Node.Ready
+		srv.Store = cluster.Store{Store: store, Node: m.Node}
 	}
 	m.Server = srv
 
