@@ -2,6 +2,7 @@ package cluster_test
 
 import (
 	"context"
+	"log/slog"
 	"net"
 	"path/filepath"
 	"testing"
@@ -36,21 +37,25 @@ func startNodeWith(t *testing.T, cfg cluster.Config, dataDir string) *node {
 	ctx := context.Background()
 	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
+	quiet := slog.New(slog.DiscardHandler)
+	cfg.Logger = quiet
 	conn, err := cluster.Dial(dctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	store := pet.New(dataDir)
+	store.Logger = quiet
 	if err := store.Open(ctx); err != nil {
 		t.Fatal(err)
 	}
 	f := crawl.NewFetcher()
 	f.AllowPrivate = true
 	p := crawl.NewPipeline(f, segmenter.New(), store)
-	wk := &cluster.Worker{Conn: conn, Pipeline: p, Workers: 4}
-	nd := &cluster.Node{Conn: conn, Store: store, Dir: dataDir, Worker: wk}
+	wk := &cluster.Worker{Conn: conn, Pipeline: p, Workers: 4, Logger: quiet}
+	nd := &cluster.Node{Conn: conn, Store: store, Dir: dataDir, Worker: wk, Logger: quiet}
 	sched := crawl.NewScheduler(nd, nd)
 	sched.HostGap, sched.Tick = 10*time.Millisecond, 50*time.Millisecond
+	sched.Logger = quiet
 	rctx, stop := context.WithCancel(ctx)
 	n := &node{conn: conn, store: store, node: nd, worker: wk, cancel: stop, done: make(chan struct{})}
 	go func() {
