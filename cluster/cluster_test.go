@@ -23,6 +23,7 @@ type node struct {
 	store  *pet.Store
 	node   *cluster.Node
 	worker *cluster.Worker
+	sched  *crawl.Scheduler
 	cancel context.CancelFunc
 	done   chan struct{}
 }
@@ -57,7 +58,7 @@ func startNodeWith(t *testing.T, cfg cluster.Config, dataDir string) *node {
 	sched.HostGap, sched.Tick = 10*time.Millisecond, 50*time.Millisecond
 	sched.Logger = quiet
 	rctx, stop := context.WithCancel(ctx)
-	n := &node{conn: conn, store: store, node: nd, worker: wk, cancel: stop, done: make(chan struct{})}
+	n := &node{conn: conn, store: store, node: nd, worker: wk, sched: sched, cancel: stop, done: make(chan struct{})}
 	go func() {
 		defer close(n.done)
 		ch := make(chan struct{}, 3)
@@ -156,10 +157,10 @@ func TestCheckStoredOnceAndRebuilt(t *testing.T) {
 	}
 }
 
-// TestSearchAcrossNodes runs two nodes on one NATS server, each owning
+// TestSearchAndChangesAcrossNodes runs two nodes on one NATS server, each owning
 // half the shards: a search on either finds the pages of both, newest
 // first, and pages through them as one store would.
-func TestSearchAcrossNodes(t *testing.T) {
+func TestSearchAndChangesAcrossNodes(t *testing.T) {
 	const pages = 12
 	farm := crawltest.NewFarm(t, crawltest.FarmConfig{Hosts: 4, Pages: pages, Size: 1 << 10, Rate: func(int) float64 { return 0 }})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -230,5 +231,53 @@ func TestSearchAcrossNodes(t *testing.T) {
 	res, err := cluster.Store{Store: a.store, Node: a.node}.Search(ctx, q)
 	if err != nil || res.Total != pages {
 		t.Errorf("cluster.Store search: %+v, %v", res, err)
+	}
+
+	// Every page changes and each owner checks its watches now: the
+	// change listing of feeds and digests holds them all, newest first.
+	for _, p := range farm.Pages {
+		p.Touch()
+	}
+	for _, n := range []*node{a, b} {
+		var mine []*changedigest.Watch
+		for _, w := range ws {
+			if lw, err := n.store.Watch(ctx, pet.AnyUser, w.ID); err == nil {
+				mine = append(mine, lw)
+			}
+		}
+		if _, err := n.sched.CheckNow(ctx, nil, mine...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, "every second version in a view", func() bool {
+		k := 0
+		for _, n := range []*node{a, b} {
+			for _, w := range ws {
+				if info, err := n.store.Track(ctx, w.ID); err == nil && info.Versions == 2 {
+					k++
+				}
+			}
+		}
+		return k == pages
+	})
+	evs, err := cluster.Store{Store: b.store, Node: b.node}.Changes(ctx, pet.ChangeFilter{UserID: 1, Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[int64]bool{}
+	for i, ev := range evs {
+		seen[ev.Watch.ID] = true
+		if ev.Version.Seq != 2 || len(ev.Version.Changes) == 0 {
+			t.Errorf("event %d: version %d with %d changes", i, ev.Version.Seq, len(ev.Version.Changes))
+		}
+		if i > 0 && ev.Version.FetchedAt.After(evs[i-1].Version.FetchedAt) {
+			t.Errorf("event %d is newer than event %d", i, i-1)
+		}
+	}
+	if len(evs) != pages || len(seen) != pages {
+		t.Errorf("changes across the cluster: %d events of %d watches, want %d", len(evs), len(seen), pages)
+	}
+	if few, err := b.node.Changes(ctx, pet.ChangeFilter{UserID: 1, Limit: 5}); err != nil || len(few) != 5 {
+		t.Errorf("changes with limit 5: %d events, %v", len(few), err)
 	}
 }

@@ -131,11 +131,15 @@ func (n *Node) Run(ctx context.Context) error {
 	}
 	n.sub = sub
 	defer sub.Unsubscribe()
-	ssub, err := n.serveSearch()
+	qsubs, err := n.serveQuestions()
 	if err != nil {
 		return fmt.Errorf("cluster: answer searches: %w", err)
 	}
-	defer ssub.Unsubscribe()
+	defer func() {
+		for _, s := range qsubs {
+			s.Unsubscribe()
+		}
+	}()
 	tick := time.NewTicker(c.Config.Lease / 4)
 	defer tick.Stop()
 	for {

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -13,34 +14,63 @@ import (
 	"github.com/changedigest/changedigest/pet"
 )
 
-const searchSubject = "cd.search"
+// Subjects of the questions every node answers from its view.
+const (
+	searchSubject  = "cd.search"
+	changesSubject = "cd.changes"
+)
 
-// searchReply is one node's answer to a search.
-type searchReply struct {
-	Node    string       `json:"node"`
-	Results *pet.Results `json:"results,omitempty"`
-	Err     string       `json:"err,omitempty"`
+// answer is one node's answer to a question about its view.
+type answer struct {
+	Node string          `json:"node"`
+	Data json.RawMessage `json:"data,omitempty"`
+	Err  string          `json:"err,omitempty"`
+	// NotFound marks an error that means "not in this view".
+	NotFound bool `json:"not_found,omitempty"`
 }
 
-// serveSearch answers searches from the other nodes with this node's view.
-func (n *Node) serveSearch() (*nats.Subscription, error) {
-	return n.Conn.nc.Subscribe(searchSubject, func(m *nats.Msg) {
-		var q pet.Query
-		r := searchReply{Node: n.Conn.Config.Name}
-		if err := json.Unmarshal(m.Data, &q); err != nil {
-			r.Err = "malformed query: " + err.Error()
-		} else {
+// serveQuestions answers the other nodes' searches and change listings
+// with this node's view.
+func (n *Node) serveQuestions() ([]*nats.Subscription, error) {
+	var subs []*nats.Subscription
+	for subject, ask := range map[string]func(context.Context, []byte) (any, error){
+		searchSubject: func(ctx context.Context, data []byte) (any, error) {
+			var q pet.Query
+			if err := json.Unmarshal(data, &q); err != nil {
+				return nil, err
+			}
+			return n.Store.Search(ctx, q)
+		},
+		changesSubject: func(ctx context.Context, data []byte) (any, error) {
+			var f pet.ChangeFilter
+			if err := json.Unmarshal(data, &f); err != nil {
+				return nil, err
+			}
+			return n.Store.Changes(ctx, f)
+		},
+	} {
+		sub, err := n.Conn.nc.Subscribe(subject, func(m *nats.Msg) {
+			r := answer{Node: n.Conn.Config.Name}
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			res, err := n.Store.Search(ctx, q)
+			res, err := ask(ctx, m.Data)
 			cancel()
 			if err != nil {
+				r.Err, r.NotFound = err.Error(), errors.Is(err, pet.ErrNotFound)
+			} else if r.Data, err = json.Marshal(res); err != nil {
 				r.Err = err.Error()
 			}
-			r.Results = res
+			data, _ := json.Marshal(r)
+			m.Respond(data)
+		})
+		if err != nil {
+			for _, s := range subs {
+				s.Unsubscribe()
+			}
+			return nil, err
 		}
-		data, _ := json.Marshal(r)
-		m.Respond(data)
-	})
+		subs = append(subs, sub)
+	}
+	return subs, nil
 }
 
 // Search runs q on the views of every live node (each holds the shards it
@@ -62,12 +92,16 @@ func (n *Node) Search(ctx context.Context, q pet.Query) (*pet.Results, error) {
 	for off := 0; off < need; off += 100 {
 		sub := q
 		sub.Offset, sub.Limit = off, min(100, need-off)
-		got, err := n.scatter(ctx, sub, live)
+		answers, err := n.scatter(ctx, searchSubject, sub, live)
 		if err != nil {
 			return nil, err
 		}
 		more := false
-		for _, r := range got {
+		for _, a := range answers {
+			r := &pet.Results{}
+			if err := json.Unmarshal(a, r); err != nil {
+				return nil, fmt.Errorf("cluster: search: %w", err)
+			}
 			if off == 0 {
 				merged.Total += r.Total
 			}
@@ -95,23 +129,28 @@ func (n *Node) Search(ctx context.Context, q pet.Query) (*pet.Results, error) {
 	return merged, nil
 }
 
-// scatter asks every node for q and waits for the live ones.
-func (n *Node) scatter(ctx context.Context, q pet.Query, live map[string]bool) ([]*pet.Results, error) {
+// scatter asks every node the question and waits for the live ones'
+// answers ("not in this view" answers are left out; nil when every node
+// gave one).
+func (n *Node) scatter(ctx context.Context, subject string, question any, live map[string]bool) ([]json.RawMessage, error) {
 	c := n.Conn
-	data, err := json.Marshal(q)
+	data, err := json.Marshal(question)
 	if err != nil {
 		return nil, err
 	}
 	inbox := c.nc.NewRespInbox()
 	replies, err := c.nc.SubscribeSync(inbox)
 	if err != nil {
-		return nil, fmt.Errorf("cluster: search: %w", err)
+		return nil, fmt.Errorf("cluster: %s: %w", subject, err)
 	}
 	defer replies.Unsubscribe()
-	if err := c.nc.PublishRequest(searchSubject, inbox, data); err != nil {
-		return nil, fmt.Errorf("cluster: search: %w", err)
+	if err := c.nc.PublishRequest(subject, inbox, data); err != nil {
+		return nil, fmt.Errorf("cluster: %s: %w", subject, err)
 	}
-	var out []*pet.Results
+	var (
+		out      []json.RawMessage
+		notFound error
+	)
 	answered := map[string]bool{}
 	wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
@@ -120,29 +159,71 @@ func (n *Node) scatter(ctx context.Context, q pet.Query, live map[string]bool) (
 		if err != nil {
 			break
 		}
-		var r searchReply
+		var r answer
 		if err := json.Unmarshal(m.Data, &r); err != nil || answered[r.Node] {
 			continue
 		}
-		if r.Err != "" {
-			// The same mistake (a bad query) on every node: say it once.
-			return nil, fmt.Errorf("cluster: search on %s: %s", r.Node, r.Err)
-		}
 		answered[r.Node] = true
-		if r.Results != nil {
-			out = append(out, r.Results)
+		switch {
+		case r.NotFound:
+			notFound = fmt.Errorf("%w: %s", pet.ErrNotFound, r.Err)
+		case r.Err != "":
+			// The same mistake (a bad query) on every node: say it once.
+			return nil, fmt.Errorf("cluster: %s on %s: %s", subject, r.Node, r.Err)
+		default:
+			out = append(out, r.Data)
 		}
 	}
 	for name := range live {
 		if !answered[name] {
-			return nil, fmt.Errorf("cluster: search: node %s did not answer within 5 s", name)
+			return nil, fmt.Errorf("cluster: %s: node %s did not answer within 5 s", subject, name)
 		}
+	}
+	if len(out) == 0 && notFound != nil {
+		return nil, notFound
 	}
 	return out, nil
 }
 
-// Store is the node's store as the web server sees it: its own view,
-// with search across the cluster.
+// Changes lists the versions that brought changes across every live
+// node's view, newest first, at most f.Limit (50 unless set): what feeds
+// and digests read.
+func (n *Node) Changes(ctx context.Context, f pet.ChangeFilter) ([]pet.Event, error) {
+	live, err := liveNodes(ctx, n.Conn, n.now())
+	if err != nil {
+		return nil, fmt.Errorf("cluster: changes: list nodes: %w", err)
+	}
+	answers, err := n.scatter(ctx, changesSubject, f, live)
+	if err != nil {
+		return nil, err
+	}
+	var evs []pet.Event
+	for _, a := range answers {
+		var part []pet.Event
+		if err := json.Unmarshal(a, &part); err != nil {
+			return nil, fmt.Errorf("cluster: changes: %w", err)
+		}
+		evs = append(evs, part...)
+	}
+	slices.SortStableFunc(evs, func(a, b pet.Event) int {
+		if c := b.Version.FetchedAt.Compare(a.Version.FetchedAt); c != 0 {
+			return c
+		}
+		return cmp.Or(cmp.Compare(a.Watch.ID, b.Watch.ID), cmp.Compare(b.Version.Seq, a.Version.Seq))
+	})
+	limit := f.Limit
+	if limit <= 0 {
+		limit = 50
+	}
+	if len(evs) > limit {
+		evs = evs[:limit]
+	}
+	return evs, nil
+}
+
+// Store is the node's store as the web server and the notifier see it:
+// its own view, with search and the change listings of feeds and digests
+// across the cluster.
 type Store struct {
 	*pet.Store
 	Node *Node
@@ -151,4 +232,9 @@ type Store struct {
 // Search searches every node's view.
 func (s Store) Search(ctx context.Context, q pet.Query) (*pet.Results, error) {
 	return s.Node.Search(ctx, q)
+}
+
+// Changes lists the changes of every node's view.
+func (s Store) Changes(ctx context.Context, f pet.ChangeFilter) ([]pet.Event, error) {
+	return s.Node.Changes(ctx, f)
 }

@@ -295,8 +295,13 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 	srv.Agent, srv.Clients = m.Agent, m.Clients
 	if m.Node != nil {
-		srv.Ready = m.Node.Ready
-		srv.Store = cluster.Store{Store: store, Node: m.Node}
+		// Pages, feeds and searches read across the cluster; the digest
+		// mail and pushes stay with the versions this node stores, so
+		// that no two nodes send the same message.
+		cs := cluster.Store{Store: store, Node: m.Node}
+		srv.Ready, srv.Store = m.Node.Ready, cs
+		srv.Notify = notify.New(cs, ex, eng)
+		srv.Notify.Logger, srv.Notify.Mail = m.Notify.Logger, m.Notify.Mail
 	}
 	m.Server = srv
 
