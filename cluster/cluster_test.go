@@ -281,3 +281,56 @@ func TestSearchAndChangesAcrossNodes(t *testing.T) {
 		t.Errorf("changes with limit 5: %d events, %v", len(few), err)
 	}
 }
+
+// TestWatchesEditedInTheCluster creates, changes and deletes a watch
+// through the web server's store: the cluster holds the definition, the
+// owner's view follows, and IDs are never given twice.
+func TestWatchesEditedInTheCluster(t *testing.T) {
+	farm := crawltest.NewFarm(t, crawltest.FarmConfig{Hosts: 1, Pages: 3, Size: 1 << 10, Rate: func(int) float64 { return 0 }})
+	n := startNode(t, t.TempDir(), t.TempDir())
+	defer n.stop()
+	ctx := context.Background()
+	waitFor(t, "the shards served", func() bool { return n.node.Ready() == nil && len(n.node.Info().Ready) == 4 })
+	cs := cluster.Store{Store: n.store, Node: n.node}
+	w := &changedigest.Watch{UserID: 1, URL: farm.URL(0)}
+	if err := cs.CreateWatch(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := n.store.Watch(ctx, 1, w.ID); err != nil {
+		t.Fatalf("the view does not hold the new watch %d: %v", w.ID, err)
+	}
+	if err := cs.CreateWatch(ctx, &changedigest.Watch{UserID: 1, URL: farm.URL(0)}); changedigest.ErrorCode(err) != changedigest.ECONFLICT {
+		t.Errorf("the same URL again: %v, want a conflict", err)
+	}
+	more := []*changedigest.Watch{{UserID: 1, URL: farm.URL(1)}, {UserID: 1, URL: farm.URL(2)}}
+	if err := n.conn.AddWatches(ctx, more); err != nil {
+		t.Fatal(err)
+	}
+	if more[0].ID == w.ID || more[1].ID == w.ID {
+		t.Fatalf("IDs given twice: %d, then %d and %d", w.ID, more[0].ID, more[1].ID)
+	}
+	if _, err := cs.UpdateWatch(ctx, 2, w.ID, func(x *changedigest.Watch) error { x.Title = "x"; return nil }); changedigest.ErrorCode(err) != changedigest.ENOTFOUND {
+		t.Errorf("another user's update: %v, want not found", err)
+	}
+	got, err := cs.UpdateWatch(ctx, 1, w.ID, func(x *changedigest.Watch) error { x.Title = "Renamed"; x.Tags = []string{"news"}; return nil })
+	if err != nil || got.Title != "Renamed" {
+		t.Fatalf("update: %+v, %v", got, err)
+	}
+	waitFor(t, "the view to take the new title", func() bool {
+		lw, err := n.store.Watch(ctx, 1, w.ID)
+		return err == nil && lw.Title == "Renamed" && len(lw.Tags) == 1
+	})
+	if err := cs.DeleteWatch(ctx, 2, w.ID); changedigest.ErrorCode(err) != changedigest.ENOTFOUND {
+		t.Errorf("another user's delete: %v, want not found", err)
+	}
+	if err := cs.DeleteWatch(ctx, 1, w.ID); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the view to drop the watch", func() bool {
+		_, err := n.store.Watch(ctx, 1, w.ID)
+		return err != nil
+	})
+	if err := cs.DeleteWatch(ctx, 1, w.ID); changedigest.ErrorCode(err) != changedigest.ENOTFOUND {
+		t.Errorf("deleting it again: %v, want not found", err)
+	}
+}
