@@ -87,6 +87,7 @@ type NodeInfo struct {
 	Checks   int64 `json:"checks"`
 	Failed   int64 `json:"failed"`
 	Busy     int64 `json:"busy"`
+	Retried  int64 `json:"retried"`
 	// Down is set by Status when the last heartbeat is older than the lease.
 	Down bool `json:"down,omitempty"`
 }
@@ -180,7 +181,7 @@ func (n *Node) Info() NodeInfo {
 	slices.Sort(info.Shards)
 	slices.Sort(info.Ready)
 	if n.Worker != nil {
-		info.Checks, info.Failed, info.Busy = n.Worker.Done.Load(), n.Worker.Failed.Load(), n.Worker.Busy.Load()
+		info.Checks, info.Failed, info.Busy, info.Retried = n.Worker.Done.Load(), n.Worker.Failed.Load(), n.Worker.Busy.Load(), n.Worker.Retried.Load()
 	}
 	return info
 }
@@ -572,12 +573,33 @@ func (n *Node) SaveSchedule(ctx context.Context, w *changedigest.Watch) error {
 }
 
 // Check is crawl.Checker's: it queues the check and waits for its outcome
-// from whichever worker runs it.
+// from whichever worker runs it. A check of the same watch and due time
+// that another node queued (this node took the watch over since) is
+// awaited instead; when its outcome cannot be had, the watch is checked
+// again under a new ID (a second fetch of an unchanged page stores
+// nothing).
 func (n *Node) Check(ctx context.Context, w *changedigest.Watch) (crawl.Outcome, error) {
+	id := checkID(w.ID, w.NextCheck)
+	out, dup, err := n.queue(ctx, w, id)
+	if !dup {
+		return out, err
+	}
+	out, err = n.awaitQueued(ctx, w)
+	if !errors.Is(err, errQueued) {
+		return out, err
+	}
+	n.logger().Debug("checking again a check queued by another node", "watch", w.ID)
+	out, _, err = n.queue(ctx, w, id+"#"+strconv.FormatInt(time.Now().UnixNano(), 36))
+	return out, err
+}
+
+// queue publishes a check under the message ID and waits for its
+// outcome; dup reports that JetStream already had the ID.
+func (n *Node) queue(ctx context.Context, w *changedigest.Watch, id string) (out crawl.Outcome, dup bool, err error) {
 	c := n.Conn
 	data, err := json.Marshal(checkMsg{Watch: *w, Due: w.NextCheck})
 	if err != nil {
-		return crawl.Outcome{}, err
+		return crawl.Outcome{}, false, err
 	}
 	tok := strconv.FormatUint(n.token.Add(1), 36)
 	ch := make(chan reply, 1)
@@ -585,14 +607,15 @@ func (n *Node) Check(ctx context.Context, w *changedigest.Watch) (crawl.Outcome,
 	defer n.waiters.Delete(tok)
 	msg := &nats.Msg{Subject: checkSubject(ShardOf(w.ID, c.Config.Shards)), Data: data, Header: nats.Header{}}
 	msg.Header.Set(hdrReply, "cd.reply."+c.Config.Name+"."+tok)
-	ack, err := c.publish(ctx, msg, jetstream.WithMsgID(checkID(w.ID, w.NextCheck)))
+	ack, err := c.publish(ctx, msg, jetstream.WithMsgID(id))
 	if err != nil {
-		return crawl.Outcome{}, fmt.Errorf("cluster: queue a check of %s: %w", w, err)
+		return crawl.Outcome{}, false, fmt.Errorf("cluster: queue a check of %s: %w", w, err)
 	}
 	if ack.Duplicate {
-		return n.awaitQueued(ctx, w)
+		return crawl.Outcome{}, true, nil
 	}
-	return await(ctx, ch)
+	out, err = await(ctx, ch)
+	return out, false, err
 }
 
 func await(ctx context.Context, ch <-chan reply) (crawl.Outcome, error) {
@@ -640,6 +663,16 @@ func (n *Node) awaitQueued(ctx context.Context, w *changedigest.Watch) (crawl.Ou
 	defer cancel()
 	out, err := await(wctx, ch)
 	if wctx.Err() != nil && ctx.Err() == nil {
+		// Done before this node listened, and read then from a replica
+		// that was behind? Look once more.
+		t.read, t.last = false, nil
+		if v, err := t.newest(ctx, w.ID); err == nil && v != nil && v.due == w.NextCheck.UnixNano() {
+			res := crawl.Changed
+			if v.seq == 1 {
+				res = crawl.FirstVersion
+			}
+			return crawl.Outcome{Result: res, ETag: v.meta.Snapshot.ETag, LastModified: v.meta.Snapshot.LastModified}, nil
+		}
 		return out, errQueued
 	}
 	return out, err
@@ -660,7 +693,12 @@ func (c *Conn) AddWatches(ctx context.Context, ws []*changedigest.Watch) error {
 	if err != nil {
 		return err
 	}
+	// The definitions go out as asynchronous publications to the
+	// bucket's subjects, each only if its key has never been written (as
+	// the bucket's Create does), and are then waited for together.
 	now := time.Now()
+	futures := make([]jetstream.PubAckFuture, len(ws))
+	defined := make([]changedigest.Watch, len(ws))
 	for i, w := range ws {
 		nw := *w
 		nw.ID = first + int64(i)
@@ -672,10 +710,36 @@ func (c *Conn) AddWatches(ctx context.Context, ws []*changedigest.Watch) error {
 		if err != nil {
 			return err
 		}
-		if _, err := c.watches.Create(ctx, watchKey(ShardOf(nw.ID, c.Config.Shards), nw.ID), v); err != nil {
+		if i%1000 == 0 && i > 0 {
+			// At most a thousand in flight.
+			if err := waitDefined(ctx, ws[:i], futures[:i], defined[:i], i-1000); err != nil {
+				return err
+			}
+		}
+		msg := &nats.Msg{Subject: "$KV." + watchesBucket + "." + watchKey(ShardOf(nw.ID, c.Config.Shards), nw.ID), Data: v}
+		if futures[i], err = c.js.PublishMsgAsync(msg, jetstream.WithExpectLastSequencePerSubject(0)); err != nil {
 			return fmt.Errorf("cluster: define watch %d (%s): %w", nw.ID, nw.URL, err)
 		}
-		*w = nw
+		defined[i] = nw
+	}
+	return waitDefined(ctx, ws, futures, defined, 0)
+}
+
+// waitDefined waits for the acknowledgements of the definitions from i on.
+func waitDefined(ctx context.Context, ws []*changedigest.Watch, futures []jetstream.PubAckFuture, defined []changedigest.Watch, from int) error {
+	for i := from; i < len(futures); i++ {
+		if futures[i] == nil {
+			continue
+		}
+		select {
+		case <-futures[i].Ok():
+		case err := <-futures[i].Err():
+			return fmt.Errorf("cluster: define watch %d (%s): %w", defined[i].ID, defined[i].URL, err)
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		*ws[i] = defined[i]
+		futures[i] = nil
 	}
 	return nil
 }

@@ -18,6 +18,19 @@ import (
 // check read the newest one; this check's version is not stored.
 var errRaced = errors.New("cluster: another check stored a version of this watch first")
 
+// errUnavailable marks a check that failed because JetStream did not
+// answer (a stream electing a leader after a server died), not because
+// of the page: the worker puts it back to be run again.
+var errUnavailable = errors.New("JetStream did not answer")
+
+// unavailable wraps err with errUnavailable when it is transient.
+func unavailable(err error) error {
+	if transient(err) {
+		return fmt.Errorf("%w: %w", errUnavailable, err)
+	}
+	return err
+}
+
 // checkTrack is the track of record as one check sees it (the check
 // pipeline's crawl.Track): the newest version is read from the versions
 // stream, and a new version is appended there, once per due check and
@@ -43,7 +56,7 @@ func (t *checkTrack) newest(ctx context.Context, watchID int64) (*version, error
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("cluster: read the newest version of watch %d: %w", watchID, err)
+		return nil, fmt.Errorf("cluster: read the newest version of watch %d: %w", watchID, unavailable(err))
 	}
 	v, err := decodeRaw(m)
 	if err != nil {
@@ -105,7 +118,7 @@ func (t *checkTrack) AddVersion(ctx context.Context, watchID int64, snap *change
 		return 0, errRaced
 	}
 	if err != nil {
-		return 0, fmt.Errorf("cluster: store a version of watch %d: %w", watchID, err)
+		return 0, fmt.Errorf("cluster: store a version of watch %d: %w", watchID, unavailable(err))
 	}
 	return seq, nil
 }
@@ -128,7 +141,7 @@ func (c *Conn) updateWatch(ctx context.Context, id int64, fn func(*changedigest.
 			continue
 		}
 		if err != nil {
-			return nil, fmt.Errorf("cluster: read watch %d: %w", id, err)
+			return nil, fmt.Errorf("cluster: read watch %d: %w", id, unavailable(err))
 		}
 		var w changedigest.Watch
 		if err := json.Unmarshal(e.Value(), &w); err != nil {
@@ -147,7 +160,7 @@ func (c *Conn) updateWatch(ctx context.Context, id int64, fn func(*changedigest.
 			try--
 			time.Sleep(250 * time.Millisecond)
 		} else if !conflict(err) {
-			return nil, fmt.Errorf("cluster: write watch %d: %w", id, err)
+			return nil, fmt.Errorf("cluster: write watch %d: %w", id, unavailable(err))
 		}
 	}
 	return nil, fmt.Errorf("cluster: watch %d changed under five writes in a row", id)

@@ -34,9 +34,10 @@ type Worker struct {
 	CheckTimeout time.Duration
 	Logger       *slog.Logger
 
-	// Done counts the checks this worker finished; Busy the ones it put
-	// back because their host was taken.
-	Done, Busy, Failed atomic.Int64
+	// Done counts the checks this worker finished (Failed of them with
+	// an error); Busy the ones it put back because their host was taken,
+	// Retried because JetStream did not answer.
+	Done, Busy, Failed, Retried atomic.Int64
 }
 
 // Run works until ctx ends.
@@ -151,6 +152,15 @@ func (wk *Worker) handle(ctx context.Context, m jetstream.Msg) {
 	}
 	if ctx.Err() != nil {
 		return // not acknowledged: another worker takes it
+	}
+	if errors.Is(err, errUnavailable) {
+		if meta, merr := m.Metadata(); merr == nil && meta.NumDelivered < 10 {
+			// Not the page's fault: run it again in a moment, here or
+			// on another node, rather than record a failure.
+			wk.Retried.Add(1)
+			m.NakWithDelay(time.Second)
+			return
+		}
 	}
 	r := reply{Outcome: out}
 	if err != nil {
