@@ -109,7 +109,10 @@ func TestClusterKill(t *testing.T) {
 
 	ctx := context.Background()
 	var conn *cluster.Conn
-	wait := func(what string, limit time.Duration, cond func(*cluster.Status) bool) *cluster.Status {
+	// wait polls the status until cond holds; at the limit it fails the
+	// test, at once when fatal, else returning the last status so that
+	// what follows can say what is missing.
+	waitOr := func(fatal bool, what string, limit time.Duration, cond func(*cluster.Status) bool) *cluster.Status {
 		t.Helper()
 		end := time.Now().Add(limit)
 		var (
@@ -144,10 +147,18 @@ func TestClusterKill(t *testing.T) {
 				if last != nil {
 					t.Logf("streams: %+v", last.Streams)
 				}
-				t.Fatalf("timed out after %s waiting for %s; last status %+v, error %v", limit, what, last, lastErr)
+				if fatal || last == nil {
+					t.Fatalf("timed out after %s waiting for %s; last status %+v, error %v", limit, what, last, lastErr)
+				}
+				t.Errorf("timed out after %s waiting for %s; last status %+v, error %v", limit, what, last, lastErr)
+				return last
 			}
 			time.Sleep(time.Second)
 		}
+	}
+	wait := func(what string, limit time.Duration, cond func(*cluster.Status) bool) *cluster.Status {
+		t.Helper()
+		return waitOr(true, what, limit, cond)
 	}
 	served := func(st *cluster.Status, nodes int) bool {
 		ready := map[int]string{}
@@ -204,7 +215,7 @@ func TestClusterKill(t *testing.T) {
 	})
 	t.Logf("the dead node's shards were served again %s after the kill (versions stored by then: %d of %d)",
 		time.Since(killed).Round(time.Millisecond), st.Versions, watches)
-	st = wait("every watch's first version", 5*time.Minute, func(st *cluster.Status) bool {
+	st = waitOr(false, "every watch's first version", 5*time.Minute, func(st *cluster.Status) bool {
 		return st.Versions >= uint64(watches) && st.Queued == 0 && st.Running == 0 && served(st, 2) && lagless(st)
 	})
 	t.Logf("all %d checks done %s after the watches were defined", watches, time.Since(began).Round(time.Millisecond))
@@ -261,6 +272,16 @@ func TestClusterKill(t *testing.T) {
 				continue
 			}
 			info, err := store.Track(ctx, w.ID)
+			if counts[w.ID] == 0 {
+				// Say why a watch got no version: its state in the view.
+				lw, werr := store.Watch(ctx, pet.AnyUser, w.ID)
+				if werr != nil {
+					t.Logf("watch %d (shard %d) without a version: not in node %d's view: %v", w.ID, cluster.ShardOf(w.ID, shards), i, werr)
+				} else {
+					t.Logf("watch %d (shard %d) without a version, in node %d's view: next check %s, last check %s, checks %d, errors %d %q",
+						w.ID, cluster.ShardOf(w.ID, shards), i, lw.NextCheck.Format(time.RFC3339Nano), lw.LastCheck.Format(time.RFC3339Nano), lw.Checks, lw.ErrorCount, lw.LastError)
+				}
+			}
 			if err != nil || info.Versions != counts[w.ID] {
 				lost++
 				if lost <= 5 {
