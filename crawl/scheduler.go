@@ -174,6 +174,12 @@ type Scheduler struct {
 	// MaxPostpone is how many busy-host watches one pass may postpone
 	// before it lets the loop breathe (default 256).
 	MaxPostpone int
+	// MaxSlotStep, when set, caps the spacing of a busy host's postponed
+	// watches, which is otherwise the host's usual check duration plus
+	// HostGap. A cluster node sets it: there a check's duration is the
+	// round trip through the work queue, not the host's answer time, and
+	// the host's watches would be spread over minutes.
+	MaxSlotStep time.Duration
 	// OnCheck, if set, is called after every check of Run, from the
 	// scheduling goroutine (keep it short).
 	OnCheck func(Report)
@@ -712,12 +718,16 @@ func (l *loopState) dispatch(ctx context.Context) (wake time.Time) {
 // watch comes one step (usual duration + HostGap) after the last slot.
 func (l *loopState) slot(h *hostState, now time.Time) time.Time {
 	gap := l.s.HostGap
-	step := max(h.took+gap, minStep)
+	took := h.took
+	if m := l.s.MaxSlotStep; m > 0 && took+gap > m {
+		took = max(m-gap, 0)
+	}
+	step := max(took+gap, minStep)
 	t := now
 	if h.free.After(t) {
 		t = h.free
 	}
-	if est := h.started.Add(h.took + gap); h.busy && est.After(t) {
+	if est := h.started.Add(took + gap); h.busy && est.After(t) {
 		t = est
 	}
 	t = t.Add(step) // the parked watch goes first

@@ -377,8 +377,11 @@ func (m *Main) joinCluster(ctx context.Context, pipeline *crawl.Pipeline, addr n
 	m.Scheduler.Store, m.Scheduler.Checker = m.Node, m.Node
 	m.Scheduler.Workers = 4 * c.Workers
 	// The workers keep the gap between two requests to a host across the
-	// cluster; the scheduler only keeps one check of a host in flight.
+	// cluster; the scheduler only keeps one check of a host in flight, and
+	// spaces the host's other due watches by the gap, not by the round
+	// trip through the queue.
 	m.Scheduler.HostGap = time.Millisecond
+	m.Scheduler.MaxSlotStep = max(c.HostGap, 10*time.Millisecond)
 	// A check taken by a node that died goes to another after AckWait;
 	// a stream whose leader died answers again some seconds later.
 	m.Scheduler.CheckTimeout = 3*f.AckWait + 30*time.Second
