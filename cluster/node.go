@@ -652,12 +652,8 @@ func (n *Node) awaitQueued(ctx context.Context, w *changedigest.Watch) (crawl.Ou
 	defer sub.Unsubscribe()
 	c.nc.Flush()
 	t := &checkTrack{c: c, shard: ShardOf(w.ID, c.Config.Shards)}
-	if v, err := t.newest(ctx, w.ID); err == nil && v != nil && v.due == w.NextCheck.UnixNano() {
-		res := crawl.Changed
-		if v.seq == 1 {
-			res = crawl.FirstVersion
-		}
-		return crawl.Outcome{Result: res, ETag: v.meta.Snapshot.ETag, LastModified: v.meta.Snapshot.LastModified}, nil
+	if out, ok := t.stored(ctx, w.ID, w.NextCheck); ok {
+		return out, nil
 	}
 	wctx, cancel := context.WithTimeout(ctx, c.Config.AckWait+10*time.Second)
 	defer cancel()
@@ -665,13 +661,8 @@ func (n *Node) awaitQueued(ctx context.Context, w *changedigest.Watch) (crawl.Ou
 	if wctx.Err() != nil && ctx.Err() == nil {
 		// Done before this node listened, and read then from a replica
 		// that was behind? Look once more.
-		t.read, t.last = false, nil
-		if v, err := t.newest(ctx, w.ID); err == nil && v != nil && v.due == w.NextCheck.UnixNano() {
-			res := crawl.Changed
-			if v.seq == 1 {
-				res = crawl.FirstVersion
-			}
-			return crawl.Outcome{Result: res, ETag: v.meta.Snapshot.ETag, LastModified: v.meta.Snapshot.LastModified}, nil
+		if out, ok := t.stored(ctx, w.ID, w.NextCheck); ok {
+			return out, nil
 		}
 		return out, errQueued
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/changedigest/changedigest"
+	"github.com/changedigest/changedigest/crawl"
 )
 
 // errRaced: another worker stored a version of the watch after this
@@ -64,6 +65,21 @@ func (t *checkTrack) newest(ctx context.Context, watchID int64) (*version, error
 	}
 	t.read, t.last = true, v
 	return v, nil
+}
+
+// stored reads the newest version of the watch afresh and, when it was
+// stored by the check due at due, returns that check's outcome.
+func (t *checkTrack) stored(ctx context.Context, watchID int64, due time.Time) (crawl.Outcome, bool) {
+	t.read, t.last = false, nil
+	v, err := t.newest(ctx, watchID)
+	if err != nil || v == nil || v.due != due.UnixNano() {
+		return crawl.Outcome{}, false
+	}
+	res := crawl.Changed
+	if v.seq == 1 {
+		res = crawl.FirstVersion
+	}
+	return crawl.Outcome{Result: res, ETag: v.meta.Snapshot.ETag, LastModified: v.meta.Snapshot.LastModified}, true
 }
 
 // Prior is crawl.Track's: the newest version, its body and the signature

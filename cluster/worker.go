@@ -114,13 +114,8 @@ func (wk *Worker) handle(ctx context.Context, m jetstream.Msg) {
 	// A check delivered again may have stored its version before its
 	// node died: then it is done.
 	if meta, err := m.Metadata(); err == nil && meta.NumDelivered > 1 {
-		v, err := t.newest(ctx, w.ID)
-		if err == nil && v != nil && v.due == cm.Due.UnixNano() {
-			res := crawl.Changed
-			if v.seq == 1 {
-				res = crawl.FirstVersion
-			}
-			wk.finish(ctx, m, w.ID, cm.Due, reply{Outcome: crawl.Outcome{Result: res, ETag: v.meta.Snapshot.ETag, LastModified: v.meta.Snapshot.LastModified}})
+		if out, ok := t.stored(ctx, w.ID, cm.Due); ok {
+			wk.finish(ctx, m, w.ID, cm.Due, reply{Outcome: out})
 			return
 		}
 		t.read, t.last = false, nil
