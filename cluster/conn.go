@@ -35,7 +35,6 @@ const (
 	nodesBucket    = "cd_nodes"
 	shardsBucket   = "cd_shards"
 	hostsBucket    = "cd_hosts"
-	outcomesBucket = "cd_outcomes"
 	countersBucket = "cd_counters"
 	workerDurable  = "workers"
 )
@@ -124,7 +123,6 @@ type Conn struct {
 	nodes    jetstream.KeyValue
 	shards   jetstream.KeyValue
 	hosts    jetstream.KeyValue
-	outcomes jetstream.KeyValue
 	counters jetstream.KeyValue
 	// nodesStream and watchesStream are the buckets' streams, read
 	// message by message.
@@ -173,14 +171,12 @@ func Connect(ctx context.Context, url string) (*Conn, error) {
 		c.Close()
 		return nil, err
 	}
-	e, err := c.counters.Get(ctx, "shards")
-	if err == nil {
-		c.Config.Shards, err = strconv.Atoi(string(e.Value()))
-	}
+	n, err := c.storedShards(ctx)
 	if err != nil {
 		c.Close()
-		return nil, fmt.Errorf("cluster: the cluster at %s has not formed yet (no shard count): %w", url, err)
+		return nil, fmt.Errorf("cluster: the cluster at %s has not formed yet: %w", url, err)
 	}
+	c.Config.Shards = n
 	return c, nil
 }
 
@@ -351,7 +347,6 @@ func (c *Conn) setup(ctx context.Context) error {
 		{Bucket: nodesBucket, Replicas: r, History: 1},
 		{Bucket: shardsBucket, Replicas: r},
 		{Bucket: hostsBucket, Replicas: r, TTL: time.Hour},
-		{Bucket: outcomesBucket, Replicas: r, TTL: time.Hour},
 		{Bucket: countersBucket, Replicas: r},
 	}
 	for _, kc := range buckets {
@@ -366,23 +361,35 @@ func (c *Conn) setup(ctx context.Context) error {
 		return err
 	}
 	// The shard count is the first node's.
-	if e, err := c.counters.Get(ctx, "shards"); err == nil {
-		n, err := strconv.Atoi(string(e.Value()))
-		if err != nil || n <= 0 {
-			return fmt.Errorf("cluster: stored shard count %q is not a number", e.Value())
-		}
+	n, err := c.storedShards(ctx)
+	switch {
+	case err == nil:
 		cfg.Shards = n
-	} else if errors.Is(err, jetstream.ErrKeyNotFound) {
+	case errors.Is(err, jetstream.ErrKeyNotFound):
 		if _, err := c.counters.Create(ctx, "shards", []byte(strconv.Itoa(cfg.Shards))); err != nil {
 			if !errors.Is(err, jetstream.ErrKeyExists) {
 				return fmt.Errorf("cluster: record the shard count: %w", err)
 			}
 			return c.setup(ctx)
 		}
-	} else {
-		return fmt.Errorf("cluster: read the shard count: %w", err)
+	default:
+		return err
 	}
 	return nil
+}
+
+// storedShards reads the cluster's shard count (ErrKeyNotFound before the
+// first node recorded it).
+func (c *Conn) storedShards(ctx context.Context) (int, error) {
+	e, err := c.counters.Get(ctx, "shards")
+	if err != nil {
+		return 0, fmt.Errorf("cluster: read the shard count: %w", err)
+	}
+	n, err := strconv.Atoi(string(e.Value()))
+	if err != nil || n <= 0 {
+		return 0, fmt.Errorf("cluster: stored shard count %q is not a number", e.Value())
+	}
+	return n, nil
 }
 
 // open binds the existing streams and buckets.
@@ -404,7 +411,7 @@ func (c *Conn) open(ctx context.Context) error {
 		name string
 		kv   *jetstream.KeyValue
 	}{{watchesBucket, &c.watches}, {nodesBucket, &c.nodes}, {shardsBucket, &c.shards},
-		{hostsBucket, &c.hosts}, {outcomesBucket, &c.outcomes}, {countersBucket, &c.counters}} {
+		{hostsBucket, &c.hosts}, {countersBucket, &c.counters}} {
 		if *b.kv, err = c.js.KeyValue(ctx, b.name); err != nil {
 			return fmt.Errorf("cluster: bucket %s: %w", b.name, err)
 		}
