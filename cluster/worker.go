@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/url"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -121,7 +120,7 @@ func (wk *Worker) handle(ctx context.Context, m jetstream.Msg) {
 		t.read, t.last = false, nil
 	}
 
-	host := hostOf(w.URL)
+	host := crawl.HostKey(w.URL)
 	if host != "" {
 		ok, err := wk.takeHost(ctx, host)
 		if err != nil {
@@ -215,18 +214,4 @@ func (wk *Worker) takeHost(ctx context.Context, host string) (bool, error) {
 		return false, nil
 	}
 	return err == nil, err
-}
-
-// hostOf is the host (name and port) a watch's requests go to.
-func hostOf(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return ""
-	}
-	host := u.Hostname()
-	port := u.Port()
-	if port == "" {
-		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
-	}
-	return host + ":" + port
 }

@@ -484,10 +484,10 @@ type job struct {
 	canceled bool
 }
 
-// hostKey is the politeness key of a URL: its host name, and its port
+// HostKey is the politeness key of a URL: its host name, and its port
 // when not the scheme's default (http and https of one name count as one
 // server).
-func hostKey(raw string) string {
+func HostKey(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" {
 		return raw
@@ -672,7 +672,7 @@ func (l *loopState) dispatch(ctx context.Context) (wake time.Time) {
 			if skip[w] || l.src.claimed(w) {
 				continue
 			}
-			key := hostKey(w.URL)
+			key := HostKey(w.URL)
 			h := l.hosts[key]
 			if h == nil {
 				h = &hostState{}

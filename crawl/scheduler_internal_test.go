@@ -15,8 +15,8 @@ func TestHostKey(t *testing.T) {
 		{"not a url", "not a url"},
 	}
 	for _, tt := range tests {
-		if got := hostKey(tt.url); got != tt.want {
-			t.Errorf("hostKey(%q) = %q, want %q", tt.url, got, tt.want)
+		if got := HostKey(tt.url); got != tt.want {
+			t.Errorf("HostKey(%q) = %q, want %q", tt.url, got, tt.want)
 		}
 	}
 }
