@@ -193,11 +193,7 @@ func (s *Store) PutWatch(ctx context.Context, w *changedigest.Watch) error {
 		}
 		nw := *w
 		if old != nil {
-			nw.NextCheck, nw.LastCheck, nw.LastChange = old.NextCheck, old.LastCheck, old.LastChange
-			nw.LastError, nw.LastErrorAt, nw.ErrorCount = old.LastError, old.LastErrorAt, old.ErrorCount
-			nw.Checks, nw.ChangeChecks = old.Checks, old.ChangeChecks
-			nw.ETag, nw.LastModified, nw.RetryAfter = old.ETag, old.LastModified, old.RetryAfter
-			nw.Samples = old.Samples
+			copySchedule(&nw, old)
 			if old.UserID != nw.UserID {
 				if err := tx.Bucket(bUserWatch).Delete(id64(old.UserID, old.ID)); err != nil {
 					return err
@@ -450,13 +446,19 @@ func (s *Store) SaveSchedules(ctx context.Context, ws []*changedigest.Watch) err
 	})
 }
 
+// copySchedule copies the fields of a watch the crawler owns (see
+// SaveSchedule) from src to dst.
+func copySchedule(dst, src *changedigest.Watch) {
+	dst.NextCheck, dst.LastCheck, dst.LastChange = src.NextCheck, src.LastCheck, src.LastChange
+	dst.LastError, dst.LastErrorAt, dst.ErrorCount = src.LastError, src.LastErrorAt, src.ErrorCount
+	dst.Checks, dst.ChangeChecks = src.Checks, src.ChangeChecks
+	dst.ETag, dst.LastModified, dst.RetryAfter = src.ETag, src.LastModified, src.RetryAfter
+	dst.Samples = slices.Clone(src.Samples)
+}
+
 func (s *Store) saveSchedule(ctx context.Context, update func(context.Context, func(*bolt.Tx) error) error, w *changedigest.Watch) error {
 	_, err := s.updateWatch(ctx, update, AnyUser, w.ID, func(x *changedigest.Watch) error {
-		x.NextCheck, x.LastCheck, x.LastChange = w.NextCheck, w.LastCheck, w.LastChange
-		x.LastError, x.LastErrorAt, x.ErrorCount = w.LastError, w.LastErrorAt, w.ErrorCount
-		x.Checks, x.ChangeChecks = w.Checks, w.ChangeChecks
-		x.ETag, x.LastModified, x.RetryAfter = w.ETag, w.LastModified, w.RetryAfter
-		x.Samples = slices.Clone(w.Samples)
+		copySchedule(x, w)
 		return nil
 	})
 	if errors.Is(err, ErrNotFound) {
