@@ -3,6 +3,7 @@ package changedigest
 import (
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 )
@@ -380,4 +381,14 @@ func (s Step) String() string {
 		sel = `"` + sel + `"`
 	}
 	return s.Action + " " + sel + " " + s.Value
+}
+
+// CopySchedule sets w's schedule state, the fields the crawler owns
+// (NextCheck through Samples), to src's.
+func (w *Watch) CopySchedule(src *Watch) {
+	w.NextCheck, w.LastCheck, w.LastChange = src.NextCheck, src.LastCheck, src.LastChange
+	w.LastError, w.LastErrorAt, w.ErrorCount = src.LastError, src.LastErrorAt, src.ErrorCount
+	w.Checks, w.ChangeChecks = src.Checks, src.ChangeChecks
+	w.ETag, w.LastModified, w.RetryAfter = src.ETag, src.LastModified, src.RetryAfter
+	w.Samples = slices.Clone(src.Samples)
 }

@@ -84,8 +84,7 @@ func (s Store) UpdateWatch(ctx context.Context, userID, id int64, fn func(*chang
 	}
 	// The schedule state is the view's.
 	if local, lerr := s.Store.Watch(ctx, pet.AnyUser, id); lerr == nil {
-		w.NextCheck, w.LastCheck, w.LastChange = local.NextCheck, local.LastCheck, local.LastChange
-		w.LastError, w.ErrorCount, w.Checks, w.ChangeChecks = local.LastError, local.ErrorCount, local.Checks, local.ChangeChecks
+		w.CopySchedule(local)
 	}
 	return w, nil
 }

@@ -193,7 +193,7 @@ func (s *Store) PutWatch(ctx context.Context, w *changedigest.Watch) error {
 		}
 		nw := *w
 		if old != nil {
-			copySchedule(&nw, old)
+			nw.CopySchedule(old)
 			if old.UserID != nw.UserID {
 				if err := tx.Bucket(bUserWatch).Delete(id64(old.UserID, old.ID)); err != nil {
 					return err
@@ -446,19 +446,9 @@ func (s *Store) SaveSchedules(ctx context.Context, ws []*changedigest.Watch) err
 	})
 }
 
-// copySchedule copies the fields of a watch the crawler owns (see
-// SaveSchedule) from src to dst.
-func copySchedule(dst, src *changedigest.Watch) {
-	dst.NextCheck, dst.LastCheck, dst.LastChange = src.NextCheck, src.LastCheck, src.LastChange
-	dst.LastError, dst.LastErrorAt, dst.ErrorCount = src.LastError, src.LastErrorAt, src.ErrorCount
-	dst.Checks, dst.ChangeChecks = src.Checks, src.ChangeChecks
-	dst.ETag, dst.LastModified, dst.RetryAfter = src.ETag, src.LastModified, src.RetryAfter
-	dst.Samples = slices.Clone(src.Samples)
-}
-
 func (s *Store) saveSchedule(ctx context.Context, update func(context.Context, func(*bolt.Tx) error) error, w *changedigest.Watch) error {
 	_, err := s.updateWatch(ctx, update, AnyUser, w.ID, func(x *changedigest.Watch) error {
-		copySchedule(x, w)
+		x.CopySchedule(w)
 		return nil
 	})
 	if errors.Is(err, ErrNotFound) {
