@@ -24,6 +24,24 @@ type User struct {
 	DigestSent string `json:"digest_sent,omitempty"`
 }
 
+// Validate checks the fields a user may set: name, digest hour, e-mail
+// address and feed token. Errors: EINVALID.
+func (u *User) Validate() error {
+	if err := ValidateUserName(u.Name); err != nil {
+		return err
+	}
+	if u.DigestHour < -1 || u.DigestHour > 23 {
+		return Errorf(EINVALID, "digest hour %d is not -1 (none) or 0 to 23", u.DigestHour)
+	}
+	if len(u.Email) > 254 || strings.ContainsAny(u.Email, "\r\n") {
+		return Errorf(EINVALID, "e-mail address is not valid")
+	}
+	if len(u.FeedToken) > 256 {
+		return Errorf(EINVALID, "feed token is longer than 256 characters")
+	}
+	return nil
+}
+
 // ValidateUserName checks a login name: 1 to 64 letters, digits, '.', '-' or '_'.
 func ValidateUserName(name string) error {
 	if name == "" || len(name) > 64 {

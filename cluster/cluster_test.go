@@ -334,3 +334,142 @@ func TestWatchesEditedInTheCluster(t *testing.T) {
 		t.Errorf("deleting it again: %v, want not found", err)
 	}
 }
+
+// TestAccountsAcrossNodes: a user, a login session, an API token and a
+// profile made through one node's web store are at once valid on the
+// other node; a password change, a log-out everywhere and a revoked token
+// are too; each user's digest is mailed by exactly one node.
+func TestAccountsAcrossNodes(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := ln.Addr().String()
+	ln.Close()
+	a := startNodeWith(t, cluster.Config{Name: "a", Dir: t.TempDir(), Client: client, Shards: 4, HostGap: 10 * time.Millisecond, Lease: 2 * time.Second}, t.TempDir())
+	defer a.stop()
+	b := startNodeWith(t, cluster.Config{Name: "b", URL: "nats://" + client, HostGap: 10 * time.Millisecond, Lease: 2 * time.Second}, t.TempDir())
+	defer b.stop()
+	ctx := context.Background()
+	waitFor(t, "two shards each", func() bool {
+		return len(a.node.Info().Ready) == 2 && len(b.node.Info().Ready) == 2 && a.node.Ready() == nil && b.node.Ready() == nil
+	})
+	sa, sb := cluster.Store{Store: a.store, Node: a.node}, cluster.Store{Store: b.store, Node: b.node}
+
+	var users []*changedigest.User
+	for _, name := range []string{"ann", "bob", "cy", "dee"} {
+		u := &changedigest.User{Name: name, PasswordHash: []byte("hash-" + name), DigestHour: -1}
+		if err := a.conn.CreateUser(ctx, u); err != nil {
+			t.Fatal(err)
+		}
+		users = append(users, u)
+	}
+	if err := b.conn.CreateUser(ctx, &changedigest.User{Name: "ANN", DigestHour: -1}); changedigest.ErrorCode(err) != changedigest.ECONFLICT {
+		t.Errorf("a second ann: %v, want a conflict", err)
+	}
+	if ids := []int64{users[0].ID, users[1].ID, users[2].ID, users[3].ID}; ids[0] == ids[1] || ids[2] != ids[1]+1 {
+		t.Errorf("user IDs %v are not given one by one", ids)
+	}
+	ann := users[0]
+	waitFor(t, "ann in b's copy", func() bool {
+		u, err := b.store.UserByName(ctx, "ann")
+		return err == nil && u.ID == ann.ID && string(u.PasswordHash) == "hash-ann" && u.FeedToken == ann.FeedToken
+	})
+
+	// A session made on a is valid on b, at once for a, soon for b.
+	token, err := sa.CreateSession(ctx, ann.ID, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.store.Session(ctx, token); err != nil {
+		t.Fatalf("a's own copy does not hold the session it made: %v", err)
+	}
+	waitFor(t, "the session on b", func() bool {
+		s, err := b.store.Session(ctx, token)
+		return err == nil && s.UserID == ann.ID
+	})
+	// An API token made on b works on a.
+	secret, tok, err := sb.CreateToken(ctx, ann.ID, "ci")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := sb.CreateToken(ctx, ann.ID, "CI"); changedigest.ErrorCode(err) != changedigest.ECONFLICT {
+		t.Errorf("a second token named ci: %v, want a conflict", err)
+	}
+	waitFor(t, "the API token on a", func() bool {
+		u, got, err := a.store.UserByToken(ctx, secret)
+		return err == nil && u.ID == ann.ID && got.ID == tok.ID
+	})
+	// A profile put on a is read on b.
+	p := &changedigest.Profile{UserID: ann.ID, Name: "Ann", Interests: []changedigest.Interest{{Term: "semantic web"}}}
+	if err := sa.PutProfile(ctx, p, []byte("<rdf:RDF/>")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the profile on b", func() bool {
+		got, doc, err := b.store.Profile(ctx, ann.ID)
+		return err == nil && len(got.Interests) == 1 && got.Interests[0].Term == "semantic web" && string(doc) == "<rdf:RDF/>" && got.UpdatedAt.Equal(p.UpdatedAt)
+	})
+	// A new password set on b, and every session ended: a sees both.
+	if _, err := sb.UpdateUser(ctx, ann.ID, func(u *changedigest.User) error { u.PasswordHash = []byte("new"); u.Email = "ann@example.org"; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if err := sb.DeleteUserSessions(ctx, ann.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.store.Session(ctx, token); err == nil {
+		t.Error("b's copy still holds the session it ended")
+	}
+	waitFor(t, "the new password and no session on a", func() bool {
+		u, err := a.store.User(ctx, ann.ID)
+		_, serr := a.store.Session(ctx, token)
+		return err == nil && string(u.PasswordHash) == "new" && u.Email == "ann@example.org" && serr != nil
+	})
+	if _, err := sa.UpdateUser(ctx, ann.ID, func(u *changedigest.User) error { u.Name = "bob"; return nil }); changedigest.ErrorCode(err) != changedigest.ECONFLICT {
+		t.Errorf("renaming ann to bob: %v, want a conflict", err)
+	}
+	// A token revoked on a stops working on b; another user cannot revoke it.
+	if err := sa.RevokeToken(ctx, users[1].ID, tok.ID); changedigest.ErrorCode(err) != changedigest.ENOTFOUND {
+		t.Errorf("bob revoking ann's token: %v, want not found", err)
+	}
+	if err := sa.RevokeToken(ctx, ann.ID, tok.ID); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the token revoked on b", func() bool {
+		_, _, err := b.store.UserByToken(ctx, secret)
+		return err != nil
+	})
+
+	// Each user's digest goes out from one node.
+	da, err := cluster.DigestStore{Store: sa}.Users(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := cluster.DigestStore{Store: sb}.Users(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mailers := map[int64]int{}
+	for _, u := range append(da, db...) {
+		mailers[u.ID]++
+	}
+	for _, u := range users {
+		if mailers[u.ID] != 1 {
+			t.Errorf("user %s's digest is mailed by %d nodes, want 1", u.Name, mailers[u.ID])
+		}
+	}
+	if len(da) == 0 || len(db) == 0 {
+		t.Errorf("digests: a mails %d users, b %d: the users are not split", len(da), len(db))
+	}
+
+	// A node that joins later (or rebuilds its store) copies them all.
+	c := startNodeWith(t, cluster.Config{Name: "c", URL: "nats://" + client, HostGap: 10 * time.Millisecond, Lease: 2 * time.Second}, t.TempDir())
+	defer c.stop()
+	waitFor(t, "c's copy of the accounts", func() bool {
+		us, err := c.store.Users(ctx)
+		_, _, perr := c.store.Profile(ctx, ann.ID)
+		return err == nil && len(us) == len(users) && perr == nil
+	})
+	if u, err := c.store.UserByName(ctx, "ann"); err != nil || string(u.PasswordHash) != "new" {
+		t.Errorf("c's ann: %+v, %v", u, err)
+	}
+}

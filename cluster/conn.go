@@ -36,6 +36,7 @@ const (
 	shardsBucket   = "cd_shards"
 	hostsBucket    = "cd_hosts"
 	countersBucket = "cd_counters"
+	accountsBucket = "cd_accounts"
 	workerDurable  = "workers"
 )
 
@@ -124,9 +125,10 @@ type Conn struct {
 	shards   jetstream.KeyValue
 	hosts    jetstream.KeyValue
 	counters jetstream.KeyValue
-	// nodesStream and watchesStream are the buckets' streams, read
-	// message by message.
-	nodesStream, watchesStream jetstream.Stream
+	accounts jetstream.KeyValue
+	// nodesStream, watchesStream and accountsStream are the buckets'
+	// streams, read message by message.
+	nodesStream, watchesStream, accountsStream jetstream.Stream
 }
 
 // Dial starts the embedded server (or reaches the external one), waits
@@ -348,6 +350,7 @@ func (c *Conn) setup(ctx context.Context) error {
 		{Bucket: shardsBucket, Replicas: r},
 		{Bucket: hostsBucket, Replicas: r, TTL: time.Hour},
 		{Bucket: countersBucket, Replicas: r},
+		{Bucket: accountsBucket, Replicas: r, History: 1, MaxValueSize: MaxMessage},
 	}
 	for _, kc := range buckets {
 		if _, err := c.js.KeyValue(ctx, kc.Bucket); err == nil {
@@ -401,6 +404,9 @@ func (c *Conn) open(ctx context.Context) error {
 	if c.watchesStream, err = c.js.Stream(ctx, "KV_"+watchesBucket); err != nil {
 		return fmt.Errorf("cluster: bucket %s: %w", watchesBucket, err)
 	}
+	if c.accountsStream, err = c.js.Stream(ctx, "KV_"+accountsBucket); err != nil {
+		return fmt.Errorf("cluster: bucket %s: %w", accountsBucket, err)
+	}
 	if c.checks, err = c.js.Stream(ctx, checksStream); err != nil {
 		return fmt.Errorf("cluster: stream %s: %w", checksStream, err)
 	}
@@ -411,7 +417,7 @@ func (c *Conn) open(ctx context.Context) error {
 		name string
 		kv   *jetstream.KeyValue
 	}{{watchesBucket, &c.watches}, {nodesBucket, &c.nodes}, {shardsBucket, &c.shards},
-		{hostsBucket, &c.hosts}, {countersBucket, &c.counters}} {
+		{hostsBucket, &c.hosts}, {countersBucket, &c.counters}, {accountsBucket, &c.accounts}} {
 		if *b.kv, err = c.js.KeyValue(ctx, b.name); err != nil {
 			return fmt.Errorf("cluster: bucket %s: %w", b.name, err)
 		}

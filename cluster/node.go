@@ -47,12 +47,13 @@ type Node struct {
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 
-	started time.Time
-	mu      sync.Mutex
-	views   map[int]*view
-	waiters sync.Map // reply token -> chan reply
-	token   atomic.Uint64
-	sub     *nats.Subscription
+	started  time.Time
+	accounts accountsView
+	mu       sync.Mutex
+	views    map[int]*view
+	waiters  sync.Map // reply token -> chan reply
+	token    atomic.Uint64
+	sub      *nats.Subscription
 }
 
 // view is a shard as its owner keeps it.
@@ -141,6 +142,12 @@ func (n *Node) Run(ctx context.Context) error {
 			s.Unsubscribe()
 		}
 	}()
+	accountsDone := make(chan struct{})
+	go func() {
+		defer close(accountsDone)
+		n.followAccounts(ctx)
+	}()
+	defer func() { <-accountsDone }()
 	tick := time.NewTicker(c.Config.Lease / 4)
 	defer tick.Stop()
 	for {
@@ -199,6 +206,9 @@ func (n *Node) heartbeat(ctx context.Context) error {
 func (n *Node) Ready() error {
 	if !n.Conn.nc.IsConnected() {
 		return errors.New("not connected to NATS")
+	}
+	if !n.accountCopy().ready.Load() {
+		return errors.New("the accounts are catching up")
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -521,6 +531,7 @@ func (n *Node) writePosition(s int, p uint64) {
 
 func (n *Node) savePositions() {
 	pos := n.readPositions()
+	pos[accountsPosition] = n.accountCopy().pos.Load()
 	n.mu.Lock()
 	for s, v := range n.views {
 		pos[s] = v.pos.Load()

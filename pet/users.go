@@ -47,6 +47,10 @@ func NewSecret() string {
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
+// SecretHash is the hash under which a store keeps a secret (a session's
+// token, an API token): the secret itself is never stored.
+func SecretHash(s string) []byte { return secretHash(s) }
+
 func secretHash(s string) []byte {
 	h := sha256.Sum256([]byte(s))
 	return h[:]
@@ -66,21 +70,7 @@ func getUser(tx *bolt.Tx, id int64) (*changedigest.User, error) {
 
 func nameKey(name string) []byte { return []byte(strings.ToLower(name)) }
 
-func checkUser(u *changedigest.User) error {
-	if err := changedigest.ValidateUserName(u.Name); err != nil {
-		return domainErr(err)
-	}
-	if u.DigestHour < -1 || u.DigestHour > 23 {
-		return invalidf("digest hour %d is not -1 (none) or 0 to 23", u.DigestHour)
-	}
-	if len(u.Email) > 254 || strings.ContainsAny(u.Email, "\r\n") {
-		return invalidf("e-mail address is not valid")
-	}
-	if len(u.FeedToken) > 256 {
-		return invalidf("feed token is longer than 256 characters")
-	}
-	return nil
-}
+func checkUser(u *changedigest.User) error { return domainErr(u.Validate()) }
 
 func putUser(tx *bolt.Tx, u, old *changedigest.User) error {
 	names, tokens := tx.Bucket(bUserNames), tx.Bucket(bFeedTokens)
@@ -433,8 +423,8 @@ type tokenRec struct {
 	Hash []byte `json:"hash"`
 }
 
-// tokenPrefix marks API token secrets, so that a leaked one is recognisable.
-const tokenPrefix = "cdt_"
+// TokenPrefix marks API token secrets, so that a leaked one is recognisable.
+const TokenPrefix = "cdt_"
 
 // CreateToken creates a named API token for the user and returns its
 // secret, which cannot be read again. Errors: EINVALID for an empty name
@@ -445,7 +435,7 @@ func (s *Store) CreateToken(ctx context.Context, userID int64, name string) (str
 	if name == "" || len(name) > 64 {
 		return "", nil, invalidf("token name must be 1 to 64 characters")
 	}
-	secret := tokenPrefix + NewSecret()
+	secret := TokenPrefix + NewSecret()
 	var tok Token
 	err := s.update(ctx, func(tx *bolt.Tx) error {
 		if _, err := getUser(tx, userID); err != nil {

@@ -6,21 +6,23 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/changedigest/changedigest"
 	"github.com/changedigest/changedigest/cluster"
+	"github.com/changedigest/changedigest/server"
 )
 
 func init() {
-	commands["cluster"] = command{summary: "a cluster of serve nodes: status, add watches", run: runCluster}
+	commands["cluster"] = command{summary: "a cluster of serve nodes: status, add watches, manage users", run: runCluster}
 }
 
 func runCluster(ctx context.Context, e *env) error {
 	if len(e.args) == 0 {
-		return usagef("cluster needs a sub-command: status or add")
+		return usagef("cluster needs a sub-command: status, add or user")
 	}
 	sub, args := e.args[0], e.args[1:]
 	switch sub {
@@ -28,8 +30,10 @@ func runCluster(ctx context.Context, e *env) error {
 		return runClusterStatus(ctx, e, args)
 	case "add":
 		return runClusterAdd(ctx, e, args)
+	case "user":
+		return runClusterUser(ctx, e, args)
 	}
-	return usagef("cluster: unknown sub-command %q: want status or add", sub)
+	return usagef("cluster: unknown sub-command %q: want status, add or user", sub)
 }
 
 func runClusterStatus(ctx context.Context, e *env, args []string) error {
@@ -112,7 +116,7 @@ func printClusterStatus(out io.Writer, st *cluster.Status) {
 func runClusterAdd(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(e, "cluster add", "--nats URL [--user ID] [--interval D] URL... (or - to read URLs from standard input)")
 	url := fs.String("nats", "nats://127.0.0.1:4222", "a node's NATS client address (serve --nats-listen)")
-	user := fs.Int64("user", 1, "the user the watches are for")
+	user := fs.String("user", "", "the user (name or ID) the watches are for (default: the first user)")
 	interval := fs.Duration("interval", 0, "check interval (default: learnt from each page's change rate)")
 	rest, err := e.parse(fs, args)
 	if err != nil {
@@ -139,7 +143,7 @@ func runClusterAdd(ctx context.Context, e *env, args []string) error {
 	}
 	ws := make([]*changedigest.Watch, len(urls))
 	for i, u := range urls {
-		ws[i] = &changedigest.Watch{UserID: *user, URL: u, Interval: *interval}
+		ws[i] = &changedigest.Watch{UserID: 1, URL: u, Interval: *interval}
 		if err := ws[i].Validate(); err != nil {
 			return fmt.Errorf("line %d: %w", i+1, err)
 		}
@@ -149,9 +153,120 @@ func runClusterAdd(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer conn.Close()
+	owner, err := clusterUser(ctx, conn, *user)
+	if err != nil {
+		return err
+	}
+	for _, w := range ws {
+		w.UserID = owner
+	}
 	if err := conn.AddWatches(ctx, ws); err != nil {
 		return err
 	}
 	fmt.Fprintf(e.stdout, "added %d watches (IDs %d to %d)\n", len(ws), ws[0].ID, ws[len(ws)-1].ID)
+	return nil
+}
+
+// clusterUser finds the user named (by name or ID; "" for the first) in
+// the cluster, and returns its ID.
+func clusterUser(ctx context.Context, conn *cluster.Conn, name string) (int64, error) {
+	if name != "" {
+		u, err := conn.UserByName(ctx, name)
+		if err == nil {
+			return u.ID, nil
+		}
+		if id, perr := strconv.ParseInt(name, 10, 64); perr == nil && id > 0 {
+			return id, nil
+		}
+		return 0, err
+	}
+	users, err := conn.Users(ctx)
+	if err != nil {
+		return 0, err
+	}
+	if len(users) == 0 {
+		return 0, usagef("the cluster has no users yet: start a node (it makes the administrator) or run cluster user add")
+	}
+	return users[0].ID, nil
+}
+
+func runClusterUser(ctx context.Context, e *env, args []string) error {
+	if len(args) == 0 {
+		return usagef("want a sub-command: cluster user add NAME [--admin] | cluster user passwd NAME | cluster user list")
+	}
+	sub := args[0]
+	fs := newFlagSet(e, "cluster user "+sub, "--nats URL NAME [--admin] [--email ADDR]  (the password is read from standard input)")
+	url := fs.String("nats", "nats://127.0.0.1:4222", "a node's NATS client address (serve --nats-listen)")
+	admin := fs.Bool("admin", false, "make the user an administrator")
+	email := fs.String("email", "", "e-mail address for the daily digest")
+	rest, err := e.parse(fs, args[1:])
+	if err != nil {
+		return err
+	}
+	switch sub {
+	case "add", "passwd":
+		if len(rest) != 1 {
+			return usagef("cluster user %s takes one user name", sub)
+		}
+		if err := changedigest.ValidateUserName(rest[0]); err != nil {
+			return err
+		}
+	case "list":
+		if len(rest) != 0 {
+			return usagef("cluster user list takes no arguments")
+		}
+	default:
+		return usagef("cluster user: unknown sub-command %q: want add, passwd or list", sub)
+	}
+	var hash []byte
+	if sub != "list" {
+		pw, err := readPassword(e)
+		if err != nil {
+			return err
+		}
+		if hash, err = server.HashPassword(pw); err != nil {
+			return err
+		}
+	}
+	conn, err := cluster.Connect(ctx, *url)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	switch sub {
+	case "add":
+		u := &changedigest.User{Name: rest[0], Admin: *admin, Email: *email, PasswordHash: hash, DigestHour: -1}
+		if err := conn.CreateUser(ctx, u); err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stdout, "created user %s (id %d) in the cluster\n", u.Name, u.ID)
+	case "passwd":
+		u, err := conn.UserByName(ctx, rest[0])
+		if err != nil {
+			return err
+		}
+		if _, err := conn.UpdateUser(ctx, u.ID, func(x *changedigest.User) error {
+			x.PasswordHash = hash
+			return nil
+		}); err != nil {
+			return err
+		}
+		n, err := conn.DeleteUserSessions(ctx, u.ID)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stdout, "password of %s changed on every node; %d sessions ended\n", u.Name, n)
+	case "list":
+		users, err := conn.Users(ctx)
+		if err != nil {
+			return err
+		}
+		tw := tabwriter.NewWriter(e.stdout, 2, 8, 2, ' ', 0)
+		fmt.Fprintln(tw, "ID\tNAME\tADMIN\tE-MAIL\tCREATED")
+		for _, u := range users {
+			fmt.Fprintf(tw, "%d\t%s\t%v\t%s\t%s\n", u.ID, u.Name, u.Admin, orDash(u.Email), u.CreatedAt.Local().Format("2006-01-02"))
+		}
+		return tw.Flush()
+	}
 	return nil
 }

@@ -106,12 +106,16 @@ type Main struct {
 	Server    *server.Server
 	Scheduler *crawl.Scheduler
 	Notify    *notify.Notifier
-	Dispatch  *notify.Dispatcher
-	Hub       *notify.Hub
-	Demo      *demo.Site
-	Agent     *agent.Manager
-	Clients   *agent.Coordinator
-	Browser   *browser.Pool
+	// Digests mails the daily digests: Notify, or on a cluster node a
+	// notifier that reads the cluster's changes and mails only the users
+	// of this node's shards.
+	Digests  *notify.Notifier
+	Dispatch *notify.Dispatcher
+	Hub      *notify.Hub
+	Demo     *demo.Site
+	Agent    *agent.Manager
+	Clients  *agent.Coordinator
+	Browser  *browser.Pool
 	// Cluster and Node are set when serve runs as a cluster node.
 	Cluster *cluster.Conn
 	Node    *cluster.Node
@@ -294,14 +298,17 @@ func (m *Main) Run(ctx context.Context) error {
 		return err
 	}
 	srv.Agent, srv.Clients = m.Agent, m.Clients
+	m.Digests = m.Notify
 	if m.Node != nil {
-		// Pages, feeds and searches read across the cluster; the digest
-		// mail and pushes stay with the versions this node stores, so
-		// that no two nodes send the same message.
+		// Pages, feeds, searches and digests read across the cluster. A
+		// user's digest is mailed by the node serving the user's shard,
+		// pushes by the node that stored the version: no two nodes send
+		// the same message.
 		cs := cluster.Store{Store: store, Node: m.Node}
 		srv.Ready, srv.Store = m.Node.Ready, cs
-		srv.Notify = notify.New(cs, ex, eng)
-		srv.Notify.Logger, srv.Notify.Mail = m.Notify.Logger, m.Notify.Mail
+		m.Digests = notify.New(cluster.DigestStore{Store: cs}, ex, eng)
+		m.Digests.Logger, m.Digests.Mail = m.Notify.Logger, m.Notify.Mail
+		srv.Notify = m.Digests
 	}
 	m.Server = srv
 
@@ -325,7 +332,7 @@ func (m *Main) Run(ctx context.Context) error {
 		m.goRun(func() error { return m.Node.Run(runCtx) })
 		m.goRun(func() error { return m.Node.Worker.Run(runCtx) })
 	}
-	m.goRun(func() error { return m.Notify.Run(runCtx, time.Minute) })
+	m.goRun(func() error { return m.Digests.Run(runCtx, time.Minute) })
 	m.goRun(func() error { return disp.Run(runCtx) })
 	m.goRun(func() error { return m.maintain(runCtx, time.Hour) })
 	if m.Demo != nil {
@@ -421,7 +428,11 @@ func (m *Main) maintain(ctx context.Context, interval time.Duration) error {
 		} else if n > 0 {
 			m.Logger.Info("retention removed old versions", "versions", n)
 		}
-		if _, err := m.Store.PurgeSessions(ctx); err != nil && ctx.Err() == nil {
+		purge := m.Store.PurgeSessions
+		if m.Node != nil {
+			purge = cluster.Store{Store: m.Store, Node: m.Node}.PurgeSessions
+		}
+		if _, err := purge(ctx); err != nil && ctx.Err() == nil {
 			m.Logger.Warn("purging sessions", "err", err)
 		}
 		// Delivered notifications are kept a month; dead ones until sent
@@ -497,8 +508,13 @@ func pageText(f *crawl.Fetcher) func(ctx context.Context, url string) (string, e
 // firstAdmin creates an administrator with a random password when the
 // store has no user yet, and prints the password once.
 func (m *Main) firstAdmin(ctx context.Context) error {
-	users, err := m.Store.Users(ctx)
-	if err != nil || len(users) > 0 {
+	users, create := m.Store.Users, m.Store.CreateUser
+	if m.Cluster != nil {
+		// The cluster's first node makes the administrator of all.
+		users, create = m.Cluster.Users, m.Cluster.CreateUser
+	}
+	us, err := users(ctx)
+	if err != nil || len(us) > 0 {
 		return err
 	}
 	password := randomPassword()
@@ -507,7 +523,10 @@ func (m *Main) firstAdmin(ctx context.Context) error {
 		return err
 	}
 	u := &changedigest.User{Name: "admin", Admin: true, PasswordHash: hash, DigestHour: -1}
-	if err := m.Store.CreateUser(ctx, u); err != nil {
+	if err := create(ctx, u); err != nil {
+		if m.Cluster != nil && changedigest.ErrorCode(err) == changedigest.ECONFLICT {
+			return nil // another node made it first
+		}
 		return err
 	}
 	fmt.Fprintf(m.Stdout, "created the administrator: log in as admin with password %s (change it under Settings)\n", password)
