@@ -410,7 +410,11 @@ func TestAccountsAcrossNodes(t *testing.T) {
 		return err == nil && len(got.Interests) == 1 && got.Interests[0].Term == "semantic web" && string(doc) == "<rdf:RDF/>" && got.UpdatedAt.Equal(p.UpdatedAt)
 	})
 	// A new password set on b, and every session ended: a sees both.
-	if _, err := sb.UpdateUser(ctx, ann.ID, func(u *changedigest.User) error { u.PasswordHash = []byte("new"); u.Email = "ann@example.org"; return nil }); err != nil {
+	if _, err := sb.UpdateUser(ctx, ann.ID, func(u *changedigest.User) error {
+		u.PasswordHash = []byte("new")
+		u.Email = "ann@example.org"
+		return nil
+	}); err != nil {
 		t.Fatal(err)
 	}
 	if err := sb.DeleteUserSessions(ctx, ann.ID); err != nil {
