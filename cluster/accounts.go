@@ -34,6 +34,7 @@ import (
 //	session.<user id>.<hash>   a login session under its token's hash
 //	token.<id>                 an API token with its secret's hash
 //	profile.<user id>          a profile with its FOAF document
+//	secret.web-key             the key that signs the web forms' tokens
 
 const accountsSubjects = "$KV." + accountsBucket + ".>"
 
@@ -123,9 +124,38 @@ func (c *Conn) createUser(ctx context.Context, u *changedigest.User) (uint64, er
 	return rev, nil
 }
 
+// WebKey returns the key that signs the web forms' tokens on every node,
+// so that a form served by one node may be sent to another: the first
+// node's key, which it gives as key.
+func (c *Conn) WebKey(ctx context.Context, key []byte) ([]byte, error) {
+	var e jetstream.KeyValueEntry
+	err := again(ctx, func() error {
+		_, err := c.accounts.Create(ctx, "secret.web-key", key)
+		if err == nil || !errors.Is(err, jetstream.ErrKeyExists) {
+			return err
+		}
+		e, err = c.accounts.Get(ctx, "secret.web-key")
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cluster: the web key: %w", unavailable(err))
+	}
+	if e == nil {
+		return key, nil
+	}
+	if len(e.Value()) < 32 {
+		return nil, fmt.Errorf("cluster: the web key holds %d bytes, want at least 32", len(e.Value()))
+	}
+	return e.Value(), nil
+}
+
 // UserByName reads a user from the bucket. Errors: ENOTFOUND.
 func (c *Conn) UserByName(ctx context.Context, name string) (*changedigest.User, error) {
-	e, err := c.accounts.Get(ctx, nameKey(name))
+	var e jetstream.KeyValueEntry
+	err := again(ctx, func() (err error) {
+		e, err = c.accounts.Get(ctx, nameKey(name))
+		return err
+	})
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return nil, changedigest.Errorf(changedigest.ENOTFOUND, "user %q not found", name)
 	}
@@ -144,7 +174,11 @@ func (c *Conn) UserByName(ctx context.Context, name string) (*changedigest.User,
 func (c *Conn) Users(ctx context.Context) ([]changedigest.User, error) {
 	var out []changedigest.User
 	for seq := uint64(1); ; {
-		m, err := c.accountsStream.GetMsg(ctx, seq, jetstream.WithGetMsgSubject("$KV."+accountsBucket+".user.*"))
+		var m *jetstream.RawStreamMsg
+		err := again(ctx, func() (err error) {
+			m, err = c.accountsStream.GetMsg(ctx, seq, jetstream.WithGetMsgSubject("$KV."+accountsBucket+".user.*"))
+			return err
+		})
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
 			break
 		}
@@ -164,7 +198,11 @@ func (c *Conn) Users(ctx context.Context) ([]changedigest.User, error) {
 
 // user reads user id and its revision from the bucket. Errors: ENOTFOUND.
 func (c *Conn) user(ctx context.Context, id int64) (*changedigest.User, uint64, error) {
-	e, err := c.accounts.Get(ctx, userKey(id))
+	var e jetstream.KeyValueEntry
+	err := again(ctx, func() (err error) {
+		e, err = c.accounts.Get(ctx, userKey(id))
+		return err
+	})
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return nil, 0, changedigest.Errorf(changedigest.ENOTFOUND, "user %d not found", id)
 	}
@@ -461,6 +499,40 @@ func (s Store) CreateSession(ctx context.Context, userID int64, ttl time.Duratio
 	return token, nil
 }
 
+// UserByName returns the user with this name: from this node's copy, or
+// from the cluster when the copy does not hold it yet (a user made a
+// moment ago). Errors: ENOTFOUND.
+func (s Store) UserByName(ctx context.Context, name string) (*changedigest.User, error) {
+	u, err := s.Store.UserByName(ctx, name)
+	if errors.Is(err, pet.ErrNotFound) {
+		if cu, cerr := s.Node.Conn.UserByName(ctx, name); cerr == nil {
+			return cu, nil
+		}
+	}
+	return u, err
+}
+
+// Session returns the live session of this token: from this node's copy,
+// or, when the copy does not hold it (a login on another node a moment
+// ago), from the cluster. Errors: ENOTFOUND for an unknown or expired
+// token.
+func (s Store) Session(ctx context.Context, token string) (*pet.Session, error) {
+	ss, err := s.Store.Session(ctx, token)
+	if err == nil || token == "" || !errors.Is(err, pet.ErrNotFound) {
+		return ss, err
+	}
+	hash := pet.SecretHash(token)
+	m, gerr := s.Node.Conn.accountsStream.GetMsg(ctx, 1, jetstream.WithGetMsgSubject("$KV."+accountsBucket+".session.*."+hex.EncodeToString(hash)))
+	if gerr != nil {
+		return nil, err
+	}
+	var got pet.Session
+	if op := m.Header.Get("KV-Operation"); op == "DEL" || op == "PURGE" || json.Unmarshal(m.Data, &got) != nil || !time.Now().Before(got.ExpiresAt) {
+		return nil, err
+	}
+	return &got, nil
+}
+
 // DeleteSession ends the session of this token on every node; an unknown
 // token is not an error.
 func (s Store) DeleteSession(ctx context.Context, token string) error {
@@ -521,7 +593,11 @@ func (c *Conn) accountKeys(ctx context.Context, filter string) ([]string, error)
 	prefix := "$KV." + accountsBucket + "."
 	var keys []string
 	for seq := uint64(1); ; {
-		m, err := c.accountsStream.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(prefix+filter))
+		var m *jetstream.RawStreamMsg
+		err := again(ctx, func() (err error) {
+			m, err = c.accountsStream.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(prefix+filter))
+			return err
+		})
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
 			return keys, nil
 		}

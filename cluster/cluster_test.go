@@ -364,6 +364,10 @@ func TestAccountsAcrossNodes(t *testing.T) {
 		}
 		users = append(users, u)
 	}
+	// b's web store finds a user made a moment ago (for a login).
+	if u, err := sb.UserByName(ctx, "DEE"); err != nil || u.ID != users[3].ID || string(u.PasswordHash) != "hash-dee" {
+		t.Errorf("b's store finding dee at once: %+v, %v", u, err)
+	}
 	if err := b.conn.CreateUser(ctx, &changedigest.User{Name: "ANN", DigestHour: -1}); changedigest.ErrorCode(err) != changedigest.ECONFLICT {
 		t.Errorf("a second ann: %v, want a conflict", err)
 	}
@@ -383,6 +387,10 @@ func TestAccountsAcrossNodes(t *testing.T) {
 	}
 	if _, err := a.store.Session(ctx, token); err != nil {
 		t.Fatalf("a's own copy does not hold the session it made: %v", err)
+	}
+	// b's web store knows it at once (from the cluster if not yet from its copy).
+	if s, err := sb.Session(ctx, token); err != nil || s.UserID != ann.ID {
+		t.Errorf("b's store, at once: %+v, %v", s, err)
 	}
 	waitFor(t, "the session on b", func() bool {
 		s, err := b.store.Session(ctx, token)
@@ -428,6 +436,9 @@ func TestAccountsAcrossNodes(t *testing.T) {
 		_, serr := a.store.Session(ctx, token)
 		return err == nil && string(u.PasswordHash) == "new" && u.Email == "ann@example.org" && serr != nil
 	})
+	if _, err := sa.Session(ctx, token); changedigest.ErrorCode(err) != changedigest.ENOTFOUND {
+		t.Errorf("an ended session on a's web store: %v, want not found", err)
+	}
 	if _, err := sa.UpdateUser(ctx, ann.ID, func(u *changedigest.User) error { u.Name = "bob"; return nil }); changedigest.ErrorCode(err) != changedigest.ECONFLICT {
 		t.Errorf("renaming ann to bob: %v, want a conflict", err)
 	}

@@ -136,6 +136,24 @@ func transient(err error) bool {
 		errors.Is(err, jetstream.ErrJetStreamNotEnabled) || errors.Is(err, nats.ErrConnectionReconnecting)
 }
 
+// again calls fn until it does not fail for want of an answer, for at
+// most half a minute (a stream or bucket just made, or whose leader died,
+// answers some seconds later).
+func again(ctx context.Context, fn func() error) error {
+	end := time.Now().Add(30 * time.Second)
+	for wait := 100 * time.Millisecond; ; wait = min(2*wait, 2*time.Second) {
+		err := fn()
+		if err == nil || !transient(err) || ctx.Err() != nil || time.Now().After(end) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(wait):
+		}
+	}
+}
+
 // publish publishes to a stream, again after transient failures, until
 // ctx ends; the message ID makes a repeat harmless.
 func (c *Conn) publish(ctx context.Context, msg *nats.Msg, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error) {

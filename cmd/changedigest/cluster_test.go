@@ -2,11 +2,15 @@ package main
 
 import (
 	"context"
-
+	"io"
 	"net"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -187,6 +191,36 @@ func TestClusterKill(t *testing.T) {
 	defer conn.Close()
 	t.Logf("cluster formed in %s", time.Since(began).Round(time.Millisecond))
 
+	// One node made the administrator of the cluster: log in on another,
+	// and the session is good on every node.
+	sites := make([]string, 3)
+	password := ""
+	for i := range 3 {
+		b, _ := os.ReadFile(logs[i])
+		if m := regexp.MustCompile(`running at (http://\S+)`).FindSubmatch(b); m != nil {
+			sites[i] = string(m[1])
+		}
+		if m := regexp.MustCompile(`log in as admin with password (\S+)`).FindSubmatch(b); m != nil {
+			if password != "" {
+				t.Errorf("two nodes made an administrator")
+			}
+			password = string(m[1])
+		}
+	}
+	if password == "" || slices.Contains(sites, "") {
+		t.Fatalf("no node says it made the administrator, or a node did not say where it runs: %q", sites)
+	}
+	web := webLogin(t, sites[2], "admin", password)
+	signedIn := func(when string, nodes ...int) {
+		t.Helper()
+		for _, i := range nodes {
+			if code := webGet(t, web, sites[i]+"/settings"); code != http.StatusOK {
+				t.Errorf("%s: the session made on node 2 gets %d from node %d's settings page", when, code, i)
+			}
+		}
+	}
+	signedIn("before the kill", 0, 1, 2)
+
 	ws := make([]*changedigest.Watch, watches)
 	for i := range ws {
 		ws[i] = &changedigest.Watch{UserID: 1, URL: farm.URL(i)}
@@ -216,6 +250,8 @@ func TestClusterKill(t *testing.T) {
 	})
 	t.Logf("the dead node's shards were served again %s after the kill (versions stored by then: %d of %d)",
 		time.Since(killed).Round(time.Millisecond), st.Versions, watches)
+	signedIn("after the kill", 0, 2)
+	webLogin(t, sites[0], "admin", password)
 	st = waitOr(false, "every watch's first version", 5*time.Minute, func(st *cluster.Status) bool {
 		return st.Versions >= uint64(watches) && st.Queued == 0 && st.Running == 0 && served(st, 2) && lagless(st)
 	})
@@ -295,6 +331,46 @@ func TestClusterKill(t *testing.T) {
 	if lost > 0 {
 		t.Errorf("%d watches' versions are missing from their owner's store", lost)
 	}
+}
+
+// webLogin logs in through the login form of the site and returns a
+// client holding the session (cookies of 127.0.0.1 go to every port).
+func webLogin(t *testing.T, site, name, password string) *http.Client {
+	t.Helper()
+	jar, _ := cookiejar.New(nil)
+	c := &http.Client{Jar: jar, Timeout: 10 * time.Second}
+	resp, err := c.Get(site + "/login")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	m := regexp.MustCompile(`name="csrf_token" value="([^"]+)"`).FindSubmatch(page)
+	if m == nil {
+		t.Fatalf("%s/login has no form token", site)
+	}
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	resp, err = c.PostForm(site+"/login", url.Values{"csrf_token": {string(m[1])}, "name": {name}, "password": {password}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("logging in as %s at %s: %s", name, site, resp.Status)
+	}
+	return c
+}
+
+// webGet returns the status of a GET, redirects not followed.
+func webGet(t *testing.T, c *http.Client, u string) int {
+	t.Helper()
+	resp, err := c.Get(u)
+	if err != nil {
+		t.Errorf("GET %s: %v", u, err)
+		return 0
+	}
+	resp.Body.Close()
+	return resp.StatusCode
 }
 
 func lagless(st *cluster.Status) bool {

@@ -297,6 +297,13 @@ func (m *Main) Run(ctx context.Context) error {
 		ln.Close()
 		return err
 	}
+	if m.Cluster != nil {
+		// Every node signs forms with the same key.
+		if srv.Key, err = m.Cluster.WebKey(ctx, srv.Key); err != nil {
+			ln.Close()
+			return err
+		}
+	}
 	srv.Agent, srv.Clients = m.Agent, m.Clients
 	m.Digests = m.Notify
 	if m.Node != nil {
