@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -486,5 +487,100 @@ func TestAccountsAcrossNodes(t *testing.T) {
 	})
 	if u, err := c.store.UserByName(ctx, "ann"); err != nil || string(u.PasswordHash) != "new" {
 		t.Errorf("c's ann: %+v, %v", u, err)
+	}
+}
+
+// TestShardsMoveAndReadsFollow: a node joins a node that served every
+// shard; the shards it takes leave the first node's store, and the web
+// store of either node lists, searches and reads every watch once.
+func TestShardsMoveAndReadsFollow(t *testing.T) {
+	const pages = 12
+	farm := crawltest.NewFarm(t, crawltest.FarmConfig{Hosts: 4, Pages: pages, Size: 1 << 10, Rate: func(int) float64 { return 0 }})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := ln.Addr().String()
+	ln.Close()
+	a := startNodeWith(t, cluster.Config{Name: "a", Dir: t.TempDir(), Client: client, Shards: 4, HostGap: 10 * time.Millisecond, Lease: 2 * time.Second}, t.TempDir())
+	defer a.stop()
+	ctx := context.Background()
+	waitFor(t, "a serving every shard", func() bool { return len(a.node.Info().Ready) == 4 })
+	ws := make([]*changedigest.Watch, pages)
+	for i := range ws {
+		ws[i] = &changedigest.Watch{UserID: 1, URL: farm.URL(i), Tags: []string{"t" + strconv.Itoa(i%2)}}
+	}
+	if err := a.conn.AddWatches(ctx, ws); err != nil {
+		t.Fatal(err)
+	}
+	versions := func(n *node) int {
+		k := 0
+		for _, w := range ws {
+			if info, err := n.store.Track(ctx, w.ID); err == nil && info.Versions > 0 {
+				k++
+			}
+		}
+		return k
+	}
+	waitFor(t, "every first version in a's store", func() bool { return versions(a) == pages })
+
+	b := startNodeWith(t, cluster.Config{Name: "b", URL: "nats://" + client, HostGap: 10 * time.Millisecond, Lease: 2 * time.Second}, t.TempDir())
+	defer b.stop()
+	waitFor(t, "two shards each, and a's store holding only its own", func() bool {
+		if len(a.node.Info().Ready) != 2 || len(b.node.Info().Ready) != 2 {
+			return false
+		}
+		all, err := a.store.Watches(ctx, pet.AnyUser, "")
+		return err == nil && len(all) < pages && versions(a)+versions(b) == pages
+	})
+	for name, n := range map[string]*node{"a": a, "b": b} {
+		cs := cluster.Store{Store: n.store, Node: n.node}
+		page, err := cs.WatchPage(ctx, 1, pet.WatchQuery{Limit: 5, Offset: 5})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if page.Total != pages || len(page.Watches) != 5 || page.Watches[0].ID != ws[5].ID || page.Watches[4].ID != ws[9].ID {
+			t.Errorf("%s: page 2 of the dashboard: total %d, %d watches, want %d and watches %d to %d", name, page.Total, len(page.Watches), pages, ws[5].ID, ws[9].ID)
+		}
+		if page.Tags == nil || len(page.Tags) != 2 {
+			t.Errorf("%s: the dashboard's tags: %v", name, page.Tags)
+		}
+		tagged, err := cs.WatchPage(ctx, 1, pet.WatchQuery{Tag: "t1", Sort: pet.SortName, Limit: 100})
+		if err != nil || tagged.Total != pages/2 || len(tagged.Watches) != pages/2 {
+			t.Errorf("%s: the watches tagged t1 by name: %+v, %v", name, tagged, err)
+		}
+		list, err := cs.Watches(ctx, 1, "")
+		if err != nil || len(list) != pages {
+			t.Errorf("%s: Watches: %d, %v", name, len(list), err)
+		}
+		res, err := cs.Search(ctx, pet.Query{Text: "today", UserID: 1, Limit: 100})
+		if err != nil || res.Total != pages || len(res.Hits) != pages {
+			t.Errorf("%s: search across the nodes: %+v, %v; want %d hits once each", name, res, err, pages)
+		}
+		for _, w := range ws {
+			got, err := cs.Watch(ctx, 1, w.ID)
+			if err != nil || got.URL != w.URL {
+				t.Errorf("%s: watch %d: %+v, %v", name, w.ID, got, err)
+				continue
+			}
+			if _, err := cs.Watch(ctx, 2, w.ID); changedigest.ErrorCode(err) != changedigest.ENOTFOUND {
+				t.Errorf("%s: another user's watch %d: %v, want not found", name, w.ID, err)
+			}
+			info, err := cs.Track(ctx, w.ID)
+			if err != nil || info.Versions != 1 {
+				t.Errorf("%s: track of watch %d: %+v, %v", name, w.ID, info, err)
+			}
+			vs, err := cs.Versions(ctx, w.ID, 0, 10)
+			if err != nil || len(vs) != 1 {
+				t.Errorf("%s: versions of watch %d: %d, %v", name, w.ID, len(vs), err)
+			}
+			body, err := cs.Body(ctx, w.ID, 1)
+			if err != nil || len(body) == 0 {
+				t.Errorf("%s: body of watch %d: %d bytes, %v", name, w.ID, len(body), err)
+			}
+		}
+		if _, err := cs.Watch(ctx, 1, 999999); changedigest.ErrorCode(err) != changedigest.ENOTFOUND {
+			t.Errorf("%s: an unknown watch: %v, want not found", name, err)
+		}
 	}
 }

@@ -51,7 +51,9 @@ type Node struct {
 	accounts accountsView
 	mu       sync.Mutex
 	views    map[int]*view
-	waiters  sync.Map // reply token -> chan reply
+	dropping map[int]bool // shards being dropped from the store
+	posMu    sync.Mutex   // the positions file
+	waiters  sync.Map     // reply token -> chan reply
 	token    atomic.Uint64
 	sub      *nats.Subscription
 }
@@ -111,8 +113,8 @@ func (n *Node) logger() *slog.Logger {
 // ownership, views. Call it once.
 func (n *Node) Run(ctx context.Context) error {
 	c := n.Conn
-	n.started = n.now()
 	n.mu.Lock()
+	n.started = n.now()
 	n.views = map[int]*view{}
 	n.mu.Unlock()
 	sub, err := c.nc.Subscribe("cd.reply."+c.Config.Name+".*", func(m *nats.Msg) {
@@ -173,8 +175,9 @@ func (n *Node) Run(ctx context.Context) error {
 
 // Info is the node's current heartbeat.
 func (n *Node) Info() NodeInfo {
-	info := NodeInfo{Name: n.Conn.Config.Name, Client: n.Conn.ClientURL(), Started: n.started, Beat: n.now()}
+	info := NodeInfo{Name: n.Conn.Config.Name, Client: n.Conn.ClientURL(), Beat: n.now()}
 	n.mu.Lock()
+	info.Started = n.started
 	for s, v := range n.views {
 		info.Shards = append(info.Shards, s)
 		if r := v.ready.Load(); r != 0 {
@@ -311,11 +314,21 @@ func (n *Node) rebalance(ctx context.Context) error {
 			n.start(ctx, s)
 		}
 	}
+	// A shard another live node serves leaves this node's store (kept
+	// from before a restart, or given up): lists and searches across the
+	// nodes would hold it twice. Should it come back, it is rebuilt from
+	// the stream.
+	held := n.readPositions()
+	for s, e := range entries {
+		if _, ok := held[s]; ok && e.owner != me && e.owner != "" && live[e.owner] && n.startDrop(s) {
+			go n.drop(ctx, s)
+		}
+	}
 	for s, e := range entries {
 		if mine >= target {
 			break
 		}
-		if e.owner != "" && live[e.owner] {
+		if e.owner != "" && live[e.owner] || n.isDropping(s) {
 			continue
 		}
 		var err error
@@ -510,6 +523,60 @@ func (n *Node) applyVersion(ctx context.Context, m *jetstream.RawStreamMsg) erro
 	return nil
 }
 
+// startDrop marks shard s as being dropped; false when it already is.
+func (n *Node) startDrop(s int) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.dropping[s] {
+		return false
+	}
+	if n.dropping == nil {
+		n.dropping = map[int]bool{}
+	}
+	n.dropping[s] = true
+	return true
+}
+
+func (n *Node) isDropping(s int) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.dropping[s]
+}
+
+// drop deletes shard s's watches and their versions from the store, and
+// its place from the positions file.
+func (n *Node) drop(ctx context.Context, s int) {
+	defer func() {
+		n.mu.Lock()
+		delete(n.dropping, s)
+		n.mu.Unlock()
+	}()
+	// From here on a view of s starts from the stream's beginning.
+	n.writePosition(s, 0)
+	ws, err := n.Store.Watches(ctx, pet.AnyUser, "")
+	if err != nil {
+		n.logger().Warn("dropping a shard another node serves", "shard", s, "err", err)
+		return
+	}
+	k := 0
+	for _, w := range ws {
+		if ShardOf(w.ID, n.Conn.Config.Shards) != s {
+			continue
+		}
+		if err := n.Store.DeleteWatch(ctx, pet.AnyUser, w.ID); err != nil && !errors.Is(err, pet.ErrNotFound) {
+			n.logger().Warn("dropping a shard another node serves", "shard", s, "watch", w.ID, "err", err)
+			return
+		}
+		k++
+	}
+	n.posMu.Lock()
+	pos := n.readPositions()
+	delete(pos, s)
+	n.writePositions(pos)
+	n.posMu.Unlock()
+	n.logger().Info("dropped a shard another node serves", "shard", s, "watches", k)
+}
+
 // positions: how far each shard's view has read, kept in Dir.
 func (n *Node) positionFile() string { return filepath.Join(n.Dir, "positions.json") }
 
@@ -524,12 +591,16 @@ func (n *Node) readPositions() map[int]uint64 {
 func (n *Node) position(s int) uint64 { return n.readPositions()[s] }
 
 func (n *Node) writePosition(s int, p uint64) {
+	n.posMu.Lock()
+	defer n.posMu.Unlock()
 	pos := n.readPositions()
 	pos[s] = p
 	n.writePositions(pos)
 }
 
 func (n *Node) savePositions() {
+	n.posMu.Lock()
+	defer n.posMu.Unlock()
 	pos := n.readPositions()
 	pos[accountsPosition] = n.accountCopy().pos.Load()
 	n.mu.Lock()
@@ -578,8 +649,12 @@ func (n *Node) DueWatches(ctx context.Context, now time.Time, limit int) ([]*cha
 	}
 }
 
-// SaveSchedule is crawl.Store's.
+// SaveSchedule is crawl.Store's. A watch of a shard another node serves
+// (checked here on a user's request) keeps its owner's schedule.
 func (n *Node) SaveSchedule(ctx context.Context, w *changedigest.Watch) error {
+	if !n.serves(w.ID) {
+		return nil
+	}
 	return n.Store.SaveSchedule(ctx, w)
 }
 

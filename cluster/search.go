@@ -41,6 +41,7 @@ func (n *Node) serveQuestions() ([]*nats.Subscription, error) {
 			}
 			return n.Store.Search(ctx, q)
 		},
+		watchSubject: n.answerWatch,
 		changesSubject: func(ctx context.Context, data []byte) (any, error) {
 			var f pet.ChangeFilter
 			if err := json.Unmarshal(data, &f); err != nil {

@@ -36,13 +36,13 @@ func (s Store) Changes(ctx context.Context, f pet.ChangeFilter) ([]pet.Event, er
 // CreateWatch defines the watch in the cluster (its ID from the
 // cluster's counter) rather than in this node's store alone, and waits a
 // moment for this node's view to hold it when this node owns its shard.
-// Errors: EINVALID from Watch.Validate; ECONFLICT when this node's view
-// holds a watch of the user with the same URL and zone.
+// Errors: EINVALID from Watch.Validate; ECONFLICT when the user watches
+// the same URL and zone.
 func (s Store) CreateWatch(ctx context.Context, w *changedigest.Watch) error {
 	if err := w.Validate(); err != nil {
 		return err
 	}
-	if ws, err := s.Store.Watches(ctx, w.UserID, ""); err == nil {
+	if ws, err := s.Watches(ctx, w.UserID, ""); err == nil {
 		for _, x := range ws {
 			if x.URL == w.URL && x.Zone == w.Zone {
 				return changedigest.Errorf(changedigest.ECONFLICT, "you already watch %s (watch %d)", w.URL, x.ID)

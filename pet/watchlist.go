@@ -89,10 +89,13 @@ const (
 
 // WatchQuery selects a page of a user's watches.
 type WatchQuery struct {
-	Tag    string    // only watches with this tag ("" for all)
-	Sort   WatchSort // "" for SortAdded
-	Offset int       // watches to skip
-	Limit  int       // watches to return: DefaultWatchLimit when 0, at most MaxWatchLimit
+	Tag    string    `json:"tag,omitempty"`    // only watches with this tag ("" for all)
+	Sort   WatchSort `json:"sort,omitempty"`   // "" for SortAdded
+	Offset int       `json:"offset,omitempty"` // watches to skip
+	Limit  int       `json:"limit,omitempty"`  // watches to return: DefaultWatchLimit when 0, at most MaxWatchLimit
+	// Keep, when set, leaves out the watches it refuses (from the page
+	// and the counts, not from Tags).
+	Keep func(watchID int64) bool `json:"-"`
 }
 
 // WatchPage is a page of a user's watches with what a list shows around it.
@@ -211,6 +214,17 @@ func (s *watchSummary) hasTag(tag string) bool {
 		return !found
 	})
 	return found
+}
+
+// CompareWatches orders two watches as a WatchPage of order o lists them
+// (o must be one of WatchSorts), for merging pages of several stores.
+func CompareWatches(o WatchSort) func(a, b *changedigest.Watch) int {
+	by := compareSummaries(o)
+	return func(a, b *changedigest.Watch) int {
+		sa, _ := decodeSummary(a.ID, summaryOf(a))
+		sb, _ := decodeSummary(b.ID, summaryOf(b))
+		return by(sa, sb)
+	}
 }
 
 // compareSummaries orders two summaries by o, then by id.
@@ -446,11 +460,11 @@ func (s *Store) WatchPage(ctx context.Context, userID int64, q WatchQuery) (*Wat
 		out.Tags = slices.Clone(l.tags)
 		idx := l.order(order)
 		out.Total, out.Failing = len(idx), l.failing
-		if tag != "" {
+		if tag != "" || q.Keep != nil {
 			var kept []int32
 			out.Failing = 0
 			for _, i := range idx {
-				if sum := &l.sums[i]; sum.hasTag(tag) {
+				if sum := &l.sums[i]; (tag == "" || sum.hasTag(tag)) && (q.Keep == nil || q.Keep(sum.id)) {
 					kept = append(kept, i)
 					if sum.failing {
 						out.Failing++

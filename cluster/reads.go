@@ -1,0 +1,241 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/changedigest/changedigest"
+	"github.com/changedigest/changedigest/pet"
+)
+
+// The web server's reads of watches and their histories: a watch of a
+// shard this node serves is read from its own view, any other from the
+// node serving its shard; a user's list of watches is merged from every
+// node's.
+
+// watchSubject is the subject of questions about watches.
+const watchSubject = "cd.watch"
+
+// watchQuestion asks a node about a watch, or about a user's watches.
+type watchQuestion struct {
+	Op     string         `json:"op"`
+	UserID int64          `json:"user_id,omitempty"`
+	ID     int64          `json:"id,omitempty"`
+	Seq    int            `json:"seq,omitempty"`
+	Before int            `json:"before,omitempty"`
+	Limit  int            `json:"limit,omitempty"`
+	Tag    string         `json:"tag,omitempty"`
+	Page   pet.WatchQuery `json:"page,omitempty"`
+}
+
+// shot is a screenshot with its image (which the domain type keeps out
+// of JSON).
+type shot struct {
+	Shot *changedigest.Screenshot `json:"shot"`
+	PNG  []byte                   `json:"png"`
+}
+
+// serves reports whether this node keeps watch id's shard (served, or
+// catching up).
+func (n *Node) serves(id int64) bool {
+	n.mu.Lock()
+	_, ok := n.views[ShardOf(id, n.Conn.Config.Shards)]
+	n.mu.Unlock()
+	return ok
+}
+
+// answerWatch answers a question about watches from this node's view.
+func (n *Node) answerWatch(ctx context.Context, data []byte) (any, error) {
+	var q watchQuestion
+	if err := json.Unmarshal(data, &q); err != nil {
+		return nil, err
+	}
+	switch q.Op {
+	case "watches":
+		ws, err := n.Store.Watches(ctx, q.UserID, q.Tag)
+		return slices.DeleteFunc(ws, func(w changedigest.Watch) bool { return !n.serves(w.ID) }), err
+	case "page":
+		q.Page.Keep = n.serves
+		return n.Store.WatchPage(ctx, q.UserID, q.Page)
+	}
+	if !n.serves(q.ID) {
+		return nil, fmt.Errorf("%w: watch %d is not in this node's shards", pet.ErrNotFound, q.ID)
+	}
+	return n.readWatch(ctx, q)
+}
+
+// readWatch reads one watch's data from this node's view.
+func (n *Node) readWatch(ctx context.Context, q watchQuestion) (any, error) {
+	s := n.Store
+	switch q.Op {
+	case "watch":
+		return s.Watch(ctx, q.UserID, q.ID)
+	case "track":
+		return s.Track(ctx, q.ID)
+	case "version":
+		return s.Version(ctx, q.ID, q.Seq)
+	case "versions":
+		return s.Versions(ctx, q.ID, q.Before, q.Limit)
+	case "body":
+		return s.Body(ctx, q.ID, q.Seq)
+	case "screenshot":
+		sh, err := s.Screenshot(ctx, q.ID, q.Seq)
+		if err != nil {
+			return nil, err
+		}
+		return shot{Shot: sh, PNG: sh.PNG}, nil
+	}
+	return nil, fmt.Errorf("cluster: unknown question %q", q.Op)
+}
+
+// askWatch reads one watch's data into out: from this node's view when
+// it keeps the watch's shard, else from the node that does.
+func askWatch[T any](ctx context.Context, n *Node, q watchQuestion) (T, error) {
+	var out T
+	if n.serves(q.ID) {
+		v, err := n.readWatch(ctx, q)
+		if err != nil {
+			return out, err
+		}
+		return v.(T), nil
+	}
+	live, err := liveNodes(ctx, n.Conn, n.now())
+	if err != nil {
+		return out, fmt.Errorf("cluster: read watch %d: list nodes: %w", q.ID, err)
+	}
+	answers, err := n.scatter(ctx, watchSubject, q, live)
+	if err != nil {
+		if errors.Is(err, pet.ErrNotFound) {
+			return out, changedigest.Errorf(changedigest.ENOTFOUND, "watch %d not found", q.ID)
+		}
+		return out, err
+	}
+	if len(answers) == 0 {
+		return out, changedigest.Errorf(changedigest.ENOTFOUND, "watch %d not found (no node serves its shard now)", q.ID)
+	}
+	if err := json.Unmarshal(answers[0], &out); err != nil {
+		return out, fmt.Errorf("cluster: read watch %d: %w", q.ID, err)
+	}
+	return out, nil
+}
+
+// Watch reads the watch from the node serving its shard. Errors:
+// ENOTFOUND when it does not exist or is another user's.
+func (s Store) Watch(ctx context.Context, userID, id int64) (*changedigest.Watch, error) {
+	return askWatch[*changedigest.Watch](ctx, s.Node, watchQuestion{Op: "watch", UserID: userID, ID: id})
+}
+
+// Track reads the summary of the watch's history from the node serving
+// its shard.
+func (s Store) Track(ctx context.Context, watchID int64) (pet.TrackInfo, error) {
+	return askWatch[pet.TrackInfo](ctx, s.Node, watchQuestion{Op: "track", ID: watchID})
+}
+
+// Version reads a version from the node serving the watch's shard.
+func (s Store) Version(ctx context.Context, watchID int64, seq int) (*changedigest.Snapshot, error) {
+	return askWatch[*changedigest.Snapshot](ctx, s.Node, watchQuestion{Op: "version", ID: watchID, Seq: seq})
+}
+
+// Versions reads a page of versions from the node serving the watch's shard.
+func (s Store) Versions(ctx context.Context, watchID int64, before, limit int) ([]changedigest.Snapshot, error) {
+	return askWatch[[]changedigest.Snapshot](ctx, s.Node, watchQuestion{Op: "versions", ID: watchID, Before: before, Limit: limit})
+}
+
+// Body reads a version's page from the node serving the watch's shard.
+func (s Store) Body(ctx context.Context, watchID int64, seq int) ([]byte, error) {
+	return askWatch[[]byte](ctx, s.Node, watchQuestion{Op: "body", ID: watchID, Seq: seq})
+}
+
+// Screenshot reads a version's screenshot from the node serving the
+// watch's shard.
+func (s Store) Screenshot(ctx context.Context, watchID int64, seq int) (*changedigest.Screenshot, error) {
+	if s.Node.serves(watchID) {
+		return s.Store.Screenshot(ctx, watchID, seq)
+	}
+	sh, err := askWatch[shot](ctx, s.Node, watchQuestion{Op: "screenshot", ID: watchID, Seq: seq})
+	if err != nil {
+		return nil, err
+	}
+	sh.Shot.PNG = sh.PNG
+	return sh.Shot, nil
+}
+
+// Watches lists the user's watches (with the tag, when not "") across
+// every node, by ID.
+func (s Store) Watches(ctx context.Context, userID int64, tag string) ([]changedigest.Watch, error) {
+	parts, err := s.Node.ask(ctx, watchQuestion{Op: "watches", UserID: userID, Tag: tag})
+	if err != nil {
+		return nil, err
+	}
+	var out []changedigest.Watch
+	for _, p := range parts {
+		var ws []changedigest.Watch
+		if err := json.Unmarshal(p, &ws); err != nil {
+			return nil, fmt.Errorf("cluster: list watches: %w", err)
+		}
+		out = append(out, ws...)
+	}
+	by := pet.CompareWatches(pet.SortAdded)
+	slices.SortFunc(out, func(a, b changedigest.Watch) int { return by(&a, &b) })
+	return out, nil
+}
+
+// WatchPage lists a page of the user's watches across every node, in the
+// query's order: each node gives its first Offset+Limit, and the page is
+// cut from the merged list (so pages reach at most MaxWatchLimit deep
+// past the offset's first: a node answers at most MaxWatchLimit).
+func (s Store) WatchPage(ctx context.Context, userID int64, q pet.WatchQuery) (*pet.WatchPage, error) {
+	if q.Offset < 0 || q.Limit < 0 {
+		return nil, changedigest.Errorf(changedigest.EINVALID, "offset and limit must not be negative")
+	}
+	order, err := pet.ParseWatchSort(string(q.Sort))
+	if err != nil {
+		return nil, err
+	}
+	if q.Limit == 0 {
+		q.Limit = pet.DefaultWatchLimit
+	}
+	q.Limit = min(q.Limit, pet.MaxWatchLimit)
+	sub := q
+	sub.Offset, sub.Limit = 0, min(q.Offset+q.Limit, pet.MaxWatchLimit)
+	parts, err := s.Node.ask(ctx, watchQuestion{Op: "page", UserID: userID, Page: sub})
+	if err != nil {
+		return nil, err
+	}
+	out := &pet.WatchPage{Offset: q.Offset, Limit: q.Limit}
+	var all []changedigest.Watch
+	for _, p := range parts {
+		var wp pet.WatchPage
+		if err := json.Unmarshal(p, &wp); err != nil {
+			return nil, fmt.Errorf("cluster: list watches: %w", err)
+		}
+		out.Total += wp.Total
+		out.Failing += wp.Failing
+		out.Tags = append(out.Tags, wp.Tags...)
+		all = append(all, wp.Watches...)
+	}
+	slices.Sort(out.Tags)
+	out.Tags = slices.Compact(out.Tags)
+	by := pet.CompareWatches(order)
+	slices.SortFunc(all, func(a, b changedigest.Watch) int { return by(&a, &b) })
+	if q.Offset < len(all) {
+		out.Watches = all[q.Offset:min(len(all), q.Offset+q.Limit)]
+	}
+	return out, nil
+}
+
+// ask puts a question about watches to every live node.
+func (n *Node) ask(ctx context.Context, q watchQuestion) ([]json.RawMessage, error) {
+	live, err := liveNodes(ctx, n.Conn, n.now())
+	if err != nil {
+		return nil, fmt.Errorf("cluster: list nodes: %w", err)
+	}
+	answers, err := n.scatter(ctx, watchSubject, q, live)
+	if errors.Is(err, pet.ErrNotFound) {
+		return nil, nil
+	}
+	return answers, err
+}
