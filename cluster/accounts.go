@@ -34,6 +34,8 @@ import (
 //	session.<user id>.<hash>   a login session under its token's hash
 //	token.<id>                 an API token with its secret's hash
 //	profile.<user id>          a profile with its FOAF document
+//	channel.<id>               a notification channel with its secret
+//	websub.<hash>              a WebSub subscription (channels.go)
 //	secret.web-key             the key that signs the web forms' tokens
 
 const accountsSubjects = "$KV." + accountsBucket + ".>"
@@ -409,6 +411,13 @@ func (n *Node) applyAccount(ctx context.Context, m *jetstream.RawStreamMsg) erro
 			r.Token.ID = id
 			err = s.PutToken(ctx, r.Token, r.Hash)
 		}
+	case "channel":
+		id, perr := strconv.ParseInt(rest, 10, 64)
+		if perr == nil {
+			err = n.applyChannel(ctx, id, deleted, m.Data)
+		}
+	case "websub":
+		err = n.applySubscription(ctx, key, deleted, m.Data)
 	case "profile":
 		id, perr := strconv.ParseInt(rest, 10, 64)
 		if perr != nil {

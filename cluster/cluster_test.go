@@ -455,6 +455,47 @@ func TestAccountsAcrossNodes(t *testing.T) {
 		return err != nil
 	})
 
+	// A notification channel made on a is b's too (the node serving a
+	// watch's shard pushes its versions), secret included; edits and a
+	// deletion follow.
+	ch := &changedigest.Channel{UserID: ann.ID, Name: "hook", Kind: changedigest.ChannelWebhook, URL: "https://hooks.example.org/x", Secret: "s3cret"}
+	if err := sa.CreateChannel(ctx, ch); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the channel on b", func() bool {
+		got, err := b.store.Channel(ctx, ann.ID, ch.ID)
+		return err == nil && got.Secret == "s3cret" && got.URL == ch.URL
+	})
+	if _, err := sb.UpdateChannel(ctx, users[1].ID, ch.ID, func(c *changedigest.Channel) error { return nil }); changedigest.ErrorCode(err) != changedigest.ENOTFOUND {
+		t.Errorf("bob editing ann's channel: %v, want not found", err)
+	}
+	if _, err := sb.UpdateChannel(ctx, ann.ID, ch.ID, func(c *changedigest.Channel) error { c.Name = "renamed"; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the renamed channel on a", func() bool {
+		got, err := a.store.Channel(ctx, ann.ID, ch.ID)
+		return err == nil && got.Name == "renamed" && got.Secret == "s3cret"
+	})
+	sub := &changedigest.Subscription{Topic: "https://cd.example.org/feeds/x/atom.xml", Callback: "https://reader.example.org/cb", UserID: ann.ID, Secret: "hub", Lease: 3600, Expires: time.Now().Add(time.Hour)}
+	if err := sa.PutSubscription(ctx, sub); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the subscription on b", func() bool {
+		subs, err := b.store.Subscriptions(ctx, ann.ID)
+		return err == nil && len(subs) == 1 && subs[0].Secret == "hub" && subs[0].Callback == sub.Callback
+	})
+	if err := sb.DeleteSubscription(ctx, sub.Topic, sub.Callback); err != nil {
+		t.Fatal(err)
+	}
+	if err := sb.DeleteChannel(ctx, ann.ID, ch.ID); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the subscription and the channel gone from a", func() bool {
+		subs, _ := a.store.Subscriptions(ctx, ann.ID)
+		_, err := a.store.Channel(ctx, ann.ID, ch.ID)
+		return len(subs) == 0 && err != nil
+	})
+
 	// Each user's digest goes out from one node.
 	da, err := cluster.DigestStore{Store: sa}.Users(ctx)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -147,4 +148,46 @@ func (s *Store) ReplaceProfile(ctx context.Context, p *changedigest.Profile, doc
 	}
 	err = s.update(ctx, func(tx *bolt.Tx) error { return tx.Bucket(bProfiles).Put(id64(p.UserID), v) })
 	return wrap(err, "put profile of user %d", p.UserID)
+}
+
+// PutChannel stores a notification channel under its own ID, secret and
+// times as they are, replacing the channel of that ID. Errors: EINVALID
+// for a zero ID or user, or from Channel.Validate.
+func (s *Store) PutChannel(ctx context.Context, c *changedigest.Channel) error {
+	if c == nil || c.ID <= 0 || c.UserID <= 0 {
+		return invalidf("channel to put has no ID or no user")
+	}
+	if err := c.Validate(); err != nil {
+		return domainErr(err)
+	}
+	err := s.update(ctx, func(tx *bolt.Tx) error {
+		if old, err := getChannel(tx, AnyUser, c.ID); err == nil && old.UserID != c.UserID {
+			if err := tx.Bucket(bUserChans).Delete(id64(old.UserID, old.ID)); err != nil {
+				return err
+			}
+		}
+		if err := putChannel(tx, c); err != nil {
+			return err
+		}
+		b := tx.Bucket(bChannels)
+		if uint64(c.ID) > b.Sequence() {
+			return b.SetSequence(uint64(c.ID))
+		}
+		return nil
+	})
+	return wrap(err, "put channel %d", c.ID)
+}
+
+// ReplaceSubscription stores a WebSub subscription as it is (secret and
+// times included), whether or not its user is in this store yet.
+func (s *Store) ReplaceSubscription(ctx context.Context, sub *changedigest.Subscription) error {
+	if strings.ContainsRune(sub.Topic, 0) || strings.ContainsRune(sub.Callback, 0) {
+		return invalidf("topic and callback must not hold NUL")
+	}
+	v, err := json.Marshal(subscriptionRec{Subscription: *sub, Secret: sub.Secret})
+	if err != nil {
+		return err
+	}
+	err = s.update(ctx, func(tx *bolt.Tx) error { return tx.Bucket(bWebSub).Put(subKey(sub.Topic, sub.Callback), v) })
+	return wrap(err, "put subscription")
 }

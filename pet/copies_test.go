@@ -95,4 +95,34 @@ func TestCopies(t *testing.T) {
 	if _, mine, err := f.s.CreateToken(ctx, f.user.ID, "local"); err != nil || mine.ID <= 9 {
 		t.Errorf("CreateToken after PutToken: %+v, %v", mine, err)
 	}
+
+	// A channel under its own ID, moved to another user; a subscription as it is.
+	ch := &changedigest.Channel{ID: 7, UserID: 40, Name: "hook", Kind: changedigest.ChannelWebhook, URL: "https://hooks.example.org/", Secret: "k", CreatedAt: created}
+	if err := f.s.PutChannel(ctx, ch); err != nil {
+		t.Fatal(err)
+	}
+	ch2 := *ch
+	ch2.UserID = d.ID
+	if err := f.s.PutChannel(ctx, &ch2); err != nil {
+		t.Fatal(err)
+	}
+	if cs, _ := f.s.Channels(ctx, 40); len(cs) != 0 {
+		t.Errorf("the channel's old user still lists it: %+v", cs)
+	}
+	if got, err := f.s.Channel(ctx, d.ID, 7); err != nil || got.Secret != "k" || !got.CreatedAt.Equal(created) {
+		t.Errorf("Channel = %+v, %v", got, err)
+	}
+	if err := f.s.CreateChannel(ctx, &changedigest.Channel{UserID: d.ID, Name: "n", Kind: changedigest.ChannelWebhook, URL: "https://x.example.org/"}); err != nil {
+		t.Fatal(err)
+	}
+	if cs, _ := f.s.Channels(ctx, d.ID); len(cs) != 2 || cs[1].ID <= 7 {
+		t.Errorf("a channel made after PutChannel: %+v", cs)
+	}
+	sub := &changedigest.Subscription{Topic: "t", Callback: "c", UserID: 99, Secret: "s", CreatedAt: created}
+	if err := f.s.ReplaceSubscription(ctx, sub); err != nil {
+		t.Fatal(err)
+	}
+	if subs, err := f.s.Subscriptions(ctx, 99); err != nil || len(subs) != 1 || subs[0].Secret != "s" || !subs[0].CreatedAt.Equal(created) {
+		t.Errorf("Subscriptions = %+v, %v", subs, err)
+	}
 }

@@ -28,8 +28,10 @@ var (
 	bDelivDue   = []byte("deliv_due")  // next attempt|id → "" (pending only)
 	bUserDeliv  = []byte("user_deliv") // uid|created|id → ""
 	bWebSub     = []byte("websub")     // topic \x00 callback → subscriptionRec JSON
-	maxChannels = 100
 )
+
+// MaxChannels is how many notification channels a user may have.
+const MaxChannels = 100
 
 // Notification is an outbox entry: a stored version that brought changes,
 // waiting to be routed to its user's channels.
@@ -433,8 +435,8 @@ func (s *Store) CreateChannel(ctx context.Context, c *changedigest.Channel) erro
 		for k, _ := cur.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = cur.Next() {
 			n++
 		}
-		if n >= maxChannels {
-			return invalidf("a user may have at most %d channels", maxChannels)
+		if n >= MaxChannels {
+			return invalidf("a user may have at most %d channels", MaxChannels)
 		}
 		id, err := tx.Bucket(bChannels).NextSequence()
 		if err != nil {

@@ -278,7 +278,12 @@ func (m *Main) Run(ctx context.Context) error {
 	pushClient := fetcher.Client(30 * time.Second)
 	disp := notify.NewDispatcher(store, m.Notify, pushClient)
 	disp.Logger = log.With("component", "dispatch")
-	hub := notify.NewHub(store, m.Notify, pushClient, eng.URL(server.HubPath))
+	// On a cluster node, subscriptions are the cluster's.
+	var hubStore notify.HubStore = store
+	if m.Node != nil {
+		hubStore = cluster.Store{Store: store, Node: m.Node}
+	}
+	hub := notify.NewHub(hubStore, m.Notify, pushClient, eng.URL(server.HubPath))
 	hub.Logger = log.With("component", "websub")
 	disp.Hub = hub
 	store.Notified = disp.Wake
