@@ -32,7 +32,7 @@ import (
 //	user.<id>                  the user, secrets included (userRecord)
 //	name.<hex of lower name>   the user ID that has this name
 //	session.<user id>.<hash>   a login session under its token's hash
-//	token.<id>                 an API token with its secret's hash
+//	token.<id>.<hash>          an API token under its secret's hash
 //	profile.<user id>          a profile with its FOAF document
 //	channel.<id>               a notification channel with its secret
 //	websub.<hash>              a WebSub subscription (channels.go)
@@ -50,7 +50,9 @@ func sessionKey(userID int64, hash []byte) string {
 	return "session." + strconv.FormatInt(userID, 10) + "." + hex.EncodeToString(hash)
 }
 
-func tokenKey(id int64) string { return "token." + strconv.FormatInt(id, 10) }
+func tokenKey(id int64, hash []byte) string {
+	return "token." + strconv.FormatInt(id, 10) + "." + hex.EncodeToString(hash)
+}
 
 func profileKey(userID int64) string { return "profile." + strconv.FormatInt(userID, 10) }
 
@@ -398,7 +400,8 @@ func (n *Node) applyAccount(ctx context.Context, m *jetstream.RawStreamMsg) erro
 			err = s.PutSession(ctx, r)
 		}
 	case "token":
-		id, perr := strconv.ParseInt(rest, 10, 64)
+		idText, _, _ := strings.Cut(rest, ".")
+		id, perr := strconv.ParseInt(idText, 10, 64)
 		if perr != nil {
 			break
 		}
@@ -530,13 +533,9 @@ func (s Store) Session(ctx context.Context, token string) (*pet.Session, error) 
 	if err == nil || token == "" || !errors.Is(err, pet.ErrNotFound) {
 		return ss, err
 	}
-	hash := pet.SecretHash(token)
-	m, gerr := s.Node.Conn.accountsStream.GetMsg(ctx, 1, jetstream.WithGetMsgSubject("$KV."+accountsBucket+".session.*."+hex.EncodeToString(hash)))
-	if gerr != nil {
-		return nil, err
-	}
+	m, ferr := s.Node.Conn.findAccount(ctx, "session.*."+hex.EncodeToString(pet.SecretHash(token)))
 	var got pet.Session
-	if op := m.Header.Get("KV-Operation"); op == "DEL" || op == "PURGE" || json.Unmarshal(m.Data, &got) != nil || !time.Now().Before(got.ExpiresAt) {
+	if ferr != nil || m == nil || json.Unmarshal(m.Data, &got) != nil || !time.Now().Before(got.ExpiresAt) {
 		return nil, err
 	}
 	return &got, nil
@@ -689,7 +688,7 @@ func (s Store) CreateToken(ctx context.Context, userID int64, name string) (stri
 	if err != nil {
 		return "", nil, err
 	}
-	rev, err := c.accounts.Create(ctx, tokenKey(id), data)
+	rev, err := c.accounts.Create(ctx, tokenKey(id, pet.SecretHash(secret)), data)
 	if err != nil {
 		return "", nil, fmt.Errorf("cluster: create token: %w", unavailable(err))
 	}
@@ -701,23 +700,60 @@ func (s Store) CreateToken(ctx context.Context, userID int64, name string) (stri
 // ENOTFOUND when it does not exist or is another user's.
 func (s Store) RevokeToken(ctx context.Context, userID, id int64) error {
 	c := s.Node.Conn
-	e, err := c.accounts.Get(ctx, tokenKey(id))
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return changedigest.Errorf(changedigest.ENOTFOUND, "token %d not found", id)
-	}
+	m, err := c.findAccount(ctx, "token."+strconv.FormatInt(id, 10)+".*")
 	if err != nil {
 		return fmt.Errorf("cluster: read token %d: %w", id, unavailable(err))
 	}
 	var r tokenRecord
-	if err := json.Unmarshal(e.Value(), &r); err != nil || userID != pet.AnyUser && r.Token.UserID != userID {
+	if m == nil || json.Unmarshal(m.Data, &r) != nil || userID != pet.AnyUser && r.Token.UserID != userID {
 		return changedigest.Errorf(changedigest.ENOTFOUND, "token %d not found", id)
 	}
-	rev, err := c.deleteAccount(ctx, tokenKey(id), e.Revision())
+	rev, err := c.deleteAccount(ctx, tokenKey(id, r.Hash), m.Sequence)
 	if err != nil {
 		return fmt.Errorf("cluster: revoke token %d: %w", id, unavailable(err))
 	}
 	s.Node.awaitAccounts(ctx, rev)
 	return nil
+}
+
+// UserByToken returns the user of an API token secret and the token: from
+// this node's copy, or from the cluster when the copy does not hold it
+// yet (a token made on another node a moment ago). Errors: ENOTFOUND.
+func (s Store) UserByToken(ctx context.Context, secret string) (*changedigest.User, *pet.Token, error) {
+	u, tok, err := s.Store.UserByToken(ctx, secret)
+	if err == nil || secret == "" || !errors.Is(err, pet.ErrNotFound) {
+		return u, tok, err
+	}
+	m, ferr := s.Node.Conn.findAccount(ctx, "token.*."+hex.EncodeToString(pet.SecretHash(secret)))
+	var r tokenRecord
+	if ferr != nil || m == nil || json.Unmarshal(m.Data, &r) != nil {
+		return nil, nil, err
+	}
+	cu, _, uerr := s.Node.Conn.user(ctx, r.Token.UserID)
+	if uerr != nil {
+		return nil, nil, err
+	}
+	return cu, &r.Token, nil
+}
+
+// findAccount reads the live record of the one key that matches the
+// filter (nil when there is none, or it was deleted).
+func (c *Conn) findAccount(ctx context.Context, filter string) (*jetstream.RawStreamMsg, error) {
+	var m *jetstream.RawStreamMsg
+	err := again(ctx, func() (err error) {
+		m, err = c.accountsStream.GetMsg(ctx, 1, jetstream.WithGetMsgSubject("$KV."+accountsBucket+"."+filter))
+		return err
+	})
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if op := m.Header.Get("KV-Operation"); op == "DEL" || op == "PURGE" {
+		return nil, nil
+	}
+	return m, nil
 }
 
 // PutProfile stores the user's profile and FOAF document in the cluster,

@@ -405,6 +405,9 @@ func TestAccountsAcrossNodes(t *testing.T) {
 	if _, _, err := sb.CreateToken(ctx, ann.ID, "CI"); changedigest.ErrorCode(err) != changedigest.ECONFLICT {
 		t.Errorf("a second token named ci: %v, want a conflict", err)
 	}
+	if u, got, err := sa.UserByToken(ctx, secret); err != nil || u.ID != ann.ID || got.ID != tok.ID {
+		t.Errorf("a's web store, at once: %+v, %+v, %v", u, got, err)
+	}
 	waitFor(t, "the API token on a", func() bool {
 		u, got, err := a.store.UserByToken(ctx, secret)
 		return err == nil && u.ID == ann.ID && got.ID == tok.ID
@@ -454,6 +457,9 @@ func TestAccountsAcrossNodes(t *testing.T) {
 		_, _, err := b.store.UserByToken(ctx, secret)
 		return err != nil
 	})
+	if _, _, err := sb.UserByToken(ctx, secret); changedigest.ErrorCode(err) != changedigest.ENOTFOUND {
+		t.Errorf("a revoked token on b's web store: %v, want not found", err)
+	}
 
 	// A notification channel made on a is b's too (the node serving a
 	// watch's shard pushes its versions), secret included; edits and a
