@@ -428,7 +428,8 @@ func (n *Node) follow(ctx context.Context, v *view) error {
 	var wpos uint64
 	for {
 		got := 0
-		for {
+		var defs []*jetstream.RawStreamMsg
+		for len(defs) < followBatch {
 			m, err := c.watchesStream.GetMsg(ctx, wpos+1, jetstream.WithGetMsgSubject(watchSubj))
 			if errors.Is(err, jetstream.ErrMsgNotFound) {
 				break
@@ -436,29 +437,39 @@ func (n *Node) follow(ctx context.Context, v *view) error {
 			if err != nil {
 				return fmt.Errorf("watch definitions: %w", err)
 			}
-			if err := n.applyWatch(ctx, m); err != nil {
-				return err
-			}
+			defs = append(defs, m)
 			wpos = m.Sequence
-			got++
 		}
-		for range 1000 {
-			m, err := c.versions.GetMsg(ctx, v.pos.Load()+1, jetstream.WithGetMsgSubject(verSubj))
+		if err := applyGrouped(ctx, defs, n.applyWatch); err != nil {
+			return err
+		}
+		got += len(defs)
+		var vers []*jetstream.RawStreamMsg
+		caught := false
+		for pos := v.pos.Load(); len(vers) < followBatch; {
+			m, err := c.versions.GetMsg(ctx, pos+1, jetstream.WithGetMsgSubject(verSubj))
 			if errors.Is(err, jetstream.ErrMsgNotFound) {
-				v.pending.Store(0)
-				v.ready.CompareAndSwap(0, n.now().UnixNano())
+				caught = true
 				break
 			}
 			if err != nil {
 				return fmt.Errorf("versions: %w", err)
 			}
-			if err := n.applyVersion(ctx, m); err != nil {
-				return err
-			}
-			v.pos.Store(m.Sequence)
-			v.applied.Add(1)
-			got++
+			vers = append(vers, m)
+			pos = m.Sequence
 		}
+		if err := applyGrouped(ctx, vers, n.applyVersion); err != nil {
+			return err
+		}
+		if len(vers) > 0 {
+			v.pos.Store(vers[len(vers)-1].Sequence)
+			v.applied.Add(int64(len(vers)))
+		}
+		if caught {
+			v.pending.Store(0)
+			v.ready.CompareAndSwap(0, n.now().UnixNano())
+		}
+		got += len(vers)
 		if got > 0 {
 			continue
 		}
@@ -468,6 +479,58 @@ func (n *Node) follow(ctx context.Context, v *view) error {
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
+}
+
+// followBatch is how many messages of a stream a view reads before
+// applying them.
+const followBatch = 256
+
+// applyGrouped applies messages of several watches at once (the store
+// shares one commit among concurrent writers), each watch's in stream
+// order.
+func applyGrouped(ctx context.Context, msgs []*jetstream.RawStreamMsg, apply func(context.Context, *jetstream.RawStreamMsg) error) error {
+	if len(msgs) == 0 {
+		return nil
+	}
+	if len(msgs) == 1 {
+		return apply(ctx, msgs[0])
+	}
+	groups := map[string][]*jetstream.RawStreamMsg{}
+	var order []string
+	for _, m := range msgs {
+		if _, ok := groups[m.Subject]; !ok {
+			order = append(order, m.Subject)
+		}
+		groups[m.Subject] = append(groups[m.Subject], m)
+	}
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		first error
+		next  atomic.Int64
+	)
+	for range min(16, len(order)) {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(order) {
+					return
+				}
+				for _, m := range groups[order[i]] {
+					if err := apply(ctx, m); err != nil {
+						mu.Lock()
+						if first == nil {
+							first = err
+						}
+						mu.Unlock()
+						break
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return first
 }
 
 // applyWatch puts a watch definition into the view, or deletes it.
@@ -629,24 +692,18 @@ func (n *Node) owns(id int64) bool {
 }
 
 // DueWatches is crawl.Store's: the due watches of the shards this node
-// serves. The store holds few others (shards given up, or catching up),
-// so asking it for limit watches is nearly always enough.
+// serves (its store may hold others for a moment: shards given up, or
+// catching up).
 func (n *Node) DueWatches(ctx context.Context, now time.Time, limit int) ([]*changedigest.Watch, error) {
-	for ask := limit; ; ask *= 2 {
-		ws, err := n.Store.DueWatches(ctx, now, ask)
-		if err != nil {
-			return nil, err
-		}
-		out := ws[:0]
-		for _, w := range ws {
-			if n.owns(w.ID) && len(out) < limit {
-				out = append(out, w)
-			}
-		}
-		if len(out) == limit || len(ws) < ask || ask >= 16*limit {
-			return out, nil
-		}
-	}
+	return n.DueWatchesSkipping(ctx, now, limit, nil)
+}
+
+// DueWatchesSkipping is crawl.DueSkipper's: DueWatches without the
+// watches skip refuses, which are not read.
+func (n *Node) DueWatchesSkipping(ctx context.Context, now time.Time, limit int, skip func(int64) bool) ([]*changedigest.Watch, error) {
+	return n.Store.DueWatchesSkipping(ctx, now, limit, func(id int64) bool {
+		return !n.owns(id) || skip != nil && skip(id)
+	})
 }
 
 // SaveSchedule is crawl.Store's. A watch of a shard another node serves

@@ -68,6 +68,15 @@ func (r *Response) Outcome(res Result) Outcome {
 	return Outcome{Result: res, ETag: r.ETag, LastModified: r.LastModified}
 }
 
+// DueSkipper is a Store that can leave out, without reading them, the
+// due watches the scheduler is checking already: those come first in the
+// due order and would be read again at every dispatch.
+type DueSkipper interface {
+	// DueWatchesSkipping is DueWatches without the watches skip refuses
+	// (not counted against limit).
+	DueWatchesSkipping(ctx context.Context, now time.Time, limit int, skip func(watchID int64) bool) ([]*changedigest.Watch, error)
+}
+
 // Store is the watch store as the scheduler sees it.
 type Store interface {
 	// DueWatches returns at most limit watches that are not paused and
@@ -322,13 +331,15 @@ func (s *Scheduler) release(w *changedigest.Watch) {
 	s.mu.Unlock()
 }
 
-func (s *Scheduler) isClaimed(w *changedigest.Watch) bool {
-	if w.ID == 0 {
+func (s *Scheduler) isClaimed(w *changedigest.Watch) bool { return s.isClaimedID(w.ID) }
+
+func (s *Scheduler) isClaimedID(id int64) bool {
+	if id == 0 {
 		return false
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.claimed[w.ID]
+	return s.claimed[id]
 }
 
 func (s *Scheduler) now() time.Time {
@@ -347,9 +358,11 @@ func (s *Scheduler) logger() *slog.Logger {
 
 // source is where the loop finds work: the store (Run) or a list (CheckNow).
 type source interface {
-	// due returns up to limit watches due at now; the loop skips those
-	// claimed already.
-	due(ctx context.Context, now time.Time, limit int) ([]*changedigest.Watch, error)
+	// due returns up to free unclaimed watches due at now (claimed is
+	// how many are claimed: a source that cannot skip them asks for as
+	// many more), and whether there may be more; the loop skips claimed
+	// ones should some come back.
+	due(ctx context.Context, now time.Time, free, claimed int) (ws []*changedigest.Watch, more bool, err error)
 	// postpone moves w's turn to until.
 	postpone(ctx context.Context, w *changedigest.Watch, until time.Time) error
 	// claimed reports whether the loop must skip w.
@@ -366,18 +379,29 @@ type source interface {
 
 type storeSource struct{ s *Scheduler }
 
-func (src *storeSource) due(ctx context.Context, now time.Time, limit int) ([]*changedigest.Watch, error) {
-	ws, err := src.s.Store.DueWatches(ctx, now, limit)
-	if err != nil {
-		return nil, err
+func (src *storeSource) due(ctx context.Context, now time.Time, free, claimed int) ([]*changedigest.Watch, bool, error) {
+	var (
+		ws    []*changedigest.Watch
+		err   error
+		limit = free
+	)
+	if sk, ok := src.s.Store.(DueSkipper); ok {
+		ws, err = sk.DueWatchesSkipping(ctx, now, limit, src.s.isClaimedID)
+	} else {
+		limit += claimed
+		ws, err = src.s.Store.DueWatches(ctx, now, limit)
 	}
+	if err != nil {
+		return nil, false, err
+	}
+	more := len(ws) >= limit
 	out := ws[:0]
 	for _, w := range ws {
 		if w != nil && !w.Paused {
 			out = append(out, w)
 		}
 	}
-	return out, nil
+	return out, more, nil
 }
 
 func (src *storeSource) postpone(ctx context.Context, w *changedigest.Watch, until time.Time) error {
@@ -422,20 +446,20 @@ func (src *listSource) item(w *changedigest.Watch) *listItem {
 	return src.byWatch[w]
 }
 
-func (src *listSource) due(_ context.Context, now time.Time, limit int) ([]*changedigest.Watch, error) {
+func (src *listSource) due(_ context.Context, now time.Time, free, _ int) ([]*changedigest.Watch, bool, error) {
 	for len(src.waiting) > 0 && src.waiting[0].taken {
 		src.waiting = src.waiting[1:]
 	}
 	var out []*changedigest.Watch
 	for _, it := range src.waiting {
-		if len(out) == limit {
-			break
+		if len(out) == free {
+			return out, true, nil
 		}
 		if !it.taken && !now.Before(it.notBefore) {
 			out = append(out, it.w)
 		}
 	}
-	return out, nil
+	return out, false, nil
 }
 
 func (src *listSource) postpone(_ context.Context, w *changedigest.Watch, until time.Time) error {
@@ -656,8 +680,7 @@ func (l *loopState) dispatch(ctx context.Context) (wake time.Time) {
 	}
 	skip := map[*changedigest.Watch]bool{}
 	for l.inflight < l.workers && postponed < maxPostpone && ctx.Err() == nil {
-		limit := (l.workers - l.inflight) + l.inflight + len(l.parked) + len(skip)
-		ws, err := l.src.due(ctx, now, limit)
+		ws, more, err := l.src.due(ctx, now, (l.workers-l.inflight)+len(skip), l.inflight+len(l.parked))
 		if err != nil {
 			if ctx.Err() == nil {
 				s.logger().Error("crawl: listing due watches", "err", err)
@@ -704,7 +727,7 @@ func (l *loopState) dispatch(ctx context.Context) (wake time.Time) {
 			progressed = true
 			heap.Push(&l.slots, until)
 		}
-		if !progressed || len(ws) < limit {
+		if !progressed || !more {
 			break
 		}
 	}

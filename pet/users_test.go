@@ -407,6 +407,11 @@ func TestDueWatches(t *testing.T) {
 			}
 		})
 	}
+	// Skipped watches (being checked) are not read and not counted.
+	skip := func(id int64) bool { return id == old.ID }
+	if due, err := f.s.DueWatchesSkipping(ctx, now.Add(3*time.Hour), 2, skip); err != nil || !reflect.DeepEqual(ids(due), []int64{f.watch.ID, soon.ID}) {
+		t.Errorf("skipping the oldest, limit 2: %v, %v", ids(due), err)
+	}
 	// Rescheduling moves a watch; pausing takes it out; deleting too.
 	if _, err := f.s.UpdateWatch(ctx, AnyUser, old.ID, func(w *changedigest.Watch) error {
 		w.NextCheck = now.Add(90 * time.Minute)

@@ -186,7 +186,8 @@ func (s *Store) PutWatch(ctx context.Context, w *changedigest.Watch) error {
 	if err := w.Validate(); err != nil {
 		return domainErr(err)
 	}
-	err := s.update(ctx, func(tx *bolt.Tx) error {
+	// Concurrent puts (a view applying many definitions) share a commit.
+	err := s.batchUpdate(ctx, func(tx *bolt.Tx) error {
 		old, err := getWatch(tx, w.ID)
 		if err != nil && !errors.Is(err, ErrNotFound) {
 			return err
@@ -399,6 +400,13 @@ func deleteWatch(s *Store, tx *bolt.Tx, w *changedigest.Watch) error {
 // 10000. Due times live in pet.db and survive restarts. The watches are
 // the caller's to modify: this is the crawler's view of the store.
 func (s *Store) DueWatches(ctx context.Context, now time.Time, limit int) ([]*changedigest.Watch, error) {
+	return s.DueWatchesSkipping(ctx, now, limit, nil)
+}
+
+// DueWatchesSkipping is DueWatches leaving out, without reading them, the
+// watches skip refuses (those the crawler is checking already); they do
+// not count against limit. A nil skip refuses none.
+func (s *Store) DueWatchesSkipping(ctx context.Context, now time.Time, limit int, skip func(watchID int64) bool) ([]*changedigest.Watch, error) {
 	limit = clampLimit(limit, 100, 10000)
 	end := timeKey(now)
 	var out []*changedigest.Watch
@@ -407,6 +415,9 @@ func (s *Store) DueWatches(ctx context.Context, now time.Time, limit int) ([]*ch
 		for k, _ := c.First(); k != nil && len(out) < limit; k, _ = c.Next() {
 			if uint64(at(k, 0)) > end {
 				break
+			}
+			if skip != nil && skip(at(k, 1)) {
+				continue
 			}
 			w, err := getWatch(tx, at(k, 1))
 			if err != nil {

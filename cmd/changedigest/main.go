@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"runtime/pprof"
 	"sort"
 	"strings"
 	"syscall"
@@ -23,7 +24,31 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	tuneGC(os.Args[1:])
-	os.Exit(Run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	stopProfile := profileCPU(os.Getenv("CHANGEDIGEST_CPUPROFILE"))
+	code := Run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stopProfile()
+	os.Exit(code)
+}
+
+// profileCPU writes a CPU profile of the whole run to path when it is not
+// empty (CHANGEDIGEST_CPUPROFILE: for `go tool pprof`), and returns the
+// function that ends it.
+func profileCPU(path string) func() {
+	if path == "" {
+		return func() {}
+	}
+	f, err := os.Create(path)
+	if err == nil {
+		err = pprof.StartCPUProfile(f)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "changedigest: CHANGEDIGEST_CPUPROFILE:", err)
+		return func() {}
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}
 }
 
 // tuneGC lets the garbage of a short command (check, diff, history…)
