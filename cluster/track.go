@@ -128,6 +128,7 @@ func (t *checkTrack) AddVersion(ctx context.Context, watchID int64, snap *change
 	msg := &nats.Msg{Subject: versionSubject(t.shard, watchID), Data: data, Header: nats.Header{}}
 	msg.Header.Set(hdrSeq, strconv.Itoa(seq))
 	msg.Header.Set(hdrDue, strconv.FormatInt(t.due.UnixNano(), 10))
+	msg.Header.Set(hdrEnc, "s2")
 	_, err = t.c.publish(ctx, msg, jetstream.WithMsgID(checkID(watchID, t.due)),
 		jetstream.WithExpectLastSequencePerSubject(last))
 	if conflict(err) {

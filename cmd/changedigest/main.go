@@ -27,7 +27,24 @@ func main() {
 	stopProfile := profileCPU(os.Getenv("CHANGEDIGEST_CPUPROFILE"))
 	code := Run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stopProfile()
+	profileAllocs(os.Getenv("CHANGEDIGEST_ALLOCPROFILE"))
 	os.Exit(code)
+}
+
+// profileAllocs writes a profile of the memory allocated over the whole
+// run to path when it is not empty (CHANGEDIGEST_ALLOCPROFILE).
+func profileAllocs(path string) {
+	if path == "" {
+		return
+	}
+	f, err := os.Create(path)
+	if err == nil {
+		err = pprof.Lookup("allocs").WriteTo(f, 0)
+		f.Close()
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "changedigest: CHANGEDIGEST_ALLOCPROFILE:", err)
+	}
 }
 
 // profileCPU writes a CPU profile of the whole run to path when it is not

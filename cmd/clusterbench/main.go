@@ -330,6 +330,11 @@ func cpuRun(bin, mode string, pages, hosts int) (cpu, wall time.Duration, err er
 		}
 		time.Sleep(time.Second)
 		if st, err := conn.Status(ctx, true); err == nil {
+			var checks, busy, retried int64
+			for _, nd := range st.Nodes {
+				checks, busy, retried = checks+nd.Checks, busy+nd.Busy, retried+nd.Retried
+			}
+			fmt.Printf("  %s: %d checks run, %d put back for a busy host, %d for an unavailable stream\n", mode, checks, busy, retried)
 			for _, ss := range st.Streams {
 				if ss.Name == "CD_VERSIONS" {
 					fmt.Printf("  %s: versions stream %d messages, %.1f MB (%.1f KB a version, each server)\n",
