@@ -281,13 +281,15 @@ func (s *Store) Watches(ctx context.Context, userID int64, tag string) ([]change
 // restricts the update to the user's watch (AnyUser for the crawler).
 // Errors: ENOTFOUND; EINVALID from Watch.Validate; ECONFLICT when the
 // new URL and zone duplicate another of the user's watches; fn's own
-// error, returned as is, leaves the watch unchanged.
+// error, returned as is, leaves the watch unchanged. Concurrent updates
+// (the crawler's workers recording pages' kinds and titles) share one
+// commit, so fn may run more than once: it must only edit the copy.
 func (s *Store) UpdateWatch(ctx context.Context, userID, id int64, fn func(*changedigest.Watch) error) (*changedigest.Watch, error) {
-	return s.updateWatch(ctx, s.update, userID, id, fn)
+	return s.updateWatch(ctx, s.batchUpdate, userID, id, fn)
 }
 
-// updateWatch is UpdateWatch in a transaction made by update: s.update,
-// or s.batchUpdate for the crawler's frequent writes.
+// updateWatch is UpdateWatch in a transaction made by update (s.update,
+// or s.batchUpdate).
 func (s *Store) updateWatch(ctx context.Context, update func(context.Context, func(*bolt.Tx) error) error, userID, id int64, fn func(*changedigest.Watch) error) (*changedigest.Watch, error) {
 	var out *changedigest.Watch
 	var fnErr error
