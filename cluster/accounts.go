@@ -329,6 +329,7 @@ func (n *Node) followAccounts(ctx context.Context) {
 
 func (n *Node) followAccountsOnce(ctx context.Context) error {
 	a := n.accountCopy()
+	idle := 0
 	for {
 		got := 0
 		for range 1000 {
@@ -347,13 +348,15 @@ func (n *Node) followAccountsOnce(ctx context.Context) error {
 			got++
 		}
 		if got > 0 {
+			idle = 0
 			continue
 		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-a.kick:
-		case <-time.After(200 * time.Millisecond):
+			idle = 0
+		case <-time.After(pollWait(&idle)):
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -426,6 +427,7 @@ func (n *Node) follow(ctx context.Context, v *view) error {
 	watchSubj := "$KV." + watchesBucket + "." + strconv.Itoa(v.shard) + ".*"
 	verSubj := shardVersions(v.shard)
 	var wpos uint64
+	idle := 0
 	for {
 		got := 0
 		var defs []*jetstream.RawStreamMsg
@@ -471,14 +473,24 @@ func (n *Node) follow(ctx context.Context, v *view) error {
 		}
 		got += len(vers)
 		if got > 0 {
+			idle = 0
 			continue
 		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(200 * time.Millisecond):
+		case <-time.After(pollWait(&idle)):
 		}
 	}
+}
+
+// pollWait is how long a follower that found nothing waits before it
+// looks again: 200 ms at first, twice as long each time nothing came, at
+// most 2 s (an idle node then asks about each shard every 2 s).
+func pollWait(idle *int) time.Duration {
+	d := 200 * time.Millisecond << min(*idle, 3)
+	*idle++
+	return min(d, 2*time.Second)
 }
 
 // followBatch is how many messages of a stream a view reads before
@@ -665,13 +677,16 @@ func (n *Node) savePositions() {
 	n.posMu.Lock()
 	defer n.posMu.Unlock()
 	pos := n.readPositions()
+	old := maps.Clone(pos)
 	pos[accountsPosition] = n.accountCopy().pos.Load()
 	n.mu.Lock()
 	for s, v := range n.views {
 		pos[s] = v.pos.Load()
 	}
 	n.mu.Unlock()
-	n.writePositions(pos)
+	if !maps.Equal(pos, old) {
+		n.writePositions(pos)
+	}
 }
 
 func (n *Node) writePositions(pos map[int]uint64) {
