@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/url"
 	"runtime/debug"
@@ -199,7 +200,11 @@ type Scheduler struct {
 
 	mu      sync.Mutex
 	claimed map[int64]bool
-	wake    chan struct{}
+	// later holds the watches postponed in memory (a DueSkipper store
+	// leaves them out until then): a busy host's due watches wait their
+	// turn without a write each time their turn is moved.
+	later map[int64]time.Time
+	wake  chan struct{}
 }
 
 // NewScheduler returns a Scheduler with the default knobs.
@@ -319,6 +324,7 @@ func (s *Scheduler) claim(w *changedigest.Watch) bool {
 		s.claimed = map[int64]bool{}
 	}
 	s.claimed[w.ID] = true
+	delete(s.later, w.ID)
 	return true
 }
 
@@ -386,7 +392,7 @@ func (src *storeSource) due(ctx context.Context, now time.Time, free, claimed in
 		limit = free
 	)
 	if sk, ok := src.s.Store.(DueSkipper); ok {
-		ws, err = sk.DueWatchesSkipping(ctx, now, limit, src.s.isClaimedID)
+		ws, err = sk.DueWatchesSkipping(ctx, now, limit, func(id int64) bool { return src.s.waiting(id, now) })
 	} else {
 		limit += claimed
 		ws, err = src.s.Store.DueWatches(ctx, now, limit)
@@ -404,13 +410,47 @@ func (src *storeSource) due(ctx context.Context, now time.Time, free, claimed in
 	return out, more, nil
 }
 
+// postpone moves w's turn to until: in memory when the store can leave
+// it out of the due watches (a restart makes it due at once, as it was),
+// else by saving its next check.
 func (src *storeSource) postpone(ctx context.Context, w *changedigest.Watch, until time.Time) error {
-	if !src.s.claim(w) {
+	s := src.s
+	if _, ok := s.Store.(DueSkipper); ok && w.ID != 0 {
+		s.mu.Lock()
+		if s.later == nil {
+			s.later = map[int64]time.Time{}
+		}
+		if len(s.later) >= 10000 {
+			// Drop the turns that came (of watches since deleted).
+			now := s.now()
+			maps.DeleteFunc(s.later, func(_ int64, t time.Time) bool { return !t.After(now) })
+		}
+		s.later[w.ID] = until
+		s.mu.Unlock()
 		return nil
 	}
-	defer src.s.release(w)
+	if !s.claim(w) {
+		return nil
+	}
+	defer s.release(w)
 	w.NextCheck = until
-	return src.s.Store.SaveSchedule(ctx, w)
+	return s.Store.SaveSchedule(ctx, w)
+}
+
+// waiting reports whether watch id is being checked, or postponed in
+// memory past now.
+func (s *Scheduler) waiting(id int64, now time.Time) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.claimed[id] {
+		return true
+	}
+	until, ok := s.later[id]
+	if ok && !until.After(now) {
+		delete(s.later, id)
+		return false
+	}
+	return ok
 }
 
 func (src *storeSource) claimed(w *changedigest.Watch) bool { return src.s.isClaimed(w) }

@@ -194,6 +194,32 @@ func TestRunRespectsPoolBound(t *testing.T) {
 }
 
 func TestRunHostPoliteness(t *testing.T) {
+	for _, skipping := range []bool{false, true} {
+		t.Run(map[bool]string{false: "saved", true: "in memory"}[skipping], func(t *testing.T) {
+			testHostPoliteness(t, skipping)
+		})
+	}
+}
+
+// skippingStore is a MemStore that can leave out the watches the
+// scheduler is checking or has postponed (crawl.DueSkipper).
+type skippingStore struct{ *crawltest.MemStore }
+
+func (s skippingStore) DueWatchesSkipping(ctx context.Context, now time.Time, limit int, skip func(int64) bool) ([]*changedigest.Watch, error) {
+	ws, err := s.DueWatches(ctx, now, 1<<20)
+	out := ws[:0]
+	for _, w := range ws {
+		if !skip(w.ID) && len(out) < limit {
+			out = append(out, w)
+		}
+	}
+	return out, err
+}
+
+// testHostPoliteness: a slow host's watches are checked one at a time,
+// the host gap apart, without holding up other hosts; with a skipping
+// store the busy host's waiting watches cost no writes.
+func testHostPoliteness(t *testing.T, skipping bool) {
 	synctest.Test(t, func(t *testing.T) {
 		start := time.Now()
 		// 10 watches on one slow host, 10 on ten other hosts.
@@ -204,7 +230,11 @@ func TestRunHostPoliteness(t *testing.T) {
 		for i := range 10 {
 			ws = append(ws, &changedigest.Watch{ID: int64(i + 11), URL: fmt.Sprintf("http://other%d.test/", i), Category: changedigest.CategoryNews})
 		}
-		store := crawltest.NewMemStore(ws...)
+		mem := crawltest.NewMemStore(ws...)
+		var store crawl.Store = mem
+		if skipping {
+			store = skippingStore{mem}
+		}
 		rec := newRecorder()
 		rec.took = func(w *changedigest.Watch) time.Duration {
 			if strings.Contains(w.URL, "busy") {
@@ -238,10 +268,16 @@ func TestRunHostPoliteness(t *testing.T) {
 				t.Errorf("busy host: %s between checks %d and %d, want at least the 2 s gap", gap, busy[i-1].id, busy[i].id)
 			}
 		}
-		// Postponed watches got staggered due times in the store, and a
-		// worker never sat waiting for the busy host.
+		// Postponed watches got staggered turns, and a worker never sat
+		// waiting for the busy host.
 		if last := busy[len(busy)-1].start.Sub(start); last > 70*time.Second {
 			t.Errorf("10 checks of 3 s with 2 s gaps took until %s", last)
+		}
+		// One save a check; with a skipping store, none for a postponement.
+		if checks := len(rec.snapshot()); skipping && mem.Saves() != checks {
+			t.Errorf("%d saves for %d checks: postponing wrote to the store", mem.Saves(), checks)
+		} else if !skipping && mem.Saves() <= checks {
+			t.Errorf("%d saves for %d checks: the busy host's watches were never postponed", mem.Saves(), checks)
 		}
 	})
 }

@@ -15,7 +15,9 @@ import (
 	"runtime/pprof"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
+	"time"
 
 	"github.com/changedigest/changedigest"
 )
@@ -47,23 +49,46 @@ func profileAllocs(path string) {
 	}
 }
 
-// profileCPU writes a CPU profile of the whole run to path when it is not
-// empty (CHANGEDIGEST_CPUPROFILE: for `go tool pprof`), and returns the
+// profileCPU writes a CPU profile of the run to path when it is not
+// empty (CHANGEDIGEST_CPUPROFILE: for `go tool pprof`), from the start or
+// after CHANGEDIGEST_CPUPROFILE_AFTER (a duration), and returns the
 // function that ends it.
 func profileCPU(path string) func() {
 	if path == "" {
 		return func() {}
 	}
 	f, err := os.Create(path)
-	if err == nil {
-		err = pprof.StartCPUProfile(f)
-	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "changedigest: CHANGEDIGEST_CPUPROFILE:", err)
 		return func() {}
 	}
+	after, _ := time.ParseDuration(os.Getenv("CHANGEDIGEST_CPUPROFILE_AFTER"))
+	var mu sync.Mutex
+	started, stopped := false, false
+	start := func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if stopped {
+			return
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintln(os.Stderr, "changedigest: CHANGEDIGEST_CPUPROFILE:", err)
+			return
+		}
+		started = true
+	}
+	if after > 0 {
+		time.AfterFunc(after, start)
+	} else {
+		start()
+	}
 	return func() {
-		pprof.StopCPUProfile()
+		mu.Lock()
+		defer mu.Unlock()
+		if started {
+			pprof.StopCPUProfile()
+		}
+		stopped = true
 		f.Close()
 	}
 }
