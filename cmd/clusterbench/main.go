@@ -421,6 +421,18 @@ func secondPass(farm *crawltest.Farm, procs []*process, cpu, wall *time.Duration
 			p.Touch()
 		}
 	}
+	// Until the first check of the second pass: the idle wait.
+	for {
+		if total, _, _ := farm.Requests(); total > int64(len(farm.Pages)) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	idle := *cpu
+	for _, p := range procs {
+		idle += p.cpu()
+	}
+	fmt.Printf("  CPU between the passes (idle, and what the first pass left: index merges): %.2f s\n", idle.Seconds())
 }
 
 // finishPass ends the second pass's count.
