@@ -429,23 +429,29 @@ func (n *Node) follow(ctx context.Context, v *view) error {
 	var wpos uint64
 	idle := 0
 	for {
+		// Every definition there is before the versions: a version of a
+		// watch the view does not hold is taken for one of a watch
+		// deleted since.
 		got := 0
-		var defs []*jetstream.RawStreamMsg
-		for len(defs) < followBatch {
-			m, err := c.watchesStream.GetMsg(ctx, wpos+1, jetstream.WithGetMsgSubject(watchSubj))
-			if errors.Is(err, jetstream.ErrMsgNotFound) {
-				break
+		for more := true; more; {
+			var defs []*jetstream.RawStreamMsg
+			for more = false; len(defs) < followBatch; {
+				m, err := c.watchesStream.GetMsg(ctx, wpos+1, jetstream.WithGetMsgSubject(watchSubj))
+				if errors.Is(err, jetstream.ErrMsgNotFound) {
+					break
+				}
+				if err != nil {
+					return fmt.Errorf("watch definitions: %w", err)
+				}
+				defs = append(defs, m)
+				wpos = m.Sequence
+				more = len(defs) == followBatch
 			}
-			if err != nil {
-				return fmt.Errorf("watch definitions: %w", err)
+			if err := applyGrouped(ctx, defs, n.applyWatch); err != nil {
+				return err
 			}
-			defs = append(defs, m)
-			wpos = m.Sequence
+			got += len(defs)
 		}
-		if err := applyGrouped(ctx, defs, n.applyWatch); err != nil {
-			return err
-		}
-		got += len(defs)
 		var vers []*jetstream.RawStreamMsg
 		caught := false
 		for pos := v.pos.Load(); len(vers) < followBatch; {
@@ -574,6 +580,31 @@ func (n *Node) applyWatch(ctx context.Context, m *jetstream.RawStreamMsg) error 
 	return nil
 }
 
+// defineFromBucket puts watch id's definition from the watches bucket
+// into the view; false when the bucket has none (the watch was deleted).
+func (n *Node) defineFromBucket(ctx context.Context, id int64) (bool, error) {
+	c := n.Conn
+	e, err := c.watches.Get(ctx, watchKey(ShardOf(id, c.Config.Shards), id))
+	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("read the definition of watch %d: %w", id, err)
+	}
+	var w changedigest.Watch
+	if err := json.Unmarshal(e.Value(), &w); err != nil {
+		return false, nil
+	}
+	w.ID = id
+	if err := n.Store.PutWatch(ctx, &w); errors.Is(err, pet.ErrInvalid) || errors.Is(err, pet.ErrConflict) {
+		n.logger().Error("skipping a watch definition", "watch", id, "err", err)
+		return false, nil
+	} else if err != nil {
+		return false, fmt.Errorf("define watch %d: %w", id, err)
+	}
+	return true, nil
+}
+
 // applyVersion stores a version in the view unless it is there already.
 func (n *Node) applyVersion(ctx context.Context, m *jetstream.RawStreamMsg) error {
 	v, err := decodeRaw(m)
@@ -584,7 +615,13 @@ func (n *Node) applyVersion(ctx context.Context, m *jetstream.RawStreamMsg) erro
 	id := v.meta.Snapshot.WatchID
 	info, err := n.Store.Track(ctx, id)
 	if errors.Is(err, pet.ErrNotFound) {
-		return nil // deleted since
+		// Deleted since, or defined after this view last read the
+		// definitions: then it takes the definition first.
+		defined, derr := n.defineFromBucket(ctx, id)
+		if derr != nil || !defined {
+			return derr
+		}
+		info, err = n.Store.Track(ctx, id)
 	}
 	if err != nil {
 		return err
