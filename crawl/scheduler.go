@@ -412,21 +412,11 @@ func (src *storeSource) due(ctx context.Context, now time.Time, free, claimed in
 
 // postpone moves w's turn to until: in memory when the store can leave
 // it out of the due watches (a restart makes it due at once, as it was),
-// else by saving its next check.
+// up to a few hundred watches, since the store still passes over them on
+// every look for due watches; else by saving its next check.
 func (src *storeSource) postpone(ctx context.Context, w *changedigest.Watch, until time.Time) error {
 	s := src.s
-	if _, ok := s.Store.(DueSkipper); ok && w.ID != 0 {
-		s.mu.Lock()
-		if s.later == nil {
-			s.later = map[int64]time.Time{}
-		}
-		if len(s.later) >= 10000 {
-			// Drop the turns that came (of watches since deleted).
-			now := s.now()
-			maps.DeleteFunc(s.later, func(_ int64, t time.Time) bool { return !t.After(now) })
-		}
-		s.later[w.ID] = until
-		s.mu.Unlock()
+	if _, ok := s.Store.(DueSkipper); ok && w.ID != 0 && s.postponeInMemory(w.ID, until) {
 		return nil
 	}
 	if !s.claim(w) {
@@ -435,6 +425,26 @@ func (src *storeSource) postpone(ctx context.Context, w *changedigest.Watch, unt
 	defer s.release(w)
 	w.NextCheck = until
 	return s.Store.SaveSchedule(ctx, w)
+}
+
+// postponeInMemory notes watch id's turn in memory, unless as many as
+// four times the workers (and 256 more) wait there already.
+func (s *Scheduler) postponeInMemory(id int64, until time.Time) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.later == nil {
+		s.later = map[int64]time.Time{}
+	}
+	if _, ok := s.later[id]; !ok && len(s.later) >= 4*max(s.Workers, 1)+256 {
+		// Drop the turns that came (of watches checked or deleted since).
+		now := s.now()
+		maps.DeleteFunc(s.later, func(_ int64, t time.Time) bool { return !t.After(now) })
+		if len(s.later) >= 4*max(s.Workers, 1)+256 {
+			return false
+		}
+	}
+	s.later[id] = until
+	return true
 }
 
 // waiting reports whether watch id is being checked, or postponed in
