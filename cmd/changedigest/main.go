@@ -51,8 +51,8 @@ func profileAllocs(path string) {
 
 // profileCPU writes a CPU profile of the run to path when it is not
 // empty (CHANGEDIGEST_CPUPROFILE: for `go tool pprof`), from the start or
-// after CHANGEDIGEST_CPUPROFILE_AFTER (a duration), and returns the
-// function that ends it.
+// after CHANGEDIGEST_CPUPROFILE_AFTER (a duration), to the end or for
+// CHANGEDIGEST_CPUPROFILE_FOR, and returns the function that ends it.
 func profileCPU(path string) func() {
 	if path == "" {
 		return func() {}
@@ -63,6 +63,7 @@ func profileCPU(path string) func() {
 		return func() {}
 	}
 	after, _ := time.ParseDuration(os.Getenv("CHANGEDIGEST_CPUPROFILE_AFTER"))
+	span, _ := time.ParseDuration(os.Getenv("CHANGEDIGEST_CPUPROFILE_FOR"))
 	var mu sync.Mutex
 	started, stopped := false, false
 	start := func() {
@@ -77,20 +78,26 @@ func profileCPU(path string) func() {
 		}
 		started = true
 	}
+	stop := func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if started && !stopped {
+			pprof.StopCPUProfile()
+		}
+		if !stopped {
+			f.Close()
+		}
+		stopped = true
+	}
 	if after > 0 {
 		time.AfterFunc(after, start)
 	} else {
 		start()
 	}
-	return func() {
-		mu.Lock()
-		defer mu.Unlock()
-		if started {
-			pprof.StopCPUProfile()
-		}
-		stopped = true
-		f.Close()
+	if span > 0 {
+		time.AfterFunc(after+span, stop)
 	}
+	return stop
 }
 
 // tuneGC lets the garbage of a short command (check, diff, history…)

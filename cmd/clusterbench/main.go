@@ -409,9 +409,25 @@ func cpuRun(bin, mode string, pages, hosts int, second bool) (cpu, wall time.Dur
 	return cpu, wall, nil
 }
 
-// secondPass notes the CPU the processes used in the first pass (the
-// second is counted from here) and changes a tenth of the pages.
+// secondPass waits for the processes to finish the first pass's work
+// (index batches and merges, seconds after the last version), notes the
+// CPU they used (the second pass is counted from here) and changes a
+// tenth of the pages.
 func secondPass(farm *crawltest.Farm, procs []*process, cpu, wall *time.Duration) {
+	used := func() (d time.Duration) {
+		for _, p := range procs {
+			d += p.cpu()
+		}
+		return d
+	}
+	for end, last := time.Now().Add(30*time.Second), used(); time.Now().Before(end); {
+		time.Sleep(time.Second)
+		now := used()
+		if now-last <= 20*time.Millisecond*time.Duration(len(procs)) {
+			break
+		}
+		last = now
+	}
 	*cpu, *wall = 0, time.Duration(time.Now().UnixNano())
 	for _, p := range procs {
 		*cpu -= p.cpu()
@@ -432,7 +448,7 @@ func secondPass(farm *crawltest.Farm, procs []*process, cpu, wall *time.Duration
 	for _, p := range procs {
 		idle += p.cpu()
 	}
-	fmt.Printf("  CPU between the passes (idle, and what the first pass left: index merges): %.2f s\n", idle.Seconds())
+	fmt.Printf("  CPU while idle until the second pass (counted in it): %.2f s\n", idle.Seconds())
 }
 
 // finishPass ends the second pass's count.
