@@ -631,3 +631,77 @@ func TestShardsMoveAndReadsFollow(t *testing.T) {
 		}
 	}
 }
+
+// TestStreamKeepsWhatTheStoreKeeps: a watch that keeps few versions has
+// its older versions dropped from the versions stream once its owner's
+// store dropped them, and a view rebuilt from the stream numbers the
+// versions it still has as the track of record does.
+func TestStreamKeepsWhatTheStoreKeeps(t *testing.T) {
+	farm := crawltest.NewFarm(t, crawltest.FarmConfig{Hosts: 1, Pages: 1, Size: 1 << 10, Rate: func(int) float64 { return 0 }})
+	natsDir := t.TempDir()
+	n := startNode(t, natsDir, t.TempDir())
+	ctx := context.Background()
+	waitFor(t, "the shards served", func() bool { return n.node.Ready() == nil && len(n.node.Info().Ready) == 4 })
+	// The signature matrix keeps 5 versions whatever the limit.
+	w := &changedigest.Watch{UserID: 1, URL: farm.URL(0), KeepVersions: 2}
+	if err := n.conn.AddWatches(ctx, []*changedigest.Watch{w}); err != nil {
+		t.Fatal(err)
+	}
+	const checks = 8
+	for v := 1; v <= checks; v++ {
+		waitFor(t, "the watch in the view", func() bool {
+			_, err := n.store.Watch(ctx, pet.AnyUser, w.ID)
+			return err == nil
+		})
+		if v > 1 {
+			farm.Pages[0].Touch()
+		}
+		lw, _ := n.store.Watch(ctx, pet.AnyUser, w.ID)
+		if _, err := n.sched.CheckNow(ctx, nil, lw); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "the version in the view", func() bool {
+			info, err := n.store.Track(ctx, w.ID)
+			return err == nil && info.Latest == v
+		})
+	}
+	info, _ := n.store.Track(ctx, w.ID)
+	if info.Oldest != checks-4 || info.Versions != 5 {
+		t.Fatalf("the store keeps %+v, want the last 5", info)
+	}
+	counts, _, err := n.conn.VersionCounts(ctx)
+	if err != nil || counts[w.ID] != checks {
+		t.Fatalf("before trimming the stream holds %d versions, %v; want %d", counts[w.ID], err, checks)
+	}
+	removed, err := n.node.TrimStream(ctx)
+	if err != nil || removed != checks-5 {
+		t.Errorf("TrimStream = %d, %v; want %d", removed, err, checks-5)
+	}
+	if again, err := n.node.TrimStream(ctx); err != nil || again != 0 {
+		t.Errorf("TrimStream again = %d, %v", again, err)
+	}
+	if counts, _, _ = n.conn.VersionCounts(ctx); counts[w.ID] != 5 {
+		t.Errorf("after trimming the stream holds %d versions, want 5", counts[w.ID])
+	}
+	n.stop()
+
+	n2 := startNode(t, natsDir, t.TempDir())
+	defer n2.stop()
+	waitFor(t, "the rebuilt view", func() bool {
+		info, err := n2.store.Track(ctx, w.ID)
+		return err == nil && info.Latest == checks
+	})
+	if info, _ := n2.store.Track(ctx, w.ID); info.Oldest != checks-4 || info.Versions != 5 {
+		t.Errorf("rebuilt view %+v, want versions %d to %d", info, checks-4, checks)
+	}
+	// The next check is number 9 in the stream and in the view.
+	farm.Pages[0].Touch()
+	lw, _ := n2.store.Watch(ctx, pet.AnyUser, w.ID)
+	if _, err := n2.sched.CheckNow(ctx, nil, lw); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "version 9 in the rebuilt view", func() bool {
+		snap, err := n2.store.Latest(ctx, w.ID)
+		return err == nil && snap.Seq == checks+1
+	})
+}

@@ -53,10 +53,12 @@ type Node struct {
 	mu       sync.Mutex
 	views    map[int]*view
 	dropping map[int]bool // shards being dropped from the store
-	posMu    sync.Mutex   // the positions file
-	waiters  sync.Map     // reply token -> chan reply
-	token    atomic.Uint64
-	sub      *nats.Subscription
+	// trimmedTo is, by watch, the oldest version its stream was trimmed to.
+	trimmedTo map[int64]int
+	posMu     sync.Mutex // the positions file
+	waiters   sync.Map   // reply token -> chan reply
+	token     atomic.Uint64
+	sub       *nats.Subscription
 }
 
 // view is a shard as its owner keeps it.
@@ -629,7 +631,11 @@ func (n *Node) applyVersion(ctx context.Context, m *jetstream.RawStreamMsg) erro
 	if v.seq <= info.Latest {
 		return nil // applied before this process last saved its place
 	}
-	if _, err := n.Store.AddVersion(ctx, id, v.meta.Snapshot, v.body); err != nil {
+	// The view numbers versions as the stream does (a stream trimmed by
+	// retention starts a rebuilt view past 1).
+	if _, err := n.Store.AddVersionAt(ctx, id, v.seq, v.meta.Snapshot, v.body); errors.Is(err, pet.ErrConflict) || errors.Is(err, pet.ErrInvalid) {
+		n.logger().Error("skipping a version", "watch", id, "version", v.seq, "err", err)
+	} else if err != nil {
 		return fmt.Errorf("apply version %d of watch %d: %w", v.seq, id, err)
 	}
 	return nil

@@ -42,6 +42,23 @@ const (
 // out of order or overlapping; ETOOLARGE for a body over MaxBodySize. On
 // any error nothing is stored.
 func (s *Store) AddVersion(ctx context.Context, watchID int64, snap *changedigest.Snapshot, body []byte) (int, error) {
+	return s.addVersion(ctx, watchID, 0, snap, body)
+}
+
+// AddVersionAt is AddVersion for a track kept elsewhere (a cluster's
+// versions stream), whose numbers the store keeps: the version is
+// number seq, which starts a track that holds no version yet (its older
+// versions were not kept) or must follow the track's newest. Errors as
+// AddVersion's, and ECONFLICT when seq does not follow the newest.
+func (s *Store) AddVersionAt(ctx context.Context, watchID int64, seq int, snap *changedigest.Snapshot, body []byte) (int, error) {
+	if seq <= 0 {
+		return 0, invalidf("version number %d is not positive", seq)
+	}
+	return s.addVersion(ctx, watchID, seq, snap, body)
+}
+
+// addVersion stores a version as number want, or (want 0) the next.
+func (s *Store) addVersion(ctx context.Context, watchID int64, want int, snap *changedigest.Snapshot, body []byte) (int, error) {
 	if err := s.ready(ctx); err != nil {
 		return 0, err
 	}
@@ -67,7 +84,7 @@ func (s *Store) AddVersion(ctx context.Context, watchID int64, snap *changediges
 		if err != nil {
 			return err
 		}
-		if seq, err = t.add(snap, body, pieces, packed, layout, fetched); err != nil {
+		if seq, err = t.add(want, snap, body, pieces, packed, layout, fetched); err != nil {
 			return err
 		}
 		if err := t.putShot(seq, snap.Screenshot, shotSum); err != nil {
@@ -365,8 +382,15 @@ func bodySum(body []byte) uint64 {
 }
 
 // add writes version Latest+1 and returns its number.
-func (t *trackTx) add(snap *changedigest.Snapshot, body []byte, pieces []piece, packed []packed, layout packed, fetched time.Time) (int, error) {
+func (t *trackTx) add(want int, snap *changedigest.Snapshot, body []byte, pieces []piece, packed []packed, layout packed, fetched time.Time) (int, error) {
 	seq := t.meta.Latest + 1
+	switch {
+	case want == 0 || want == seq:
+	case t.meta.Latest == 0:
+		seq = want
+	default:
+		return 0, conflictf("version %d of watch %d does not follow the newest stored, %d", want, t.watch.ID, t.meta.Latest)
+	}
 	rec := &versionRec{hdr: versionHeader{
 		FetchedAt: unixNano(fetched), Status: snap.Status, ETag: snap.ETag,
 		LastModified: snap.LastModified, ContentType: snap.ContentType, FinalURL: snap.FinalURL,

@@ -1008,3 +1008,41 @@ func TestRecentChanges(t *testing.T) {
 		t.Errorf("unknown watch: %v, want ENOTFOUND", err)
 	}
 }
+
+// TestAddVersionAt: a track kept elsewhere keeps its numbers: an empty
+// track starts where the other's kept versions start, and a version
+// must follow the newest.
+func TestAddVersionAt(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	add := func(seq int, text string) (int, error) {
+		body := []byte(page("constant header", text, "constant footer"))
+		return f.s.AddVersionAt(ctx, f.watch.ID, seq, snapshotOf(body), body)
+	}
+	if got, err := add(7, "seventh"); err != nil || got != 7 {
+		t.Fatalf("AddVersionAt(7) on an empty track = %d, %v", got, err)
+	}
+	if _, err := add(9, "ninth"); !errors.Is(err, ErrConflict) {
+		t.Errorf("AddVersionAt(9) after 7: %v, want a conflict", err)
+	}
+	if _, err := add(7, "seventh again"); !errors.Is(err, ErrConflict) {
+		t.Errorf("AddVersionAt(7) again: %v, want a conflict", err)
+	}
+	if got, err := add(8, "eighth"); err != nil || got != 8 {
+		t.Fatalf("AddVersionAt(8) = %d, %v", got, err)
+	}
+	body := []byte(page("constant header", "ninth", "constant footer"))
+	if got, err := f.s.AddVersion(ctx, f.watch.ID, snapshotOf(body), body); err != nil || got != 9 {
+		t.Fatalf("AddVersion after 8 = %d, %v", got, err)
+	}
+	info, err := f.s.Track(ctx, f.watch.ID)
+	if err != nil || info.Oldest != 7 || info.Latest != 9 || info.Versions != 3 {
+		t.Errorf("Track = %+v, %v; want versions 7 to 9", info, err)
+	}
+	if b, err := f.s.Body(ctx, f.watch.ID, 7); err != nil || !strings.Contains(string(b), "seventh") {
+		t.Errorf("Body(7) = %q, %v", b, err)
+	}
+	if vs, err := f.s.Versions(ctx, f.watch.ID, 0, 10); err != nil || len(vs) != 3 || vs[0].Seq != 9 || vs[2].Seq != 7 {
+		t.Errorf("Versions = %d, %v", len(vs), err)
+	}
+}

@@ -440,6 +440,14 @@ func (m *Main) maintain(ctx context.Context, interval time.Duration) error {
 		} else if n > 0 {
 			m.Logger.Info("retention removed old versions", "versions", n)
 		}
+		if m.Node != nil {
+			// The versions stream keeps what the store keeps.
+			if n, err := m.Node.TrimStream(ctx); err != nil && ctx.Err() == nil {
+				m.Logger.Warn("trimming the versions stream", "err", err)
+			} else if n > 0 {
+				m.Logger.Info("retention removed old versions from the stream", "versions", n)
+			}
+		}
 		purge := m.Store.PurgeSessions
 		if m.Node != nil {
 			purge = cluster.Store{Store: m.Store, Node: m.Node}.PurgeSessions
