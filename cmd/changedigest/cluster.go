@@ -261,12 +261,7 @@ func runClusterUser(ctx context.Context, e *env, args []string) error {
 		if err != nil {
 			return err
 		}
-		tw := tabwriter.NewWriter(e.stdout, 2, 8, 2, ' ', 0)
-		fmt.Fprintln(tw, "ID\tNAME\tADMIN\tE-MAIL\tCREATED")
-		for _, u := range users {
-			fmt.Fprintf(tw, "%d\t%s\t%v\t%s\t%s\n", u.ID, u.Name, u.Admin, orDash(u.Email), u.CreatedAt.Local().Format("2006-01-02"))
-		}
-		return tw.Flush()
+		return printUsers(e.stdout, users)
 	}
 	return nil
 }

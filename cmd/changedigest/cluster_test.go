@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/crypto/bcrypt"
+
 	"github.com/changedigest/changedigest"
 	"github.com/changedigest/changedigest/cluster"
 	"github.com/changedigest/changedigest/crawl/crawltest"
@@ -380,4 +382,35 @@ func lagless(st *cluster.Status) bool {
 		}
 	}
 	return true
+}
+
+// TestClusterUserCommands: cluster user add, passwd and list against a
+// node's NATS address; a name taken is refused whatever its case.
+func TestClusterUserCommands(t *testing.T) {
+	addr := freePorts(t, 1)[0]
+	ctx := context.Background()
+	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	conn, err := cluster.Dial(dctx, cluster.Config{Name: "solo", Dir: t.TempDir(), Client: addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	url := "nats://" + addr
+	if code, out, errOut := runCmdIn(t, "a good password\n", "cluster", "user", "add", "--nats", url, "--email", "ann@example.org", "ann"); code != 0 || !strings.Contains(out, "created user ann (id 1)") {
+		t.Fatalf("user add: %d %q %q", code, out, errOut)
+	}
+	if code, _, errOut := runCmdIn(t, "another password\n", "cluster", "user", "add", "--nats", url, "ANN"); code == 0 || !strings.Contains(errOut, "taken") {
+		t.Errorf("a second ann: %d %q", code, errOut)
+	}
+	if code, out, errOut := runCmdIn(t, "a new password\n", "cluster", "user", "passwd", "--nats", url, "ann"); code != 0 || !strings.Contains(out, "password of ann changed") {
+		t.Errorf("user passwd: %d %q %q", code, out, errOut)
+	}
+	u, err := conn.UserByName(ctx, "ann")
+	if err != nil || bcrypt.CompareHashAndPassword(u.PasswordHash, []byte("a new password")) != nil || u.Email != "ann@example.org" {
+		t.Errorf("ann in the cluster: %+v, %v", u, err)
+	}
+	if code, out, _ := runCmd(t, "cluster", "user", "list", "--nats", url); code != 0 || !strings.Contains(out, "ann") || !strings.Contains(out, "ann@example.org") {
+		t.Errorf("user list: %d %q", code, out)
+	}
 }

@@ -89,14 +89,19 @@ func runUser(ctx context.Context, e *env) error {
 		if err != nil {
 			return err
 		}
-		tw := tabwriter.NewWriter(e.stdout, 2, 8, 2, ' ', 0)
-		fmt.Fprintln(tw, "ID\tNAME\tADMIN\tE-MAIL\tCREATED")
-		for _, u := range users {
-			fmt.Fprintf(tw, "%d\t%s\t%v\t%s\t%s\n", u.ID, u.Name, u.Admin, orDash(u.Email), u.CreatedAt.Local().Format("2006-01-02"))
-		}
-		return tw.Flush()
+		return printUsers(e.stdout, users)
 	}
 	return nil
+}
+
+// printUsers lists users as a table.
+func printUsers(w io.Writer, users []changedigest.User) error {
+	tw := tabwriter.NewWriter(w, 2, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tNAME\tADMIN\tE-MAIL\tCREATED")
+	for _, u := range users {
+		fmt.Fprintf(tw, "%d\t%s\t%v\t%s\t%s\n", u.ID, u.Name, u.Admin, orDash(u.Email), u.CreatedAt.Local().Format("2006-01-02"))
+	}
+	return tw.Flush()
 }
 
 // readPassword reads a password from the first line of standard input,
