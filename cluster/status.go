@@ -38,23 +38,34 @@ type StreamState struct {
 	Bytes    uint64   `json:"bytes"`
 }
 
-// Status reads the cluster's state; detail adds each stream's replicas
-// (a request each).
-func (c *Conn) Status(ctx context.Context, detail bool) (*Status, error) {
-	st := &Status{Owners: make([]string, c.Config.Shards)}
+// Shards reads the nodes' last heartbeats (Down set by the lease) and
+// each shard's owner: the part of Status that answers while a stream
+// whose leader died elects another.
+func (c *Conn) Shards(ctx context.Context) ([]NodeInfo, []string, error) {
 	infos, err := nodeInfos(ctx, c.nodesStream)
 	if err != nil {
-		return nil, fmt.Errorf("cluster: list nodes: %w", err)
+		return nil, nil, fmt.Errorf("cluster: list nodes: %w", err)
 	}
 	for i := range infos {
 		infos[i].Down = time.Since(infos[i].Beat) >= c.Config.Lease
 	}
-	st.Nodes = infos
+	owners := make([]string, c.Config.Shards)
 	for s := range c.Config.Shards {
 		if e, err := c.shards.Get(ctx, strconv.Itoa(s)); err == nil {
-			st.Owners[s] = string(e.Value())
+			owners[s] = string(e.Value())
 		}
 	}
+	return infos, owners, nil
+}
+
+// Status reads the cluster's state; detail adds each stream's replicas
+// (a request each).
+func (c *Conn) Status(ctx context.Context, detail bool) (*Status, error) {
+	nodes, owners, err := c.Shards(ctx)
+	if err != nil {
+		return nil, err
+	}
+	st := &Status{Nodes: nodes, Owners: owners}
 	ci, err := c.checks.Info(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: the checks queue: %w", err)
