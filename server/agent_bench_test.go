@@ -191,7 +191,7 @@ func offer(addr string, rate float64, workers int, d time.Duration, fn func(wk *
 //     view, from one of 4,096 loopback addresses, as when visitors
 //     reach the server directly rather than through a proxy that keeps
 //     its connections open;
-//   - target: the load offered on a fixed schedule, 10,000 agent
+//   - target: the target load offered on a fixed schedule, 10,000 agent
 //     requests/s and 5,000 reporting visits/s, with the feed readers;
 //     latencies count from the scheduled time.
 //
