@@ -177,24 +177,18 @@ func (c *Conn) UserByName(ctx context.Context, name string) (*changedigest.User,
 // Users lists the cluster's users by ID.
 func (c *Conn) Users(ctx context.Context) ([]changedigest.User, error) {
 	var out []changedigest.User
-	for seq := uint64(1); ; {
-		var m *jetstream.RawStreamMsg
-		err := again(ctx, func() (err error) {
-			m, err = c.accountsStream.GetMsg(ctx, seq, jetstream.WithGetMsgSubject("$KV."+accountsBucket+".user.*"))
-			return err
+	err := again(ctx, func() error {
+		out = out[:0]
+		return scan(ctx, c.accountsStream, "$KV."+accountsBucket+".user.*", func(m *jetstream.RawStreamMsg) error {
+			var r userRecord
+			if !kvDeleted(m) && json.Unmarshal(m.Data, &r) == nil {
+				out = append(out, *r.user())
+			}
+			return nil
 		})
-		if errors.Is(err, jetstream.ErrMsgNotFound) {
-			break
-		}
-		if err != nil {
-			return nil, fmt.Errorf("cluster: list users: %w", unavailable(err))
-		}
-		seq = m.Sequence + 1
-		var r userRecord
-		if op := m.Header.Get("KV-Operation"); op == "DEL" || op == "PURGE" || json.Unmarshal(m.Data, &r) != nil {
-			continue
-		}
-		out = append(out, *r.user())
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cluster: list users: %w", unavailable(err))
 	}
 	slices.SortFunc(out, func(a, b changedigest.User) int { return cmp.Compare(a.ID, b.ID) })
 	return out, nil
@@ -366,10 +360,7 @@ func (n *Node) followAccountsOnce(ctx context.Context) error {
 func (n *Node) applyAccount(ctx context.Context, m *jetstream.RawStreamMsg) error {
 	key := strings.TrimPrefix(m.Subject, "$KV."+accountsBucket+".")
 	kind, rest, _ := strings.Cut(key, ".")
-	deleted := false
-	if op := m.Header.Get("KV-Operation"); op == "DEL" || op == "PURGE" {
-		deleted = true
-	}
+	deleted := kvDeleted(m)
 	s := n.Store
 	var err error
 	switch kind {
@@ -603,23 +594,19 @@ func (c *Conn) deleteUserSessions(ctx context.Context, userID int64) (int, uint6
 func (c *Conn) accountKeys(ctx context.Context, filter string) ([]string, error) {
 	prefix := "$KV." + accountsBucket + "."
 	var keys []string
-	for seq := uint64(1); ; {
-		var m *jetstream.RawStreamMsg
-		err := again(ctx, func() (err error) {
-			m, err = c.accountsStream.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(prefix+filter))
-			return err
+	err := again(ctx, func() error {
+		keys = keys[:0]
+		return scan(ctx, c.accountsStream, prefix+filter, func(m *jetstream.RawStreamMsg) error {
+			if !kvDeleted(m) {
+				keys = append(keys, strings.TrimPrefix(m.Subject, prefix))
+			}
+			return nil
 		})
-		if errors.Is(err, jetstream.ErrMsgNotFound) {
-			return keys, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("cluster: read the accounts: %w", unavailable(err))
-		}
-		seq = m.Sequence + 1
-		if op := m.Header.Get("KV-Operation"); op != "DEL" && op != "PURGE" {
-			keys = append(keys, strings.TrimPrefix(m.Subject, prefix))
-		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cluster: read the accounts: %w", unavailable(err))
 	}
+	return keys, nil
 }
 
 // deleteAccount deletes a key of the accounts bucket, as the bucket's
@@ -753,7 +740,7 @@ func (c *Conn) findAccount(ctx context.Context, filter string) (*jetstream.RawSt
 	if err != nil {
 		return nil, err
 	}
-	if op := m.Header.Get("KV-Operation"); op == "DEL" || op == "PURGE" {
+	if kvDeleted(m) {
 		return nil, nil
 	}
 	return m, nil

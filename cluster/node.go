@@ -249,22 +249,16 @@ func liveNodes(ctx context.Context, c *Conn, now time.Time) (map[string]bool, er
 // the bucket's stream (one message per node: the bucket keeps no history).
 func nodeInfos(ctx context.Context, stream jetstream.Stream) ([]NodeInfo, error) {
 	var infos []NodeInfo
-	for seq := uint64(1); ; {
-		m, err := stream.GetMsg(ctx, seq, jetstream.WithGetMsgSubject("$KV."+nodesBucket+".*"))
-		if errors.Is(err, jetstream.ErrMsgNotFound) {
-			break
-		}
-		if err != nil {
-			return nil, err
-		}
-		seq = m.Sequence + 1
-		if op := m.Header.Get("KV-Operation"); op == "DEL" || op == "PURGE" {
-			continue // the node left
-		}
+	err := scan(ctx, stream, "$KV."+nodesBucket+".*", func(m *jetstream.RawStreamMsg) error {
 		var info NodeInfo
-		if json.Unmarshal(m.Data, &info) == nil {
+		// A deleted key is a node that left.
+		if !kvDeleted(m) && json.Unmarshal(m.Data, &info) == nil {
 			infos = append(infos, info)
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	sortedInfos(infos)
 	return infos, nil
@@ -561,7 +555,7 @@ func (n *Node) applyWatch(ctx context.Context, m *jetstream.RawStreamMsg) error 
 	if err != nil {
 		return nil // not a watch key
 	}
-	if op := m.Header.Get("KV-Operation"); op == "DEL" || op == "PURGE" {
+	if kvDeleted(m) {
 		err := n.Store.DeleteWatch(ctx, pet.AnyUser, id)
 		if errors.Is(err, pet.ErrNotFound) {
 			err = nil

@@ -151,6 +151,33 @@ func transient(err error) bool {
 		errors.Is(err, jetstream.ErrJetStreamNotEnabled) || errors.Is(err, nats.ErrConnectionReconnecting)
 }
 
+// kvDeleted reports whether a message of a bucket's stream marks its key
+// deleted (or purged).
+func kvDeleted(m *jetstream.RawStreamMsg) bool {
+	op := m.Header.Get("KV-Operation")
+	return op == "DEL" || op == "PURGE"
+}
+
+// scan calls fn with each message of the stream on subject (wildcards
+// allowed), oldest first. It reads them one by one with direct gets,
+// which any current replica answers: no consumer is made, so a scan goes
+// on while the cluster replaces a server that died.
+func scan(ctx context.Context, s jetstream.Stream, subject string, fn func(*jetstream.RawStreamMsg) error) error {
+	for seq := uint64(1); ; {
+		m, err := s.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(subject))
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if err := fn(m); err != nil {
+			return err
+		}
+		seq = m.Sequence + 1
+	}
+}
+
 // again calls fn until it does not fail for want of an answer, for at
 // most half a minute (a stream or bucket just made, or whose leader died,
 // answers some seconds later).

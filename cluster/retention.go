@@ -96,14 +96,12 @@ func (n *Node) noteTrimmed(id int64, oldest int) {
 // message (a watch keeps few).
 func (c *Conn) countVersions(ctx context.Context, subject string) (int, error) {
 	k := 0
-	for seq := uint64(1); ; k++ {
-		m, err := c.versions.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(subject))
-		if errors.Is(err, jetstream.ErrMsgNotFound) {
-			return k, nil
-		}
-		if err != nil {
-			return 0, fmt.Errorf("cluster: count the versions of %s: %w", subject, unavailable(err))
-		}
-		seq = m.Sequence + 1
+	err := scan(ctx, c.versions, subject, func(*jetstream.RawStreamMsg) error {
+		k++
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("cluster: count the versions of %s: %w", subject, unavailable(err))
 	}
+	return k, nil
 }

@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -126,18 +125,10 @@ func (c *Conn) Status(ctx context.Context, detail bool) (*Status, error) {
 func (c *Conn) VersionCounts(ctx context.Context) (counts map[int64]int, dups int, err error) {
 	counts = map[int64]int{}
 	seen := map[string]bool{}
-	for seq := uint64(1); ; {
-		m, err := c.versions.GetMsg(ctx, seq, jetstream.WithGetMsgSubject("cd.ver.>"))
-		if errors.Is(err, jetstream.ErrMsgNotFound) {
-			return counts, dups, nil
-		}
-		if err != nil {
-			return nil, 0, err
-		}
-		seq = m.Sequence + 1
+	err = scan(ctx, c.versions, "cd.ver.>", func(m *jetstream.RawStreamMsg) error {
 		v, err := decodeRaw(m)
 		if err != nil {
-			return nil, 0, err
+			return err
 		}
 		id := v.meta.Snapshot.WatchID
 		key := strconv.FormatInt(id, 10) + "@" + strconv.FormatInt(v.due, 10)
@@ -146,5 +137,10 @@ func (c *Conn) VersionCounts(ctx context.Context) (counts map[int64]int, dups in
 		}
 		seen[key] = true
 		counts[id]++
+		return nil
+	})
+	if err != nil {
+		return nil, 0, err
 	}
+	return counts, dups, nil
 }
