@@ -57,6 +57,9 @@ type Outcome struct {
 	LastModified string
 	// RetryAfter, when later than the next due time, delays the next check.
 	RetryAfter time.Time
+	// Answer is how long the host took to answer (the fetch, without the
+	// detection and storing after it): what the host's gap follows.
+	Answer time.Duration
 }
 
 // Outcome returns what the response means to the scheduler when the
@@ -66,7 +69,7 @@ func (r *Response) Outcome(res Result) Outcome {
 	if r.NotModified {
 		res = NotModified
 	}
-	return Outcome{Result: res, ETag: r.ETag, LastModified: r.LastModified}
+	return Outcome{Result: res, ETag: r.ETag, LastModified: r.LastModified, Answer: r.Duration}
 }
 
 // DueSkipper is a Store that can leave out, without reading them, the
@@ -150,8 +153,11 @@ func (sum *Summary) add(r Report) {
 
 // Scheduler runs checks when they are due, with a bounded pool of workers
 // and per-host politeness: at most one request at a time to a host (name
-// and port) and HostGap between the end of one and the start of the
-// next. A watch whose host is taken does not hold a worker: the next one
+// and port) and a gap between the end of one and the start of the next.
+// The gap follows the host (the delay factor of crawlers such as
+// Heritrix): GapFactor times how long its last answer took, up to
+// HostGap, so a server that answers in 2 ms is asked again 20 ms later
+// and a slow, failing or throttling one waits the full HostGap or more. A watch whose host is taken does not hold a worker: the next one
 // for that host waits in memory until the host is free, and any others
 // get their NextCheck moved to slots HostGap apart, saved to the store.
 // So the watches of one host are staggered (the staggered crawl gaps of
@@ -170,8 +176,15 @@ type Scheduler struct {
 	// worker for ever (default 5 min; the fetcher's own timeouts are
 	// shorter). A check that runs out of time is recorded as failed.
 	CheckTimeout time.Duration
-	// HostGap is the least time between two requests to one host (default 1 s).
+	// HostGap is the longest gap between two requests to one host
+	// (default 1 s): the gap after a failed check, and the cap of the
+	// gap GapFactor gives.
 	HostGap time.Duration
+	// GapFactor sets the gap after a host's answer to that many times the
+	// answer's duration, up to HostGap (default 10: a host is left idle by
+	// this client at least nine tenths of the time). 0 makes every gap
+	// HostGap.
+	GapFactor int
 	// ThrottleGap is how long a host is left alone after a 429 or 503
 	// without Retry-After (default 1 min); MaxHostDelay caps a host's
 	// Retry-After for the other watches on it (default 1 h). The watch
@@ -207,6 +220,9 @@ type Scheduler struct {
 	wake  chan struct{}
 }
 
+// DefaultGapFactor is the Scheduler's default GapFactor.
+const DefaultGapFactor = 10
+
 // NewScheduler returns a Scheduler with the default knobs.
 func NewScheduler(store Store, checker Checker) *Scheduler {
 	return &Scheduler{
@@ -216,6 +232,7 @@ func NewScheduler(store Store, checker Checker) *Scheduler {
 		Workers:      16,
 		CheckTimeout: 5 * time.Minute,
 		HostGap:      time.Second,
+		GapFactor:    DefaultGapFactor,
 		ThrottleGap:  time.Minute,
 		MaxHostDelay: time.Hour,
 		Tick:         time.Second,
@@ -541,6 +558,7 @@ type hostState struct {
 	started time.Time     // start of the check in flight
 	took    time.Duration // moving average of the host's check durations
 	free    time.Time     // earliest start of the next request
+	gap     time.Duration // the gap after the last request (0: none yet)
 	// parked is the watch that goes next once the host is free: claimed,
 	// held in memory, not postponed.
 	parked *changedigest.Watch
@@ -788,9 +806,18 @@ func (l *loopState) dispatch(ctx context.Context) (wake time.Time) {
 // gap, with a watch parked for it). The host is expected free at the end
 // of its gap, or, when busy, its usual check duration after the check in
 // flight started; the parked watch takes that turn, and each further
-// watch comes one step (usual duration + HostGap) after the last slot.
+// watch comes one step (usual duration + the host's gap) after the last
+// slot. Before the host's first answer its gap is not known: the slots
+// are then handed out close together, and a watch whose slot comes while
+// the host is still taken gets a later one, timed by what is known then.
 func (l *loopState) slot(h *hostState, now time.Time) time.Time {
 	gap := l.s.HostGap
+	switch {
+	case h.gap > 0:
+		gap = h.gap
+	case l.s.GapFactor > 0:
+		gap = 0
+	}
 	took := h.took
 	if m := l.s.MaxSlotStep; m > 0 && took+gap > m {
 		took = max(m-gap, 0)
@@ -827,7 +854,8 @@ func (l *loopState) release(j *job) {
 			h.took = (7*h.took + 3*d) / 10
 		}
 	}
-	h.free = end.Add(l.s.HostGap)
+	h.gap = l.s.gapAfter(j)
+	h.free = end.Add(h.gap)
 	if j.rep.Err != nil && Throttled(j.rep.Err) {
 		until := RetryAfter(j.rep.Err)
 		if until.IsZero() {
@@ -840,6 +868,17 @@ func (l *loopState) release(j *job) {
 			h.free = until
 		}
 	}
+}
+
+// gapAfter is the host's gap after the check j: GapFactor times the
+// host's answer time, up to HostGap; HostGap after a failed or cut short
+// check or when the answer time is unknown.
+func (s *Scheduler) gapAfter(j *job) time.Duration {
+	answer := j.rep.Outcome.Answer
+	if s.GapFactor <= 0 || j.canceled || j.rep.Err != nil || answer <= 0 {
+		return s.HostGap
+	}
+	return min(s.HostGap, time.Duration(s.GapFactor)*answer)
 }
 
 // sweep forgets idle hosts whose gap and slots are over.

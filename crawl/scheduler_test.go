@@ -630,3 +630,90 @@ func TestOutcomeOfResponse(t *testing.T) {
 		t.Errorf("Outcome of a 200 = %+v", o)
 	}
 }
+
+// TestGapFollowsTheHost checks the delay factor: a host that answers in
+// 20 ms is asked again GapFactor times that later, not HostGap later;
+// one that answers slowly or fails waits the full HostGap. The watches
+// postponed before the first answer get their turns retimed.
+func TestGapFollowsTheHost(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		var ws []*changedigest.Watch
+		for i := range 10 {
+			for _, host := range []string{"fast", "slow", "failing"} {
+				ws = append(ws, &changedigest.Watch{ID: int64(len(ws) + 1), URL: fmt.Sprintf("http://%s.test/%d", host, i), Category: changedigest.CategoryNews})
+			}
+		}
+		store := crawltest.NewMemStore(ws...)
+		rec := newRecorder()
+		answer := map[string]time.Duration{"fast.test": 20 * time.Millisecond, "slow.test": 300 * time.Millisecond, "failing.test": 20 * time.Millisecond}
+		rec.took = func(w *changedigest.Watch) time.Duration { return answer[hostOf(w.URL)] }
+		rec.result = func(w *changedigest.Watch, _ int) (crawl.Outcome, error) {
+			if hostOf(w.URL) == "failing.test" {
+				return crawl.Outcome{}, &crawl.HTTPError{URL: w.URL, StatusCode: 500}
+			}
+			return crawl.Outcome{Result: crawl.Unchanged, Answer: answer[hostOf(w.URL)]}, nil
+		}
+		s := newScheduler(store, rec)
+		s.Workers = 4
+		s.HostGap = 2 * time.Second
+		s.GapFactor = 10
+		if _, err := s.CheckNow(t.Context(), nil, ws...); err != nil {
+			t.Fatal(err)
+		}
+		if rec.hostPeak != 1 {
+			t.Errorf("a host saw %d requests at once", rec.hostPeak)
+		}
+		byHost := map[string][]event{}
+		for _, e := range rec.snapshot() {
+			byHost[e.host] = append(byHost[e.host], e)
+		}
+		want := map[string]time.Duration{"fast.test": 200 * time.Millisecond, "slow.test": 2 * time.Second, "failing.test": 2 * time.Second}
+		for host, evs := range byHost {
+			if len(evs) != 10 {
+				t.Fatalf("%s: %d checks, want 10", host, len(evs))
+			}
+			slices.SortFunc(evs, func(a, b event) int { return a.start.Compare(b.start) })
+			var longest time.Duration
+			for i := 1; i < len(evs); i++ {
+				gap := evs[i].start.Sub(evs[i-1].end)
+				if gap < want[host] {
+					t.Errorf("%s: %s between checks %d and %d, want at least %s", host, gap, evs[i-1].id, evs[i].id, want[host])
+				}
+				longest = max(longest, gap)
+			}
+			// The turns handed out before the first answer are retimed:
+			// no fast check waits a slow host's gap.
+			if host == "fast.test" && longest > 300*time.Millisecond {
+				t.Errorf("fast host: a gap of %s, want about 200ms", longest)
+			}
+		}
+		// The slow and failing hosts set the pace: 9 gaps of 2 s.
+		if took := time.Since(start); took > 22*time.Second {
+			t.Errorf("CheckNow took %s", took)
+		}
+	})
+}
+
+// TestGapFactorZeroKeepsHostGap checks that GapFactor 0 spaces every
+// request to a host by HostGap, however fast it answers.
+func TestGapFactorZeroKeepsHostGap(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		ws := watches(4, 1, changedigest.CategoryNews)
+		store := crawltest.NewMemStore(ws...)
+		rec := newRecorder()
+		rec.took = func(*changedigest.Watch) time.Duration { return 10 * time.Millisecond }
+		rec.result = func(*changedigest.Watch, int) (crawl.Outcome, error) {
+			return crawl.Outcome{Result: crawl.Unchanged, Answer: 10 * time.Millisecond}, nil
+		}
+		s := newScheduler(store, rec)
+		s.HostGap, s.GapFactor = time.Second, 0
+		if _, err := s.CheckNow(t.Context(), nil, ws...); err != nil {
+			t.Fatal(err)
+		}
+		if took := time.Since(start); took != 3*time.Second+40*time.Millisecond {
+			t.Errorf("4 checks of 10 ms with 1 s gaps took %s, want 3.04s", took)
+		}
+	})
+}

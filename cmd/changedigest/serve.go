@@ -45,6 +45,7 @@ type Config struct {
 	DemoPeriod time.Duration
 	Workers    int
 	HostGap    time.Duration
+	GapFactor  int
 	WordNetDir string
 	SMTP       string
 	SMTPFrom   string
@@ -130,6 +131,7 @@ func NewMain() *Main {
 		Config: Config{
 			storeFlags: storeFlags{data: defaultDataDir, matrix: pet.DefaultMatrix},
 			Addr:       "127.0.0.1:8080", DemoPeriod: 5 * time.Second, Workers: 16, HostGap: time.Second,
+			GapFactor:     crawl.DefaultGapFactor,
 			MemoryLimitMB: DefaultMemoryLimitMB, ClientGap: 5 * time.Minute, ClientMinGap: 30 * time.Second,
 		},
 		Stdout: os.Stdout,
@@ -149,7 +151,8 @@ func runServe(ctx context.Context, e *env) error {
 	fs.BoolVar(&c.Demo, "demo", false, "also run a local demo site whose pages change every few seconds, with a demo user watching it")
 	fs.DurationVar(&c.DemoPeriod, "demo-period", c.DemoPeriod, "how often the demo site changes")
 	fs.IntVar(&c.Workers, "workers", c.Workers, "checks running at once")
-	fs.DurationVar(&c.HostGap, "host-gap", c.HostGap, "least time between two requests to one host")
+	fs.DurationVar(&c.HostGap, "host-gap", c.HostGap, "longest gap between two requests to one host")
+	fs.IntVar(&c.GapFactor, "gap-factor", c.GapFactor, "gap after a host's answer, in times the answer took, up to --host-gap (0: always --host-gap)")
 	fs.StringVar(&c.WordNetDir, "wordnet-dir", "", "read WordNet from these dict files instead of the embedded table (slow)")
 	fs.StringVar(&c.SMTP, "smtp", "", "SMTP relay host:port for the daily digest e-mail (password in env CHANGEDIGEST_SMTP_PASSWORD)")
 	fs.StringVar(&c.SMTPFrom, "smtp-from", "changedigest <changedigest@localhost>", "sender of digest e-mail")
@@ -176,6 +179,9 @@ func runServe(ctx context.Context, e *env) error {
 	}
 	if c.MemoryLimitMB < 0 {
 		return usagef("--memory-limit %d is negative", c.MemoryLimitMB)
+	}
+	if c.HostGap < 0 || c.GapFactor < 0 {
+		return usagef("--host-gap %s and --gap-factor %d must not be negative", c.HostGap, c.GapFactor)
 	}
 	if _, set := os.LookupEnv("GOMEMLIMIT"); !set && c.MemoryLimitMB > 0 {
 		debug.SetMemoryLimit(int64(c.MemoryLimitMB) << 20)
@@ -235,7 +241,7 @@ func (m *Main) Run(ctx context.Context) error {
 		fetcher.Allow = append(fetcher.Allow, m.Demo.AddrPort())
 	}
 	sched := crawl.NewScheduler(store, pipeline)
-	sched.Workers, sched.HostGap = c.Workers, c.HostGap
+	sched.Workers, sched.HostGap, sched.GapFactor = c.Workers, c.HostGap, c.GapFactor
 	sched.Logger = log.With("component", "crawl")
 	m.Scheduler = sched
 	if c.Cluster.on() {
