@@ -77,10 +77,13 @@ type Config struct {
 	// AckWait is how long a check may run on a worker before it is given
 	// to another (default 2 min).
 	AckWait time.Duration
-	// HostGap is the least time between two requests to one host, kept
-	// across the cluster (default 1 s).
-	HostGap time.Duration
-	Logger  *slog.Logger
+	// HostGap is the longest gap between two requests to one host, kept
+	// across the cluster (default 1 s); GapFactor makes a host's gap that
+	// many times its last answer time, up to HostGap, as the single
+	// node's scheduler does (0: always HostGap).
+	HostGap   time.Duration
+	GapFactor int
+	Logger    *slog.Logger
 }
 
 func (c *Config) defaults() {

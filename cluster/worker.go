@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -122,12 +123,12 @@ func (wk *Worker) handle(ctx context.Context, m jetstream.Msg) {
 
 	host := crawl.HostKey(w.URL)
 	if host != "" {
-		ok, err := wk.takeHost(ctx, host)
+		ok, wait, err := wk.takeHost(ctx, host)
 		if err != nil {
 			wk.logger().Warn("host lock", "host", host, "err", err)
 		} else if !ok {
 			wk.Busy.Add(1)
-			m.NakWithDelay(c.Config.HostGap)
+			m.NakWithDelay(wait)
 			return
 		}
 	}
@@ -141,8 +142,9 @@ func (wk *Worker) handle(ctx context.Context, m jetstream.Msg) {
 	out, err := p.Check(cctx, w)
 	cancel()
 	if host != "" {
-		// The gap counts from the end of the request.
-		c.hosts.Put(ctx, hostKey(host), hostFree)
+		// The gap counts from the end of the request; its length follows
+		// the host's answer time.
+		c.hosts.Put(ctx, hostKey(host), freeFor(wk.gapAfter(out, err)))
 	}
 	if ctx.Err() != nil {
 		return // not acknowledged: another worker takes it
@@ -181,37 +183,66 @@ func (wk *Worker) finish(ctx context.Context, m jetstream.Msg, id int64, due tim
 }
 
 // A host's entry in the hosts bucket: busy while a request to it runs,
-// free after; its time is the server's.
+// free after, with the gap to keep from the entry's time (the server's):
+// "free 30ms". A bare "free" keeps HostGap.
 var (
 	hostBusy = []byte("busy")
 	hostFree = []byte("free")
 )
 
+func freeFor(gap time.Duration) []byte { return []byte(string(hostFree) + " " + gap.String()) }
+
+// gapOf reads the gap of a host's free entry: HostGap when it has none.
+func (c *Conn) gapOf(v []byte) time.Duration {
+	if rest, ok := strings.CutPrefix(string(v), string(hostFree)+" "); ok {
+		if d, err := time.ParseDuration(rest); err == nil && d >= 0 {
+			return min(d, c.Config.HostGap)
+		}
+	}
+	return c.Config.HostGap
+}
+
+// gapAfter is the host's gap after a check: GapFactor times how long
+// the host took to answer, up to HostGap; HostGap after a failure.
+func (wk *Worker) gapAfter(out crawl.Outcome, err error) time.Duration {
+	cfg := wk.Conn.Config
+	if err != nil || cfg.GapFactor <= 0 || out.Answer <= 0 {
+		return cfg.HostGap
+	}
+	return min(cfg.HostGap, time.Duration(cfg.GapFactor)*out.Answer)
+}
+
 // takeHost marks a host busy unless a request to it runs (a busy entry
 // younger than AckWait: older ones are of workers that died) or ended
-// less than HostGap ago. JetStream's compare-and-set lets one worker in
-// the cluster take it.
-func (wk *Worker) takeHost(ctx context.Context, host string) (bool, error) {
+// less than its gap ago; when it does not, wait is how long to leave the
+// check before trying again. JetStream's compare-and-set lets one worker
+// in the cluster take it.
+func (wk *Worker) takeHost(ctx context.Context, host string) (ok bool, wait time.Duration, err error) {
 	c := wk.Conn
 	key := hostKey(host)
+	wait = c.Config.HostGap
 	e, err := c.hosts.Get(ctx, key)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		_, err = c.hosts.Create(ctx, key, hostBusy)
 		if conflict(err) {
-			return false, nil
+			return false, wait, nil
 		}
-		return err == nil, err
+		return err == nil, wait, err
 	}
 	if err != nil {
-		return false, err
+		return false, wait, err
 	}
 	age := time.Since(e.Created())
-	if string(e.Value()) == string(hostBusy) && age < c.Config.AckWait || age < c.Config.HostGap {
-		return false, nil
+	busy := string(e.Value()) == string(hostBusy)
+	if busy && age < c.Config.AckWait {
+		return false, wait, nil
+	}
+	if gap := c.gapOf(e.Value()); !busy && age < gap {
+		return false, max(gap-age, time.Millisecond), nil
 	}
 	_, err = c.hosts.Update(ctx, key, hostBusy, e.Revision())
 	if conflict(err) {
-		return false, nil
+		return false, wait, nil
 	}
-	return err == nil, err
+	return err == nil, wait, err
 }

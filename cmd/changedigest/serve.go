@@ -377,7 +377,7 @@ func (m *Main) joinCluster(ctx context.Context, pipeline *crawl.Pipeline, addr n
 	cfg := cluster.Config{
 		Name: name, Dir: cluster.DataDir(c.data), URL: f.NATS, ClusterName: f.Name,
 		Listen: f.Listen, Client: f.NATSListen, Replicas: f.Replicas, Shards: f.Shards,
-		AckWait: f.AckWait, HostGap: c.HostGap, Logger: m.Logger.With("component", "cluster"),
+		AckWait: f.AckWait, HostGap: c.HostGap, GapFactor: c.GapFactor, Logger: m.Logger.With("component", "cluster"),
 	}
 	if f.Routes != "" {
 		for _, r := range strings.Split(f.Routes, ",") {
