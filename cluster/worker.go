@@ -144,7 +144,7 @@ func (wk *Worker) handle(ctx context.Context, m jetstream.Msg) {
 	if host != "" {
 		// The gap counts from the end of the request; its length follows
 		// the host's answer time.
-		c.hosts.Put(ctx, hostKey(host), freeFor(wk.gapAfter(out, err)))
+		c.hosts.Put(ctx, hostKey(host), freeFor(crawl.GapAfter(c.Config.HostGap, c.Config.GapFactor, out, err)))
 	}
 	if ctx.Err() != nil {
 		return // not acknowledged: another worker takes it
@@ -200,16 +200,6 @@ func (c *Conn) gapOf(v []byte) time.Duration {
 		}
 	}
 	return c.Config.HostGap
-}
-
-// gapAfter is the host's gap after a check: GapFactor times how long
-// the host took to answer, up to HostGap; HostGap after a failure.
-func (wk *Worker) gapAfter(out crawl.Outcome, err error) time.Duration {
-	cfg := wk.Conn.Config
-	if err != nil || cfg.GapFactor <= 0 || out.Answer <= 0 {
-		return cfg.HostGap
-	}
-	return min(cfg.HostGap, time.Duration(cfg.GapFactor)*out.Answer)
 }
 
 // takeHost marks a host busy unless a request to it runs (a busy entry

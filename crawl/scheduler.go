@@ -870,15 +870,23 @@ func (l *loopState) release(j *job) {
 	}
 }
 
-// gapAfter is the host's gap after the check j: GapFactor times the
-// host's answer time, up to HostGap; HostGap after a failed or cut short
-// check or when the answer time is unknown.
+// gapAfter is the host's gap after the check j (see GapAfter); the full
+// HostGap after a check cut short.
 func (s *Scheduler) gapAfter(j *job) time.Duration {
-	answer := j.rep.Outcome.Answer
-	if s.GapFactor <= 0 || j.canceled || j.rep.Err != nil || answer <= 0 {
+	if j.canceled {
 		return s.HostGap
 	}
-	return min(s.HostGap, time.Duration(s.GapFactor)*answer)
+	return GapAfter(s.HostGap, s.GapFactor, j.rep.Outcome, j.rep.Err)
+}
+
+// GapAfter is a host's gap after a check with outcome o and error err:
+// factor times how long the host took to answer, up to hostGap; hostGap
+// after a failure, when the answer time is unknown or factor is 0.
+func GapAfter(hostGap time.Duration, factor int, o Outcome, err error) time.Duration {
+	if err != nil || factor <= 0 || o.Answer <= 0 {
+		return hostGap
+	}
+	return min(hostGap, time.Duration(factor)*o.Answer)
 }
 
 // sweep forgets idle hosts whose gap and slots are over.
