@@ -157,7 +157,8 @@ func (sum *Summary) add(r Report) {
 // The gap follows the host (the delay factor of crawlers such as
 // Heritrix): GapFactor times how long its last answer took, up to
 // HostGap, so a server that answers in 2 ms is asked again 20 ms later
-// and a slow, failing or throttling one waits the full HostGap or more. A watch whose host is taken does not hold a worker: the next one
+// and a slow, failing or throttling one waits the full HostGap or more.
+// A watch whose host is taken does not hold a worker: the next one
 // for that host waits in memory until the host is free, and any others
 // get their NextCheck moved to slots HostGap apart, saved to the store.
 // So the watches of one host are staggered (the staggered crawl gaps of

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/changedigest/changedigest"
 	"github.com/changedigest/changedigest/browser"
@@ -43,6 +44,21 @@ func (f *storeFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.data, "data", def, "data directory, created on first use (env CHANGEDIGEST_DATA)")
 	fs.BoolVar(&f.allowPrivate, "allow-private", false, "allow fetching private, loopback and link-local addresses")
 	fs.IntVar(&f.matrix, "matrix", pet.DefaultMatrix, "versions in the signature matrix (m)")
+}
+
+// registerGapFlags adds the politeness flags of serve and check: the
+// longest gap between two requests to one host and the gap factor.
+func registerGapFlags(fs *flag.FlagSet, hostGap *time.Duration, factor *int) {
+	fs.DurationVar(hostGap, "host-gap", *hostGap, "longest gap between two requests to one host")
+	fs.IntVar(factor, "gap-factor", *factor, "gap after a host's answer, in times the answer took, up to --host-gap (0: always --host-gap)")
+}
+
+// checkGapFlags refuses negative politeness flags.
+func checkGapFlags(hostGap time.Duration, factor int) error {
+	if hostGap < 0 || factor < 0 {
+		return usagef("--host-gap %s and --gap-factor %d must not be negative", hostGap, factor)
+	}
+	return nil
 }
 
 // openStore opens the Page Evolution Track in the data directory.

@@ -151,8 +151,7 @@ func runServe(ctx context.Context, e *env) error {
 	fs.BoolVar(&c.Demo, "demo", false, "also run a local demo site whose pages change every few seconds, with a demo user watching it")
 	fs.DurationVar(&c.DemoPeriod, "demo-period", c.DemoPeriod, "how often the demo site changes")
 	fs.IntVar(&c.Workers, "workers", c.Workers, "checks running at once")
-	fs.DurationVar(&c.HostGap, "host-gap", c.HostGap, "longest gap between two requests to one host")
-	fs.IntVar(&c.GapFactor, "gap-factor", c.GapFactor, "gap after a host's answer, in times the answer took, up to --host-gap (0: always --host-gap)")
+	registerGapFlags(fs, &c.HostGap, &c.GapFactor)
 	fs.StringVar(&c.WordNetDir, "wordnet-dir", "", "read WordNet from these dict files instead of the embedded table (slow)")
 	fs.StringVar(&c.SMTP, "smtp", "", "SMTP relay host:port for the daily digest e-mail (password in env CHANGEDIGEST_SMTP_PASSWORD)")
 	fs.StringVar(&c.SMTPFrom, "smtp-from", "changedigest <changedigest@localhost>", "sender of digest e-mail")
@@ -180,8 +179,8 @@ func runServe(ctx context.Context, e *env) error {
 	if c.MemoryLimitMB < 0 {
 		return usagef("--memory-limit %d is negative", c.MemoryLimitMB)
 	}
-	if c.HostGap < 0 || c.GapFactor < 0 {
-		return usagef("--host-gap %s and --gap-factor %d must not be negative", c.HostGap, c.GapFactor)
+	if err := checkGapFlags(c.HostGap, c.GapFactor); err != nil {
+		return err
 	}
 	if _, set := os.LookupEnv("GOMEMLIMIT"); !set && c.MemoryLimitMB > 0 {
 		debug.SetMemoryLimit(int64(c.MemoryLimitMB) << 20)

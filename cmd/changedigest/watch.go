@@ -331,10 +331,13 @@ func runCheck(ctx context.Context, e *env) error {
 	user := fs.String("user", "", "whose watches")
 	all := fs.Bool("all", false, "check every watch of the user")
 	workers := fs.Int("workers", 8, "checks running at once")
-	hostGap := fs.Duration("host-gap", time.Second, "longest gap between two requests to one host")
-	gapFactor := fs.Int("gap-factor", crawl.DefaultGapFactor, "gap after a host's answer, in times the answer took, up to --host-gap (0: always --host-gap)")
+	hostGap, gapFactor := time.Second, crawl.DefaultGapFactor
+	registerGapFlags(fs, &hostGap, &gapFactor)
 	args, err := e.parse(fs, e.args)
 	if err != nil {
+		return err
+	}
+	if err := checkGapFlags(hostGap, gapFactor); err != nil {
 		return err
 	}
 	if *all == (len(args) > 0) {
@@ -372,10 +375,7 @@ func runCheck(ctx context.Context, e *env) error {
 	saves := &scheduleSaves{Store: store}
 	sched := crawl.NewScheduler(saves, pipeline)
 	sched.Workers = max(*workers, 1)
-	if *hostGap < 0 || *gapFactor < 0 {
-		return usagef("--host-gap and --gap-factor must not be negative, got %s and %d", *hostGap, *gapFactor)
-	}
-	sched.HostGap, sched.GapFactor = *hostGap, *gapFactor
+	sched.HostGap, sched.GapFactor = hostGap, gapFactor
 	sched.Logger = slog.New(slog.DiscardHandler) // each check prints its own line
 	bar := newProgress(e.stderr, len(ws))
 	sum, err := sched.CheckNow(ctx, func(r crawl.Report) {
