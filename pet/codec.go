@@ -268,16 +268,58 @@ func unpackDict(p, dict []byte, limit int) ([]byte, error) {
 	if err := r.(flate.Resetter).Reset(bytes.NewReader(p[1:]), dict); err != nil {
 		return nil, fmt.Errorf("inflate: %w", err)
 	}
-	// Deflate rarely shrinks markup below a third: start the output there.
-	out := bytes.NewBuffer(make([]byte, 0, min(3*len(p), limit+1)))
-	_, err := out.ReadFrom(io.LimitReader(r, int64(limit)+1))
-	if err != nil {
-		return nil, fmt.Errorf("inflate: %w", err)
+	return inflate(r, limit)
+}
+
+// inflateBufs hold inflated bytes while their size is not known yet.
+var inflateBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+// keepInflateBuf is the largest buffer put back in inflateBufs.
+const keepInflateBuf = 1 << 20
+
+// inflate reads r to its end into a reused buffer and returns a copy of
+// exactly the bytes read: growing a buffer of its own by doubling would
+// allocate, and touch, about twice as much for every piece read. More
+// than limit bytes is an error.
+func inflate(r io.Reader, limit int) ([]byte, error) {
+	bp := inflateBufs.Get().(*[]byte)
+	buf := (*bp)[:0]
+	if cap(buf) == 0 {
+		buf = make([]byte, 0, 32<<10)
 	}
-	if out.Len() > limit {
-		return nil, fmt.Errorf("inflated data exceeds %d bytes", limit)
+	var err error
+	for {
+		if len(buf) == cap(buf) {
+			if len(buf) > limit {
+				break
+			}
+			buf = append(buf, 0)[:len(buf)]
+		}
+		var n int
+		n, err = r.Read(buf[len(buf):min(cap(buf), limit+1)])
+		buf = buf[:len(buf)+n]
+		if err != nil || len(buf) > limit {
+			break
+		}
 	}
-	return out.Bytes(), nil
+	var out []byte
+	switch {
+	case err != nil && err != io.EOF:
+		err = fmt.Errorf("inflate: %w", err)
+	case len(buf) > limit:
+		err = fmt.Errorf("inflated data exceeds %d bytes", limit)
+	default:
+		err = nil
+		out = bytes.Clone(buf)
+		if out == nil {
+			out = []byte{}
+		}
+	}
+	if cap(buf) <= keepInflateBuf {
+		*bp = buf[:0]
+		inflateBufs.Put(bp)
+	}
+	return out, err
 }
 
 // subPack stores a text that is mostly made of runs of dict, in order (a
@@ -361,36 +403,55 @@ func appendRun(out, lit []byte, skip, n int) []byte {
 // Corrupt runs give an error, never a read outside dict or more than
 // limit bytes.
 func runsUnpack(p, dict []byte, limit int) ([]byte, error) {
-	out := make([]byte, 0, min(4*len(p), limit))
-	j := 0
+	// The first pass checks the runs and sums their lengths, so that the
+	// output is made once, at its size.
+	size, err := runsWalk(p, dict, limit, nil)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]byte, 0, size)
+	_, err = runsWalk(p, dict, limit, func(b []byte) { out = append(out, b...) })
+	return out, err
+}
+
+// runsWalk reads the runs of p against dict, calling emit (when not nil)
+// with each stretch of output in order, and returns the output's size.
+func runsWalk(p, dict []byte, limit int, emit func([]byte)) (int, error) {
+	j, size := 0, 0
 	for len(p) > 0 {
 		n, w := binary.Uvarint(p)
 		if w <= 0 || n > uint64(len(p)-w) {
-			return nil, fmt.Errorf("bad runs: literal of %d bytes", n)
+			return 0, fmt.Errorf("bad runs: literal of %d bytes", n)
 		}
-		out = append(out, p[w:w+int(n)]...)
+		if emit != nil {
+			emit(p[w : w+int(n)])
+		}
+		size += int(n)
 		p = p[w+int(n):]
 		skip, w := binary.Varint(p)
 		if w <= 0 {
-			return nil, fmt.Errorf("bad runs: no skip")
+			return 0, fmt.Errorf("bad runs: no skip")
 		}
 		p = p[w:]
 		cp, w := binary.Uvarint(p)
 		if w <= 0 {
-			return nil, fmt.Errorf("bad runs: no copy")
+			return 0, fmt.Errorf("bad runs: no copy")
 		}
 		p = p[w:]
 		if skip < -int64(j) || skip > int64(len(dict)-j) || cp > uint64(len(dict)-j-int(skip)) {
-			return nil, fmt.Errorf("bad runs: outside the dictionary")
+			return 0, fmt.Errorf("bad runs: outside the dictionary")
 		}
 		j += int(skip)
-		out = append(out, dict[j:j+int(cp)]...)
+		if emit != nil {
+			emit(dict[j : j+int(cp)])
+		}
+		size += int(cp)
 		j += int(cp)
-		if len(out) > limit {
-			return nil, fmt.Errorf("runs exceed %d bytes", limit)
+		if size > limit {
+			return 0, fmt.Errorf("runs exceed %d bytes", limit)
 		}
 	}
-	return out, nil
+	return size, nil
 }
 
 // deltaRuns returns runs (see appendRun) that make p of base, for a

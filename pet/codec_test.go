@@ -166,3 +166,36 @@ func TestBodyCheck(t *testing.T) {
 		}
 	}
 }
+
+// TestUnpackSizes reads blobs of many sizes back: each comes out whole, in
+// a slice of its own about as long (not doubled as it grew; the buffers inflate reuses are not
+// shared with what it returns), and one byte over the limit is refused.
+func TestUnpackSizes(t *testing.T) {
+	var kept [][]byte
+	var want [][]byte
+	for _, n := range []int{0, 1, 47, 48, 4 << 10, 32<<10 - 1, 32 << 10, 100_000, 1 << 20, 3 << 20} {
+		p := make([]byte, n)
+		for i := range p {
+			p[i] = "<p>some text of a page</p>\n"[i%27] + byte(i/4096)
+		}
+		blob := pack(p)
+		got, err := unpack(blob, n)
+		if err != nil {
+			t.Fatalf("%d bytes: %v", n, err)
+		}
+		if !bytes.Equal(got, p) || cap(got) > len(got)+len(got)/8+64 {
+			t.Fatalf("%d bytes: read back %d bytes, capacity %d", n, len(got), cap(got))
+		}
+		if n > 0 {
+			if _, err := unpack(blob, n-1); err == nil {
+				t.Errorf("%d bytes: read with a limit of %d", n, n-1)
+			}
+		}
+		kept, want = append(kept, got), append(want, p)
+	}
+	for i := range kept {
+		if !bytes.Equal(kept[i], want[i]) {
+			t.Fatalf("blob %d changed after later reads", i)
+		}
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"math"
 	"strings"
 	"time"
+	"unsafe"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -190,7 +191,8 @@ func decodeSeg(tx *bolt.Tx, v []byte, withText bool) (*segRec, error) {
 		if err != nil {
 			return nil, err
 		}
-		r.Text = string(text)
+		// unpackDict's bytes are new and nothing else holds them.
+		r.Text = unsafe.String(unsafe.SliceData(text), len(text))
 	}
 	return r, nil
 }
