@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
 	"sort"
@@ -39,6 +40,8 @@ func profileAllocs(path string) {
 	if path == "" {
 		return
 	}
+	// The profile is as of the last collection: one now counts the whole run.
+	runtime.GC()
 	f, err := os.Create(path)
 	if err == nil {
 		err = pprof.Lookup("allocs").WriteTo(f, 0)
@@ -117,6 +120,9 @@ func tuneGC(args []string) {
 	}
 	if _, set := os.LookupEnv("GOMEMLIMIT"); !set {
 		debug.SetMemoryLimit(1 << 30)
+	}
+	if rest[0] == "check" {
+		hugeHeap()
 	}
 }
 
