@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"os"
+	"runtime"
 	"strconv"
 	"syscall"
 	"unsafe"
@@ -21,7 +22,7 @@ const heapReserve = 64 << 20
 // virtual machine, where each first touch of a small page is a trap into
 // the hypervisor (about 10 µs on a test machine: a fifth of a check
 // run's CPU), one huge page replaces 512 of them. The heap is made to
-// grow by heapReserve at once, by an object dropped at once, and the
+// grow by heapReserve at once, by an object freed at once, and the
 // mappings holding it and the heap before it are marked for huge pages.
 // Nothing changes where the kernel does not allow it.
 func hugeHeap() {
@@ -32,6 +33,11 @@ func hugeHeap() {
 			adviseHuge(lo, hi)
 		}
 	}
+	// A collection under way when big was made would keep it to the
+	// next one, and the heap would grow past the marked mappings: one
+	// now frees it.
+	big = nil
+	runtime.GC()
 }
 
 // mappingOf returns the writable anonymous mapping holding address a,

@@ -121,10 +121,18 @@ func tuneGC(args []string) {
 	if _, set := os.LookupEnv("GOMEMLIMIT"); !set {
 		debug.SetMemoryLimit(1 << 30)
 	}
-	if rest[0] == "check" {
-		hugeHeap()
-	}
+	shortLived = true
 }
+
+// shortLived says that tuneGC set the collector for a short command: a
+// check of several pages then backs its heap with huge pages (hugeHeap).
+// Commands run by tests keep the test binary's heap as it is.
+var shortLived bool
+
+// hugeHeapChecks is the number of pages from which a short check backs
+// its heap with huge pages: making it so costs about what the heap of
+// four checks gains.
+const hugeHeapChecks = 4
 
 // Exit statuses.
 const (

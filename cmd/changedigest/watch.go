@@ -370,6 +370,9 @@ func runCheck(ctx context.Context, e *env) error {
 		fmt.Fprintln(e.stdout, "no watches to check")
 		return nil
 	}
+	if shortLived && len(ws) >= hugeHeapChecks {
+		hugeHeap()
+	}
 	_, pipeline, pool := sf.pipeline(store)
 	defer pool.Close()
 	saves := &scheduleSaves{Store: store}
