@@ -114,3 +114,13 @@ type TextPrint struct {
 	MainHash  uint64
 	AllHash   uint64
 }
+
+// VersionParts reads the parts of a stored version that its snapshot
+// leaves out, when they are needed: the text of a segment (by its index
+// in the snapshot's Segments), a stretch of the body by byte offsets (the
+// segments' Start and End), and the whole body, byte for byte as stored.
+type VersionParts interface {
+	SegmentText(i int) (string, error)
+	BodyRange(start, end int) ([]byte, error)
+	Body() ([]byte, error)
+}

@@ -24,6 +24,30 @@ type Track interface {
 	UpdateWatch(ctx context.Context, userID, id int64, fn func(*changedigest.Watch) error) (*changedigest.Watch, error)
 }
 
+// partsTrack is a Track that reads the newest version without its body
+// and segment texts, which the comparison then reads as it needs them
+// (pet.Store): a check of a changed page reads the parts that changed
+// rather than the whole previous version.
+type partsTrack interface {
+	PriorParts(ctx context.Context, watchID int64, m int) (*changedigest.Snapshot, changedigest.VersionParts, [][]string, error)
+}
+
+// utf8Parts gives the segmenter a stored version's body decoded to UTF-8,
+// as PrevBody is. Byte ranges are read as stored: a version has them only
+// when its body was UTF-8 already.
+type utf8Parts struct {
+	changedigest.VersionParts
+	contentType string
+}
+
+func (p utf8Parts) Body() ([]byte, error) {
+	body, err := p.VersionParts.Body()
+	if err != nil {
+		return nil, err
+	}
+	return ToUTF8(body, p.contentType), nil
+}
+
 // changeLister is the part of the track that lists the changes of the
 // last stored versions, newest first, to learn which locations of a page
 // change at nearly every check. A track without it learns nothing.
@@ -73,6 +97,7 @@ func (p *Pipeline) Check(ctx context.Context, w *changedigest.Watch) (Outcome, e
 	var (
 		prev    *changedigest.Snapshot
 		prevRaw []byte
+		parts   changedigest.VersionParts
 		history [][]string
 		read    bool
 		err     error
@@ -82,7 +107,12 @@ func (p *Pipeline) Check(ctx context.Context, w *changedigest.Watch) (Outcome, e
 			return nil
 		}
 		read = true
-		if prev, prevRaw, history, err = p.Track.Prior(ctx, w.ID, p.Matrix); err != nil {
+		if pt, ok := p.Track.(partsTrack); ok {
+			prev, parts, history, err = pt.PriorParts(ctx, w.ID, p.Matrix)
+		} else {
+			prev, prevRaw, history, err = p.Track.Prior(ctx, w.ID, p.Matrix)
+		}
+		if err != nil {
 			return fmt.Errorf("crawl: read the newest version of %s: %w", w, err)
 		}
 		return nil
@@ -114,7 +144,11 @@ func (p *Pipeline) Check(ctx context.Context, w *changedigest.Watch) (Outcome, e
 	}
 	in := segmenter.Input{Body: res.Body, Zone: w.Zone, Prev: prev, History: history}
 	if prev != nil {
-		in.PrevBody = ToUTF8(prevRaw, prev.ContentType)
+		if parts != nil {
+			in.PrevParts = utf8Parts{parts, prev.ContentType}
+		} else {
+			in.PrevBody = ToUTF8(prevRaw, prev.ContentType)
+		}
 		if cl, ok := p.Track.(changeLister); ok && mostChecksChange(w) {
 			recent, err := cl.RecentChanges(ctx, w.ID, segmenter.NoiseVolatileWindow)
 			if err != nil {

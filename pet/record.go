@@ -180,21 +180,29 @@ func decodeSeg(tx *bolt.Tx, v []byte, withText bool) (*segRec, error) {
 		return nil, d.err
 	}
 	if withText {
-		var dict []byte
-		if r.Dict != 0 {
-			var err error
-			if dict, err = readChunk(tx, r.Dict, maxChunk); err != nil {
-				return nil, err
-			}
-		}
-		text, err := unpackDict(r.packed, dict, maxText)
-		if err != nil {
+		if err := r.readText(tx, nil); err != nil {
 			return nil, err
 		}
-		// unpackDict's bytes are new and nothing else holds them.
-		r.Text = unsafe.String(unsafe.SliceData(text), len(text))
 	}
 	return r, nil
+}
+
+// readText sets r.Text from its packed form. dict, when not nil, is the
+// bytes of chunk r.Dict, which is then not read.
+func (r *segRec) readText(tx *bolt.Tx, dict []byte) error {
+	if dict == nil && r.Dict != 0 {
+		var err error
+		if dict, err = readChunk(tx, r.Dict, maxChunk); err != nil {
+			return err
+		}
+	}
+	text, err := unpackDict(r.packed, dict, maxText)
+	if err != nil {
+		return err
+	}
+	// unpackDict's bytes are new and nothing else holds them.
+	r.Text = unsafe.String(unsafe.SliceData(text), len(text))
+	return nil
 }
 
 // maxText bounds one segment's text.
@@ -497,6 +505,9 @@ type versionRec struct {
 	layout uint64
 	segs   []segRef
 	chunks []uint64
+	// lens are the chunks' lengths, to read a byte range of the body
+	// without the chunks before it; nil in records written before them.
+	lens []int
 }
 
 const recordFormat = 1
@@ -535,6 +546,12 @@ func (r *versionRec) encode() ([]byte, error) {
 	for _, c := range r.chunks {
 		e.int(int64(c - prevID))
 		prevID = c
+	}
+	// The lengths come last, so that records without them read as before.
+	if len(r.lens) == len(r.chunks) && len(r.lens) > 0 {
+		for _, n := range r.lens {
+			e.uint(uint64(n))
+		}
 	}
 	return append([]byte{recordFormat}, pack(e.b)...), nil
 }
@@ -582,6 +599,17 @@ func decodeVersion(v []byte) (*versionRec, error) {
 	for i := range r.chunks {
 		r.chunks[i] = prevID + uint64(d.int())
 		prevID = r.chunks[i]
+	}
+	if d.err == nil && len(d.b) != 0 && n > 0 {
+		r.lens = make([]int, n)
+		size := 0
+		for i := range r.lens {
+			r.lens[i] = int(d.uint())
+			size += r.lens[i]
+		}
+		if d.err == nil && size != r.hdr.Size {
+			d.fail(fmt.Errorf("chunk lengths add up to %d bytes, not the body's %d", size, r.hdr.Size))
+		}
 	}
 	if d.err == nil && len(d.b) != 0 {
 		d.fail(fmt.Errorf("%d trailing bytes", len(d.b)))

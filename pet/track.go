@@ -424,6 +424,7 @@ func (t *trackTx) add(want int, snap *changedigest.Snapshot, body []byte, pieces
 			seen[p.sum] = id
 		}
 		rec.chunks = append(rec.chunks, id)
+		rec.lens = append(rec.lens, len(p.data))
 		spans[off] = span{off + len(p.data), id}
 		off += len(p.data)
 	}
@@ -454,8 +455,18 @@ func (t *trackTx) add(want int, snap *changedigest.Snapshot, body []byte, pieces
 		if v := t.segHash.Get(t.hashKey(seg.Hash)); v != nil {
 			id = uint64(at(v, 0))
 			var err error
-			if r, err = t.loadSeg(id, true); err != nil {
+			if r, err = t.loadSeg(id, false); err != nil {
 				return 0, err
+			}
+			// The stored text, to tell whether this version's differs: its
+			// dictionary is most often the segment's piece of this body,
+			// stored as the same chunk, which then need not be read.
+			var dict []byte
+			if sp, ok := spans[seg.Start]; ok && seg.Start >= 0 && sp.id == r.Dict && sp.end == seg.End {
+				dict = body[seg.Start:seg.End]
+			}
+			if err := r.readText(t.tx, dict); err != nil {
+				return 0, corruptf("segment %d of watch %d: %v", id, t.id(), err)
 			}
 			if !r.Live {
 				// Back after an absence (a rotating block, say).
@@ -947,6 +958,159 @@ func (s *Store) Prior(ctx context.Context, watchID int64, m int) (*changedigest.
 		return nil, nil, nil, wrap(err, "prior version of watch %d", watchID)
 	}
 	return snap, body, rows, nil
+}
+
+// PriorParts is Prior without the body and the segment texts: the
+// snapshot's segments come without text, and the returned parts read
+// texts and stretches of the body when asked, so that a check reads the
+// parts of the previous version its comparison needs rather than all of
+// it. Each read is a transaction of its own: a stored version does not
+// change, and a watch deleted meanwhile gives ENOTFOUND. A byte range of
+// a version stored before chunk lengths were recorded reads the whole
+// body once. parts is nil for a watch without versions; it is not safe
+// for concurrent use. Errors as Prior.
+func (s *Store) PriorParts(ctx context.Context, watchID int64, m int) (*changedigest.Snapshot, changedigest.VersionParts, [][]string, error) {
+	if m <= 0 {
+		m = s.Matrix
+	}
+	var (
+		snap *changedigest.Snapshot
+		rec  *versionRec
+		rows [][]string
+	)
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		meta, err := trackOf(tx, watchID)
+		if err != nil || meta.Latest == 0 {
+			return err
+		}
+		if snap, rec, err = readVersion(tx, watchID, meta.Latest, false); err != nil {
+			return err
+		}
+		if rec.layout != 0 {
+			if snap.Layout, err = readChunk(tx, rec.layout, maxLayout); err != nil {
+				return err
+			}
+		}
+		rows, err = matrix(tx, watchID, meta, m)
+		return err
+	})
+	if err != nil {
+		return nil, nil, nil, wrap(err, "prior version of watch %d", watchID)
+	}
+	if snap == nil {
+		return nil, nil, nil, nil
+	}
+	return snap, newVersionParts(ctx, s, watchID, snap.Seq, rec), rows, nil
+}
+
+// versionParts reads a stored version's segment texts and body on demand
+// (Store.PriorParts).
+type versionParts struct {
+	ctx     context.Context
+	s       *Store
+	watchID int64
+	seq     int
+	rec     *versionRec
+	offs    []int // where each chunk starts in the body; nil without lengths
+	body    []byte
+	texts   map[uint64]string
+}
+
+func newVersionParts(ctx context.Context, s *Store, watchID int64, seq int, rec *versionRec) *versionParts {
+	p := &versionParts{ctx: ctx, s: s, watchID: watchID, seq: seq, rec: rec, texts: map[uint64]string{}}
+	if len(rec.lens) == len(rec.chunks) && len(rec.lens) > 0 {
+		p.offs = make([]int, len(rec.lens)+1)
+		for i, n := range rec.lens {
+			p.offs[i+1] = p.offs[i] + n
+		}
+	}
+	return p
+}
+
+// SegmentText returns the text of segment i.
+func (p *versionParts) SegmentText(i int) (string, error) {
+	if i < 0 || i >= len(p.rec.segs) {
+		return "", invalidf("segment %d of version %d of watch %d: out of range", i, p.seq, p.watchID)
+	}
+	ref := p.rec.segs[i]
+	if ref.flags&refText != 0 {
+		return ref.text, nil
+	}
+	if t, ok := p.texts[ref.id]; ok {
+		return t, nil
+	}
+	var text string
+	err := p.s.view(p.ctx, func(tx *bolt.Tx) error {
+		sv := tx.Bucket(bSegs).Get(key(uint64(p.watchID), ref.id))
+		if sv == nil {
+			return notFoundf("segment %d of watch %d not found", ref.id, p.watchID)
+		}
+		r, err := decodeSeg(tx, sv, true)
+		if err != nil {
+			return corruptf("segment %d of watch %d: %v", ref.id, p.watchID, err)
+		}
+		text = r.Text
+		return nil
+	})
+	if err != nil {
+		return "", wrap(err, "text of segment %d of version %d of watch %d", i, p.seq, p.watchID)
+	}
+	p.texts[ref.id] = text
+	return text, nil
+}
+
+// Body returns the whole body, byte for byte as stored, checked against
+// its checksum.
+func (p *versionParts) Body() ([]byte, error) {
+	if p.body != nil {
+		return p.body, nil
+	}
+	var body []byte
+	err := p.s.view(p.ctx, func(tx *bolt.Tx) error {
+		var err error
+		body, err = readBody(tx, p.watchID, p.seq, p.rec)
+		return err
+	})
+	if err != nil {
+		return nil, wrap(err, "body of version %d of watch %d", p.seq, p.watchID)
+	}
+	p.body = body
+	return body, nil
+}
+
+// BodyRange returns bytes [start, end) of the body, reading only the
+// chunks that hold them. The stretch is not checked against the body's
+// checksum, which covers the whole body.
+func (p *versionParts) BodyRange(start, end int) ([]byte, error) {
+	if start < 0 || end < start || end > p.rec.hdr.Size {
+		return nil, invalidf("bytes %d to %d of version %d of watch %d: outside its %d bytes", start, end, p.seq, p.watchID, p.rec.hdr.Size)
+	}
+	if p.body != nil || p.offs == nil {
+		body, err := p.Body()
+		if err != nil {
+			return nil, err
+		}
+		return body[start:end], nil
+	}
+	out := make([]byte, 0, end-start)
+	first := sort.Search(len(p.rec.chunks), func(k int) bool { return p.offs[k+1] > start })
+	err := p.s.view(p.ctx, func(tx *bolt.Tx) error {
+		for k := first; k < len(p.rec.chunks) && p.offs[k] < end; k++ {
+			c, err := readChunk(tx, p.rec.chunks[k], p.rec.lens[k])
+			if err != nil {
+				return err
+			}
+			if len(c) != p.rec.lens[k] {
+				return corruptf("chunk %d of version %d of watch %d has %d bytes, not %d", k, p.seq, p.watchID, len(c), p.rec.lens[k])
+			}
+			out = append(out, c[max(start-p.offs[k], 0):min(end-p.offs[k], len(c))]...)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, wrap(err, "bytes %d to %d of version %d of watch %d", start, end, p.seq, p.watchID)
+	}
+	return out, nil
 }
 
 // History returns the signature matrix of the watch: the segment hashes

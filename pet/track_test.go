@@ -1046,3 +1046,95 @@ func TestAddVersionAt(t *testing.T) {
 		t.Errorf("Versions = %d, %v", len(vs), err)
 	}
 }
+
+// TestPriorParts reads the newest version in parts: each segment's text is
+// Prior's, every byte range (a segment, a run of them, stretches across
+// chunk boundaries, the whole) is the body's, the whole body is Prior's.
+// A version whose record has no chunk lengths (stored before them) reads
+// its ranges from the whole body; ranges outside the body are refused.
+func TestPriorParts(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	if snap, parts, rows, err := f.s.PriorParts(ctx, f.watch.ID, 0); err != nil || snap != nil || parts != nil || rows != nil {
+		t.Fatalf("PriorParts of a new watch = %v, %v, %v, %v", snap, parts, rows, err)
+	}
+	body := func(v int) string {
+		var b strings.Builder
+		b.WriteString("<html><body><h1>Title</h1>\n")
+		for i := range 40 {
+			fmt.Fprintf(&b, "<p>paragraph %d of version %d: %s</p>\n<div>gap %d</div>\n", i, v*(i%3), words(uint64(i+v*(i%2)), 12), i)
+		}
+		// a paragraph longer than a chunk, cut by content
+		b.WriteString("<p>" + strings.Repeat(words(uint64(v), 200)+" ", 12) + "</p>\n</body></html>\n")
+		return b.String()
+	}
+	for v := range 4 {
+		f.add(t, f.watch.ID, body(v))
+	}
+	want, wantBody, wantRows, err := f.s.Prior(ctx, f.watch.ID, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(what string) {
+		t.Helper()
+		got, parts, rows, err := f.s.PriorParts(ctx, f.watch.ID, 0)
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if got.Seq != want.Seq || !reflect.DeepEqual(rows, wantRows) || !bytes.Equal(got.Layout, want.Layout) || len(got.Segments) != len(want.Segments) {
+			t.Fatalf("%s: seq %d, %d segments, rows %v; want seq %d, %d segments", what, got.Seq, len(got.Segments), rows, want.Seq, len(want.Segments))
+		}
+		for i, sg := range want.Segments {
+			text, err := parts.SegmentText(i)
+			if err != nil || text != sg.Text {
+				t.Fatalf("%s: text of segment %d = %q, %v; want %q", what, i, text, err, sg.Text)
+			}
+			if got.Segments[i].Start != sg.Start || got.Segments[i].End != sg.End || got.Segments[i].Hash != sg.Hash {
+				t.Fatalf("%s: segment %d is %+v, want %+v", what, i, got.Segments[i], sg)
+			}
+			ranges := [][2]int{{sg.Start, sg.End}, {sg.Start, len(wantBody)}, {0, sg.End}, {max(sg.Start-7, 0), min(sg.End+7, len(wantBody))}}
+			for _, r := range ranges {
+				p, err := parts.BodyRange(r[0], r[1])
+				if err != nil || !bytes.Equal(p, wantBody[r[0]:r[1]]) {
+					t.Fatalf("%s: bytes %d to %d: %d bytes, %v", what, r[0], r[1], len(p), err)
+				}
+			}
+		}
+		for _, r := range [][2]int{{-1, 3}, {0, len(wantBody) + 1}, {5, 4}} {
+			if _, err := parts.BodyRange(r[0], r[1]); !errors.Is(err, ErrInvalid) {
+				t.Errorf("%s: bytes %d to %d: %v, want EINVALID", what, r[0], r[1], err)
+			}
+		}
+		if _, err := parts.SegmentText(len(want.Segments)); !errors.Is(err, ErrInvalid) {
+			t.Errorf("%s: text of a segment past the last: %v, want EINVALID", what, err)
+		}
+		whole, err := parts.Body()
+		if err != nil || !bytes.Equal(whole, wantBody) {
+			t.Errorf("%s: body of %d bytes, %v; want %d bytes", what, len(whole), err, len(wantBody))
+		}
+	}
+	check("with chunk lengths")
+	var chunks int
+	err = f.s.db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bVersions)
+		k := id64(f.watch.ID, int64(want.Seq))
+		rec, err := decodeVersion(b.Get(k))
+		if err != nil {
+			return err
+		}
+		chunks = len(rec.chunks)
+		rec.lens = nil
+		v, err := rec.encode()
+		if err != nil {
+			return err
+		}
+		return b.Put(k, v)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if chunks < len(want.Segments) {
+		t.Fatalf("the body is %d chunks for %d segments", chunks, len(want.Segments))
+	}
+	check("stored without chunk lengths")
+}

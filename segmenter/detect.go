@@ -210,6 +210,34 @@ type prevSide struct {
 	stored []changedigest.Segment
 	bounds []bound
 	scans  []*doc // partial scans, released after the comparison
+	// reads, when set, reads the stored segments' texts and the body
+	// (of bodySize bytes) as they are needed; body is then nil.
+	reads    *prevReads
+	bodySize int
+}
+
+// storedText is the text of stored segment i.
+func (p *prevSide) storedText(i int) string {
+	if p.reads != nil {
+		return p.reads.text(i)
+	}
+	return p.stored[i].Text
+}
+
+// bodyBytes is bytes [a, b) of the stored body.
+func (p *prevSide) bodyBytes(a, b int) []byte {
+	if p.body == nil && p.reads != nil {
+		return p.reads.bytes(a, b)
+	}
+	return p.body[a:b]
+}
+
+// wholeBody is the stored body, nil when there is none.
+func (p *prevSide) wholeBody() []byte {
+	if p.body == nil && p.reads != nil {
+		p.body = p.reads.whole()
+	}
+	return p.body
 }
 
 func (p *prevSide) n() int {
@@ -239,6 +267,9 @@ func (p *prevSide) size() int {
 	}
 	if p.body != nil {
 		return len(p.body)
+	}
+	if p.reads != nil {
+		return p.bodySize
 	}
 	end := 0
 	for _, sg := range p.stored {
@@ -272,7 +303,7 @@ func (p *prevSide) side() *side {
 }
 
 // canTree reports whether the previous version's nodes can be rebuilt.
-func (p *prevSide) canTree() bool { return p.pv != nil || p.body != nil }
+func (p *prevSide) canTree() bool { return p.pv != nil || p.body != nil || p.reads != nil }
 
 // parts returns the token ranges of segments [o0, o1), scanning the stored
 // body of each contiguous run with the run's ancestors as context.
@@ -306,7 +337,7 @@ func (p *prevSide) parts(o0, o1 int) []treePart {
 				anc, fs = st[:len(st)-1], st[len(st)-1]
 			}
 		}
-		d := scan(p.body[a:b], anc, fs)
+		d := scan(p.bodyBytes(a, b), anc, fs)
 		d.base = a
 		p.scans = append(p.scans, d)
 		out = append(out, treePart{d: d, a: 0, b: len(d.toks)})
@@ -320,7 +351,7 @@ func (p *prevSide) text(o0, o1 int) string {
 		if p.pv != nil {
 			parts = append(parts, p.pv.text(k))
 		} else {
-			parts = append(parts, p.stored[k].Text)
+			parts = append(parts, p.storedText(k))
 		}
 	}
 	return strings.Join(parts, " ")
@@ -432,10 +463,11 @@ func (s *Segmenter) compareVersions(prev *prevSide, cur *pageVersion, flags []bo
 		if prev.pv != nil {
 			return prev.pv.d
 		}
-		if prev.body == nil {
+		body := prev.wholeBody()
+		if body == nil {
 			return nil
 		}
-		d := scan(prev.body, nil, step{})
+		d := scan(body, nil, step{})
 		prev.scans = append(prev.scans, d)
 		return d
 	}, cur.d)
@@ -574,14 +606,22 @@ func (s *Segmenter) DetectPage(in Input) (*changedigest.Snapshot, error) {
 		prev  *prevSide
 	)
 	if in.Prev != nil {
-		if bs, ok := s.usableLayout(in); ok {
+		bs, ok := s.usableLayout(in)
+		if !ok {
+			// Without the stored layout the previous version is compared
+			// whole.
+			in = in.whole()
+		}
+		if ok {
 			hist := in.History
 			if len(hist) == 0 {
 				hist = [][]string{in.Prev.Hashes()}
 			}
-			stored := in.Prev.Segments
-			pv, flags = s.later(d, regs, bs, hist, func(i int) string { return stored[i].Text })
-			prev = &prevSide{body: in.PrevBody, stored: stored, bounds: bs}
+			prev = &prevSide{body: in.PrevBody, stored: in.Prev.Segments, bounds: bs}
+			if in.lazy() {
+				prev.reads, prev.bodySize = in.reads, in.Prev.Size
+			}
+			pv, flags = s.later(d, regs, bs, hist, prev.storedText)
 		} else if len(in.PrevBody) > 0 && s.checkPage(in.PrevBody, "") == nil {
 			od, oregs, err := s.scanPage(in.PrevBody, in.Zone)
 			if err != nil {
@@ -663,6 +703,18 @@ func (s *Segmenter) usableLayout(in Input) ([]bound, bool) {
 	}
 	if zone == "" && !bs[0].docStart {
 		return nil, false
+	}
+	if in.PrevBody == nil && in.PrevParts != nil {
+		// The body is read in parts: the ranges must fit its size (that
+		// each starts with a tag is not looked at, which would read it all).
+		end := 0
+		for _, sg := range in.Prev.Segments {
+			if sg.Start < end || sg.End < sg.Start || sg.End > in.Prev.Size || zone == "" && sg.Start != end {
+				return nil, false
+			}
+			end = sg.End
+		}
+		return bs, zone != "" || end == in.Prev.Size
 	}
 	if in.PrevBody == nil {
 		return bs, true

@@ -89,11 +89,17 @@ func classifySnapshot(snap *changedigest.Snapshot, in Input) {
 	markRepeated(snap.Changes)
 	markVolatile(snap.Changes, in.Recent)
 	var o, n changedigest.TextPrint
-	if snap.Kind == changedigest.KindPage && len(in.PrevBody) > 0 {
-		o, n = pagePrint(in.Prev, in.PrevBody), pagePrint(snap, in.Body)
+	if snap.Kind == changedigest.KindPage && (len(in.PrevBody) > 0 || in.lazy() && in.Prev.Size > 0) {
+		if stored, ok := storedPrint(in.Prev); ok {
+			o = stored
+		} else {
+			in = in.whole()
+			o = pagePrint(in.Prev, in.PrevBody)
+		}
+		n = pagePrint(snap, in.Body)
 		snap.Print = &n
 	} else {
-		o, n = printOf(segmentText(in.Prev), ""), printOf(segmentText(snap), "")
+		o, n = printOf(segmentText(in.whole().Prev), ""), printOf(segmentText(snap), "")
 	}
 	snap.Significance = significance(o, n, snap.Changes, len(snap.Segments))
 }
@@ -105,8 +111,8 @@ const printVersion = 1
 // pagePrint returns the text print of a page version: the one it carries
 // when made by the current rules, else one made from its body.
 func pagePrint(s *changedigest.Snapshot, body []byte) changedigest.TextPrint {
-	if s != nil && s.Print != nil && s.Print.Version == printVersion {
-		return *s.Print
+	if p, ok := storedPrint(s); ok {
+		return p
 	}
 	if len(body) == 0 || len(body) > DefaultMaxBytes || binaryKind(body) != "" {
 		return printOf("", "")
@@ -114,6 +120,15 @@ func pagePrint(s *changedigest.Snapshot, body []byte) changedigest.TextPrint {
 	d := scan(decode(body), nil, step{})
 	defer d.release()
 	return docPrint(d)
+}
+
+// storedPrint is the print stored with a version, when it was made the
+// way pagePrint makes it now.
+func storedPrint(s *changedigest.Snapshot) (changedigest.TextPrint, bool) {
+	if s != nil && s.Print != nil && s.Print.Version == printVersion {
+		return *s.Print, true
+	}
+	return changedigest.TextPrint{}, false
 }
 
 // printOf summarises a text for significance: the word counts and

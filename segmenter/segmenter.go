@@ -104,11 +104,18 @@ func (s *Segmenter) Detect(in Input) (*changedigest.Snapshot, error) {
 	detect := s.DetectPage
 	if kind == changedigest.KindFeed {
 		detect = DetectFeed
+		in = in.whole() // a feed's items are compared whole
 	}
+	in.lazy()
 	snap, err := detect(in)
 	if err == nil {
 		classifySnapshot(snap, in) // noise and significance (noise.go)
 		s.narrowMarkup(snap.Changes)
+	}
+	if err == nil {
+		if err = in.readErr(); err != nil {
+			return nil, err
+		}
 	}
 	return snap, err
 }
