@@ -61,3 +61,5 @@ require (
 	golang.org/x/time v0.12.0 // indirect
 	google.golang.org/protobuf v1.36.6 // indirect
 )
+
+replace github.com/blevesearch/vellum => ./third_party/vellum
