@@ -654,6 +654,9 @@ func (s *Segmenter) DetectPage(in Input) (*changedigest.Snapshot, error) {
 		p := docPrint(d)
 		snap.Print = &p
 	}
+	if err := in.readErr(); err != nil {
+		return nil, err
+	}
 	return snap, nil
 }
 

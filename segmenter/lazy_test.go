@@ -172,4 +172,8 @@ func TestLazyPrevReadFails(t *testing.T) {
 	if !errors.Is(err, broken) {
 		t.Fatalf("Detect with an unreadable previous version: %v, want %v", err, broken)
 	}
+	_, err = s.DetectPage(Input{Body: new, Prev: withoutTexts(prev), PrevParts: &partsOf{snap: prev, body: old, fail: broken}})
+	if !errors.Is(err, broken) {
+		t.Fatalf("DetectPage with an unreadable previous version: %v, want %v", err, broken)
+	}
 }
