@@ -951,7 +951,7 @@ func (s *Store) Prior(ctx context.Context, watchID int64, m int) (*changedigest.
 		if body, err = readBody(tx, watchID, meta.Latest, rec); err != nil {
 			return err
 		}
-		rows, err = matrix(tx, watchID, meta, m)
+		rows, err = matrix(tx, watchID, meta, m, snap)
 		return err
 	})
 	if err != nil {
@@ -991,7 +991,7 @@ func (s *Store) PriorParts(ctx context.Context, watchID int64, m int) (*changedi
 				return err
 			}
 		}
-		rows, err = matrix(tx, watchID, meta, m)
+		rows, err = matrix(tx, watchID, meta, m, snap)
 		return err
 	})
 	if err != nil {
@@ -1127,7 +1127,7 @@ func (s *Store) History(ctx context.Context, watchID int64, m int) ([][]string, 
 		if err != nil {
 			return err
 		}
-		rows, err = matrix(tx, watchID, meta, m)
+		rows, err = matrix(tx, watchID, meta, m, nil)
 		return err
 	})
 	if err != nil {
@@ -1137,12 +1137,17 @@ func (s *Store) History(ctx context.Context, watchID int64, m int) ([][]string, 
 }
 
 // matrix reads the segment hashes of the last m versions, newest first.
-func matrix(tx *bolt.Tx, watchID int64, meta trackMeta, m int) ([][]string, error) {
+// latest, when not nil, is the newest version already read: its row is
+// taken from it rather than read again.
+func matrix(tx *bolt.Tx, watchID int64, meta trackMeta, m int, latest *changedigest.Snapshot) ([][]string, error) {
 	var rows [][]string
 	for seq := meta.Latest; seq >= meta.Oldest && seq > 0 && len(rows) < m; seq-- {
-		snap, _, err := readVersion(tx, watchID, seq, false)
-		if err != nil {
-			return nil, err
+		snap := latest
+		if snap == nil || seq != snap.Seq {
+			var err error
+			if snap, _, err = readVersion(tx, watchID, seq, false); err != nil {
+				return nil, err
+			}
 		}
 		rows = append(rows, snap.Hashes())
 	}
