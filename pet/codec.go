@@ -310,10 +310,7 @@ func inflate(r io.Reader, limit int) ([]byte, error) {
 		err = fmt.Errorf("inflated data exceeds %d bytes", limit)
 	default:
 		err = nil
-		out = bytes.Clone(buf)
-		if out == nil {
-			out = []byte{}
-		}
+		out = bytes.Clone(buf) // buf is never nil: an empty blob reads as []byte{}
 	}
 	if cap(buf) <= keepInflateBuf {
 		*bp = buf[:0]
