@@ -2,6 +2,7 @@ package segmenter
 
 import (
 	"bytes"
+	"os"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -28,6 +29,21 @@ func versions(t *testing.T, sub ...string) [][]byte {
 		out[i] = mustRead(t, f)
 	}
 	return out
+}
+
+// historyDirs returns the directories under root holding at least min
+// versions of a page (*.html files).
+func historyDirs(root string, min int) []string {
+	var dirs []string
+	filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			if fs, _ := filepath.Glob(filepath.Join(p, "*.html")); len(fs) >= min {
+				dirs = append(dirs, p)
+			}
+		}
+		return nil
+	})
+	return dirs
 }
 
 // squeezedText is the text of a page by html.Parse (an independent

@@ -2,7 +2,6 @@ package segmenter
 
 import (
 	"errors"
-	"os"
 	"path/filepath"
 	"reflect"
 	"regexp"
@@ -64,15 +63,7 @@ func withoutTexts(snap *changedigest.Snapshot) *changedigest.Snapshot {
 // same, and the parts read a fraction of the previous versions.
 func TestLazyPrevMatchesWhole(t *testing.T) {
 	root := testenv.Corpus(t, "versions")
-	var dirs []string
-	filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
-		if err == nil && d.IsDir() {
-			if m, _ := filepath.Glob(filepath.Join(p, "*.html")); len(m) >= 2 {
-				dirs = append(dirs, p)
-			}
-		}
-		return nil
-	})
+	dirs := historyDirs(root, 2)
 	if len(dirs) == 0 {
 		t.Skip("no page histories under " + root)
 	}

@@ -286,15 +286,7 @@ func TestNoiseHistories(t *testing.T) {
 		t.Skip("walks every corpus history")
 	}
 	root := testenv.Corpus(t, "versions")
-	var dirs []string
-	filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
-		if err == nil && d.IsDir() {
-			if fs, _ := filepath.Glob(filepath.Join(p, "*.html")); len(fs) >= 10 {
-				dirs = append(dirs, p)
-			}
-		}
-		return nil
-	})
+	dirs := historyDirs(root, 10)
 	if len(dirs) == 0 {
 		t.Skip("no histories of 10 or more versions under " + root)
 	}
