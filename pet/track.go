@@ -1027,6 +1027,17 @@ func newVersionParts(ctx context.Context, s *Store, watchID int64, seq int, rec 
 	return p
 }
 
+// view runs fn in a read transaction of its own, once the watch is known
+// to be there still: ENOTFOUND when it was deleted since PriorParts.
+func (p *versionParts) view(fn func(tx *bolt.Tx) error) error {
+	return p.s.view(p.ctx, func(tx *bolt.Tx) error {
+		if _, err := trackOf(tx, p.watchID); err != nil {
+			return err
+		}
+		return fn(tx)
+	})
+}
+
 // SegmentText returns the text of segment i.
 func (p *versionParts) SegmentText(i int) (string, error) {
 	if i < 0 || i >= len(p.rec.segs) {
@@ -1040,17 +1051,12 @@ func (p *versionParts) SegmentText(i int) (string, error) {
 		return t, nil
 	}
 	var text string
-	err := p.s.view(p.ctx, func(tx *bolt.Tx) error {
-		sv := tx.Bucket(bSegs).Get(key(uint64(p.watchID), ref.id))
-		if sv == nil {
-			return notFoundf("segment %d of watch %d not found", ref.id, p.watchID)
+	err := p.view(func(tx *bolt.Tx) error {
+		r, err := readSeg(tx, p.watchID, ref.id, true)
+		if err == nil {
+			text = r.Text
 		}
-		r, err := decodeSeg(tx, sv, true)
-		if err != nil {
-			return corruptf("segment %d of watch %d: %v", ref.id, p.watchID, err)
-		}
-		text = r.Text
-		return nil
+		return err
 	})
 	if err != nil {
 		return "", wrap(err, "text of segment %d of version %d of watch %d", i, p.seq, p.watchID)
@@ -1066,7 +1072,7 @@ func (p *versionParts) Body() ([]byte, error) {
 		return p.body, nil
 	}
 	var body []byte
-	err := p.s.view(p.ctx, func(tx *bolt.Tx) error {
+	err := p.view(func(tx *bolt.Tx) error {
 		var err error
 		body, err = readBody(tx, p.watchID, p.seq, p.rec)
 		return err
@@ -1094,7 +1100,7 @@ func (p *versionParts) BodyRange(start, end int) ([]byte, error) {
 	}
 	out := make([]byte, 0, end-start)
 	first := sort.Search(len(p.rec.chunks), func(k int) bool { return p.offs[k+1] > start })
-	err := p.s.view(p.ctx, func(tx *bolt.Tx) error {
+	err := p.view(func(tx *bolt.Tx) error {
 		for k := first; k < len(p.rec.chunks) && p.offs[k] < end; k++ {
 			c, err := readChunk(tx, p.rec.chunks[k], p.rec.lens[k])
 			if err != nil {
@@ -1154,6 +1160,19 @@ func matrix(tx *bolt.Tx, watchID int64, meta trackMeta, m int, latest *changedig
 	return rows, nil
 }
 
+// readSeg decodes segment id of a watch, with its text when withText.
+func readSeg(tx *bolt.Tx, watchID int64, id uint64, withText bool) (*segRec, error) {
+	sv := tx.Bucket(bSegs).Get(key(uint64(watchID), id))
+	if sv == nil {
+		return nil, corruptf("segment %d of watch %d is missing", id, watchID)
+	}
+	r, err := decodeSeg(tx, sv, withText)
+	if err != nil {
+		return nil, corruptf("segment %d of watch %d: %v", id, watchID, err)
+	}
+	return r, nil
+}
+
 // trackOf returns the track state of an existing watch.
 func trackOf(tx *bolt.Tx, watchID int64) (trackMeta, error) {
 	if tx.Bucket(bWatches).Get(id64(watchID)) == nil {
@@ -1187,7 +1206,6 @@ func readVersion(tx *bolt.Tx, watchID int64, seq int, full bool) (*changedigest.
 		FinalURL: h.FinalURL, Kind: h.Kind, Title: h.Title, Zone: h.Zone, Size: h.Size, BodyHash: h.BodyHash,
 		Changes: h.Changes, Similarity: h.Similarity, Significance: h.Significance, Print: h.Print,
 	}
-	segs := tx.Bucket(bSegs)
 	cache := map[uint64]*segRec{}
 	if len(rec.segs) > 0 {
 		snap.Segments = make([]changedigest.Segment, len(rec.segs))
@@ -1195,12 +1213,8 @@ func readVersion(tx *bolt.Tx, watchID int64, seq int, full bool) (*changedigest.
 	for i, ref := range rec.segs {
 		r, ok := cache[ref.id]
 		if !ok {
-			sv := segs.Get(key(uint64(watchID), ref.id))
-			if sv == nil {
-				return nil, nil, corruptf("segment %d of watch %d is missing", ref.id, watchID)
-			}
-			if r, err = decodeSeg(tx, sv, full); err != nil {
-				return nil, nil, corruptf("segment %d of watch %d: %v", ref.id, watchID, err)
+			if r, err = readSeg(tx, watchID, ref.id, full); err != nil {
+				return nil, nil, err
 			}
 			cache[ref.id] = r
 		}

@@ -1137,4 +1137,19 @@ func TestPriorParts(t *testing.T) {
 		t.Fatalf("the body is %d chunks for %d segments", chunks, len(want.Segments))
 	}
 	check("stored without chunk lengths")
+
+	// A watch deleted after PriorParts: its parts are not found, not corrupt.
+	_, parts, _, err := f.s.PriorParts(ctx, f.watch.ID, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.s.DeleteWatch(ctx, f.user.ID, f.watch.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := parts.SegmentText(0); !errors.Is(err, ErrNotFound) {
+		t.Errorf("text of a deleted watch's segment: %v, want ENOTFOUND", err)
+	}
+	if _, err := parts.BodyRange(0, 10); !errors.Is(err, ErrNotFound) {
+		t.Errorf("bytes of a deleted watch's version: %v, want ENOTFOUND", err)
+	}
 }
