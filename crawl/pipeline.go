@@ -150,11 +150,13 @@ func (p *Pipeline) Check(ctx context.Context, w *changedigest.Watch) (Outcome, e
 			in.PrevBody = ToUTF8(prevRaw, prev.ContentType)
 		}
 		if cl, ok := p.Track.(changeLister); ok && mostChecksChange(w) {
-			recent, err := cl.RecentChanges(ctx, w.ID, segmenter.NoiseVolatileWindow)
-			if err != nil {
-				return Outcome{}, fmt.Errorf("crawl: read the recent changes of %s: %w", w, err)
+			in.RecentFrom = func() ([][]changedigest.Change, error) {
+				recent, err := cl.RecentChanges(ctx, w.ID, segmenter.NoiseVolatileWindow)
+				if err != nil {
+					return nil, fmt.Errorf("crawl: read the recent changes of %s: %w", w, err)
+				}
+				return recent, nil
 			}
-			in.Recent = recent
 		}
 	}
 	snap, err := p.Segmenter.Detect(in)

@@ -7,9 +7,11 @@ import (
 	"hash/crc32"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/changedigest/changedigest"
 	"github.com/changedigest/changedigest/internal/testenv"
 	"github.com/changedigest/changedigest/segmenter"
 )
@@ -197,5 +199,55 @@ func TestUnpackSizes(t *testing.T) {
 		if !bytes.Equal(kept[i], want[i]) {
 			t.Fatalf("blob %d changed after later reads", i)
 		}
+	}
+}
+
+// TestDecodeHeader reads the header of version records whose changes
+// take from a few bytes to far more than the first piece inflated, and
+// with segment lists of any size after it: it equals the header the whole
+// record decodes to. A record cut short, or a header that is not whole,
+// is an error.
+func TestDecodeHeader(t *testing.T) {
+	for _, nc := range []int{0, 1, 40, 400, 4000} {
+		for _, ns := range []int{0, 3, 5000} {
+			h := versionHeader{Status: 200, Title: "a page", BodyHash: "x", Size: 10}
+			for i := range nc {
+				h.Changes = append(h.Changes, changedigest.Change{
+					Type: changedigest.ChangeContent, Op: changedigest.OpUpdate, Segment: i,
+					OldText: fmt.Sprintf("old words %d of the page", i), NewText: fmt.Sprintf("new text %d", i*7919),
+					Path: "html|body|div[2]|p[" + fmt.Sprint(i) + "]",
+				})
+			}
+			rec := &versionRec{hdr: h, chunks: []uint64{1}}
+			for i := range ns {
+				rec.segs = append(rec.segs, segRef{id: uint64(i*13 + 1), start: i * 2, end: i*2 + 2, flags: refRanged | refPath, path: fmt.Sprintf("html|body|p[%d]", i)})
+			}
+			v, err := rec.encode()
+			if err != nil {
+				t.Fatal(err)
+			}
+			whole, err := decodeVersion(v)
+			if err != nil {
+				t.Fatalf("%d changes, %d segments: %v", nc, ns, err)
+			}
+			got, err := decodeHeader(v)
+			if err != nil {
+				t.Fatalf("%d changes, %d segments: %v", nc, ns, err)
+			}
+			if !reflect.DeepEqual(*got, whole.hdr) {
+				t.Fatalf("%d changes, %d segments: header differs from the whole record's", nc, ns)
+			}
+			if nc == 4000 {
+				// the header alone is larger than 64 KB: cut inside it
+				body, _ := unpack(v[1:], 1<<30)
+				cut := append([]byte{recordFormat}, pack(body[:len(body)/2])...)
+				if _, err := decodeHeader(cut); err == nil && ns == 0 {
+					t.Errorf("%d changes: a record cut inside its header decodes", nc)
+				}
+			}
+		}
+	}
+	if _, err := decodeHeader([]byte{recordFormat, blobFlate, 0xff, 0xff}); err == nil {
+		t.Error("a broken deflate stream decodes")
 	}
 }

@@ -2,10 +2,12 @@ package pet
 
 import (
 	"bytes"
+	"compress/flate"
 	"crypto/md5"
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"math"
 	"strings"
 	"time"
@@ -554,6 +556,62 @@ func (r *versionRec) encode() ([]byte, error) {
 		}
 	}
 	return append([]byte{recordFormat}, pack(e.b)...), nil
+}
+
+// decodeHeader decodes the header alone of a stored version record: it
+// comes first, so only as much of the record is inflated as it takes
+// (its changes, a few kilobytes), not the segment list after it.
+func decodeHeader(v []byte) (*versionHeader, error) {
+	if len(v) < 2 || v[0] != recordFormat {
+		return nil, fmt.Errorf("unknown version record format")
+	}
+	h := &versionHeader{}
+	if v[1] != blobFlate {
+		rec, err := decodeVersion(v)
+		if err != nil {
+			return nil, err
+		}
+		return &rec.hdr, nil
+	}
+	r := flateReaders.Get().(io.ReadCloser)
+	defer flateReaders.Put(r)
+	if err := r.(flate.Resetter).Reset(bytes.NewReader(v[2:]), nil); err != nil {
+		return nil, fmt.Errorf("inflate: %w", err)
+	}
+	bp := inflateBufs.Get().(*[]byte)
+	buf := (*bp)[:0]
+	defer func() {
+		if cap(buf) <= keepInflateBuf {
+			*bp = buf[:0]
+			inflateBufs.Put(bp)
+		}
+	}()
+	// Inflate a prefix, try the header on it, and inflate more until it
+	// decodes or the record ends (where the error is the record's).
+	want := 4 << 10
+	for {
+		if cap(buf) < want {
+			buf = append(buf[:cap(buf)], make([]byte, want-cap(buf))...)[:len(buf)]
+		}
+		n, err := io.ReadFull(r, buf[len(buf):want])
+		buf = buf[:len(buf)+n]
+		end := err == io.EOF || err == io.ErrUnexpectedEOF
+		if err != nil && !end {
+			return nil, fmt.Errorf("inflate: %w", err)
+		}
+		*h = versionHeader{}
+		d := dec{b: buf}
+		h.decode(&d)
+		if d.err == nil {
+			return h, nil
+		}
+		if end {
+			return nil, d.err
+		}
+		if want *= 2; want > 1<<30 {
+			return nil, fmt.Errorf("version header exceeds %d bytes", 1<<30)
+		}
+	}
 }
 
 func decodeVersion(v []byte) (*versionRec, error) {

@@ -845,11 +845,11 @@ func (s *Store) RecentChanges(ctx context.Context, watchID int64, n int) ([][]ch
 			if v == nil {
 				return corruptf("version %d of watch %d is missing", seq, watchID)
 			}
-			rec, err := decodeVersion(v)
+			h, err := decodeHeader(v)
 			if err != nil {
 				return corruptf("version %d of watch %d: %v", seq, watchID, err)
 			}
-			out = append(out, rec.hdr.Changes)
+			out = append(out, h.Changes)
 		}
 		return nil
 	})

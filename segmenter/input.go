@@ -26,6 +26,10 @@ type Input struct {
 	// (up to NoiseVolatileWindow of them), to learn which locations change
 	// at nearly every check; nil learns nothing.
 	Recent [][]changedigest.Change
+	// RecentFrom, when set and Recent is nil, reads Recent: only when a
+	// change of the new version could be marked volatile. An error fails
+	// the detection.
+	RecentFrom func() ([][]changedigest.Change, error)
 
 	// reads holds what was read through PrevParts and the first error.
 	reads *prevReads

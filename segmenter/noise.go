@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"path"
 	"regexp"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -80,14 +81,22 @@ func Classify(d *changedigest.Diff, old, new []byte) {
 }
 
 // classifySnapshot marks the noise of a new version's changes, learning
-// volatile locations from in.Recent, and sets its significance.
-func classifySnapshot(snap *changedigest.Snapshot, in Input) {
+// volatile locations from in.Recent (or in.RecentFrom), and sets its
+// significance.
+func classifySnapshot(snap *changedigest.Snapshot, in Input) error {
 	if snap == nil || len(snap.Changes) == 0 {
-		return
+		return nil
 	}
 	markGenerated(snap.Changes)
 	markRepeated(snap.Changes)
-	markVolatile(snap.Changes, in.Recent)
+	recent := in.Recent
+	if recent == nil && in.RecentFrom != nil && slices.ContainsFunc(snap.Changes, volatileCandidate) {
+		var err error
+		if recent, err = in.RecentFrom(); err != nil {
+			return err
+		}
+	}
+	markVolatile(snap.Changes, recent)
 	var o, n changedigest.TextPrint
 	if snap.Kind == changedigest.KindPage && (len(in.PrevBody) > 0 || in.lazy() && in.Prev.Size > 0) {
 		if stored, ok := storedPrint(in.Prev); ok {
@@ -102,6 +111,7 @@ func classifySnapshot(snap *changedigest.Snapshot, in Input) {
 		o, n = printOf(segmentText(in.whole().Prev), ""), printOf(segmentText(snap), "")
 	}
 	snap.Significance = significance(o, n, snap.Changes, len(snap.Segments))
+	return nil
 }
 
 // printVersion numbers the rules of printOf: a stored print made by other
@@ -701,17 +711,18 @@ func markVolatile(changes []changedigest.Change, recent [][]changedigest.Change)
 	need := int(math.Ceil(NoiseVolatileShare * float64(len(recent))))
 	for i := range changes {
 		c := &changes[i]
-		if c.Noise != "" {
-			continue
-		}
 		n := seen[location(*c)]
-		if n < need || !smallEdit(c) {
+		if n < need || !volatileCandidate(*c) {
 			continue
 		}
 		// The version at hand is a check too: "19 of the last 20" counts it.
 		c.Noise = fmt.Sprintf("volatile location: changes at %d of the last %d checks", n+1, len(recent)+1)
 	}
 }
+
+// volatileCandidate reports whether c is marked volatile when its
+// location changed at nearly every check: a small edit not yet marked.
+func volatileCandidate(c changedigest.Change) bool { return c.Noise == "" && smallEdit(&c) }
 
 // location is where a change happened: its type and path.
 func location(c changedigest.Change) string { return string(c.Type) + " " + c.Path }

@@ -1,10 +1,12 @@
 package segmenter
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"sort"
 	"strings"
@@ -152,6 +154,45 @@ func TestMarkVolatile(t *testing.T) {
 	markVolatile(cs, recent[:NoiseVolatileMin-1])
 	if cs[0].Noise != "" {
 		t.Errorf("with %d versions nothing is volatile yet, got %q", NoiseVolatileMin-1, cs[0].Noise)
+	}
+}
+
+// TestRecentFrom reads the recent changes only for a version with a change
+// that could be marked volatile (a counter ticked), and a failed read
+// fails the detection.
+func TestRecentFrom(t *testing.T) {
+	page := func(count, text string) []byte {
+		return []byte("<html><body><h1>Town news</h1><p class=stats>" + count + " comments</p><p>" + text + "</p></body></html>")
+	}
+	s := New()
+	prevBody := page("41", "The council met on Monday to talk about the new bridge over the river.")
+	prev, err := s.Detect(Input{Body: prevBody})
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := 0
+	recent := func() ([][]changedigest.Change, error) { calls++; return nil, nil }
+	for _, tc := range []struct {
+		name  string
+		body  []byte
+		reads int
+	}{
+		{"a counter ticked", page("42", "The council met on Monday to talk about the new bridge over the river."), 1},
+		{"a sentence rewritten", page("41", "The mayor resigned on Tuesday after a long row about the bridge."), 0},
+	} {
+		calls = 0
+		if _, err := s.Detect(Input{Body: tc.body, Prev: prev, PrevBody: prevBody, RecentFrom: recent}); err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if calls != tc.reads {
+			t.Errorf("%s: the recent changes were read %d times, want %d", tc.name, calls, tc.reads)
+		}
+	}
+	failed := errors.New("the store is closed")
+	_, err = s.Detect(Input{Body: page("43", "The council met on Monday to talk about the new bridge over the river."),
+		Prev: prev, PrevBody: prevBody, RecentFrom: func() ([][]changedigest.Change, error) { return nil, failed }})
+	if !errors.Is(err, failed) {
+		t.Errorf("a failed read of the recent changes gives %v", err)
 	}
 }
 
@@ -351,7 +392,12 @@ func walkHistory(t *testing.T, s *Segmenter, dir string) historyCount {
 		if _, err := Sniff(body); err != nil {
 			continue // a capture that is not a page (an error message)
 		}
-		in := Input{Body: body, Prev: prev, PrevBody: prevBody, History: history, Recent: recent}
+		// The recent changes are read only when a change could be marked
+		// volatile; the check below gives them eagerly.
+		in := Input{Body: body, Prev: prev, PrevBody: prevBody, History: history}
+		if recent != nil {
+			in.RecentFrom = func() ([][]changedigest.Change, error) { return recent, nil }
+		}
 		snap, err := s.Detect(in)
 		if err != nil {
 			t.Fatalf("%s: %v", f, err)
@@ -374,6 +420,9 @@ func walkHistory(t *testing.T, s *Segmenter, dir string) historyCount {
 				}
 				if again.Significance != snap.Significance {
 					t.Errorf("%s: significance %v with the kept print, %v without", f, snap.Significance, again.Significance)
+				}
+				if !reflect.DeepEqual(again.Changes, snap.Changes) {
+					t.Errorf("%s: the changes differ with the recent changes given and read when needed", f)
 				}
 				c.printed++
 			}

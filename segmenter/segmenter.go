@@ -109,7 +109,9 @@ func (s *Segmenter) Detect(in Input) (*changedigest.Snapshot, error) {
 	in.lazy()
 	snap, err := detect(in)
 	if err == nil {
-		classifySnapshot(snap, in) // noise and significance (noise.go)
+		err = classifySnapshot(snap, in) // noise and significance (noise.go)
+	}
+	if err == nil {
 		s.narrowMarkup(snap.Changes)
 	}
 	if err == nil {
