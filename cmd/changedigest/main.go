@@ -21,6 +21,9 @@ import (
 	"time"
 
 	"github.com/changedigest/changedigest"
+	// Maps the executable's code at start-up in one call, before the
+	// other packages' init runs: see the package.
+	_ "github.com/changedigest/changedigest/internal/prefault"
 )
 
 func main() {

@@ -1,0 +1,135 @@
+package prefault
+
+import "syscall"
+
+// madvPopulateRead is MADV_POPULATE_READ (Linux 5.14): map the pages of a
+// range, reading them in where they are not cached, without faulting them
+// in one by one. Older kernels refuse it, and nothing happens.
+const madvPopulateRead = 22
+
+// The package imports syscall alone, so that its init runs as soon as
+// that package's has.
+func init() {
+	for _, m := range executableMappings(readMaps()) {
+		syscall.Syscall(syscall.SYS_MADVISE, m.lo, m.hi-m.lo, madvPopulateRead)
+	}
+}
+
+// readMaps returns /proc/self/maps, nil when it cannot be read.
+func readMaps() []byte {
+	fd, err := syscall.Open("/proc/self/maps", syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return nil
+	}
+	defer syscall.Close(fd)
+	buf := make([]byte, 0, 16<<10)
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := syscall.Read(fd, buf[len(buf):cap(buf)])
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil
+		}
+		if n == 0 {
+			return buf
+		}
+		buf = buf[:len(buf)+n]
+	}
+}
+
+type mapping struct{ lo, hi uintptr }
+
+// executableMappings returns the mappings of the executable (the file of
+// the first line of /proc/self/maps) that are not writable: its code and
+// read-only data. Writable data is left to fault as it is used: mapped
+// ahead, each written page would be copied once more.
+func executableMappings(maps []byte) []mapping {
+	var exe string
+	var out []mapping
+	for len(maps) > 0 {
+		line := maps
+		if i := indexByte(maps, '\n'); i >= 0 {
+			line, maps = maps[:i], maps[i+1:]
+		} else {
+			maps = nil
+		}
+		// 00400000-0142f000 r-xp 00000000 fd:01 1234    /usr/bin/changedigest
+		var f [5][]byte
+		for k := range f {
+			f[k], line = field(line)
+		}
+		path := string(trimSpace(line))
+		if len(path) == 0 || path[0] != '/' {
+			continue
+		}
+		if exe == "" {
+			exe = path
+		}
+		if path != exe || len(f[1]) < 2 || f[1][1] == 'w' {
+			continue
+		}
+		dash := indexByte(f[0], '-')
+		if dash < 0 {
+			continue
+		}
+		lo, ok1 := hex(f[0][:dash])
+		hi, ok2 := hex(f[0][dash+1:])
+		if !ok1 || !ok2 || hi <= lo {
+			continue
+		}
+		out = append(out, mapping{lo, hi})
+	}
+	return out
+}
+
+func indexByte(b []byte, c byte) int {
+	for i, x := range b {
+		if x == c {
+			return i
+		}
+	}
+	return -1
+}
+
+// field returns the first space-separated field of b and what follows it.
+func field(b []byte) (f, rest []byte) {
+	b = trimSpace(b)
+	i := indexByte(b, ' ')
+	if i < 0 {
+		return b, nil
+	}
+	return b[:i], b[i:]
+}
+
+func trimSpace(b []byte) []byte {
+	for len(b) > 0 && (b[0] == ' ' || b[0] == '\t') {
+		b = b[1:]
+	}
+	for len(b) > 0 && (b[len(b)-1] == ' ' || b[len(b)-1] == '\t') {
+		b = b[:len(b)-1]
+	}
+	return b
+}
+
+func hex(b []byte) (uintptr, bool) {
+	if len(b) == 0 || len(b) > 16 {
+		return 0, false
+	}
+	var v uintptr
+	for _, c := range b {
+		switch {
+		case '0' <= c && c <= '9':
+			c -= '0'
+		case 'a' <= c && c <= 'f':
+			c -= 'a' - 10
+		default:
+			return 0, false
+		}
+		v = v<<4 | uintptr(c)
+	}
+	return v, true
+}
