@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"strconv"
 	"syscall"
 	"unsafe"
@@ -26,6 +27,11 @@ const heapReserve = 64 << 20
 // mappings holding it and the heap before it are marked for huge pages.
 // Nothing changes where the kernel does not allow it.
 func hugeHeap() {
+	// The reserve would start a collection of its own, and one under way
+	// when it is made would keep it to the next: the collector is off
+	// until the one collection that frees it.
+	gcPercent := debug.SetGCPercent(-1)
+	defer debug.SetGCPercent(gcPercent)
 	heapProbe = new([16]byte)
 	big := make([]byte, heapReserve)
 	for _, a := range []uintptr{uintptr(unsafe.Pointer(heapProbe)), uintptr(unsafe.Pointer(&big[0]))} {
@@ -33,9 +39,6 @@ func hugeHeap() {
 			adviseHuge(lo, hi)
 		}
 	}
-	// A collection under way when big was made would keep it to the
-	// next one, and the heap would grow past the marked mappings: one
-	// now frees it.
 	big = nil
 	runtime.GC()
 }
