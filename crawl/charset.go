@@ -4,13 +4,14 @@ import (
 	"bytes"
 	"fmt"
 	"mime"
-	"regexp"
 	"strings"
 	"unicode/utf8"
 
 	"golang.org/x/net/html/charset"
 	"golang.org/x/text/encoding"
 	"golang.org/x/text/encoding/unicode"
+
+	"github.com/changedigest/changedigest/internal/lazyregexp"
 )
 
 // boms maps byte order marks to encoding labels, longest first.
@@ -25,7 +26,7 @@ var boms = []struct {
 
 // xmlDecl matches an XML declaration at the start of a document and
 // captures the value of its encoding pseudo-attribute.
-var xmlDecl = regexp.MustCompile(`^\s*<\?xml\s[^>]*?\bencoding\s*=\s*["']([A-Za-z0-9._:-]+)["'][^>]*\?>`)
+var xmlDecl = lazyregexp.New(`^\s*<\?xml\s[^>]*?\bencoding\s*=\s*["']([A-Za-z0-9._:-]+)["'][^>]*\?>`)
 
 // toUTF8 finds the character encoding of body and returns the body in
 // UTF-8 with the canonical (WHATWG) name of the encoding. The order:

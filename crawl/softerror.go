@@ -4,10 +4,11 @@ import (
 	"bytes"
 	"fmt"
 	"mime"
-	"regexp"
 	"strings"
 
 	"golang.org/x/net/html"
+
+	"github.com/changedigest/changedigest/internal/lazyregexp"
 )
 
 // Soft errors: servers that answer 200 with an error page ("soft 404").
@@ -32,7 +33,7 @@ var (
 	// statusTitle: an HTTP status code, optionally preceded by "http"
 	// and/or "error" and followed by "error" and/or a reason phrase, e.g.
 	// "404", "error 404", "404 error", "http 403 forbidden".
-	statusTitle = regexp.MustCompile(`^(?:http )?(?:error )?(\d{3})(?: error)?(?: (.+))?$`)
+	statusTitle = lazyregexp.New(`^(?:http )?(?:error )?(\d{3})(?: error)?(?: (.+))?$`)
 
 	errorTitles = map[string]bool{
 		"not found": true, "page not found": true, "file not found": true,
@@ -50,8 +51,8 @@ var (
 		"página no encontrada": true, "pagina non trovata": true,
 	}
 
-	titleSeparators = regexp.MustCompile(` [|\-–—·:]+ `)
-	titleJunk       = regexp.MustCompile(`[^\p{L}\p{N}' ]+`)
+	titleSeparators = lazyregexp.New(` [|\-–—·:]+ `)
+	titleJunk       = lazyregexp.New(`[^\p{L}\p{N}' ]+`)
 )
 
 // IsErrorPage reports whether body, served with status 200 and the given

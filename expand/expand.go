@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 
@@ -395,9 +396,8 @@ const litWeight = 1
 
 // stopwords are left out of signatures: function words and the words
 // glosses use for everything.
-var stopwords = map[string]bool{}
-
-func init() {
+var stopwords = sync.OnceValue(func() map[string]bool {
+	m := map[string]bool{}
 	for _, w := range strings.Fields(`a about above after again against all also an and any are as at be
 		because been before being below between both but by can could did do does doing down during each
 		especially etc every few for from further had has have having he her here hers him his how i if in
@@ -408,9 +408,10 @@ func init() {
 		where which while who whom whose why will with within without would you your kind kinds form
 		forms type types sort part parts various several way ways thing things person people relating
 		related pertaining characterized having usually typically`) {
-		stopwords[w] = true
+		m[w] = true
 	}
-}
+	return m
+})
 
 // stem returns the base a signature uses for a gloss word.
 func (st *state) stem(w string) string {
@@ -439,7 +440,7 @@ func (st *state) words(text string, dst []int32) []int32 {
 		if !letter && start >= 0 {
 			w := strings.ToLower(text[start:i])
 			start = -1
-			if len(w) < 3 || stopwords[w] {
+			if len(w) < 3 || stopwords()[w] {
 				continue
 			}
 			dst = append(dst, st.intern(st.stem(w)))
@@ -720,5 +721,5 @@ func meaningful(k string) bool {
 			letters++
 		}
 	}
-	return letters >= 3 && !stopwords[k]
+	return letters >= 3 && !stopwords()[k]
 }

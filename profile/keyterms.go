@@ -296,7 +296,7 @@ func contentRuns(text string, runs [][]string) [][]string {
 
 // isContentWord reports whether a lower-case word may be a key term.
 func isContentWord(w string) bool {
-	if len(w) < 3 || utf8.RuneCountInString(w) < 3 || stopWords[w] {
+	if len(w) < 3 || utf8.RuneCountInString(w) < 3 || stopWords()[w] {
 		return false
 	}
 	letters, digits := 0, 0
@@ -334,7 +334,7 @@ func pluralFolds(inText func(string) bool, words []string, bg *background) map[s
 			sg = append(sg, stem)
 		}
 		for _, s := range sg {
-			if len(s) < 3 || stopWords[s] {
+			if len(s) < 3 || stopWords()[s] {
 				continue
 			}
 			if inText(s) || (bg.df[s] > 0 && bg.df[w] <= 4*bg.df[s]) {

@@ -59,7 +59,7 @@ func TestKeyTerms(t *testing.T) {
 					t.Errorf("terms not in order of weight: %v", got)
 				}
 				for _, w := range strings.Fields(k.Term) {
-					if stopWords[w] {
+					if stopWords()[w] {
 						t.Errorf("term %q holds the stop word %q", k.Term, w)
 					}
 				}

@@ -2,10 +2,11 @@ package profile
 
 import (
 	"net/url"
-	"regexp"
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/changedigest/changedigest/internal/lazyregexp"
 )
 
 // labelFromIRI derives a readable label from an IRI that the document
@@ -68,7 +69,7 @@ var (
 	indexPages       = map[string]bool{"index": true, "default": true, "home": true, "main": true, "start": true}
 	// opaqueID matches identifiers that are not words: Wikidata items,
 	// numbers, hex hashes, UUIDs.
-	opaqueID = regexp.MustCompile(`^(?:[qp][0-9]+|[0-9]+|[0-9a-f]{8,}|[0-9a-f-]{32,})$`)
+	opaqueID = lazyregexp.New(`^(?:[qp][0-9]+|[0-9]+|[0-9a-f]{8,}|[0-9a-f-]{32,})$`)
 )
 
 // siteName is the distinctive label of a host name: www.python.org gives

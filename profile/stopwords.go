@@ -1,27 +1,22 @@
 package profile
 
+import (
+	"strings"
+	"sync"
+)
+
 // stopWords are left out of key terms: English function words and words
 // that fill web pages whatever their subject (navigation, dates,
 // sharing). Words of fewer than three letters are dropped anyway.
-var stopWords = map[string]bool{}
-
-func init() {
+var stopWords = sync.OnceValue(func() map[string]bool {
+	m := map[string]bool{}
 	for _, list := range []string{stopEnglish, stopWeb} {
-		start := -1
-		for i := 0; i <= len(list); i++ {
-			if i == len(list) || list[i] == ' ' || list[i] == '\n' {
-				if start >= 0 {
-					stopWords[list[start:i]] = true
-					start = -1
-				}
-				continue
-			}
-			if start < 0 {
-				start = i
-			}
+		for _, w := range strings.Fields(list) {
+			m[w] = true
 		}
 	}
-}
+	return m
+})
 
 const stopEnglish = `
 about above across after afterwards again against all almost alone along already also although always

@@ -6,13 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"regexp"
 	"strings"
 	"unicode/utf8"
 
 	"golang.org/x/net/html/charset"
 	"golang.org/x/text/encoding/unicode"
 	"golang.org/x/text/transform"
+
+	"github.com/changedigest/changedigest/internal/lazyregexp"
 )
 
 // This file reads an XML document into a small element tree with
@@ -386,7 +387,7 @@ func decodeBOM(data []byte) ([]byte, error) {
 }
 
 // xmlDeclRE finds the encoding an XML declaration names.
-var xmlDeclRE = regexp.MustCompile(`^<\?xml\s[^>]*?\bencoding\s*=\s*["']([^"']*)["']`)
+var xmlDeclRE = lazyregexp.New(`^<\?xml\s[^>]*?\bencoding\s*=\s*["']([^"']*)["']`)
 
 // toUTF8 decodes a document whose XML declaration names an encoding other
 // than UTF-8 (decodeBOM has turned UTF-16 with a byte order mark into
@@ -415,9 +416,9 @@ func toUTF8(data []byte) ([]byte, error) {
 
 var (
 	// internalSubsetRE finds the internal subset of a DOCTYPE directive.
-	internalSubsetRE = regexp.MustCompile(`(?s)^DOCTYPE\s[^\[]*\[(.*)\]\s*$`)
-	entityRE         = regexp.MustCompile(`<!ENTITY\s+([^\s%]+)\s+(?:"([^"]*)"|'([^']*)')\s*>`)
-	entRefRE         = regexp.MustCompile(`&([A-Za-z_][\w.\-]*);`)
+	internalSubsetRE = lazyregexp.New(`(?s)^DOCTYPE\s[^\[]*\[(.*)\]\s*$`)
+	entityRE         = lazyregexp.New(`<!ENTITY\s+([^\s%]+)\s+(?:"([^"]*)"|'([^']*)')\s*>`)
+	entRefRE         = lazyregexp.New(`&([A-Za-z_][\w.\-]*);`)
 )
 
 // predefinedEntities are the entities XML declares itself.
@@ -532,7 +533,7 @@ func declaredEntities(doctype, rest []byte, size int) (map[string]string, error)
 	return ents, nil
 }
 
-var charRefRE = regexp.MustCompile(`&#(x[0-9A-Fa-f]+|[0-9]+);`)
+var charRefRE = lazyregexp.New(`&#(x[0-9A-Fa-f]+|[0-9]+);`)
 
 func expandCharRefs(s string) string {
 	return charRefRE.ReplaceAllStringFunc(s, func(ref string) string {

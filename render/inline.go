@@ -2,13 +2,14 @@ package render
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
+
+	"github.com/changedigest/changedigest/internal/lazyregexp"
 )
 
 var (
-	cssComment = regexp.MustCompile(`(?s)/\*.*?\*/`)
-	cssClass   = regexp.MustCompile(`^\.[a-zA-Z][a-zA-Z0-9-]*$`)
+	cssComment = lazyregexp.New(`(?s)/\*.*?\*/`)
+	cssClass   = lazyregexp.New(`^\.[a-zA-Z][a-zA-Z0-9-]*$`)
 )
 
 // decl is one CSS declaration.

@@ -3,12 +3,13 @@ package segmenter
 import (
 	"bytes"
 	"encoding/xml"
-	"regexp"
 	"strings"
 	"unicode/utf8"
 
 	"golang.org/x/net/html"
 	"golang.org/x/net/html/atom"
+
+	"github.com/changedigest/changedigest/internal/lazyregexp"
 )
 
 // feedNormSpace collapses every run of white space to one space and trims.
@@ -92,7 +93,7 @@ func feedTidyLines(s string, oneLine bool) string {
 }
 
 // feedEncodingDecl matches the encoding of an XML declaration.
-var feedEncodingDecl = regexp.MustCompile(`^\s*<\?xml[^>]*?\bencoding\s*=\s*["']([^"']*)["']`)
+var feedEncodingDecl = lazyregexp.New(`^\s*<\?xml[^>]*?\bencoding\s*=\s*["']([^"']*)["']`)
 
 // feedUTF8 prepares a body for the XML parser and says what it changed:
 //

@@ -6,13 +6,14 @@ import (
 	"math/bits"
 	"net/url"
 	"path"
-	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 
 	"github.com/changedigest/changedigest"
+	"github.com/changedigest/changedigest/internal/lazyregexp"
 	"github.com/changedigest/changedigest/internal/textdiff"
 )
 
@@ -200,7 +201,7 @@ type markup struct {
 
 type attr struct{ name, value string }
 
-var attrRE = regexp.MustCompile(`^\s*([^\s="'<>/]+)(?:\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'>]+)))?`)
+var attrRE = lazyregexp.New(`^\s*([^\s="'<>/]+)(?:\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'>]+)))?`)
 
 // parseMarkup reads `<tag a="b" ...>body` or `a="b" c="d"`; ok is false
 // for anything else (a text).
@@ -436,7 +437,7 @@ func tokens(s string) []string {
 	return out
 }
 
-var uuidRE = regexp.MustCompile(`(?i)\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b`)
+var uuidRE = lazyregexp.New(`(?i)\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b`)
 
 // sameTokensBut reports whether a and b differ, token by token, only in
 // pairs that gen accepts. Runs that differ in length are aligned by their
@@ -750,9 +751,8 @@ func smallEdit(c *changedigest.Change) bool {
 
 // timeWords are the words of dates, times and counters in the languages
 // of the test histories.
-var timeWords = map[string]bool{}
-
-func init() {
+var timeWords = sync.OnceValue(func() map[string]bool {
+	m := map[string]bool{}
 	for _, w := range strings.Fields(`ago hour hours hr hrs h minute minutes min mins m second seconds sec secs s
 		day days d week weeks month months year years yesterday today now just
 		am pm utc gmt est edt cet cest mst mdt pst pdt bst
@@ -763,20 +763,21 @@ func init() {
 		hora horas minuto minutos dia dias semana semanas mês meses ano anos há ontem hoje
 		stunde stunden minute minuten tag tagen vor gestern heute kommentare kommentar
 		il y a heure heures jour jours hier aujourd`) {
-		timeWords[w] = true
+		m[w] = true
 	}
-}
+	return m
+})
 
 func timeish(t string) bool {
 	if t == " " || len(t) == 1 && !unicode.IsLetter(rune(t[0])) && !unicode.IsDigit(rune(t[0])) {
 		return true // punctuation
 	}
-	if numeric(t) || timeWords[t] {
+	if numeric(t) || timeWords()[t] {
 		return true
 	}
 	// 2nd, 3rd, 10am, 5pm, 12h, 30min
 	digits := strings.TrimLeftFunc(t, unicode.IsDigit)
-	return digits != t && (timeWords[digits] || digits == "st" || digits == "nd" || digits == "rd" || digits == "th")
+	return digits != t && (timeWords()[digits] || digits == "st" || digits == "nd" || digits == "rd" || digits == "th")
 }
 
 // ---------------------------------------------------------------- significance
@@ -842,11 +843,11 @@ func significance(o, n changedigest.TextPrint, changes []changedigest.Change, it
 // came or went.
 const MediaSignificance = 0.2
 
-var mediaRE = regexp.MustCompile(`(?i)^\s*<(img|picture|video|audio|iframe|object|embed|table|figure|svg)\b|` +
+var mediaRE = lazyregexp.New(`(?i)^\s*<(img|picture|video|audio|iframe|object|embed|table|figure|svg)\b|` +
 	`href="[^"]+\.(csv|tsv|xlsx?|ods|json|xml|zip|gz|tar|pdf|docx?|parquet|geojson|shp|kml|sav|dta|rdata)(\?[^"]*)?"`)
 
 // dataText names a download in the text of a link or a list item.
-var dataText = regexp.MustCompile(`(?i)\b(csv|tsv|xlsx?|json|zip|pdf|geojson|shapefile|kml|dataset|datasets|data set|data sets|download)\b`)
+var dataText = lazyregexp.New(`(?i)\b(csv|tsv|xlsx?|json|zip|pdf|geojson|shapefile|kml|dataset|datasets|data set|data sets|download)\b`)
 
 func mediaMarkup(s string) bool { return mediaRE.MatchString(s) }
 
