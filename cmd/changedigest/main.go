@@ -138,9 +138,10 @@ func tuneGC(args []string) {
 // Commands run by tests keep the test binary's heap as it is.
 var shortLived bool
 
-// hugeHeapChecks is the number of pages from which a short check backs
-// its heap with huge pages: making it so costs about what the heap of
-// four checks gains.
+// hugeHeapChecks is the number of pages likely to bring a new version
+// (likelyNewVersions) from which a short check backs its heap with huge
+// pages: making it so costs about what the heap of four such checks
+// gains, and more than a run of "not modified" answers uses.
 const hugeHeapChecks = 4
 
 // Exit statuses.

@@ -323,6 +323,20 @@ func findWatch(ctx context.Context, store *pet.Store, u *changedigest.User, arg 
 	return nil, changedigest.Errorf(changedigest.ENOTFOUND, "no watch of %s has the URL or id %q (see 'changedigest watch list')", u.Name, arg)
 }
 
+// likelyNewVersions counts the watches whose check is likely to bring a
+// new version to compare and store (the heavy part of a check): those
+// never checked, and those whose last check found a change. A page that
+// has not changed lately is most often answered with "not modified".
+func likelyNewVersions(ws []*changedigest.Watch) int {
+	n := 0
+	for _, w := range ws {
+		if k := len(w.Samples); k == 0 || w.Samples[k-1].Changed {
+			n++
+		}
+	}
+	return n
+}
+
 func runCheck(ctx context.Context, e *env) error {
 	var sf storeFlags
 	fs := newFlagSet(e, "check", "[ID|URL…] [--all]")
@@ -370,7 +384,7 @@ func runCheck(ctx context.Context, e *env) error {
 		fmt.Fprintln(e.stdout, "no watches to check")
 		return nil
 	}
-	if shortLived && len(ws) >= hugeHeapChecks {
+	if shortLived && likelyNewVersions(ws) >= hugeHeapChecks {
 		hugeHeap()
 	}
 	_, pipeline, pool := sf.pipeline(store)

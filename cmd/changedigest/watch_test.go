@@ -6,7 +6,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/changedigest/changedigest"
 	"github.com/changedigest/changedigest/internal/testenv"
 )
 
@@ -246,5 +248,21 @@ func TestWatchAddSteps(t *testing.T) {
 	}
 	if strings.Contains(out, "We use cookies") {
 		t.Errorf("the cookie wall is still in the stored version")
+	}
+}
+
+// TestLikelyNewVersions counts the watches never checked and those whose
+// last check found a change, not those that have been quiet since.
+func TestLikelyNewVersions(t *testing.T) {
+	changed := changedigest.CheckSample{Interval: time.Hour, Changed: true}
+	quiet := changedigest.CheckSample{Interval: time.Hour}
+	ws := []*changedigest.Watch{
+		{}, // never checked
+		{Samples: []changedigest.CheckSample{quiet, changed}}, // changed last time
+		{Samples: []changedigest.CheckSample{changed, quiet}}, // quiet since
+		{Samples: []changedigest.CheckSample{quiet}},
+	}
+	if n := likelyNewVersions(ws); n != 2 {
+		t.Errorf("likelyNewVersions = %d, want 2", n)
 	}
 }
