@@ -294,13 +294,42 @@ func Similarity(a, b string) float64 {
 // length of their longest common subsequence, up to MaxEdits).
 func Common(a, b []string) int {
 	p, s := Affixes(a, b)
-	eq := p + s
-	for _, sp := range myers(a[p:len(a)-s], b[p:len(b)-s]) {
-		if sp.op == Equal {
-			eq += sp.n
+	return p + s + commonLen(a[p:len(a)-s], b[p:len(b)-s])
+}
+
+// commonLen is the number of tokens myers keeps from a and b, found with
+// its forward pass alone: a shortest edit script of d insertions and
+// deletions keeps (len(a)+len(b)-d)/2 tokens, so the count needs neither
+// the pass's trace (a copy of its frontier at every step) nor the script.
+// Past MaxEdits nothing is kept, as myers gives then.
+func commonLen(a, b []string) int {
+	n, m := len(a), len(b)
+	if n == 0 || m == 0 {
+		return 0
+	}
+	limit := min(n+m, MaxEdits)
+	off := limit + 1
+	v := make([]int, 2*limit+3)
+	for d := 0; d <= limit; d++ {
+		for k := -d; k <= d; k += 2 {
+			var x int
+			if k == -d || (k != d && v[off+k-1] < v[off+k+1]) {
+				x = v[off+k+1]
+			} else {
+				x = v[off+k-1] + 1
+			}
+			y := x - k
+			for x < n && y < m && a[x] == b[y] {
+				x++
+				y++
+			}
+			v[off+k] = x
+			if x >= n && y >= m {
+				return (n + m - d) / 2
+			}
 		}
 	}
-	return eq
+	return 0
 }
 
 // Affixes returns the lengths of the common prefix and suffix of a and b

@@ -1,6 +1,8 @@
 package textdiff
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -159,5 +161,43 @@ func TestScript(t *testing.T) {
 	}
 	if n := Common(a, b); n != 5 {
 		t.Errorf("Common = %d, want 5", n)
+	}
+}
+
+// TestCommonLen: the count of kept tokens from the forward pass alone is
+// what myers's script keeps, on random texts of a few words (many
+// repeats), and on texts that differ by more than MaxEdits (nothing kept).
+func TestCommonLen(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	words := []string{"a", "b", "c", "d", "the", "cat"}
+	text := func(n int) []string {
+		out := make([]string, n)
+		for i := range out {
+			out[i] = words[rng.IntN(len(words))]
+		}
+		return out
+	}
+	kept := func(a, b []string) int {
+		eq := 0
+		for _, sp := range myers(a, b) {
+			if sp.op == Equal {
+				eq += sp.n
+			}
+		}
+		return eq
+	}
+	for range 2000 {
+		a, b := text(rng.IntN(40)), text(rng.IntN(40))
+		if got, want := commonLen(a, b), kept(a, b); got != want {
+			t.Fatalf("commonLen(%q, %q) = %d, myers keeps %d", a, b, got, want)
+		}
+	}
+	a, b := make([]string, 800), make([]string, 800)
+	for i := range a {
+		a[i], b[i] = fmt.Sprint("a", i), fmt.Sprint("b", i)
+	}
+	a[400] = b[0]
+	if got, want := commonLen(a, b), kept(a, b); got != want || got != 0 {
+		t.Errorf("past MaxEdits: commonLen %d, myers keeps %d, want 0", got, want)
 	}
 }
