@@ -251,14 +251,43 @@ func (s *Segmenter) align(d *doc, bs []bound, regions []region) []int32 {
 			kinds[e.kind] = append(l, int32(i))
 		}
 	}
-	cascades := map[int32]uint64{}
+	// Cascades are hashed when first compared, kept by element.
+	cascades := make([]uint64, len(d.elems))
+	hashed := make([]bool, len(d.elems))
 	casc := func(ei int32) uint64 {
-		c, ok := cascades[ei]
-		if !ok {
-			c = d.cascade(ei, s.Cascade)
-			cascades[ei] = c
+		if !hashed[ei] {
+			cascades[ei], hashed[ei] = d.cascade(ei, s.Cascade), true
 		}
-		return c
+		return cascades[ei]
+	}
+	// The candidates by cascade, full path and loose path, in page order:
+	// made when a boundary is not found among the candidates next to the
+	// previous guess, so that a lost boundary costs lookups, not a scan
+	// of every element of its kind, four times.
+	var byCascade, byFull, byLoose map[uint64][]int32
+	index := func() {
+		byCascade, byFull, byLoose = map[uint64][]int32{}, map[uint64][]int32{}, map[uint64][]int32{}
+		for i := d.phantoms; i < len(d.elems); i++ {
+			e := &d.elems[i]
+			if _, ok := kinds[e.kind]; !ok || d.toks[e.tok].kind != tStart {
+				continue
+			}
+			ei := int32(i)
+			byCascade[casc(ei)] = append(byCascade[casc(ei)], ei)
+			byFull[e.full] = append(byFull[e.full], ei)
+			byLoose[e.loose] = append(byLoose[e.loose], ei)
+		}
+	}
+	// first is the first element of list (in page order) from the one
+	// after token prev on, then from the start, that ok accepts.
+	first := func(list []int32, prev int, ok func(int32) bool) int32 {
+		from := sort.Search(len(list), func(k int) bool { return int(d.elems[list[k]].tok) > prev })
+		for k := range list {
+			if ei := list[(from+k)%len(list)]; ok(ei) {
+				return ei
+			}
+		}
+		return -1
 	}
 	prev := -1 // token of the last guess
 	for i, b := range bs {
@@ -276,10 +305,39 @@ func (s *Segmenter) align(d *doc, bs []bound, regions []region) []int32 {
 		// first candidate after the previous guess
 		from := sort.Search(len(cands), func(k int) bool { return int(d.elems[cands[k]].tok) > prev })
 		best := int32(-1)
-		// 1: cascade and path; 2: cascade; 3: path; 4: same id path (ids are unique)
-		for pass := 0; pass < 4 && best < 0; pass++ {
+		// 1: cascade and path; 2: cascade; 3: path; 4: same id path (ids
+		// are unique). Each pass takes the first candidate that fits after
+		// the previous guess, then before it. The candidates next to the
+		// guess are looked at first: a boundary whose cascade and path
+		// are unchanged is most often one of them.
+		for k := 0; k < min(len(cands), nearCandidates); k++ {
+			ei := cands[(from+k)%len(cands)]
+			if ok(ei) && d.elems[ei].full == b.full && casc(ei) == b.cascade {
+				best = ei
+				break
+			}
+		}
+		if best < 0 && len(cands) > nearCandidates {
+			if byCascade == nil {
+				index()
+			}
+			sameKind := func(ei int32) bool { return d.elems[ei].kind == b.kind && ok(ei) }
+			best = first(byCascade[b.cascade], prev, func(ei int32) bool { return d.elems[ei].full == b.full && sameKind(ei) })
+			if best < 0 {
+				best = first(byCascade[b.cascade], prev, sameKind)
+			}
+			if best < 0 {
+				best = first(byFull[b.full], prev, sameKind)
+			}
+			if best < 0 {
+				best = first(byLoose[b.loose], prev, func(ei int32) bool {
+					e := &d.elems[ei]
+					return e.id1 > e.id0 && sameKind(ei)
+				})
+			}
+		}
+		for pass := 1; pass < 4 && best < 0 && len(cands) <= nearCandidates; pass++ {
 			for k := range cands {
-				// search after the previous guess first, then before it
 				ei := cands[(from+k)%len(cands)]
 				e := &d.elems[ei]
 				if !ok(ei) {
@@ -287,8 +345,6 @@ func (s *Segmenter) align(d *doc, bs []bound, regions []region) []int32 {
 				}
 				var hit bool
 				switch pass {
-				case 0:
-					hit = e.full == b.full && casc(ei) == b.cascade
 				case 1:
 					hit = casc(ei) == b.cascade
 				case 2:
@@ -318,6 +374,10 @@ func (s *Segmenter) align(d *doc, bs []bound, regions []region) []int32 {
 	}
 	return match
 }
+
+// nearCandidates is how many candidates after the previous guess align
+// looks at before it looks a boundary up.
+const nearCandidates = 8
 
 // lostBound marks a boundary that has no element in the new version.
 const lostBound int32 = -2

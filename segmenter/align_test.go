@@ -1,0 +1,148 @@
+package segmenter
+
+import (
+	"path/filepath"
+	"slices"
+	"sort"
+	"testing"
+
+	"github.com/changedigest/changedigest/internal/testenv"
+)
+
+// alignByScan is align as it was first written: for each boundary, four
+// passes over every element of its kind, from the previous guess on.
+// align must give the same elements with its lookups.
+func alignByScan(s *Segmenter, d *doc, bs []bound, regions []region) []int32 {
+	match := make([]int32, len(bs))
+	kinds := map[uint64][]int32{}
+	for _, b := range bs {
+		if !b.docStart {
+			kinds[b.kind] = nil
+		}
+	}
+	isRegion := make([]bool, len(d.elems))
+	for _, r := range regions {
+		if r.elem >= 0 && int(r.elem) < len(isRegion) {
+			isRegion[r.elem] = true
+		}
+	}
+	inRegion := func(ei int32) bool {
+		if regions == nil {
+			return true
+		}
+		t := int(d.elems[ei].tok)
+		for _, r := range regions {
+			if t > r.a && t < r.b {
+				return true
+			}
+		}
+		return false
+	}
+	for i := d.phantoms; i < len(d.elems); i++ {
+		e := &d.elems[i]
+		if l, ok := kinds[e.kind]; ok && d.toks[e.tok].kind == tStart {
+			kinds[e.kind] = append(l, int32(i))
+		}
+	}
+	prev := -1
+	for i, b := range bs {
+		if b.docStart {
+			match[i] = -1
+			continue
+		}
+		ok := func(ei int32) bool {
+			if b.region {
+				return isRegion[ei]
+			}
+			return !isRegion[ei] && inRegion(ei)
+		}
+		cands := kinds[b.kind]
+		from := sort.Search(len(cands), func(k int) bool { return int(d.elems[cands[k]].tok) > prev })
+		best := int32(-1)
+		for pass := 0; pass < 4 && best < 0; pass++ {
+			for k := range cands {
+				ei := cands[(from+k)%len(cands)]
+				e := &d.elems[ei]
+				if !ok(ei) {
+					continue
+				}
+				var hit bool
+				switch pass {
+				case 0:
+					hit = e.full == b.full && d.cascade(ei, s.Cascade) == b.cascade
+				case 1:
+					hit = d.cascade(ei, s.Cascade) == b.cascade
+				case 2:
+					hit = e.full == b.full
+				case 3:
+					hit = e.id1 > e.id0 && e.loose == b.loose
+				}
+				if hit {
+					best = ei
+					break
+				}
+			}
+		}
+		if best < 0 {
+			match[i] = lostBound
+			continue
+		}
+		match[i] = best
+		prev = int(d.elems[best].tok)
+	}
+	keep := lisKeep(bs, match, d)
+	for i := range match {
+		if match[i] >= 0 && !keep[i] {
+			match[i] = lostBound
+		}
+	}
+	return match
+}
+
+// TestAlignLookups aligns the layout of each version of the corpus
+// histories on the next version, and on a version ten steps on (more
+// boundaries lost), with align and with alignByScan: the same elements.
+func TestAlignLookups(t *testing.T) {
+	root := testenv.Corpus(t, "versions")
+	dirs := historyDirs(root, 2)
+	if len(dirs) == 0 {
+		t.Skip("no page histories under " + root)
+	}
+	s := New()
+	pairs, lost := 0, 0
+	for _, dir := range dirs {
+		files, _ := filepath.Glob(filepath.Join(dir, "*.html"))
+		sort.Strings(files)
+		files = files[:min(len(files), 16)]
+		for i, f := range files {
+			snap, err := s.Detect(Input{Body: mustRead(t, f)})
+			if err != nil || snap.Kind != "page" {
+				continue
+			}
+			_, bs, err := decodeLayout(snap.Layout)
+			if err != nil {
+				t.Fatalf("%s: %v", f, err)
+			}
+			for _, j := range []int{i + 1, i + 8} {
+				if j >= len(files) {
+					continue
+				}
+				d, regs, err := s.scanPage(mustRead(t, files[j]), "")
+				if err != nil {
+					continue
+				}
+				got, want := s.align(d, bs, regs), alignByScan(s, d, bs, regs)
+				if !slices.Equal(got, want) {
+					t.Fatalf("%s on %s: align and a scan of every candidate differ", f, files[j])
+				}
+				pairs++
+				for _, m := range got {
+					if m == lostBound {
+						lost++
+					}
+				}
+			}
+		}
+	}
+	t.Logf("%d layouts aligned alike, %d boundaries lost", pairs, lost)
+}
