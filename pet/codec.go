@@ -9,6 +9,7 @@ import (
 	"io"
 	"sync"
 	"time"
+	"unsafe"
 )
 
 // key joins 64-bit integers into a big-endian key, so keys sort by them.
@@ -75,6 +76,10 @@ var errShort = errors.New("record is truncated")
 type dec struct {
 	b   []byte
 	err error
+	// alias makes str return strings that share b's bytes, for a b
+	// that is never written again: one allocation for a whole record
+	// instead of one per string.
+	alias bool
 }
 
 func (d *dec) fail(err error) {
@@ -147,7 +152,13 @@ func (d *dec) bytes() []byte {
 	return p
 }
 
-func (d *dec) str() string { return string(d.bytes()) }
+func (d *dec) str() string {
+	p := d.bytes()
+	if d.alias && len(p) > 0 {
+		return unsafe.String(&p[0], len(p))
+	}
+	return string(p)
+}
 
 func (d *dec) time() time.Time {
 	n := d.int()

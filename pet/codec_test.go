@@ -205,9 +205,10 @@ func TestUnpackSizes(t *testing.T) {
 // TestDecodeHeader reads the header of version records whose changes
 // take from a few bytes to far more than the first piece inflated, and
 // with segment lists of any size after it: it equals the header the whole
-// record decodes to. A record cut short, or a header that is not whole,
-// is an error.
+// record decodes to, and stays so after later reads. A record cut short,
+// or a header that is not whole, is an error.
 func TestDecodeHeader(t *testing.T) {
+	var kept, wholes []*versionHeader
 	for _, nc := range []int{0, 1, 40, 400, 4000} {
 		for _, ns := range []int{0, 3, 5000} {
 			h := versionHeader{Status: 200, Title: "a page", BodyHash: "x", Size: 10}
@@ -237,6 +238,7 @@ func TestDecodeHeader(t *testing.T) {
 			if !reflect.DeepEqual(*got, whole.hdr) {
 				t.Fatalf("%d changes, %d segments: header differs from the whole record's", nc, ns)
 			}
+			kept, wholes = append(kept, got), append(wholes, &whole.hdr)
 			if nc == 4000 {
 				// the header alone is larger than 64 KB: cut inside it
 				body, _ := unpack(v[1:], 1<<30)
@@ -249,5 +251,11 @@ func TestDecodeHeader(t *testing.T) {
 	}
 	if _, err := decodeHeader([]byte{recordFormat, blobFlate, 0xff, 0xff}); err == nil {
 		t.Error("a broken deflate stream decodes")
+	}
+	// The headers' strings share no buffer that later reads reuse.
+	for i := range kept {
+		if !reflect.DeepEqual(kept[i], wholes[i]) {
+			t.Fatalf("header %d changed after later reads", i)
+		}
 	}
 }

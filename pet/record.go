@@ -560,7 +560,8 @@ func (r *versionRec) encode() ([]byte, error) {
 
 // decodeHeader decodes the header alone of a stored version record: it
 // comes first, so only as much of the record is inflated as it takes
-// (its changes, a few kilobytes), not the segment list after it.
+// (its changes, a few kilobytes), not the segment list after it. The
+// header's strings share one copy of its bytes.
 func decodeHeader(v []byte) (*versionHeader, error) {
 	if len(v) < 2 || v[0] != recordFormat {
 		return nil, fmt.Errorf("unknown version record format")
@@ -599,12 +600,20 @@ func decodeHeader(v []byte) (*versionHeader, error) {
 		if err != nil && !end {
 			return nil, fmt.Errorf("inflate: %w", err)
 		}
+		// The strings of this try share buf, which is reused: h is
+		// cleared before it is returned.
 		*h = versionHeader{}
-		d := dec{b: buf}
+		d := dec{b: buf, alias: true}
 		h.decode(&d)
 		if d.err == nil {
-			return h, nil
+			// Decoded again from a copy of its bytes alone, which its
+			// strings then share.
+			*h = versionHeader{}
+			d = dec{b: bytes.Clone(buf[:len(buf)-len(d.b)]), alias: true}
+			h.decode(&d)
+			return h, d.err
 		}
+		*h = versionHeader{}
 		if end {
 			return nil, d.err
 		}
