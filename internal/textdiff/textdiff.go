@@ -6,6 +6,7 @@
 package textdiff
 
 import (
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -204,37 +205,10 @@ func myers(a, b []string) []span {
 	if m == 0 {
 		return []span{{op: Delete, n: n}}
 	}
-	max := n + m
-	if max > MaxEdits {
-		max = MaxEdits
-	}
-	off := max + 1
-	v := make([]int, 2*max+3)
 	var trace [][]int
-	found := -1
-	for d := 0; d <= max && found < 0; d++ {
-		snap := make([]int, 2*d+3)
-		copy(snap, v[off-d-1:off+d+2])
-		trace = append(trace, snap)
-		for k := -d; k <= d; k += 2 {
-			var x int
-			if k == -d || (k != d && v[off+k-1] < v[off+k+1]) {
-				x = v[off+k+1]
-			} else {
-				x = v[off+k-1] + 1
-			}
-			y := x - k
-			for x < n && y < m && a[x] == b[y] {
-				x++
-				y++
-			}
-			v[off+k] = x
-			if x >= n && y >= m {
-				found = d
-				break
-			}
-		}
-	}
+	found := forward(a, b, func(d int, frontier []int) {
+		trace = append(trace, slices.Clone(frontier))
+	})
 	if found < 0 {
 		return []span{{op: Delete, n: n}, {op: Insert, n: m}}
 	}
@@ -303,14 +277,29 @@ func Common(a, b []string) int {
 // the pass's trace (a copy of its frontier at every step) nor the script.
 // Past MaxEdits nothing is kept, as myers gives then.
 func commonLen(a, b []string) int {
-	n, m := len(a), len(b)
-	if n == 0 || m == 0 {
+	if len(a) == 0 || len(b) == 0 {
 		return 0
 	}
+	if d := forward(a, b, nil); d >= 0 {
+		return (len(a) + len(b) - d) / 2
+	}
+	return 0
+}
+
+// forward is the forward pass of Myers's algorithm on a and b (both not
+// empty): the number of insertions and deletions of a shortest edit
+// script, -1 past MaxEdits. Before step d, atStep (when not nil) is given
+// the frontier the step starts from, the furthest x on diagonals -d-1 to
+// d+1 (to be copied: it changes).
+func forward(a, b []string, atStep func(d int, frontier []int)) int {
+	n, m := len(a), len(b)
 	limit := min(n+m, MaxEdits)
 	off := limit + 1
 	v := make([]int, 2*limit+3)
 	for d := 0; d <= limit; d++ {
+		if atStep != nil {
+			atStep(d, v[off-d-1:off+d+2])
+		}
 		for k := -d; k <= d; k += 2 {
 			var x int
 			if k == -d || (k != d && v[off+k-1] < v[off+k+1]) {
@@ -325,11 +314,11 @@ func commonLen(a, b []string) int {
 			}
 			v[off+k] = x
 			if x >= n && y >= m {
-				return (n + m - d) / 2
+				return d
 			}
 		}
 	}
-	return 0
+	return -1
 }
 
 // Affixes returns the lengths of the common prefix and suffix of a and b
