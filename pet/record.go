@@ -566,7 +566,6 @@ func decodeHeader(v []byte) (*versionHeader, error) {
 	if len(v) < 2 || v[0] != recordFormat {
 		return nil, fmt.Errorf("unknown version record format")
 	}
-	h := &versionHeader{}
 	if v[1] != blobFlate {
 		rec, err := decodeVersion(v)
 		if err != nil {
@@ -600,20 +599,18 @@ func decodeHeader(v []byte) (*versionHeader, error) {
 		if err != nil && !end {
 			return nil, fmt.Errorf("inflate: %w", err)
 		}
-		// The strings of this try share buf, which is reused: h is
-		// cleared before it is returned.
-		*h = versionHeader{}
+		// This try's strings share buf, which is reused: it is dropped.
+		var try versionHeader
 		d := dec{b: buf, alias: true}
-		h.decode(&d)
+		try.decode(&d)
 		if d.err == nil {
 			// Decoded again from a copy of its bytes alone, which its
 			// strings then share.
-			*h = versionHeader{}
+			h := &versionHeader{}
 			d = dec{b: bytes.Clone(buf[:len(buf)-len(d.b)]), alias: true}
 			h.decode(&d)
 			return h, d.err
 		}
-		*h = versionHeader{}
 		if end {
 			return nil, d.err
 		}
