@@ -1,14 +1,12 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
-	"os"
 	"runtime"
 	"runtime/debug"
-	"strconv"
 	"syscall"
 	"unsafe"
+
+	"github.com/changedigest/changedigest/internal/prefault"
 )
 
 // heapReserve is how much heap a short command asks for at once, to back
@@ -34,9 +32,10 @@ func hugeHeap() {
 	defer debug.SetGCPercent(gcPercent)
 	heapProbe = new([16]byte)
 	big := make([]byte, heapReserve)
+	maps := prefault.ReadMaps()
 	for _, a := range []uintptr{uintptr(unsafe.Pointer(heapProbe)), uintptr(unsafe.Pointer(&big[0]))} {
-		if lo, hi, ok := mappingOf(a); ok {
-			adviseHuge(lo, hi)
+		if m, ok := heapMapping(maps, a); ok {
+			adviseHuge(m.Lo, m.Hi)
 		}
 	}
 	big = nil
@@ -46,32 +45,14 @@ func hugeHeap() {
 // heapProbe is an object of the heap before the reserve.
 var heapProbe *[16]byte
 
-// mappingOf returns the writable anonymous mapping holding address a,
-// from /proc/self/maps.
-func mappingOf(a uintptr) (lo, hi uintptr, ok bool) {
-	f, err := os.Open("/proc/self/maps")
-	if err != nil {
-		return 0, 0, false
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		// 7f0bc5b00000-7f0bc7c00000 rw-p 00000000 00:00 0 [name]
-		fields := bytes.Fields(sc.Bytes())
-		if len(fields) < 5 || !bytes.HasPrefix(fields[1], []byte("rw")) || string(fields[4]) != "0" {
-			continue
-		}
-		from, to, found := bytes.Cut(fields[0], []byte("-"))
-		if !found {
-			continue
-		}
-		l, err1 := strconv.ParseUint(string(from), 16, 64)
-		h, err2 := strconv.ParseUint(string(to), 16, 64)
-		if err1 == nil && err2 == nil && uintptr(l) <= a && a < uintptr(h) {
-			return uintptr(l), uintptr(h), true
+// heapMapping returns the writable anonymous mapping holding address a.
+func heapMapping(maps []prefault.Mapping, a uintptr) (prefault.Mapping, bool) {
+	for _, m := range maps {
+		if m.Anon && m.Writable() && m.Lo <= a && a < m.Hi {
+			return m, true
 		}
 	}
-	return 0, 0, false
+	return prefault.Mapping{}, false
 }
 
 // adviseHuge marks [lo, hi) for transparent huge pages.

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"unsafe"
+
+	"github.com/changedigest/changedigest/internal/prefault"
 )
 
 func TestHugeHeapMarksTheHeap(t *testing.T) {
@@ -17,7 +19,8 @@ func TestHugeHeapMarksTheHeap(t *testing.T) {
 	}
 	hugeHeap()
 	p := make([]byte, 1<<20) // a new span, in the heap marked above
-	lo, hi, ok := mappingOf(uintptr(unsafe.Pointer(&p[0])))
+	m, ok := heapMapping(prefault.ReadMaps(), uintptr(unsafe.Pointer(&p[0])))
+	lo, hi := m.Lo, m.Hi
 	if !ok {
 		t.Fatalf("no mapping holds the heap object at %p", &p[0])
 	}

@@ -10,6 +10,9 @@
 // executable's read-only pages ahead of use (they are in the page cache
 // once the program has run) costs less than a tenth of that.
 //
+// ReadMaps gives the process's mappings as it reads them, for other
+// start-up work on memory (the huge-page heap of a short command).
+//
 // Import it for its effect, first among the imports of package main, so that
 // it runs before the other packages' init:
 //

@@ -10,10 +10,27 @@ const madvPopulateRead = 22
 // The package imports syscall alone, so that its init runs as soon as
 // that package's has.
 func init() {
-	for _, m := range executableMappings(readMaps()) {
-		syscall.Syscall(syscall.SYS_MADVISE, m.lo, m.hi-m.lo, madvPopulateRead)
+	for _, m := range executableMappings(ReadMaps()) {
+		syscall.Syscall(syscall.SYS_MADVISE, m.Lo, m.Hi-m.Lo, madvPopulateRead)
 	}
 }
+
+// Mapping is a line of /proc/self/maps: the address range [Lo, Hi), its
+// permissions ("r-xp"), whether it is anonymous memory (no file behind
+// it: the heap, stacks) and the file or name it shows ("" for none).
+type Mapping struct {
+	Lo, Hi uintptr
+	Perm   string
+	Anon   bool
+	Path   string
+}
+
+// Writable reports whether the mapping may be written.
+func (m Mapping) Writable() bool { return len(m.Perm) > 1 && m.Perm[1] == 'w' }
+
+// ReadMaps returns the mappings of this process, from /proc/self/maps;
+// nil when it cannot be read.
+func ReadMaps() []Mapping { return parseMaps(readMaps()) }
 
 // readMaps returns /proc/self/maps, nil when it cannot be read.
 func readMaps() []byte {
@@ -41,15 +58,10 @@ func readMaps() []byte {
 	}
 }
 
-type mapping struct{ lo, hi uintptr }
-
-// executableMappings returns the mappings of the executable (the file of
-// the first line of /proc/self/maps) that are not writable: its code and
-// read-only data. Writable data is left to fault as it is used: mapped
-// ahead, each written page would be copied once more.
-func executableMappings(maps []byte) []mapping {
-	var exe string
-	var out []mapping
+// parseMaps reads the lines of a maps listing; lines it cannot read are
+// left out.
+func parseMaps(maps []byte) []Mapping {
+	var out []Mapping
 	for len(maps) > 0 {
 		line := maps
 		if i := indexByte(maps, '\n'); i >= 0 {
@@ -62,18 +74,8 @@ func executableMappings(maps []byte) []mapping {
 		for k := range f {
 			f[k], line = field(line)
 		}
-		path := string(trimSpace(line))
-		if len(path) == 0 || path[0] != '/' {
-			continue
-		}
-		if exe == "" {
-			exe = path
-		}
-		if path != exe || len(f[1]) < 2 || f[1][1] == 'w' {
-			continue
-		}
 		dash := indexByte(f[0], '-')
-		if dash < 0 {
+		if dash < 0 || len(f[4]) == 0 {
 			continue
 		}
 		lo, ok1 := hex(f[0][:dash])
@@ -81,7 +83,29 @@ func executableMappings(maps []byte) []mapping {
 		if !ok1 || !ok2 || hi <= lo {
 			continue
 		}
-		out = append(out, mapping{lo, hi})
+		out = append(out, Mapping{Lo: lo, Hi: hi, Perm: string(f[1]),
+			Anon: string(f[4]) == "0", Path: string(trimSpace(line))})
+	}
+	return out
+}
+
+// executableMappings returns the mappings of the executable (the first
+// file in the listing) that are not writable: its code and read-only
+// data. Writable data is left to fault as it is used: mapped ahead, each
+// written page would be copied once more.
+func executableMappings(ms []Mapping) []Mapping {
+	var exe string
+	var out []Mapping
+	for _, m := range ms {
+		if m.Path == "" || m.Path[0] != '/' {
+			continue
+		}
+		if exe == "" {
+			exe = m.Path
+		}
+		if m.Path == exe && !m.Writable() {
+			out = append(out, m)
+		}
 	}
 	return out
 }
