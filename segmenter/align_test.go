@@ -10,60 +10,26 @@ import (
 )
 
 // alignByScan is align as it was first written: for each boundary, four
-// passes over every element of its kind, from the previous guess on.
-// align must give the same elements with its lookups.
+// passes over every element of its kind, from the previous guess on (the
+// candidates and their fit are align's own). align must give the same
+// elements with its lookups.
 func alignByScan(s *Segmenter, d *doc, bs []bound, regions []region) []int32 {
 	match := make([]int32, len(bs))
-	kinds := map[uint64][]int32{}
-	for _, b := range bs {
-		if !b.docStart {
-			kinds[b.kind] = nil
-		}
-	}
-	isRegion := make([]bool, len(d.elems))
-	for _, r := range regions {
-		if r.elem >= 0 && int(r.elem) < len(isRegion) {
-			isRegion[r.elem] = true
-		}
-	}
-	inRegion := func(ei int32) bool {
-		if regions == nil {
-			return true
-		}
-		t := int(d.elems[ei].tok)
-		for _, r := range regions {
-			if t > r.a && t < r.b {
-				return true
-			}
-		}
-		return false
-	}
-	for i := d.phantoms; i < len(d.elems); i++ {
-		e := &d.elems[i]
-		if l, ok := kinds[e.kind]; ok && d.toks[e.tok].kind == tStart {
-			kinds[e.kind] = append(l, int32(i))
-		}
-	}
+	c := newAlignCands(d, bs, regions)
 	prev := -1
 	for i, b := range bs {
 		if b.docStart {
 			match[i] = -1
 			continue
 		}
-		ok := func(ei int32) bool {
-			if b.region {
-				return isRegion[ei]
-			}
-			return !isRegion[ei] && inRegion(ei)
-		}
-		cands := kinds[b.kind]
+		cands := c.kinds[b.kind]
 		from := sort.Search(len(cands), func(k int) bool { return int(d.elems[cands[k]].tok) > prev })
 		best := int32(-1)
 		for pass := 0; pass < 4 && best < 0; pass++ {
 			for k := range cands {
 				ei := cands[(from+k)%len(cands)]
 				e := &d.elems[ei]
-				if !ok(ei) {
+				if !c.fits(b, ei) {
 					continue
 				}
 				var hit bool
@@ -90,12 +56,7 @@ func alignByScan(s *Segmenter, d *doc, bs []bound, regions []region) []int32 {
 		match[i] = best
 		prev = int(d.elems[best].tok)
 	}
-	keep := lisKeep(bs, match, d)
-	for i := range match {
-		if match[i] >= 0 && !keep[i] {
-			match[i] = lostBound
-		}
-	}
+	keepInOrder(bs, match, d)
 	return match
 }
 

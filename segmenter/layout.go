@@ -217,40 +217,7 @@ func (s *Segmenter) boundOf(d *doc, ei int32, region bool) bound {
 // elements of d (nil: the whole page).
 func (s *Segmenter) align(d *doc, bs []bound, regions []region) []int32 {
 	match := make([]int32, len(bs))
-	kinds := make(map[uint64][]int32, len(bs))
-	for _, b := range bs {
-		if !b.docStart {
-			kinds[b.kind] = nil
-		}
-	}
-	// A slice, not a map: it is read for every candidate of every bound.
-	isRegion := make([]bool, len(d.elems))
-	for _, r := range regions {
-		if r.elem >= 0 && int(r.elem) < len(isRegion) {
-			isRegion[r.elem] = true
-		}
-	}
-	inRegion := func(ei int32) bool {
-		if regions == nil {
-			return true
-		}
-		t := int(d.elems[ei].tok)
-		for _, r := range regions {
-			if t > r.a && t < r.b {
-				return true
-			}
-		}
-		return false
-	}
-	for i := d.phantoms; i < len(d.elems); i++ {
-		e := &d.elems[i]
-		if d.toks[e.tok].kind != tStart {
-			continue
-		}
-		if l, ok := kinds[e.kind]; ok {
-			kinds[e.kind] = append(l, int32(i))
-		}
-	}
+	c := newAlignCands(d, bs, regions)
 	// Cascades are hashed when first compared, kept by element.
 	cascades := make([]uint64, len(d.elems))
 	hashed := make([]bool, len(d.elems))
@@ -269,7 +236,7 @@ func (s *Segmenter) align(d *doc, bs []bound, regions []region) []int32 {
 		byCascade, byFull, byLoose = map[uint64][]int32{}, map[uint64][]int32{}, map[uint64][]int32{}
 		for i := d.phantoms; i < len(d.elems); i++ {
 			e := &d.elems[i]
-			if _, ok := kinds[e.kind]; !ok || d.toks[e.tok].kind != tStart {
+			if _, ok := c.kinds[e.kind]; !ok || d.toks[e.tok].kind != tStart {
 				continue
 			}
 			ei := int32(i)
@@ -295,13 +262,8 @@ func (s *Segmenter) align(d *doc, bs []bound, regions []region) []int32 {
 			match[i] = -1
 			continue
 		}
-		ok := func(ei int32) bool {
-			if b.region {
-				return isRegion[ei]
-			}
-			return !isRegion[ei] && inRegion(ei)
-		}
-		cands := kinds[b.kind]
+		ok := func(ei int32) bool { return c.fits(b, ei) }
+		cands := c.kinds[b.kind]
 		// first candidate after the previous guess
 		from := sort.Search(len(cands), func(k int) bool { return int(d.elems[cands[k]].tok) > prev })
 		best := int32(-1)
@@ -365,14 +327,76 @@ func (s *Segmenter) align(d *doc, bs []bound, regions []region) []int32 {
 		match[i] = best
 		prev = int(d.elems[best].tok)
 	}
-	// Keep the longest run of boundaries whose elements come in page order.
+	keepInOrder(bs, match, d)
+	return match
+}
+
+// alignCands are the elements of d a layout's boundaries may fall on.
+type alignCands struct {
+	d       *doc
+	regions []region
+	// kinds holds the start tags of each kind of boundary, in page order.
+	kinds map[uint64][]int32
+	// isRegion marks the zone elements: a slice, not a map, as it is
+	// read for every candidate of every boundary.
+	isRegion []bool
+}
+
+func newAlignCands(d *doc, bs []bound, regions []region) *alignCands {
+	c := &alignCands{d: d, regions: regions, kinds: make(map[uint64][]int32, len(bs)), isRegion: make([]bool, len(d.elems))}
+	for _, b := range bs {
+		if !b.docStart {
+			c.kinds[b.kind] = nil
+		}
+	}
+	for _, r := range regions {
+		if r.elem >= 0 && int(r.elem) < len(c.isRegion) {
+			c.isRegion[r.elem] = true
+		}
+	}
+	for i := d.phantoms; i < len(d.elems); i++ {
+		e := &d.elems[i]
+		if d.toks[e.tok].kind != tStart {
+			continue
+		}
+		if l, ok := c.kinds[e.kind]; ok {
+			c.kinds[e.kind] = append(l, int32(i))
+		}
+	}
+	return c
+}
+
+// fits reports whether element ei may hold boundary b: a zone element for
+// a zone's boundary, otherwise an element inside the zones (the whole
+// page when there are none) that is not one.
+func (c *alignCands) fits(b bound, ei int32) bool {
+	if b.region {
+		return c.isRegion[ei]
+	}
+	if c.isRegion[ei] {
+		return false
+	}
+	if c.regions == nil {
+		return true
+	}
+	t := int(c.d.elems[ei].tok)
+	for _, r := range c.regions {
+		if t > r.a && t < r.b {
+			return true
+		}
+	}
+	return false
+}
+
+// keepInOrder keeps the longest run of boundaries whose elements come in
+// page order; the others are lost.
+func keepInOrder(bs []bound, match []int32, d *doc) {
 	keep := lisKeep(bs, match, d)
 	for i := range match {
 		if match[i] >= 0 && !keep[i] {
 			match[i] = lostBound
 		}
 	}
-	return match
 }
 
 // nearCandidates is how many candidates after the previous guess align
