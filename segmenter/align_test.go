@@ -10,9 +10,9 @@ import (
 )
 
 // alignByScan is align as it was first written: for each boundary, four
-// passes over every element of its kind, from the previous guess on (the
-// candidates and their fit are align's own). align must give the same
-// elements with its lookups.
+// passes over every element of its kind, from the previous guess on
+// (alignCands.scan, which align keeps for short lists of candidates).
+// align must give the same elements with its lookups.
 func alignByScan(s *Segmenter, d *doc, bs []bound, regions []region) []int32 {
 	match := make([]int32, len(bs))
 	c := newAlignCands(d, bs, regions)
@@ -24,31 +24,7 @@ func alignByScan(s *Segmenter, d *doc, bs []bound, regions []region) []int32 {
 		}
 		cands := c.kinds[b.kind]
 		from := sort.Search(len(cands), func(k int) bool { return int(d.elems[cands[k]].tok) > prev })
-		best := int32(-1)
-		for pass := 0; pass < 4 && best < 0; pass++ {
-			for k := range cands {
-				ei := cands[(from+k)%len(cands)]
-				e := &d.elems[ei]
-				if !c.fits(b, ei) {
-					continue
-				}
-				var hit bool
-				switch pass {
-				case 0:
-					hit = e.full == b.full && d.cascade(ei, s.Cascade) == b.cascade
-				case 1:
-					hit = d.cascade(ei, s.Cascade) == b.cascade
-				case 2:
-					hit = e.full == b.full
-				case 3:
-					hit = e.id1 > e.id0 && e.loose == b.loose
-				}
-				if hit {
-					best = ei
-					break
-				}
-			}
-		}
+		best := c.scan(b, cands, from, func(ei int32) uint64 { return d.cascade(ei, s.Cascade) })
 		if best < 0 {
 			match[i] = lostBound
 			continue

@@ -266,17 +266,22 @@ func (s *Segmenter) align(d *doc, bs []bound, regions []region) []int32 {
 		cands := c.kinds[b.kind]
 		// first candidate after the previous guess
 		from := sort.Search(len(cands), func(k int) bool { return int(d.elems[cands[k]].tok) > prev })
+		// Each of the passes of scan takes the first candidate that fits
+		// after the previous guess, then before it. A short list is
+		// scanned; in a long one the candidates next to the guess are
+		// looked at first (a boundary whose cascade and path are
+		// unchanged is most often one of them), then the lookups give
+		// what the passes would.
 		best := int32(-1)
-		// 1: cascade and path; 2: cascade; 3: path; 4: same id path (ids
-		// are unique). Each pass takes the first candidate that fits after
-		// the previous guess, then before it. The candidates next to the
-		// guess are looked at first: a boundary whose cascade and path
-		// are unchanged is most often one of them.
-		for k := 0; k < min(len(cands), nearCandidates); k++ {
-			ei := cands[(from+k)%len(cands)]
-			if ok(ei) && d.elems[ei].full == b.full && casc(ei) == b.cascade {
-				best = ei
-				break
+		if len(cands) <= nearCandidates {
+			best = c.scan(b, cands, from, casc)
+		} else {
+			for k := range nearCandidates {
+				ei := cands[(from+k)%len(cands)]
+				if ok(ei) && d.elems[ei].full == b.full && casc(ei) == b.cascade {
+					best = ei
+					break
+				}
 			}
 		}
 		if best < 0 && len(cands) > nearCandidates {
@@ -296,28 +301,6 @@ func (s *Segmenter) align(d *doc, bs []bound, regions []region) []int32 {
 					e := &d.elems[ei]
 					return e.id1 > e.id0 && sameKind(ei)
 				})
-			}
-		}
-		for pass := 1; pass < 4 && best < 0 && len(cands) <= nearCandidates; pass++ {
-			for k := range cands {
-				ei := cands[(from+k)%len(cands)]
-				e := &d.elems[ei]
-				if !ok(ei) {
-					continue
-				}
-				var hit bool
-				switch pass {
-				case 1:
-					hit = casc(ei) == b.cascade
-				case 2:
-					hit = e.full == b.full
-				case 3:
-					hit = e.id1 > e.id0 && e.loose == b.loose
-				}
-				if hit {
-					best = ei
-					break
-				}
 			}
 		}
 		if best < 0 {
@@ -386,6 +369,36 @@ func (c *alignCands) fits(b bound, ei int32) bool {
 		}
 	}
 	return false
+}
+
+// scan finds the element of cands (from cands[from] on, then from the
+// start) that holds boundary b, in four passes: 1, cascade and path; 2,
+// cascade; 3, path; 4, the same id path (ids are unique). -1: none.
+func (c *alignCands) scan(b bound, cands []int32, from int, casc func(int32) uint64) int32 {
+	for pass := range 4 {
+		for k := range cands {
+			ei := cands[(from+k)%len(cands)]
+			e := &c.d.elems[ei]
+			if !c.fits(b, ei) {
+				continue
+			}
+			var hit bool
+			switch pass {
+			case 0:
+				hit = e.full == b.full && casc(ei) == b.cascade
+			case 1:
+				hit = casc(ei) == b.cascade
+			case 2:
+				hit = e.full == b.full
+			case 3:
+				hit = e.id1 > e.id0 && e.loose == b.loose
+			}
+			if hit {
+				return ei
+			}
+		}
+	}
+	return -1
 }
 
 // keepInOrder keeps the longest run of boundaries whose elements come in
