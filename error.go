@@ -17,6 +17,7 @@ const (
 	ETOOLARGE     = "too_large"    // input over a size limit
 	EUNAVAILABLE  = "unavailable"  // a remote side failed or refused
 	ERATELIMIT    = "rate_limited" // too many requests
+	EBUSY         = "busy"         // cannot answer now (recovering); try again shortly
 )
 
 // Error is an error meant for the user: its Message is safe to show.

@@ -77,10 +77,18 @@ func withUser(r *http.Request, u *changedigest.User) *http.Request {
 }
 
 // loadSession puts the session's user, if any, in the request context.
+// A session the store cannot look up for now (EBUSY: a cluster replacing
+// a server) is a 503 with a Retry-After, not a visitor sent to log in
+// again.
 func (s *Server) loadSession(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if c, err := s.cookie(r, sessionCookie); err == nil && c.Value != "" {
-			if sess, err := s.Store.Session(r.Context(), c.Value); err == nil {
+			sess, err := s.Store.Session(r.Context(), c.Value)
+			if changedigest.ErrorCode(err) == changedigest.EBUSY {
+				s.pageError(w, r, err)
+				return
+			}
+			if err == nil {
 				if u, err := s.Store.User(r.Context(), sess.UserID); err == nil {
 					r = withUser(r, u)
 					r = r.WithContext(context.WithValue(r.Context(), keySession, c.Value))

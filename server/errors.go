@@ -23,6 +23,7 @@ var statusOf = map[string]int{
 	changedigest.ETOOLARGE:     http.StatusRequestEntityTooLarge,
 	changedigest.ERATELIMIT:    http.StatusTooManyRequests,
 	changedigest.EUNAVAILABLE:  http.StatusBadGateway,
+	changedigest.EBUSY:         http.StatusServiceUnavailable,
 }
 
 // titleOf names error pages.
@@ -35,6 +36,7 @@ var titleOf = map[int]string{
 	http.StatusRequestEntityTooLarge: "Too large",
 	http.StatusTooManyRequests:       "Too many attempts",
 	http.StatusBadGateway:            "The other side failed",
+	http.StatusServiceUnavailable:    "Not available right now",
 	http.StatusInternalServerError:   "Something went wrong",
 }
 
@@ -146,10 +148,17 @@ type rateLimited struct {
 func (e *rateLimited) Error() string { return e.err.Error() }
 func (e *rateLimited) Unwrap() error { return e.err }
 
+// busyRetryAfter is the Retry-After of an EBUSY answer, in seconds: about
+// the time a cluster takes to replace a server that stopped.
+const busyRetryAfter = 5
+
 func retryAfterOf(err error) int {
 	var rl *rateLimited
 	if errors.As(err, &rl) {
 		return rl.after
+	}
+	if changedigest.ErrorCode(err) == changedigest.EBUSY {
+		return busyRetryAfter
 	}
 	return 0
 }
