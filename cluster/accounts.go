@@ -521,13 +521,16 @@ func (s Store) UserByName(ctx context.Context, name string) (*changedigest.User,
 // Session returns the live session of this token: from this node's copy,
 // or, when the copy does not hold it (a login on another node a moment
 // ago), from the cluster. Errors: ENOTFOUND for an unknown or expired
-// token.
+// token; EBUSY when the cluster does not answer.
 func (s Store) Session(ctx context.Context, token string) (*pet.Session, error) {
 	ss, err := s.Store.Session(ctx, token)
 	if err == nil || token == "" || !errors.Is(err, pet.ErrNotFound) {
 		return ss, err
 	}
 	m, ferr := s.Node.Conn.findAccount(ctx, "session.*."+hex.EncodeToString(pet.SecretHash(token)))
+	if transient(ferr) {
+		return nil, fmt.Errorf("cluster: find session: %w", unavailable(ferr))
+	}
 	var got pet.Session
 	if ferr != nil || m == nil || json.Unmarshal(m.Data, &got) != nil || !time.Now().Before(got.ExpiresAt) {
 		return nil, err

@@ -102,11 +102,7 @@ func askWatch[T any](ctx context.Context, n *Node, q watchQuestion) (T, error) {
 		}
 		return v.(T), nil
 	}
-	live, err := liveNodes(ctx, n.Conn, n.now())
-	if err != nil {
-		return out, fmt.Errorf("cluster: read watch %d: list nodes: %w", q.ID, err)
-	}
-	answers, err := n.scatter(ctx, watchSubject, q, live)
+	answers, err := n.scatter(ctx, watchSubject, q)
 	if err != nil {
 		if errors.Is(err, pet.ErrNotFound) {
 			return out, changedigest.Errorf(changedigest.ENOTFOUND, "watch %d not found", q.ID)
@@ -229,11 +225,7 @@ func (s Store) WatchPage(ctx context.Context, userID int64, q pet.WatchQuery) (*
 
 // ask puts a question about watches to every live node.
 func (n *Node) ask(ctx context.Context, q watchQuestion) ([]json.RawMessage, error) {
-	live, err := liveNodes(ctx, n.Conn, n.now())
-	if err != nil {
-		return nil, fmt.Errorf("cluster: list nodes: %w", err)
-	}
-	answers, err := n.scatter(ctx, watchSubject, q, live)
+	answers, err := n.scatter(ctx, watchSubject, q)
 	if errors.Is(err, pet.ErrNotFound) {
 		return nil, nil
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/changedigest/changedigest"
 	"github.com/changedigest/changedigest/pet"
 )
 
@@ -27,6 +28,28 @@ type answer struct {
 	Err  string          `json:"err,omitempty"`
 	// NotFound marks an error that means "not in this view".
 	NotFound bool `json:"not_found,omitempty"`
+	// Code and Message are the error's code and its message for users
+	// (changedigest.ErrorCode and ErrorMessage).
+	Code    string `json:"code,omitempty"`
+	Message string `json:"message,omitempty"`
+}
+
+// failed records err in the answer.
+func (r *answer) failed(err error) {
+	r.Err, r.NotFound = err.Error(), errors.Is(err, pet.ErrNotFound)
+	r.Code, r.Message = changedigest.ErrorCode(err), changedigest.ErrorMessage(err)
+}
+
+// err is the error a node answered, with its code: a node that could
+// not answer for the cluster is errUnavailable here too.
+func (r *answer) err(subject string) error {
+	switch r.Code {
+	case changedigest.EBUSY:
+		return fmt.Errorf("cluster: %s on %s: %w (%s)", subject, r.Node, errUnavailable, r.Err)
+	case "", changedigest.EINTERNAL:
+		return fmt.Errorf("cluster: %s on %s: %s", subject, r.Node, r.Err)
+	}
+	return fmt.Errorf("cluster: %s on %s: %w", subject, r.Node, &changedigest.Error{Code: r.Code, Message: r.Message})
 }
 
 // serveQuestions answers the other nodes' searches and change listings
@@ -56,9 +79,9 @@ func (n *Node) serveQuestions() ([]*nats.Subscription, error) {
 			res, err := ask(ctx, m.Data)
 			cancel()
 			if err != nil {
-				r.Err, r.NotFound = err.Error(), errors.Is(err, pet.ErrNotFound)
+				r.failed(err)
 			} else if r.Data, err = json.Marshal(res); err != nil {
-				r.Err = err.Error()
+				r.failed(err)
 			}
 			data, _ := json.Marshal(r)
 			m.Respond(data)
@@ -78,12 +101,8 @@ func (n *Node) serveQuestions() ([]*nats.Subscription, error) {
 // owns) and merges their hits newest first, as one store would list
 // them: each node gives its first Offset+Limit hits (in pages of 100, the
 // store's most), and the page is cut from the merged list. Every live
-// node must answer within 5 s.
+// node must answer (see scatter).
 func (n *Node) Search(ctx context.Context, q pet.Query) (*pet.Results, error) {
-	live, err := liveNodes(ctx, n.Conn, n.now())
-	if err != nil {
-		return nil, fmt.Errorf("cluster: search: list nodes: %w", err)
-	}
 	limit := q.Limit
 	if limit <= 0 {
 		limit = 20
@@ -93,7 +112,7 @@ func (n *Node) Search(ctx context.Context, q pet.Query) (*pet.Results, error) {
 	for off := 0; off < need; off += 100 {
 		sub := q
 		sub.Offset, sub.Limit = off, min(100, need-off)
-		answers, err := n.scatter(ctx, searchSubject, sub, live)
+		answers, err := n.scatter(ctx, searchSubject, sub)
 		if err != nil {
 			return nil, err
 		}
@@ -130,11 +149,19 @@ func (n *Node) Search(ctx context.Context, q pet.Query) (*pet.Results, error) {
 	return merged, nil
 }
 
-// scatter asks every node the question and waits for the live ones'
-// answers ("not in this view" answers are left out; nil when every node
-// gave one).
-func (n *Node) scatter(ctx context.Context, subject string, question any, live map[string]bool) ([]json.RawMessage, error) {
+// scatter asks every live node the question and gathers the answers
+// ("not in this view" answers are left out; nil when every node gave
+// one). A node that gives no answer within the wait (a lease and a
+// second) is left out when its lease has run out meanwhile: it stopped,
+// and its shards go to the others. Any other silence, or JetStream not
+// answering, is errUnavailable (EBUSY); an error a node answers keeps
+// its code.
+func (n *Node) scatter(ctx context.Context, subject string, question any) ([]json.RawMessage, error) {
 	c := n.Conn
+	live, err := liveNodes(ctx, c, n.now())
+	if err != nil {
+		return nil, fmt.Errorf("cluster: %s: list nodes: %w", subject, unavailable(err))
+	}
 	data, err := json.Marshal(question)
 	if err != nil {
 		return nil, err
@@ -142,18 +169,19 @@ func (n *Node) scatter(ctx context.Context, subject string, question any, live m
 	inbox := c.nc.NewRespInbox()
 	replies, err := c.nc.SubscribeSync(inbox)
 	if err != nil {
-		return nil, fmt.Errorf("cluster: %s: %w", subject, err)
+		return nil, fmt.Errorf("cluster: %s: %w", subject, unavailable(err))
 	}
 	defer replies.Unsubscribe()
 	if err := c.nc.PublishRequest(subject, inbox, data); err != nil {
-		return nil, fmt.Errorf("cluster: %s: %w", subject, err)
+		return nil, fmt.Errorf("cluster: %s: %w", subject, unavailable(err))
 	}
 	var (
 		out      []json.RawMessage
 		notFound error
 	)
 	answered := map[string]bool{}
-	wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	wait := c.Config.Lease + time.Second
+	wctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	for len(answered) < len(live) {
 		m, err := replies.NextMsgWithContext(wctx)
@@ -170,14 +198,23 @@ func (n *Node) scatter(ctx context.Context, subject string, question any, live m
 			notFound = fmt.Errorf("%w: %s", pet.ErrNotFound, r.Err)
 		case r.Err != "":
 			// The same mistake (a bad query) on every node: say it once.
-			return nil, fmt.Errorf("cluster: %s on %s: %s", subject, r.Node, r.Err)
+			return nil, r.err(subject)
 		default:
 			out = append(out, r.Data)
 		}
 	}
-	for name := range live {
-		if !answered[name] {
-			return nil, fmt.Errorf("cluster: %s: node %s did not answer within 5 s", subject, name)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if len(answered) < len(live) {
+		still, err := liveNodes(ctx, c, n.now())
+		if err != nil {
+			return nil, fmt.Errorf("cluster: %s: list nodes: %w", subject, unavailable(err))
+		}
+		for name := range live {
+			if !answered[name] && still[name] {
+				return nil, fmt.Errorf("cluster: %s: node %s did not answer within %s: %w", subject, name, wait, errUnavailable)
+			}
 		}
 	}
 	if len(out) == 0 && notFound != nil {
@@ -190,11 +227,7 @@ func (n *Node) scatter(ctx context.Context, subject string, question any, live m
 // node's view, newest first, at most f.Limit (50 unless set): what feeds
 // and digests read.
 func (n *Node) Changes(ctx context.Context, f pet.ChangeFilter) ([]pet.Event, error) {
-	live, err := liveNodes(ctx, n.Conn, n.now())
-	if err != nil {
-		return nil, fmt.Errorf("cluster: changes: list nodes: %w", err)
-	}
-	answers, err := n.scatter(ctx, changesSubject, f, live)
+	answers, err := n.scatter(ctx, changesSubject, f)
 	if err != nil {
 		return nil, err
 	}

@@ -19,10 +19,12 @@ import (
 // check read the newest one; this check's version is not stored.
 var errRaced = errors.New("cluster: another check stored a version of this watch first")
 
-// errUnavailable marks a check that failed because JetStream did not
-// answer (a stream electing a leader after a server died), not because
-// of the page: the worker puts it back to be run again.
-var errUnavailable = errors.New("JetStream did not answer")
+// errUnavailable marks a failure because the cluster did not answer in
+// time (a stream electing a leader after a server died, a node that
+// stopped), not because of the page or the request: the worker puts such
+// a check back to be run again, and the web server answers 503 with a
+// Retry-After (EBUSY).
+var errUnavailable = changedigest.Errorf(changedigest.EBUSY, "the cluster did not answer in time (it may be replacing a server that stopped); try again in a few seconds")
 
 // unavailable wraps err with errUnavailable when it is transient.
 func unavailable(err error) error {

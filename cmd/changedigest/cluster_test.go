@@ -213,11 +213,17 @@ func TestClusterKill(t *testing.T) {
 		t.Fatalf("no node says it made the administrator, or a node did not say where it runs: %q", sites)
 	}
 	web := webLogin(t, sites[2], "admin", password)
+	// While the cluster replaces a server, a page may answer 503 with a
+	// Retry-After, as a reader's reload would, never an error of its own.
 	signedIn := func(when string, nodes ...int) {
 		t.Helper()
 		for _, i := range nodes {
-			if code := webGet(t, web, sites[i]+"/settings"); code != http.StatusOK {
+			code, busy := webGetRetrying(t, web, sites[i]+"/settings", 30*time.Second)
+			if code != http.StatusOK {
 				t.Errorf("%s: the session made on node 2 gets %d from node %d's settings page", when, code, i)
+			}
+			if busy > 0 {
+				t.Logf("%s: node %d's settings page answered 503 %d times before 200", when, i, busy)
 			}
 		}
 	}
@@ -365,11 +371,21 @@ func webLogin(t *testing.T, site, name, password string) *http.Client {
 		t.Fatalf("%s/login has no form token", site)
 	}
 	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	resp, err = c.PostForm(site+"/login", url.Values{"csrf_token": {string(m[1])}, "name": {name}, "password": {password}})
-	if err != nil {
-		t.Fatal(err)
+	// A 503 (the cluster replacing a server) is tried again after its
+	// Retry-After, for up to 30 s.
+	for end := time.Now().Add(30 * time.Second); ; {
+		resp, err = c.PostForm(site+"/login", url.Values{"csrf_token": {string(m[1])}, "name": {name}, "password": {password}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		after, err := strconv.Atoi(resp.Header.Get("Retry-After"))
+		if resp.StatusCode != http.StatusServiceUnavailable || err != nil || time.Now().After(end) {
+			break
+		}
+		t.Logf("logging in as %s at %s: 503, again in %d s", name, site, after)
+		time.Sleep(time.Duration(after) * time.Second)
 	}
-	resp.Body.Close()
 	if resp.StatusCode != http.StatusSeeOther {
 		t.Fatalf("logging in as %s at %s: %s", name, site, resp.Status)
 	}
@@ -386,6 +402,26 @@ func webGet(t *testing.T, c *http.Client, u string) int {
 	}
 	resp.Body.Close()
 	return resp.StatusCode
+}
+
+// webGetRetrying is webGet that follows 503 answers' Retry-After for up
+// to patience; it returns the last status and how many 503s came first.
+// A 503 without a Retry-After is returned at once.
+func webGetRetrying(t *testing.T, c *http.Client, u string, patience time.Duration) (code, busy int) {
+	t.Helper()
+	for end := time.Now().Add(patience); ; busy++ {
+		resp, err := c.Get(u)
+		if err != nil {
+			t.Errorf("GET %s: %v", u, err)
+			return 0, busy
+		}
+		resp.Body.Close()
+		after, err := strconv.Atoi(resp.Header.Get("Retry-After"))
+		if resp.StatusCode != http.StatusServiceUnavailable || err != nil || time.Now().After(end) {
+			return resp.StatusCode, busy
+		}
+		time.Sleep(time.Duration(after) * time.Second)
+	}
 }
 
 func lagless(st *cluster.Status) bool {
