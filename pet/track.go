@@ -156,12 +156,29 @@ type packed struct {
 	base uint64 // delta base chunk, 0 for none
 }
 
+// minDelta is the size below which a piece is not tried as a delta: it
+// deflates to a few bytes anyway.
+const minDelta = 64
+
+// deltaEnough is how many times smaller than its piece a delta must be to
+// be kept without deflating the piece to compare: deflate does not shrink
+// a page's text that much, and a one-word edit of a piece gives a delta
+// of some tens of bytes.
+const deltaEnough = 16
+
+// smallDelta reports whether delta (nil for none) is small enough for
+// data that deflating data is not worth trying (see deltaEnough).
+func smallDelta(delta, data []byte) bool {
+	return delta != nil && len(delta)*deltaEnough <= len(data)
+}
+
 // packNew compresses the pieces not yet stored, before the write
 // transaction takes the lock. A changed piece is tried as a delta against
 // the chunk at its place in the watch's latest version (by position, and
 // after or before its unchanged neighbours), so an edited paragraph costs
-// the edit, not the paragraph. A piece stored meanwhile is compressed
-// again inside the transaction. The layout is tried as a delta against
+// the edit, not the paragraph; the piece is deflated whole only when no
+// delta is a sixteenth of its size (smallDelta). A piece stored meanwhile
+// is compressed again inside the transaction. The layout is tried as a delta against
 // the latest version's layout likewise: the boundaries of most segments
 // stay the same from one version to the next.
 func (s *Store) packNew(watchID int64, pieces []piece, layout []byte) ([]packed, packed) {
@@ -209,39 +226,44 @@ func (s *Store) packNew(watchID int64, pieces []piece, layout []byte) ([]packed,
 				continue
 			}
 			done[p.sum] = true
-			out[i].blob = pack(p.data)
-			if len(prev) == 0 || len(out[i].blob) < 32 {
-				continue
-			}
-			var cands []int
-			if i < len(prev) {
-				cands = append(cands, i)
-			}
-			if j, ok := stored(i - 1); ok && j+1 < len(prev) {
-				cands = append(cands, j+1)
-			}
-			if j, ok := stored(i + 1); ok && j > 0 {
-				cands = append(cands, j-1)
-			}
-			tried := map[uint64]bool{}
-			for _, j := range cands {
-				base := prev[j]
-				if tried[base] {
-					continue
+			var best packed
+			if len(prev) > 0 && len(p.data) >= minDelta {
+				var cands []int
+				if i < len(prev) {
+					cands = append(cands, i)
 				}
-				tried[base] = true
-				baseData, err := readChunk(tx, base, maxChunk)
-				if err != nil {
-					continue
+				if j, ok := stored(i - 1); ok && j+1 < len(prev) {
+					cands = append(cands, j+1)
 				}
-				if d := deltaPack(p.data, base, data.Get(key(base)), baseData); d != nil && len(d) < len(out[i].blob) {
-					out[i] = packed{blob: d, base: base}
+				if j, ok := stored(i + 1); ok && j > 0 {
+					cands = append(cands, j-1)
+				}
+				tried := map[uint64]bool{}
+				for _, j := range cands {
+					base := prev[j]
+					if tried[base] {
+						continue
+					}
+					tried[base] = true
+					baseData, err := readChunk(tx, base, maxChunk)
+					if err != nil {
+						continue
+					}
+					if d := deltaPack(p.data, base, data.Get(key(base)), baseData); d != nil && (best.blob == nil || len(d) < len(best.blob)) {
+						best = packed{blob: d, base: base}
+					}
 				}
 			}
+			if !smallDelta(best.blob, p.data) {
+				if plain := pack(p.data); best.blob == nil || len(plain) <= len(best.blob) {
+					best = packed{blob: plain}
+				}
+			}
+			out[i] = best
 		}
 		return nil
 	})
-	if lp.blob != nil {
+	if lp.blob != nil && !smallDelta(lp.blob, layout) {
 		if plain := pack(layout); len(plain) <= len(lp.blob) {
 			lp = packed{}
 		}
