@@ -266,3 +266,30 @@ func TestLikelyNewVersions(t *testing.T) {
 		t.Errorf("likelyNewVersions = %d, want 2", n)
 	}
 }
+
+func TestCheckProcs(t *testing.T) {
+	watches := func(urls ...string) []*changedigest.Watch {
+		var ws []*changedigest.Watch
+		for _, u := range urls {
+			ws = append(ws, &changedigest.Watch{URL: u})
+		}
+		return ws
+	}
+	for _, tc := range []struct {
+		name    string
+		ws      []*changedigest.Watch
+		workers int
+		want    int
+	}{
+		{"one host, many pages", watches("http://a.example/1", "http://a.example/2", "https://A.example/3", "http://a.example:80/4"), 8, 1},
+		{"one host and port", watches("http://127.0.0.1:8080/1", "http://127.0.0.1:8080/2"), 8, 1},
+		{"ports are hosts", watches("http://127.0.0.1:8080/1", "http://127.0.0.1:8081/2", "http://127.0.0.2:8080/3"), 8, 3},
+		{"fewer workers", watches("http://a.example/", "http://b.example/", "http://c.example/"), 2, 2},
+		{"no watches", nil, 8, 1},
+		{"no workers", watches("http://a.example/", "http://b.example/"), 0, 1},
+	} {
+		if got := checkProcs(tc.ws, tc.workers); got != tc.want {
+			t.Errorf("%s: checkProcs = %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}
