@@ -43,6 +43,10 @@ type Snapshot struct {
 	// version's significance is found without reading this one again;
 	// nil when not known (versions stored before it was kept).
 	Print *TextPrint `json:"-"`
+	// Weight is what an HTML page shows against what its scripts weigh,
+	// as the segmenter read it; nil for feeds and documents. Whether the
+	// page looks like an empty frame its scripts fill in is told from it.
+	Weight *PageWeight `json:"-"`
 
 	// Screenshot of a version rendered in a browser; nil for fetched
 	// pages. Stored beside the version, its image once across versions.
@@ -65,6 +69,16 @@ type Segment struct {
 	// unknown. Ranges of one snapshot are ordered and do not overlap.
 	Start int `json:"start"`
 	End   int `json:"end"`
+}
+
+// PageWeight measures an HTML page's visible text against its scripts.
+type PageWeight struct {
+	// Text counts the non-space characters of the text a reader sees:
+	// outside scripts, styles, templates, noscript and titles.
+	Text int
+	// InlineScript is the bytes of script source in the page;
+	// ExternalScripts the scripts it loads from a src.
+	InlineScript, ExternalScripts int
 }
 
 // Hashes returns the segment hashes in order: one row of the signature matrix.

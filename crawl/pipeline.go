@@ -184,7 +184,14 @@ func (p *Pipeline) Check(ctx context.Context, w *changedigest.Watch) (Outcome, e
 		return Outcome{}, fmt.Errorf("crawl: store a version of %s: %w", w, err)
 	}
 	snap.Seq = seq
-	shell := w.Render != changedigest.RenderBrowser && snap.Kind == changedigest.KindPage && LooksLikeShell(res.Raw, res.ContentType)
+	shell := false
+	if w.Render != changedigest.RenderBrowser && snap.Kind == changedigest.KindPage {
+		if snap.Weight != nil {
+			shell = ShellWeight(*snap.Weight)
+		} else {
+			shell = LooksLikeShell(res.Raw, res.ContentType)
+		}
+	}
 	if w.Kind != snap.Kind || (w.Title == "" && snap.Title != "") || w.LooksLikeShell != shell {
 		updated, err := p.Track.UpdateWatch(ctx, w.UserID, w.ID, func(x *changedigest.Watch) error {
 			x.Kind = snap.Kind

@@ -595,10 +595,12 @@ func (s *Segmenter) DetectPage(in Input) (*changedigest.Snapshot, error) {
 		return nil, err
 	}
 	defer d.release()
+	weight := d.weight
 	snap := &changedigest.Snapshot{
-		Kind:  changedigest.KindPage,
-		Title: d.title,
-		Size:  len(in.Body),
+		Kind:   changedigest.KindPage,
+		Title:  d.title,
+		Size:   len(in.Body),
+		Weight: &weight,
 	}
 	var (
 		pv    *pageVersion

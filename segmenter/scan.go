@@ -9,6 +9,8 @@ import (
 
 	"golang.org/x/net/html"
 	"golang.org/x/net/html/atom"
+
+	"github.com/changedigest/changedigest"
 )
 
 // A scanned version of a page. The tokenizer's stream is kept as a flat
@@ -83,6 +85,8 @@ type doc struct {
 	attrs []attrRec
 	norm  []byte
 	title string
+	// weight is the page's text against its scripts (see scanner.weigh).
+	weight changedigest.PageWeight
 	// phantoms is the number of leading elems that stand for ancestors
 	// outside a partial scan; base is the offset of body in the whole page.
 	phantoms int
@@ -286,6 +290,8 @@ type scanner struct {
 	textLead   bool // the open text started with whitespace
 	wsPending  bool
 	inTitle    bool
+	unseen     int  // open style, template, noscript and title tags (weigh)
+	scriptNext bool // the token before was a script start tag (weigh)
 	kv         []kvSpan
 	kvBuf      []byte // what kv's spans index: the raw tag, or kvCopy
 	kvCopy     []byte
@@ -321,6 +327,7 @@ func scan(body []byte, ancestors []step, first step) *doc {
 		s.counts = append(s.counts, tagCount{tag: tagKeyOf([]byte(first.Tag)), n: int32(first.Index - 1)})
 	}
 	d.phantoms = len(ancestors)
+	d.weight = changedigest.PageWeight{}
 	s.run()
 	s.d = nil
 	return d
@@ -355,17 +362,29 @@ func (s *scanner) run() {
 		tt := z.Next()
 		raw := z.Raw()
 		n := len(raw)
+		script := s.scriptNext
+		s.scriptNext = false
 		switch tt {
 		case html.ErrorToken:
 			s.flushText()
 			s.closeAll(len(s.d.body))
 			return
 		case html.TextToken:
+			if script {
+				s.d.weight.InlineScript += n
+			}
 			if s.rawText() {
+				if !script {
+					s.weighText(raw)
+				}
 				s.flushText()
 				s.addDigest(raw, off, off+n)
 			} else {
-				s.addText(z.Text(), off, off+n)
+				text := z.Text()
+				if !script {
+					s.weighText(text)
+				}
+				s.addText(text, off, off+n)
 			}
 		case html.CommentToken, html.DoctypeToken:
 			// Comments and doctypes are not content; text around a comment
@@ -392,16 +411,78 @@ func (s *scanner) run() {
 			} else {
 				tag = s.parseTag(raw)
 			}
+			if tt == html.StartTagToken {
+				s.weighStart(tag)
+			}
 			s.startTag(tag, tt == html.SelfClosingTagToken, off, off+n)
 		case html.EndTagToken:
 			s.flushText()
 			if n > 2 {
-				s.endTag(lowerName(&s.name, raw[2:]), off, off+n)
+				name := lowerName(&s.name, raw[2:])
+				s.weighEnd(name)
+				s.endTag(name, off, off+n)
 			}
 		}
 		off += n
 	}
 }
+
+// The page's weight (doc.weight) follows the tokens, not the light DOM,
+// so that it is what a plain read of the page gives: text inside open
+// style, template, noscript and title tags is not seen, and the text
+// right after a script start tag is its source.
+
+// weighStart counts a start tag (not self-closed) into the weight.
+func (s *scanner) weighStart(tag []byte) {
+	switch string(tag) {
+	case "script":
+		s.scriptNext = true
+		for _, a := range s.kv {
+			if string(s.kvBuf[a.k0:a.k1]) == "src" && len(bytes.TrimSpace(s.kvBuf[a.v0:a.v1])) > 0 {
+				s.d.weight.ExternalScripts++
+				break
+			}
+		}
+	case "style", "template", "noscript", "title":
+		s.unseen++
+	}
+}
+
+// weighEnd counts an end tag into the weight.
+func (s *scanner) weighEnd(name []byte) {
+	switch string(name) {
+	case "style", "template", "noscript", "title":
+		s.unseen = max(s.unseen-1, 0)
+	}
+}
+
+// weighText counts the non-space characters of a text outside unseen
+// tags into the weight (the text right after a script start tag is its
+// source, counted by run).
+func (s *scanner) weighText(text []byte) {
+	if s.unseen > 0 {
+		return
+	}
+	n := 0
+	for i := 0; i < len(text); {
+		if c := text[i]; c < utf8.RuneSelf {
+			if !asciiSpace[c] {
+				n++
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRune(text[i:])
+		if !unicode.IsSpace(r) {
+			n++
+		}
+		i += size
+	}
+	s.d.weight.Text += n
+}
+
+// asciiSpace marks the ASCII characters unicode.IsSpace takes for space.
+var asciiSpace = [utf8.RuneSelf]bool{'\t': true, '\n': true, '\v': true, '\f': true, '\r': true, ' ': true}
 
 // lowerName returns the tag name at the start of b (up to whitespace, '/'
 // or '>'), lower-cased into *buf.
