@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/blevesearch/bleve/v2"
-	"github.com/blevesearch/bleve/v2/analysis/lang/en"
 	"github.com/blevesearch/bleve/v2/index/scorch/mergeplan"
 	"github.com/blevesearch/bleve/v2/mapping"
 	bolt "go.etcd.io/bbolt"
@@ -42,11 +41,11 @@ const liveTerm = "live"
 
 func indexMapping() mapping.IndexMapping {
 	im := bleve.NewIndexMapping()
-	im.DefaultAnalyzer = en.AnalyzerName
+	im.DefaultAnalyzer = wordsAnalyzer
 	im.IndexDynamic, im.StoreDynamic, im.DocValuesDynamic = false, false, false
 	dm := bleve.NewDocumentStaticMapping()
 	text := bleve.NewTextFieldMapping()
-	text.Analyzer = en.AnalyzerName
+	text.Analyzer = wordsAnalyzer
 	text.Store, text.IncludeInAll, text.IncludeTermVectors, text.DocValues = false, false, true, false
 	text.SkipFreqNorm = true // hits are ordered by time, not score
 	dm.AddFieldMappingsAt(fText, text)
