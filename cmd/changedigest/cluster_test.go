@@ -373,18 +373,14 @@ func webLogin(t *testing.T, site, name, password string) *http.Client {
 	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	// A 503 (the cluster replacing a server) is tried again after its
 	// Retry-After, for up to 30 s.
-	for end := time.Now().Add(30 * time.Second); ; {
-		resp, err = c.PostForm(site+"/login", url.Values{"csrf_token": {string(m[1])}, "name": {name}, "password": {password}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		after, err := strconv.Atoi(resp.Header.Get("Retry-After"))
-		if resp.StatusCode != http.StatusServiceUnavailable || err != nil || time.Now().After(end) {
-			break
-		}
-		t.Logf("logging in as %s at %s: 503, again in %d s", name, site, after)
-		time.Sleep(time.Duration(after) * time.Second)
+	resp, busy, err := untilNotBusy(30*time.Second, func() (*http.Response, error) {
+		return c.PostForm(site+"/login", url.Values{"csrf_token": {string(m[1])}, "name": {name}, "password": {password}})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if busy > 0 {
+		t.Logf("logging in as %s at %s: 503 %d times first", name, site, busy)
 	}
 	if resp.StatusCode != http.StatusSeeOther {
 		t.Fatalf("logging in as %s at %s: %s", name, site, resp.Status)
@@ -392,33 +388,33 @@ func webLogin(t *testing.T, site, name, password string) *http.Client {
 	return c
 }
 
-// webGet returns the status of a GET, redirects not followed.
-func webGet(t *testing.T, c *http.Client, u string) int {
-	t.Helper()
-	resp, err := c.Get(u)
-	if err != nil {
-		t.Errorf("GET %s: %v", u, err)
-		return 0
-	}
-	resp.Body.Close()
-	return resp.StatusCode
-}
-
-// webGetRetrying is webGet that follows 503 answers' Retry-After for up
-// to patience; it returns the last status and how many 503s came first.
-// A 503 without a Retry-After is returned at once.
+// webGetRetrying returns the status of a GET (redirects not followed),
+// following 503 answers' Retry-After for up to patience, and how many
+// 503s came first.
 func webGetRetrying(t *testing.T, c *http.Client, u string, patience time.Duration) (code, busy int) {
 	t.Helper()
-	for end := time.Now().Add(patience); ; busy++ {
-		resp, err := c.Get(u)
+	resp, busy, err := untilNotBusy(patience, func() (*http.Response, error) { return c.Get(u) })
+	if err != nil {
+		t.Errorf("GET %s: %v", u, err)
+		return 0, busy
+	}
+	return resp.StatusCode, busy
+}
+
+// untilNotBusy makes a request again, after the Retry-After of each 503
+// answer, until it answers anything else or patience has passed; it
+// returns the last answer (its body closed) and how many 503s came first.
+// A 503 without a Retry-After is returned at once.
+func untilNotBusy(patience time.Duration, do func() (*http.Response, error)) (*http.Response, int, error) {
+	for end, busy := time.Now().Add(patience), 0; ; busy++ {
+		resp, err := do()
 		if err != nil {
-			t.Errorf("GET %s: %v", u, err)
-			return 0, busy
+			return nil, busy, err
 		}
 		resp.Body.Close()
 		after, err := strconv.Atoi(resp.Header.Get("Retry-After"))
 		if resp.StatusCode != http.StatusServiceUnavailable || err != nil || time.Now().After(end) {
-			return resp.StatusCode, busy
+			return resp, busy, nil
 		}
 		time.Sleep(time.Duration(after) * time.Second)
 	}
