@@ -1166,18 +1166,38 @@ func (s *Store) History(ctx context.Context, watchID int64, m int) ([][]string, 
 
 // matrix reads the segment hashes of the last m versions, newest first.
 // latest, when not nil, is the newest version already read: its row is
-// taken from it rather than read again.
+// taken from it rather than read again. A segment is read once for all
+// the rows: most are in every version.
 func matrix(tx *bolt.Tx, watchID int64, meta trackMeta, m int, latest *changedigest.Snapshot) ([][]string, error) {
 	var rows [][]string
+	hashes := map[uint64]string{}
 	for seq := meta.Latest; seq >= meta.Oldest && seq > 0 && len(rows) < m; seq-- {
-		snap := latest
-		if snap == nil || seq != snap.Seq {
-			var err error
-			if snap, _, err = readVersion(tx, watchID, seq, false); err != nil {
-				return nil, err
-			}
+		if latest != nil && seq == latest.Seq {
+			rows = append(rows, latest.Hashes())
+			continue
 		}
-		rows = append(rows, snap.Hashes())
+		v := tx.Bucket(bVersions).Get(id64(watchID, int64(seq)))
+		if v == nil {
+			return nil, notFoundf("version %d of watch %d not found", seq, watchID)
+		}
+		rec, err := decodeVersion(v)
+		if err != nil {
+			return nil, corruptf("version %d of watch %d: %v", seq, watchID, err)
+		}
+		row := make([]string, len(rec.segs))
+		for i, ref := range rec.segs {
+			h, ok := hashes[ref.id]
+			if !ok {
+				r, err := readSeg(tx, watchID, ref.id, false)
+				if err != nil {
+					return nil, err
+				}
+				h = r.Hash
+				hashes[ref.id] = h
+			}
+			row[i] = h
+		}
+		rows = append(rows, row)
 	}
 	return rows, nil
 }
