@@ -265,7 +265,7 @@ func (s *Store) packNew(watchID int64, pieces []piece, layout []byte) ([]packed,
 	})
 	if lp.blob != nil && !smallDelta(lp.blob, layout) {
 		if plain := pack(layout); len(plain) <= len(lp.blob) {
-			lp = packed{}
+			lp = packed{blob: plain}
 		}
 	}
 	return out, lp
