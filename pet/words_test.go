@@ -6,10 +6,13 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/blevesearch/bleve/v2/analysis"
+	"github.com/blevesearch/bleve/v2/analysis/lang/en"
 	"github.com/blevesearch/bleve/v2/analysis/tokenizer/unicode"
+	"github.com/blevesearch/bleve/v2/registry"
 
 	"github.com/changedigest/changedigest/internal/testenv"
 	"github.com/changedigest/changedigest/segmenter"
@@ -142,4 +145,60 @@ func BenchmarkWordTokenizer(b *testing.B) {
 			}
 		})
 	}
+}
+
+// TestWordsAnalyzer: the index's analyzer gives the terms of Bleve's
+// English analyzer on the segment texts of real pages, read by four
+// goroutines at once, the second time from remembered stems.
+func TestWordsAnalyzer(t *testing.T) {
+	dir := testenv.Corpus(t, "pages", "readability", "pages")
+	files, err := filepath.Glob(filepath.Join(dir, "*", "source.html"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no pages in %s: %v", dir, err)
+	}
+	seg := segmenter.New()
+	var texts [][]byte
+	for _, f := range files[:min(len(files), 40)] {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if snap, err := seg.Detect(segmenter.Input{Body: b}); err == nil {
+			for _, s := range snap.Segments {
+				texts = append(texts, []byte(s.Text))
+			}
+		}
+	}
+	cache := registry.NewCache()
+	ours, err := cache.AnalyzerNamed(wordsAnalyzer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bleves, err := cache.AnalyzerNamed(en.AnalyzerName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	terms := func(ts analysis.TokenStream) []analysis.Token {
+		out := make([]analysis.Token, len(ts))
+		for i, tk := range ts {
+			out[i] = *tk
+		}
+		return out
+	}
+	for round := range 2 {
+		var wg sync.WaitGroup
+		for g := range 4 {
+			wg.Go(func() {
+				for i := g; i < len(texts); i += 4 {
+					got, want := terms(ours.Analyze(texts[i])), terms(bleves.Analyze(texts[i]))
+					if !reflect.DeepEqual(got, want) {
+						t.Errorf("round %d, text %q: %d tokens differ from Bleve's %d", round, clipText(string(texts[i])), len(got), len(want))
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+	}
+	t.Logf("%d segment texts", len(texts))
 }
