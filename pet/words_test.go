@@ -81,28 +81,39 @@ func TestWordTokenizerRandom(t *testing.T) {
 // TestWordTokenizerCorpus compares the tokenizers on the segment texts of
 // real pages.
 func TestWordTokenizerCorpus(t *testing.T) {
-	dir := testenv.Corpus(t, "pages", "readability", "pages")
+	texts := segmentTexts(t, 0)
+	for _, text := range texts {
+		sameTokens(t, string(text))
+	}
+	t.Logf("%d segment texts", len(texts))
+}
+
+// segmentTexts returns the segment texts of the first n readability pages
+// of the corpus (of all of them when n <= 0), as the segmenter cuts them.
+func segmentTexts(tb testing.TB, n int) [][]byte {
+	tb.Helper()
+	dir := testenv.Corpus(tb, "pages", "readability", "pages")
 	files, err := filepath.Glob(filepath.Join(dir, "*", "source.html"))
 	if err != nil || len(files) == 0 {
-		t.Fatalf("no pages in %s: %v", dir, err)
+		tb.Fatalf("no pages in %s: %v", dir, err)
+	}
+	if n > 0 {
+		files = files[:min(n, len(files))]
 	}
 	seg := segmenter.New()
-	texts := 0
+	var texts [][]byte
 	for _, f := range files {
 		b, err := os.ReadFile(f)
 		if err != nil {
-			t.Fatal(err)
+			tb.Fatal(err)
 		}
-		snap, err := seg.Detect(segmenter.Input{Body: b})
-		if err != nil {
-			continue
-		}
-		for _, s := range snap.Segments {
-			sameTokens(t, s.Text)
-			texts++
+		if snap, err := seg.Detect(segmenter.Input{Body: b}); err == nil {
+			for _, s := range snap.Segments {
+				texts = append(texts, []byte(s.Text))
+			}
 		}
 	}
-	t.Logf("%d segment texts of %d pages", texts, len(files))
+	return texts
 }
 
 func FuzzWordTokenizer(f *testing.F) {
@@ -151,24 +162,7 @@ func BenchmarkWordTokenizer(b *testing.B) {
 // English analyzer on the segment texts of real pages, read by four
 // goroutines at once, the second time from remembered stems.
 func TestWordsAnalyzer(t *testing.T) {
-	dir := testenv.Corpus(t, "pages", "readability", "pages")
-	files, err := filepath.Glob(filepath.Join(dir, "*", "source.html"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no pages in %s: %v", dir, err)
-	}
-	seg := segmenter.New()
-	var texts [][]byte
-	for _, f := range files[:min(len(files), 40)] {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if snap, err := seg.Detect(segmenter.Input{Body: b}); err == nil {
-			for _, s := range snap.Segments {
-				texts = append(texts, []byte(s.Text))
-			}
-		}
-	}
+	texts := segmentTexts(t, 40)
 	cache := registry.NewCache()
 	ours, err := cache.AnalyzerNamed(wordsAnalyzer)
 	if err != nil {
