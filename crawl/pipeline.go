@@ -184,14 +184,8 @@ func (p *Pipeline) Check(ctx context.Context, w *changedigest.Watch) (Outcome, e
 		return Outcome{}, fmt.Errorf("crawl: store a version of %s: %w", w, err)
 	}
 	snap.Seq = seq
-	shell := false
-	if w.Render != changedigest.RenderBrowser && snap.Kind == changedigest.KindPage {
-		if snap.Weight != nil {
-			shell = ShellWeight(*snap.Weight)
-		} else {
-			shell = LooksLikeShell(res.Raw, res.ContentType)
-		}
-	}
+	// The segmenter weighed the page as it read it (only pages have a weight).
+	shell := w.Render != changedigest.RenderBrowser && snap.Weight != nil && ShellWeight(*snap.Weight)
 	if w.Kind != snap.Kind || (w.Title == "" && snap.Title != "") || w.LooksLikeShell != shell {
 		updated, err := p.Track.UpdateWatch(ctx, w.UserID, w.ID, func(x *changedigest.Watch) error {
 			x.Kind = snap.Kind
