@@ -178,9 +178,9 @@ func smallDelta(delta, data []byte) bool {
 // after or before its unchanged neighbours), so an edited paragraph costs
 // the edit, not the paragraph; the piece is deflated whole only when no
 // delta is a sixteenth of its size (smallDelta). A piece stored meanwhile
-// is compressed again inside the transaction. The layout is tried as a delta against
-// the latest version's layout likewise: the boundaries of most segments
-// stay the same from one version to the next.
+// is compressed again inside the transaction. The layout is tried as a
+// delta against the latest version's layout likewise: the boundaries of
+// most segments stay the same from one version to the next.
 func (s *Store) packNew(watchID int64, pieces []piece, layout []byte) ([]packed, packed) {
 	out := make([]packed, len(pieces))
 	var lp packed
@@ -1176,13 +1176,9 @@ func matrix(tx *bolt.Tx, watchID int64, meta trackMeta, m int, latest *changedig
 			rows = append(rows, latest.Hashes())
 			continue
 		}
-		v := tx.Bucket(bVersions).Get(id64(watchID, int64(seq)))
-		if v == nil {
-			return nil, notFoundf("version %d of watch %d not found", seq, watchID)
-		}
-		rec, err := decodeVersion(v)
+		rec, err := versionRecord(tx, watchID, seq)
 		if err != nil {
-			return nil, corruptf("version %d of watch %d: %v", seq, watchID, err)
+			return nil, err
 		}
 		row := make([]string, len(rec.segs))
 		for i, ref := range rec.segs {
@@ -1231,15 +1227,25 @@ func trackOf(tx *bolt.Tx, watchID int64) (trackMeta, error) {
 	return m, nil
 }
 
-// readVersion decodes a stored version; full adds segment texts and layout.
-func readVersion(tx *bolt.Tx, watchID int64, seq int, full bool) (*changedigest.Snapshot, *versionRec, error) {
+// versionRecord decodes the stored record of version seq. Errors:
+// ENOTFOUND when it is not stored; a corrupt record.
+func versionRecord(tx *bolt.Tx, watchID int64, seq int) (*versionRec, error) {
 	v := tx.Bucket(bVersions).Get(id64(watchID, int64(seq)))
 	if v == nil {
-		return nil, nil, notFoundf("version %d of watch %d not found", seq, watchID)
+		return nil, notFoundf("version %d of watch %d not found", seq, watchID)
 	}
 	rec, err := decodeVersion(v)
 	if err != nil {
-		return nil, nil, corruptf("version %d of watch %d: %v", seq, watchID, err)
+		return nil, corruptf("version %d of watch %d: %v", seq, watchID, err)
+	}
+	return rec, nil
+}
+
+// readVersion decodes a stored version; full adds segment texts and layout.
+func readVersion(tx *bolt.Tx, watchID int64, seq int, full bool) (*changedigest.Snapshot, *versionRec, error) {
+	rec, err := versionRecord(tx, watchID, seq)
+	if err != nil {
+		return nil, nil, err
 	}
 	h := &rec.hdr
 	snap := &changedigest.Snapshot{
