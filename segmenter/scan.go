@@ -85,7 +85,7 @@ type doc struct {
 	attrs []attrRec
 	norm  []byte
 	title string
-	// weight is the page's text against its scripts (see scanner.weigh).
+	// weight is the page's text against its scripts (see weighStart).
 	weight changedigest.PageWeight
 	// phantoms is the number of leading elems that stand for ancestors
 	// outside a partial scan; base is the offset of body in the whole page.
@@ -290,8 +290,8 @@ type scanner struct {
 	textLead   bool // the open text started with whitespace
 	wsPending  bool
 	inTitle    bool
-	unseen     int  // open style, template, noscript and title tags (weigh)
-	scriptNext bool // the token before was a script start tag (weigh)
+	unseen     int  // open tags whose text is not seen (weighStart)
+	scriptNext bool // the token before was a script start tag (weighStart)
 	kv         []kvSpan
 	kvBuf      []byte // what kv's spans index: the raw tag, or kvCopy
 	kvCopy     []byte
@@ -443,17 +443,28 @@ func (s *scanner) weighStart(tag []byte) {
 				break
 			}
 		}
-	case "style", "template", "noscript", "title":
-		s.unseen++
+	default:
+		if unseenTag(tag) {
+			s.unseen++
+		}
 	}
 }
 
 // weighEnd counts an end tag into the weight.
 func (s *scanner) weighEnd(name []byte) {
-	switch string(name) {
-	case "style", "template", "noscript", "title":
+	if unseenTag(name) {
 		s.unseen = max(s.unseen-1, 0)
 	}
+}
+
+// unseenTag reports whether a page's weight leaves out the text inside
+// tags of this name: styles, templates, noscript and titles.
+func unseenTag(name []byte) bool {
+	switch string(name) {
+	case "style", "template", "noscript", "title":
+		return true
+	}
+	return false
 }
 
 // weighText counts the non-space characters of a text outside unseen
