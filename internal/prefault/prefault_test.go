@@ -7,9 +7,9 @@ import (
 	"testing"
 )
 
-// TestExecutableMappings reads a maps listing, and finds the code and read-only data of the
-// executable in a maps listing, and leaves out its writable data, other
-// files, anonymous memory and the stack.
+// TestExecutableMappings reads a maps listing and finds the code and
+// read-only data of the executable in it, leaving out its writable data,
+// other files, anonymous memory and the stack.
 func TestExecutableMappings(t *testing.T) {
 	maps := []byte(`00400000-0142f000 r-xp 00000000 fd:01 1234                               /usr/local/bin/change digest
 0142f000-024c1000 r--p 0102f000 fd:01 1234                               /usr/local/bin/change digest
