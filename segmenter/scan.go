@@ -7,10 +7,10 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"golang.org/x/net/html"
 	"golang.org/x/net/html/atom"
 
 	"github.com/changedigest/changedigest"
+	"github.com/changedigest/changedigest/third_party/htmltoken"
 )
 
 // A scanned version of a page. The tokenizer's stream is kept as a flat
@@ -296,6 +296,7 @@ type scanner struct {
 	kvBuf      []byte // what kv's spans index: the raw tag, or kvCopy
 	kvCopy     []byte
 	name       []byte // scratch for a lower-cased name
+	z          htmltoken.Tokenizer
 }
 
 // kvSpan is an attribute's key and value as spans of scanner.kvBuf.
@@ -319,7 +320,7 @@ func scan(body []byte, ancestors []step, first step) *doc {
 	d.indexed = false
 	s := &d.sc
 	kv, kvCopy, stack, counts, cs, name := s.kv[:0], s.kvCopy[:0], s.stack[:0], s.counts[:0], s.countStart[:0], s.name[:0]
-	*s = scanner{d: d, kv: kv, kvCopy: kvCopy, stack: stack, counts: counts, countStart: append(cs, 0), name: name}
+	*s = scanner{d: d, kv: kv, kvCopy: kvCopy, stack: stack, counts: counts, countStart: append(cs, 0), name: name, z: s.z}
 	for _, a := range ancestors {
 		s.pushPhantom(a)
 	}
@@ -356,7 +357,8 @@ func (d *doc) release() {
 }
 
 func (s *scanner) run() {
-	z := html.NewTokenizer(bytes.NewReader(s.d.body))
+	z := &s.z
+	z.Reset(s.d.body)
 	off := 0
 	for {
 		tt := z.Next()
@@ -365,11 +367,11 @@ func (s *scanner) run() {
 		script := s.scriptNext
 		s.scriptNext = false
 		switch tt {
-		case html.ErrorToken:
+		case htmltoken.ErrorToken:
 			s.flushText()
 			s.closeAll(len(s.d.body))
 			return
-		case html.TextToken:
+		case htmltoken.TextToken:
 			if script {
 				s.d.weight.InlineScript += n
 			}
@@ -386,10 +388,10 @@ func (s *scanner) run() {
 				}
 				s.addText(text, off, off+n)
 			}
-		case html.CommentToken, html.DoctypeToken:
+		case htmltoken.CommentToken, htmltoken.DoctypeToken:
 			// Comments and doctypes are not content; text around a comment
 			// stays one text.
-		case html.StartTagToken, html.SelfClosingTagToken:
+		case htmltoken.StartTagToken, htmltoken.SelfClosingTagToken:
 			s.flushText()
 			var tag []byte
 			if bytes.IndexByte(raw, '&') >= 0 || bytes.IndexByte(raw, 0) >= 0 {
@@ -411,11 +413,11 @@ func (s *scanner) run() {
 			} else {
 				tag = s.parseTag(raw)
 			}
-			if tt == html.StartTagToken {
+			if tt == htmltoken.StartTagToken {
 				s.weighStart(tag)
 			}
-			s.startTag(tag, tt == html.SelfClosingTagToken, off, off+n)
-		case html.EndTagToken:
+			s.startTag(tag, tt == htmltoken.SelfClosingTagToken, off, off+n)
+		case htmltoken.EndTagToken:
 			s.flushText()
 			if n > 2 {
 				name := lowerName(&s.name, raw[2:])
