@@ -133,6 +133,7 @@ func (p *Pipeline) Check(ctx context.Context, w *changedigest.Watch) (Outcome, e
 	if res.NotModified {
 		return res.Outcome(NotModified), nil
 	}
+	Answered(ctx, res.Duration)
 	sum := md5.Sum(res.Raw)
 	bodyHash := hex.EncodeToString(sum[:])
 

@@ -575,6 +575,26 @@ type job struct {
 	rep  Report
 	// canceled: the check was cut short by shutdown; nothing was saved.
 	canceled bool
+	// answer is how long the host took to answer, when the checker said
+	// so before the check ended (Answered): the host was freed then.
+	answer time.Duration
+	// sent: the worker sent the answer; answered: the loop freed the host.
+	sent, answered bool
+}
+
+// answeredKey carries a check's Answered hook in its context.
+type answeredKey struct{}
+
+// Answered tells the scheduler running the check of ctx that its host has
+// answered, in answer: the page is read, and what is left (comparing,
+// storing) does not involve the host. The host's gap starts now instead
+// of when the check ends, so its next check need not wait for this one's
+// commit, and the commits of a host's consecutive checks can be shared.
+// Once per check at most; outside a scheduler it does nothing.
+func Answered(ctx context.Context, answer time.Duration) {
+	if f, ok := ctx.Value(answeredKey{}).(func(time.Duration)); ok {
+		f(answer)
+	}
 }
 
 // HostKey is the politeness key of a URL: its host name, and its port
@@ -599,6 +619,8 @@ func (s *Scheduler) loop(ctx context.Context, src source, report func(Report)) {
 	workers := max(s.Workers, 1)
 	jobs := make(chan *job, workers)
 	done := make(chan *job, workers)
+	// A check sends at most one answer, before its done: never blocks.
+	answers := make(chan *job, workers)
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Go(func() {
@@ -606,7 +628,13 @@ func (s *Scheduler) loop(ctx context.Context, src source, report func(Report)) {
 				if ctx.Err() != nil {
 					j.canceled = true
 				} else {
-					s.check(ctx, j)
+					actx := context.WithValue(ctx, answeredKey{}, func(d time.Duration) {
+						if !j.sent {
+							j.sent, j.answer = true, d
+							answers <- j
+						}
+					})
+					s.check(actx, j)
 				}
 				done <- j
 			}
@@ -615,9 +643,15 @@ func (s *Scheduler) loop(ctx context.Context, src source, report func(Report)) {
 	l := &loopState{s: s, src: src, jobs: jobs, workers: workers,
 		hosts: map[string]*hostState{}, parked: map[string]*hostState{}}
 	finish := func(j *job) {
+		// The answer was sent before the check ended: take it first.
+		for j.sent && !j.answered {
+			l.answered(<-answers)
+		}
 		l.inflight--
 		src.finish(j.w)
-		l.release(j)
+		if !j.answered {
+			l.release(j)
+		}
 		if !j.canceled && report != nil {
 			report(j.rep)
 		}
@@ -647,10 +681,14 @@ func (s *Scheduler) loop(ctx context.Context, src source, report func(Report)) {
 			l.sweep(s.now())
 		case <-wake:
 		case <-timer.C:
+		case j := <-answers:
+			l.answered(j)
 		case j := <-done:
 			finish(j)
 			for more := true; more; {
 				select {
+				case j := <-answers:
+					l.answered(j)
 				case j := <-done:
 					finish(j)
 				default:
@@ -846,17 +884,8 @@ func (l *loopState) release(j *job) {
 	if h == nil {
 		return
 	}
-	h.busy = false
 	end := l.s.now()
-	if !j.canceled {
-		if d := j.rep.Duration; h.took == 0 {
-			h.took = d
-		} else {
-			h.took = (7*h.took + 3*d) / 10
-		}
-	}
-	h.gap = l.s.gapAfter(j)
-	h.free = end.Add(h.gap)
+	l.free(h, end, j.canceled, j.rep.Duration, l.s.gapAfter(j))
 	if j.rep.Err != nil && Throttled(j.rep.Err) {
 		until := RetryAfter(j.rep.Err)
 		if until.IsZero() {
@@ -869,6 +898,33 @@ func (l *loopState) release(j *job) {
 			h.free = until
 		}
 	}
+}
+
+// answered frees the host of a check whose host has answered (see
+// Answered) and starts its gap; the check goes on without it.
+func (l *loopState) answered(j *job) {
+	j.answered = true
+	h := l.hosts[j.host]
+	if h == nil {
+		return
+	}
+	now := l.s.now()
+	l.free(h, now, false, now.Sub(h.started), GapAfter(l.s.HostGap, l.s.GapFactor, Outcome{Answer: j.answer}, nil))
+}
+
+// free marks h free at end plus gap, and counts took (how long the host
+// was taken) into its usual duration unless the check was cut short.
+func (l *loopState) free(h *hostState, end time.Time, canceled bool, took, gap time.Duration) {
+	h.busy = false
+	if !canceled {
+		if h.took == 0 {
+			h.took = took
+		} else {
+			h.took = (7*h.took + 3*took) / 10
+		}
+	}
+	h.gap = gap
+	h.free = end.Add(gap)
 }
 
 // gapAfter is the host's gap after the check j (see GapAfter); the full

@@ -717,3 +717,62 @@ func TestGapFactorZeroKeepsHostGap(t *testing.T) {
 		}
 	})
 }
+
+// TestAnsweredFreesTheHost: a check that says its host has answered
+// (crawl.Answered) frees the host then, so the host's gap runs while the
+// check compares and stores, and its next request need not wait for
+// that; requests to the host still never overlap and keep the gap.
+func TestAnsweredFreesTheHost(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const fetch, store, gap = 20 * time.Millisecond, 300 * time.Millisecond, 200 * time.Millisecond
+		start := time.Now()
+		ws := watches(5, 1, changedigest.CategoryNews)
+		var (
+			mu       sync.Mutex
+			requests [][2]time.Time
+			checks   [][2]time.Time
+		)
+		checker := crawl.CheckFunc(func(ctx context.Context, w *changedigest.Watch) (crawl.Outcome, error) {
+			begin := time.Now()
+			time.Sleep(fetch)
+			answered := time.Now()
+			crawl.Answered(ctx, fetch)
+			crawl.Answered(ctx, time.Hour) // once per check: ignored
+			time.Sleep(store)
+			mu.Lock()
+			requests = append(requests, [2]time.Time{begin, answered})
+			checks = append(checks, [2]time.Time{begin, time.Now()})
+			mu.Unlock()
+			return crawl.Outcome{Result: crawl.Changed, Answer: fetch}, nil
+		})
+		s := newScheduler(crawltest.NewMemStore(ws...), checker)
+		s.Workers, s.HostGap, s.GapFactor = 4, time.Second, 10
+		sum, err := s.CheckNow(t.Context(), nil, ws...)
+		if err != nil || sum.Changed != 5 {
+			t.Fatalf("CheckNow: %+v, %v", sum, err)
+		}
+		slices.SortFunc(requests, func(a, b [2]time.Time) int { return a[0].Compare(b[0]) })
+		overlapped := false
+		for i := 1; i < len(requests); i++ {
+			if d := requests[i][0].Sub(requests[i-1][1]); d < gap {
+				t.Errorf("request %d came %s after the one before answered, want at least %s", i, d, gap)
+			}
+		}
+		slices.SortFunc(checks, func(a, b [2]time.Time) int { return a[0].Compare(b[0]) })
+		for i := 1; i < len(checks); i++ {
+			overlapped = overlapped || checks[i][0].Before(checks[i-1][1])
+		}
+		if !overlapped {
+			t.Error("no check of the host started before the one before it had stored")
+		}
+		// Four gaps after four answers, then the last check whole.
+		if took, want := time.Since(start), 4*(fetch+gap)+fetch+store; took != want {
+			t.Errorf("5 checks took %s, want %s", took, want)
+		}
+	})
+}
+
+// TestAnsweredOutsideAScheduler: a checker run on its own may call it.
+func TestAnsweredOutsideAScheduler(t *testing.T) {
+	crawl.Answered(t.Context(), time.Second)
+}
