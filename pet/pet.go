@@ -86,6 +86,7 @@ const (
 	DefaultKeepDays     = 0 // no age limit
 	DefaultMaxBodySize  = 32 << 20
 	DefaultOpenTimeout  = 5 * time.Second
+	DefaultCommitDelay  = 2 * time.Millisecond
 )
 
 // MaxProfileDocument is the largest FOAF document PutProfile accepts.
@@ -113,6 +114,13 @@ type Store struct {
 	// NoSync skips fsync on commit. A crash of the process still loses
 	// nothing, but a power failure may; for tests and bulk imports only.
 	NoSync bool
+	// CommitDelay is how long a write that may share its commit
+	// (AddVersion, SaveSchedule, index bookkeeping) waits for others to
+	// join it: one commit and its fsyncs then serve them all, and each
+	// returns once that commit is durable. Default 2 ms; a command that
+	// checks many pages of one host sets more, since the host's gap
+	// spaces its checks.
+	CommitDelay time.Duration
 	// Now is the clock.
 	Now func() time.Time
 	// Logger receives index recovery and background failures.
@@ -261,7 +269,10 @@ func (s *Store) Open(ctx context.Context) error {
 	}
 	// Batched writes (AddVersion, index bookkeeping) wait at most this
 	// long for company; a lone writer pays it once.
-	db.MaxBatchDelay = 2 * time.Millisecond
+	db.MaxBatchDelay = DefaultCommitDelay
+	if s.CommitDelay > 0 {
+		db.MaxBatchDelay = s.CommitDelay
+	}
 	err = db.Update(func(tx *bolt.Tx) error {
 		for _, name := range allBuckets {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {

@@ -27,6 +27,8 @@ type storeFlags struct {
 	matrix       int
 	chromium     string // Chromium for watches rendered in a browser ("": on the PATH)
 	browserTabs  int
+	// commitDelay is the store's CommitDelay (0: its default).
+	commitDelay time.Duration
 }
 
 // registerBrowser adds the flags of browser rendering, for the commands
@@ -68,6 +70,7 @@ func (f *storeFlags) openStore(ctx context.Context, logger *slog.Logger) (*pet.S
 	}
 	s := pet.New(f.data)
 	s.Matrix = f.matrix
+	s.CommitDelay = f.commitDelay
 	if logger != nil {
 		s.Logger = logger
 	}

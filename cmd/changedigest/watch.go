@@ -374,6 +374,7 @@ func runCheck(ctx context.Context, e *env) error {
 	if *all == (len(args) > 0) {
 		return usagef("give watch ids or URLs, or --all")
 	}
+	sf.commitDelay = checkCommitDelay
 	store, u, err := sf.openAs(ctx, *user, e)
 	if err != nil {
 		return err
@@ -405,7 +406,7 @@ func runCheck(ctx context.Context, e *env) error {
 		if _, set := os.LookupEnv("GOMAXPROCS"); !set {
 			runtime.GOMAXPROCS(min(runtime.GOMAXPROCS(0), checkProcs(ws, *workers)))
 		}
-		if likelyNewVersions(ws) >= hugeHeapChecks {
+		if likelyNewVersions(ws) >= hugeHeapChecks && smallFaultsDear() {
 			hugeHeap()
 		}
 	}
@@ -454,6 +455,10 @@ type scheduleSaves struct {
 }
 
 const scheduleSaveBatch = 64
+
+// checkCommitDelay is how long a version found by check waits for others
+// to share its commit (pet.Store.CommitDelay).
+const checkCommitDelay = 100 * time.Millisecond
 
 func (s *scheduleSaves) SaveSchedule(ctx context.Context, w *changedigest.Watch) error {
 	c := *w
