@@ -4,3 +4,6 @@ package main
 
 // hugeHeap is a no-op where transparent huge pages are not known.
 func hugeHeap() {}
+
+// smallFaultsDear is false where hugeHeap does nothing.
+func smallFaultsDear() bool { return false }
