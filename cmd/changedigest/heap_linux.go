@@ -1,11 +1,9 @@
 package main
 
 import (
-	"os"
 	"runtime"
 	"runtime/debug"
 	"syscall"
-	"time"
 	"unsafe"
 
 	"github.com/changedigest/changedigest/internal/prefault"
@@ -19,7 +17,8 @@ const heapReserve = 64 << 20
 
 // hugeHeap backs the heap of a short command with transparent huge pages
 // where the kernel leaves them to the process (madvise mode); a command
-// calls it when first touches of small pages are dear (smallFaultsDear).
+// calls it when first touches of small pages are dear
+// (prefault.SmallFaultsDear).
 // A command that checks a page touches some tens of megabytes of fresh
 // heap; on a virtual machine, where each first touch of a small page may
 // be a trap into the hypervisor (about 10 µs on some machines measured: a
@@ -66,29 +65,4 @@ func heapMapping(maps []prefault.Mapping, a uintptr) (prefault.Mapping, bool) {
 // adviseHuge marks [lo, hi) for transparent huge pages.
 func adviseHuge(lo, hi uintptr) {
 	syscall.Syscall(syscall.SYS_MADVISE, lo, hi-lo, syscall.MADV_HUGEPAGE)
-}
-
-// dearSmallFault is the mean cost of a first touch of a small page from
-// which huge pages pay for themselves.
-const dearSmallFault = 4 * time.Microsecond
-
-// faultProbePages is how many fresh small pages smallFaultsDear touches.
-const faultProbePages = 64
-
-// smallFaultsDear reports whether the first touch of a small page of fresh
-// memory costs dearSmallFault or more here, measured on faultProbePages
-// pages of a mapping of its own (about 0.1 ms where faults are cheap).
-func smallFaultsDear() bool {
-	page := os.Getpagesize()
-	b, err := syscall.Mmap(-1, 0, faultProbePages*page, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE)
-	if err != nil {
-		return false
-	}
-	defer syscall.Munmap(b)
-	syscall.Madvise(b, syscall.MADV_NOHUGEPAGE)
-	start := time.Now()
-	for i := 0; i < len(b); i += page {
-		b[i] = 1
-	}
-	return time.Since(start) >= faultProbePages*dearSmallFault
 }

@@ -4,6 +4,3 @@ package main
 
 // hugeHeap is a no-op where transparent huge pages are not known.
 func hugeHeap() {}
-
-// smallFaultsDear is false where hugeHeap does nothing.
-func smallFaultsDear() bool { return false }

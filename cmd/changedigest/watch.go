@@ -18,6 +18,7 @@ import (
 	"github.com/changedigest/changedigest"
 	"github.com/changedigest/changedigest/browser"
 	"github.com/changedigest/changedigest/crawl"
+	"github.com/changedigest/changedigest/internal/prefault"
 	"github.com/changedigest/changedigest/pet"
 	"github.com/changedigest/changedigest/segmenter"
 	"github.com/changedigest/changedigest/server"
@@ -406,7 +407,7 @@ func runCheck(ctx context.Context, e *env) error {
 		if _, set := os.LookupEnv("GOMAXPROCS"); !set {
 			runtime.GOMAXPROCS(min(runtime.GOMAXPROCS(0), checkProcs(ws, *workers)))
 		}
-		if likelyNewVersions(ws) >= hugeHeapChecks && smallFaultsDear() {
+		if likelyNewVersions(ws) >= hugeHeapChecks && prefault.SmallFaultsDear() {
 			hugeHeap()
 		}
 	}
