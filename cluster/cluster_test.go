@@ -55,6 +55,7 @@ func startNodeWith(t *testing.T, cfg cluster.Config, dataDir string) *node {
 	p := crawl.NewPipeline(f, segmenter.New(), store)
 	wk := &cluster.Worker{Conn: conn, Pipeline: p, Workers: 4, Logger: quiet}
 	nd := &cluster.Node{Conn: conn, Store: store, Dir: dataDir, Worker: wk, Logger: quiet}
+	wk.Node = nd
 	sched := crawl.NewScheduler(nd, nd)
 	sched.HostGap, sched.Tick = 10*time.Millisecond, 50*time.Millisecond
 	sched.Logger = quiet

@@ -57,6 +57,7 @@ type Node struct {
 	trimmedTo map[int64]int
 	posMu     sync.Mutex // the positions file
 	waiters   sync.Map   // reply token -> chan reply
+	tips      tips       // where each watch's track ends in the stream
 	token     atomic.Uint64
 	sub       *nats.Subscription
 }
@@ -601,8 +602,16 @@ func (n *Node) defineFromBucket(ctx context.Context, id int64) (bool, error) {
 	return true, nil
 }
 
-// applyVersion stores a version in the view unless it is there already.
+// applyVersion stores a version in the view unless it is there already
+// (applied by this node's worker, or before this process last saved its
+// place), which its subject and headers tell without decoding it.
 func (n *Node) applyVersion(ctx context.Context, m *jetstream.RawStreamMsg) error {
+	if id, seq, ok := versionOf(m); ok {
+		if info, err := n.Store.Track(ctx, id); err == nil && seq <= info.Latest {
+			n.tips.set(id, tip{streamSeq: m.Sequence, seq: seq})
+			return nil
+		}
+	}
 	v, err := decodeRaw(m)
 	if err != nil {
 		n.logger().Error("skipping a malformed version", "subject", m.Subject, "err", err)
@@ -632,6 +641,7 @@ func (n *Node) applyVersion(ctx context.Context, m *jetstream.RawStreamMsg) erro
 	} else if err != nil {
 		return fmt.Errorf("apply version %d of watch %d: %w", v.seq, id, err)
 	}
+	n.tips.set(id, tip{streamSeq: m.Sequence, seq: v.seq})
 	return nil
 }
 

@@ -129,6 +129,21 @@ func decodeVersion(data []byte, h nats.Header, streamSeq uint64) (*version, erro
 	return v, nil
 }
 
+// versionOf reads a version message's watch and version number from its
+// subject and headers, without decoding it.
+func versionOf(m *jetstream.RawStreamMsg) (id int64, seq int, ok bool) {
+	i := strings.LastIndexByte(m.Subject, '.')
+	id, err := strconv.ParseInt(m.Subject[i+1:], 10, 64)
+	if err != nil || id <= 0 {
+		return 0, 0, false
+	}
+	seq, err = strconv.Atoi(m.Header.Get(hdrSeq))
+	if err != nil || seq <= 0 {
+		return 0, 0, false
+	}
+	return id, seq, true
+}
+
 func decodeRaw(m *jetstream.RawStreamMsg) (*version, error) {
 	return decodeVersion(m.Data, m.Header, m.Sequence)
 }

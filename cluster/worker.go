@@ -28,11 +28,17 @@ type Worker struct {
 	// Pipeline is the check pipeline; its Track is replaced by the
 	// versions stream for each check.
 	Pipeline *crawl.Pipeline
+	// Node, when set, is the node this worker runs in: a check of a
+	// watch whose shard it serves reads the node's view (see ownerTrack).
+	Node *Node
 	// Workers bounds the checks running at once on this node (default 16).
 	Workers int
 	// CheckTimeout bounds one check (default: the queue's AckWait less 5 s).
 	CheckTimeout time.Duration
 	Logger       *slog.Logger
+
+	// local keeps hosts busy and free when no other node can join.
+	local hostTable
 
 	// Done counts the checks this worker finished (Failed of them with
 	// an error); Busy the ones it put back because their host was taken,
@@ -139,12 +145,20 @@ func (wk *Worker) handle(ctx context.Context, m jetstream.Msg) {
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	p := *wk.Pipeline
 	p.Track = t
+	if ot := wk.Node.ownerTrack(w.ID, t); ot != nil {
+		p.Track = ot
+	}
 	out, err := p.Check(cctx, w)
 	cancel()
 	if host != "" {
 		// The gap counts from the end of the request; its length follows
 		// the host's answer time.
-		c.hosts.Put(ctx, hostKey(host), freeFor(crawl.GapAfter(c.Config.HostGap, c.Config.GapFactor, out, err)))
+		gap := crawl.GapAfter(c.Config.HostGap, c.Config.GapFactor, out, err)
+		if c.Config.alone() {
+			wk.local.free(host, gap)
+		} else {
+			c.hosts.Put(ctx, hostKey(host), freeFor(gap))
+		}
 	}
 	if ctx.Err() != nil {
 		return // not acknowledged: another worker takes it
@@ -176,7 +190,9 @@ func (wk *Worker) finish(ctx context.Context, m jetstream.Msg, id int64, due tim
 		}
 		wk.Conn.nc.Publish(outcomeSubject(id, due), data)
 	}
-	if err := m.DoubleAck(ctx); err != nil && ctx.Err() == nil {
+	// An acknowledgement lost on the way gets the check delivered again,
+	// which finds its version stored: no need to wait for the server's.
+	if err := m.Ack(); err != nil && ctx.Err() == nil {
 		wk.logger().Warn("acknowledging a check", "subject", m.Subject(), "err", err)
 	}
 	wk.Done.Add(1)
@@ -209,6 +225,10 @@ func (c *Conn) gapOf(v []byte) time.Duration {
 // in the cluster take it.
 func (wk *Worker) takeHost(ctx context.Context, host string) (ok bool, wait time.Duration, err error) {
 	c := wk.Conn
+	if c.Config.alone() {
+		ok, wait = wk.local.take(host, c.Config.AckWait, c.Config.HostGap)
+		return ok, wait, nil
+	}
 	key := hostKey(host)
 	wait = c.Config.HostGap
 	e, err := c.hosts.Get(ctx, key)
@@ -235,4 +255,59 @@ func (wk *Worker) takeHost(ctx context.Context, host string) (ok bool, wait time
 		return false, wait, nil
 	}
 	return err == nil, wait, err
+}
+
+// hostTable is the hosts bucket's rule kept in memory, for a node that
+// no other node can join (Config.alone): the same busy and free states
+// and gaps, without a message to JetStream for each.
+type hostTable struct {
+	mu sync.Mutex
+	m  map[string]hostEntry
+}
+
+type hostEntry struct {
+	busy bool
+	at   time.Time
+	gap  time.Duration
+}
+
+// take marks host busy unless a request to it runs (busy for less than
+// ackWait) or its gap is not over; wait is then how long to leave the
+// check before trying again.
+func (t *hostTable) take(host string, ackWait, hostGap time.Duration) (ok bool, wait time.Duration) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	now := time.Now()
+	if t.m == nil {
+		t.m = map[string]hostEntry{}
+	}
+	if e, found := t.m[host]; found {
+		age := now.Sub(e.at)
+		if e.busy && age < ackWait {
+			return false, hostGap
+		}
+		if !e.busy && age < e.gap {
+			return false, max(e.gap-age, time.Millisecond)
+		}
+	}
+	if len(t.m) >= 4096 {
+		// Forget hosts whose gap is over: they would be taken anyway.
+		for h, e := range t.m {
+			if !e.busy && now.Sub(e.at) >= e.gap {
+				delete(t.m, h)
+			}
+		}
+	}
+	t.m[host] = hostEntry{busy: true, at: now}
+	return true, 0
+}
+
+// free ends host's request: its gap starts now.
+func (t *hostTable) free(host string, gap time.Duration) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.m == nil {
+		t.m = map[string]hostEntry{}
+	}
+	t.m[host] = hostEntry{at: time.Now(), gap: gap}
 }

@@ -397,6 +397,7 @@ func (m *Main) joinCluster(ctx context.Context, pipeline *crawl.Pipeline, addr n
 	m.Cluster = conn
 	worker := &cluster.Worker{Conn: conn, Pipeline: pipeline, Workers: c.Workers, Logger: cfg.Logger}
 	m.Node = &cluster.Node{Conn: conn, Store: m.Store, Dir: c.data, Worker: worker, Logger: cfg.Logger}
+	worker.Node = m.Node
 	// The scheduler only waits on the queue: let it wait on many.
 	m.Scheduler.Store, m.Scheduler.Checker = m.Node, m.Node
 	m.Scheduler.Workers = 4 * c.Workers

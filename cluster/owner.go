@@ -1,0 +1,257 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/changedigest/changedigest"
+	"github.com/changedigest/changedigest/pet"
+)
+
+// A check that lands on the node serving its watch's shard reads the
+// previous version from that node's view rather than from the versions
+// stream, as a single node reads its store: only the parts its
+// comparison needs, and the watch's recent changes, which mark locations
+// that change at nearly every check as noise. Its version still goes to
+// the stream first, only on top of the stream's newest version of the
+// watch, and then into the view at once, which the view's follower then
+// finds there. A check elsewhere, or one whose view is not known to hold
+// the stream's newest version, reads the stream (checkTrack).
+
+// tip is where a watch's track ends in the versions stream: the stream
+// sequence of its newest version (0: the stream has none) and that
+// version's number.
+type tip struct {
+	streamSeq uint64
+	seq       int
+}
+
+// tips remembers each watch's tip as this node last saw it (applied by
+// its view, or appended by its workers).
+type tips struct {
+	mu sync.Mutex
+	m  map[int64]tip
+}
+
+func (t *tips) get(id int64) (tip, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	x, ok := t.m[id]
+	return x, ok
+}
+
+// set records x as watch id's tip unless a later one is known.
+func (t *tips) set(id int64, x tip) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.m == nil {
+		t.m = map[int64]tip{}
+	}
+	if old, ok := t.m[id]; !ok || x.streamSeq >= old.streamSeq {
+		t.m[id] = x
+	}
+}
+
+func (t *tips) forget(id int64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.m, id)
+}
+
+// ownerTrack returns the track of a check of watch id on this node when
+// the node serves its shard, nil otherwise. It reads nothing yet: which
+// of the view and the stream the check reads is settled when the check
+// first reads the track, after its fetch (see resolve).
+func (n *Node) ownerTrack(id int64, st *checkTrack) *ownerTrack {
+	if n == nil || n.Store == nil || !n.owns(id) {
+		return nil
+	}
+	return &ownerTrack{n: n, st: st}
+}
+
+// heldBy reports whether a view whose newest version of the watch is
+// latest holds the stream's newest, x. A view ahead of an empty stream
+// holds a track kept from before its versions went to a stream.
+func (x tip) heldBy(latest int) bool {
+	if x.streamSeq == 0 {
+		return latest >= x.seq
+	}
+	return latest == x.seq
+}
+
+// ownerTrack is the track of a check run by the node serving the watch
+// (see above): crawl.Track, and the parts and recent changes the
+// pipeline reads of a store. It reads the node's view when the view
+// holds the stream's newest version of the watch, else the stream.
+type ownerTrack struct {
+	n  *Node
+	st *checkTrack
+
+	resolved, local bool
+	tip             tip
+	latest          int
+	// history is the signature matrix the check read, newest first.
+	history [][]string
+}
+
+// resolve settles, once, whether the check reads the view (local) or the
+// stream.
+func (t *ownerTrack) resolve(ctx context.Context, id int64) error {
+	if t.resolved {
+		return nil
+	}
+	info, err := t.n.Store.Track(ctx, id)
+	if err != nil {
+		// Not in the view (defined a moment ago): the stream has it all.
+		t.resolved = true
+		return nil
+	}
+	x, ok := t.n.tips.get(id)
+	if !ok || !x.heldBy(info.Latest) {
+		// Not known, or not what the view holds: ask the stream.
+		v, err := t.st.newest(ctx, id)
+		if err != nil {
+			return err
+		}
+		x = tip{}
+		if v != nil {
+			x = tip{streamSeq: v.streamSeq, seq: v.seq}
+		}
+		t.n.tips.set(id, x)
+	}
+	t.resolved = true
+	// A view behind the stream (another node's version not applied yet)
+	// leaves the check to the stream.
+	t.local = x.heldBy(info.Latest)
+	t.tip, t.latest = x, info.Latest
+	return nil
+}
+
+func (t *ownerTrack) Prior(ctx context.Context, watchID int64, m int) (*changedigest.Snapshot, []byte, [][]string, error) {
+	if err := t.resolve(ctx, watchID); err != nil || !t.local {
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		return t.st.Prior(ctx, watchID, m)
+	}
+	snap, body, rows, err := t.n.Store.Prior(ctx, watchID, m)
+	t.history = rows
+	return snap, body, rows, err
+}
+
+func (t *ownerTrack) PriorParts(ctx context.Context, watchID int64, m int) (*changedigest.Snapshot, changedigest.VersionParts, [][]string, error) {
+	if err := t.resolve(ctx, watchID); err != nil {
+		return nil, nil, nil, err
+	}
+	if !t.local {
+		snap, body, rows, err := t.st.Prior(ctx, watchID, m)
+		if err != nil || snap == nil {
+			return nil, nil, rows, err
+		}
+		return snap, wholeParts{snap: snap, body: body}, rows, nil
+	}
+	snap, parts, rows, err := t.n.Store.PriorParts(ctx, watchID, m)
+	t.history = rows
+	return snap, parts, rows, err
+}
+
+// RecentChanges reads the view's; a check that reads the stream learns
+// none (as a check on another node).
+func (t *ownerTrack) RecentChanges(ctx context.Context, watchID int64, n int) ([][]changedigest.Change, error) {
+	if err := t.resolve(ctx, watchID); err != nil || !t.local {
+		return nil, err
+	}
+	return t.n.Store.RecentChanges(ctx, watchID, n)
+}
+
+// wholeParts are the parts of a version read whole from the stream.
+type wholeParts struct {
+	snap *changedigest.Snapshot
+	body []byte
+}
+
+func (p wholeParts) SegmentText(i int) (string, error) {
+	if i < 0 || i >= len(p.snap.Segments) {
+		return "", fmt.Errorf("cluster: segment %d of a version of %d segments", i, len(p.snap.Segments))
+	}
+	return p.snap.Segments[i].Text, nil
+}
+
+func (p wholeParts) BodyRange(start, end int) ([]byte, error) {
+	if start < 0 || end < start || end > len(p.body) {
+		return nil, fmt.Errorf("cluster: bytes %d to %d of a body of %d", start, end, len(p.body))
+	}
+	return p.body[start:end], nil
+}
+
+func (p wholeParts) Body() ([]byte, error) { return p.body, nil }
+
+func (t *ownerTrack) UpdateWatch(ctx context.Context, userID, id int64, fn func(*changedigest.Watch) error) (*changedigest.Watch, error) {
+	return t.n.Conn.updateWatch(ctx, id, fn)
+}
+
+// AddVersion appends the version to the stream on top of the tip the
+// check read (errRaced when another version came first), then stores it
+// in the view; a check that read the stream appends as checkTrack does.
+func (t *ownerTrack) AddVersion(ctx context.Context, watchID int64, snap *changedigest.Snapshot, body []byte) (int, error) {
+	if err := t.resolve(ctx, watchID); err != nil {
+		return 0, err
+	}
+	if !t.local {
+		return t.st.AddVersion(ctx, watchID, snap, body)
+	}
+	c := t.n.Conn
+	seq := t.latest + 1
+	history := [][]string{snap.Hashes()}
+	if keep := t.history; len(keep) > 0 {
+		history = append(history, keep[:min(len(keep), t.st.matrix-1)]...)
+	}
+	if snap.FetchedAt.IsZero() {
+		snap.FetchedAt = time.Now()
+	}
+	snap.WatchID, snap.Seq, snap.Size = watchID, seq, len(body)
+	data, err := encodeVersion(&versionMeta{Snapshot: snap, History: history}, body)
+	if err != nil {
+		return 0, fmt.Errorf("cluster: encode a version of watch %d: %w", watchID, err)
+	}
+	if len(data) > MaxMessage {
+		return 0, fmt.Errorf("cluster: a version of watch %d is %d bytes, over the %d the cluster stores", watchID, len(data), MaxMessage)
+	}
+	msg := &nats.Msg{Subject: versionSubject(t.st.shard, watchID), Data: data, Header: nats.Header{}}
+	msg.Header.Set(hdrSeq, strconv.Itoa(seq))
+	msg.Header.Set(hdrDue, strconv.FormatInt(t.st.due.UnixNano(), 10))
+	msg.Header.Set(hdrEnc, "s2")
+	ack, err := c.publish(ctx, msg, jetstream.WithMsgID(checkID(watchID, t.st.due)),
+		jetstream.WithExpectLastSequencePerSubject(t.tip.streamSeq))
+	if conflict(err) {
+		t.n.tips.forget(watchID)
+		return 0, errRaced
+	}
+	if err != nil {
+		return 0, fmt.Errorf("cluster: store a version of watch %d: %w", watchID, unavailable(err))
+	}
+	if ack.Duplicate {
+		// This due check stored its version before (a check delivered
+		// again): the view applies that one.
+		t.n.tips.forget(watchID)
+		return seq, nil
+	}
+	t.n.tips.set(watchID, tip{streamSeq: ack.Sequence, seq: seq})
+	_, err = t.n.Store.AddVersionAt(ctx, watchID, seq, snap, body)
+	switch {
+	case err == nil, errors.Is(err, pet.ErrConflict):
+		// ErrConflict: the view's follower applied it first.
+	default:
+		// Stored in the track of record: the follower applies it to the
+		// view when the view can take it.
+		t.n.logger().Warn("a version stored in the stream waits for the view", "watch", watchID, "version", seq, "err", err)
+	}
+	return seq, nil
+}
