@@ -91,9 +91,10 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Fatalf("timed out waiting for %s", what)
 }
 
-// TestCheckStoredOnceAndRebuilt runs checks through the work queue and
-// the versions stream, checks that each stored version reached the view,
-// then opens a fresh view on the same stream: it is rebuilt whole.
+// TestCheckStoredOnceAndRebuilt runs checks through the versions stream
+// (a node with no other node alive runs them itself, with the queue's
+// worker code), checks that each stored version reached the view, then
+// opens a fresh view on the same stream: it is rebuilt whole.
 func TestCheckStoredOnceAndRebuilt(t *testing.T) {
 	const pages = 20
 	farm := crawltest.NewFarm(t, crawltest.FarmConfig{Hosts: 4, Pages: pages, Size: 2 << 10, Rate: func(int) float64 { return 0 }})

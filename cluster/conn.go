@@ -113,10 +113,6 @@ func (c *Config) defaults() {
 	}
 }
 
-// alone reports whether no other node can join: an embedded server with
-// no routes and no client port.
-func (c *Config) alone() bool { return c.URL == "" && len(c.Routes) == 0 && c.Client == "" }
-
 // Conn is a node's connection to JetStream: the embedded server (nil
 // with an external URL), the client, and the streams and buckets.
 type Conn struct {

@@ -58,8 +58,10 @@ type Node struct {
 	posMu     sync.Mutex // the positions file
 	waiters   sync.Map   // reply token -> chan reply
 	tips      tips       // where each watch's track ends in the stream
-	token     atomic.Uint64
-	sub       *nats.Subscription
+	// lone: no other node was alive at the last look (every second).
+	lone  atomic.Bool
+	token atomic.Uint64
+	sub   *nats.Subscription
 }
 
 // view is a shard as its owner keeps it.
@@ -275,6 +277,7 @@ func (n *Node) rebalance(ctx context.Context) error {
 		return err
 	}
 	live[me] = true
+	n.lone.Store(len(live) == 1)
 	total := c.Config.Shards
 	target := (total + len(live) - 1) / len(live)
 	type entry struct {
@@ -606,9 +609,16 @@ func (n *Node) defineFromBucket(ctx context.Context, id int64) (bool, error) {
 // (applied by this node's worker, or before this process last saved its
 // place), which its subject and headers tell without decoding it.
 func (n *Node) applyVersion(ctx context.Context, m *jetstream.RawStreamMsg) error {
+	shard, gen := -1, 0
 	if id, seq, ok := versionOf(m); ok {
+		shard = ShardOf(id, n.Conn.Config.Shards)
+		gen = n.tips.generation(shard)
+		if n.tips.holds(id, seq) {
+			return nil // this node's worker stored it in the view
+		}
 		if info, err := n.Store.Track(ctx, id); err == nil && seq <= info.Latest {
 			n.tips.set(id, tip{streamSeq: m.Sequence, seq: seq})
+			n.tips.held(id, shard, gen, info.Latest)
 			return nil
 		}
 	}
@@ -638,10 +648,14 @@ func (n *Node) applyVersion(ctx context.Context, m *jetstream.RawStreamMsg) erro
 	// retention starts a rebuilt view past 1).
 	if _, err := n.Store.AddVersionAt(ctx, id, v.seq, v.meta.Snapshot, v.body); errors.Is(err, pet.ErrConflict) || errors.Is(err, pet.ErrInvalid) {
 		n.logger().Error("skipping a version", "watch", id, "version", v.seq, "err", err)
+		return nil
 	} else if err != nil {
 		return fmt.Errorf("apply version %d of watch %d: %w", v.seq, id, err)
 	}
 	n.tips.set(id, tip{streamSeq: m.Sequence, seq: v.seq})
+	if shard >= 0 {
+		n.tips.held(id, shard, gen, v.seq)
+	}
 	return nil
 }
 
@@ -673,8 +687,10 @@ func (n *Node) drop(ctx context.Context, s int) {
 		delete(n.dropping, s)
 		n.mu.Unlock()
 	}()
-	// From here on a view of s starts from the stream's beginning.
+	// From here on a view of s starts from the stream's beginning, and
+	// nothing is known of what it holds.
 	n.writePosition(s, 0)
+	n.tips.dropShard(s, n.Conn.Config.Shards)
 	ws, err := n.Store.Watches(ctx, pet.AnyUser, "")
 	if err != nil {
 		n.logger().Warn("dropping a shard another node serves", "shard", s, "err", err)
@@ -753,6 +769,10 @@ func (n *Node) owns(id int64) bool {
 	return ok && v.ready.Load() != 0
 }
 
+// alone reports whether no other node was alive at the node's last look
+// (false for a nil node, and before the first look).
+func (n *Node) alone() bool { return n != nil && n.lone.Load() }
+
 // DueWatches is crawl.Store's: the due watches of the shards this node
 // serves (its store may hold others for a moment: shards given up, or
 // catching up).
@@ -778,12 +798,18 @@ func (n *Node) SaveSchedule(ctx context.Context, w *changedigest.Watch) error {
 }
 
 // Check is crawl.Checker's: it queues the check and waits for its outcome
-// from whichever worker runs it. A check of the same watch and due time
+// from whichever worker runs it; a node with no other node alive runs it
+// itself, through the same worker code. A check of the same watch and due time
 // that another node queued (this node took the watch over since) is
 // awaited instead; when its outcome cannot be had, the watch is checked
 // again under a new ID (a second fetch of an unchanged page stores
 // nothing).
 func (n *Node) Check(ctx context.Context, w *changedigest.Watch) (crawl.Outcome, error) {
+	if n.alone() && n.Worker != nil {
+		// No other node to share the work with: check here, as the
+		// queue's only worker would.
+		return n.Worker.checkHere(ctx, w)
+	}
 	id := checkID(w.ID, w.NextCheck)
 	out, dup, err := n.queue(ctx, w, id)
 	if !dup {

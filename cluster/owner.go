@@ -34,10 +34,44 @@ type tip struct {
 }
 
 // tips remembers each watch's tip as this node last saw it (applied by
-// its view, or appended by its workers).
+// its view, or appended by its workers), and the newest version its view
+// is known to hold.
 type tips struct {
-	mu sync.Mutex
-	m  map[int64]tip
+	mu   sync.Mutex
+	m    map[int64]tip
+	view map[int64]int
+	// drops counts, by shard, the times its view was given up: what was
+	// learnt of a view before that is not recorded after it.
+	drops map[int]int
+}
+
+// generation is how many times shard s's view was given up.
+func (t *tips) generation(s int) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.drops[s]
+}
+
+// held records that the view holds the watch's versions up to seq, as
+// learnt while the view of its shard s was in generation gen.
+func (t *tips) held(id int64, s, gen, seq int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.drops[s] != gen {
+		return
+	}
+	if t.view == nil {
+		t.view = map[int64]int{}
+	}
+	t.view[id] = max(t.view[id], seq)
+}
+
+// holds reports whether the view is known to hold version seq of the
+// watch.
+func (t *tips) holds(id int64, seq int) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.view[id] >= seq
 }
 
 func (t *tips) get(id int64) (tip, bool) {
@@ -59,6 +93,29 @@ func (t *tips) set(id int64, x tip) {
 	}
 }
 
+// dropShard forgets the watches of shard s, which the view gives up.
+func (t *tips) dropShard(s, shards int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.drops == nil {
+		t.drops = map[int]int{}
+	}
+	t.drops[s]++
+	for id := range t.m {
+		if ShardOf(id, shards) == s {
+			delete(t.m, id)
+		}
+	}
+	for id := range t.view {
+		if ShardOf(id, shards) == s {
+			delete(t.view, id)
+		}
+	}
+}
+
+// forget drops what is known of the watch's tip (the view's part stays:
+// versions are not taken out of a view but by retention, which keeps the
+// newest).
 func (t *tips) forget(id int64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -97,6 +154,7 @@ type ownerTrack struct {
 	resolved, local bool
 	tip             tip
 	latest          int
+	gen             int // the generation of the shard's view read
 	// history is the signature matrix the check read, newest first.
 	history [][]string
 }
@@ -107,6 +165,7 @@ func (t *ownerTrack) resolve(ctx context.Context, id int64) error {
 	if t.resolved {
 		return nil
 	}
+	t.gen = t.n.tips.generation(t.st.shard)
 	info, err := t.n.Store.Track(ctx, id)
 	if err != nil {
 		// Not in the view (defined a moment ago): the stream has it all.
@@ -248,6 +307,7 @@ func (t *ownerTrack) AddVersion(ctx context.Context, watchID int64, snap *change
 	switch {
 	case err == nil, errors.Is(err, pet.ErrConflict):
 		// ErrConflict: the view's follower applied it first.
+		t.n.tips.held(watchID, t.st.shard, t.gen, seq)
 	default:
 		// Stored in the track of record: the follower applies it to the
 		// view when the view can take it.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/changedigest/changedigest"
 	"github.com/changedigest/changedigest/crawl"
 )
 
@@ -37,7 +38,7 @@ type Worker struct {
 	CheckTimeout time.Duration
 	Logger       *slog.Logger
 
-	// local keeps hosts busy and free when no other node can join.
+	// local keeps hosts busy and free while no other node is alive.
 	local hostTable
 
 	// Done counts the checks this worker finished (Failed of them with
@@ -127,38 +128,11 @@ func (wk *Worker) handle(ctx context.Context, m jetstream.Msg) {
 		t.read, t.last = false, nil
 	}
 
-	host := crawl.HostKey(w.URL)
-	if host != "" {
-		ok, wait, err := wk.takeHost(ctx, host)
-		if err != nil {
-			wk.logger().Warn("host lock", "host", host, "err", err)
-		} else if !ok {
-			wk.Busy.Add(1)
-			m.NakWithDelay(wait)
-			return
-		}
-	}
-	timeout := wk.CheckTimeout
-	if timeout <= 0 {
-		timeout = max(c.Config.AckWait-5*time.Second, c.Config.AckWait/2)
-	}
-	cctx, cancel := context.WithTimeout(ctx, timeout)
-	p := *wk.Pipeline
-	p.Track = t
-	if ot := wk.Node.ownerTrack(w.ID, t); ot != nil {
-		p.Track = ot
-	}
-	out, err := p.Check(cctx, w)
-	cancel()
-	if host != "" {
-		// The gap counts from the end of the request; its length follows
-		// the host's answer time.
-		gap := crawl.GapAfter(c.Config.HostGap, c.Config.GapFactor, out, err)
-		if c.Config.alone() {
-			wk.local.free(host, gap)
-		} else {
-			c.hosts.Put(ctx, hostKey(host), freeFor(gap))
-		}
+	out, err, busy := wk.run(ctx, w, t, wk.Node.alone())
+	if busy > 0 {
+		wk.Busy.Add(1)
+		m.NakWithDelay(busy)
+		return
 	}
 	if ctx.Err() != nil {
 		return // not acknowledged: another worker takes it
@@ -178,6 +152,85 @@ func (wk *Worker) handle(ctx context.Context, m jetstream.Msg) {
 		wk.Failed.Add(1)
 	}
 	wk.finish(ctx, m, w.ID, cm.Due, r)
+}
+
+// run runs a check of w with the stream's track t, as the pipeline reads
+// and writes it (the node's view when it serves the watch, see
+// ownerTrack), once the host is free: one request at a time to a host
+// across the cluster, or (local) within this node when no other node is
+// alive. busy > 0 says the host was taken: nothing ran, try again after
+// busy. The host's gap starts when its page is read (crawl.Answered), and
+// its length follows its answer time.
+func (wk *Worker) run(ctx context.Context, w *changedigest.Watch, t *checkTrack, local bool) (out crawl.Outcome, err error, busy time.Duration) {
+	c := wk.Conn
+	host := crawl.HostKey(w.URL)
+	if host != "" {
+		ok, wait, err := wk.takeHost(ctx, host, local)
+		if err != nil {
+			wk.logger().Warn("host lock", "host", host, "err", err)
+		} else if !ok {
+			return crawl.Outcome{}, nil, wait
+		}
+	}
+	timeout := wk.CheckTimeout
+	if timeout <= 0 {
+		timeout = max(c.Config.AckWait-5*time.Second, c.Config.AckWait/2)
+	}
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	freed := false
+	free := func(out crawl.Outcome, err error) {
+		if host == "" || freed {
+			return
+		}
+		freed = true
+		gap := crawl.GapAfter(c.Config.HostGap, c.Config.GapFactor, out, err)
+		if local {
+			wk.local.free(host, gap)
+		} else {
+			c.hosts.Put(ctx, hostKey(host), freeFor(gap))
+		}
+	}
+	cctx = crawl.WithAnswered(cctx, func(answer time.Duration) { free(crawl.Outcome{Answer: answer}, nil) })
+	p := *wk.Pipeline
+	p.Track = t
+	if ot := wk.Node.ownerTrack(w.ID, t); ot != nil {
+		p.Track = ot
+	}
+	out, err = p.Check(cctx, w)
+	free(out, err)
+	return out, err, 0
+}
+
+// checkHere runs a check of w on this node, without the work queue: for a
+// node that no other node shares the work with. It keeps what the queue
+// gives a check: the host's turn (waited for here), and a check that
+// failed because JetStream did not answer is run again a second later,
+// up to ten times.
+func (wk *Worker) checkHere(ctx context.Context, w *changedigest.Watch) (crawl.Outcome, error) {
+	c := wk.Conn
+	for tries := 1; ; tries++ {
+		t := &checkTrack{c: c, shard: ShardOf(w.ID, c.Config.Shards), due: w.NextCheck, matrix: max(wk.Pipeline.Matrix, 1)}
+		out, err, busy := wk.run(ctx, w, t, true)
+		wait := busy
+		if busy > 0 {
+			wk.Busy.Add(1)
+		} else if errors.Is(err, errUnavailable) && tries < 10 && ctx.Err() == nil {
+			wk.Retried.Add(1)
+			wait = time.Second
+		} else {
+			wk.Done.Add(1)
+			if err != nil {
+				wk.Failed.Add(1)
+			}
+			return out, err
+		}
+		select {
+		case <-ctx.Done():
+			return crawl.Outcome{}, ctx.Err()
+		case <-time.After(wait):
+		}
+	}
 }
 
 // finish sends the outcome to the watch's owner and acknowledges the
@@ -223,9 +276,9 @@ func (c *Conn) gapOf(v []byte) time.Duration {
 // less than its gap ago; when it does not, wait is how long to leave the
 // check before trying again. JetStream's compare-and-set lets one worker
 // in the cluster take it.
-func (wk *Worker) takeHost(ctx context.Context, host string) (ok bool, wait time.Duration, err error) {
+func (wk *Worker) takeHost(ctx context.Context, host string, local bool) (ok bool, wait time.Duration, err error) {
 	c := wk.Conn
-	if c.Config.alone() {
+	if local {
 		ok, wait = wk.local.take(host, c.Config.AckWait, c.Config.HostGap)
 		return ok, wait, nil
 	}
@@ -257,9 +310,9 @@ func (wk *Worker) takeHost(ctx context.Context, host string) (ok bool, wait time
 	return err == nil, wait, err
 }
 
-// hostTable is the hosts bucket's rule kept in memory, for a node that
-// no other node can join (Config.alone): the same busy and free states
-// and gaps, without a message to JetStream for each.
+// hostTable is the hosts bucket's rule kept in memory, for a node with
+// no other node alive: the same busy and free states and gaps, without a
+// message to JetStream for each.
 type hostTable struct {
 	mu sync.Mutex
 	m  map[string]hostEntry

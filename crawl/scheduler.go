@@ -597,6 +597,19 @@ func Answered(ctx context.Context, answer time.Duration) {
 	}
 }
 
+// WithAnswered returns a copy of ctx in which Answered calls f, then the
+// hook ctx already had (a scheduler's): for a checker that keeps hosts
+// apart itself, such as a cluster's worker.
+func WithAnswered(ctx context.Context, f func(answer time.Duration)) context.Context {
+	prev, _ := ctx.Value(answeredKey{}).(func(time.Duration))
+	return context.WithValue(ctx, answeredKey{}, func(d time.Duration) {
+		f(d)
+		if prev != nil {
+			prev(d)
+		}
+	})
+}
+
 // HostKey is the politeness key of a URL: its host name, and its port
 // when not the scheme's default (http and https of one name count as one
 // server).
@@ -628,7 +641,7 @@ func (s *Scheduler) loop(ctx context.Context, src source, report func(Report)) {
 				if ctx.Err() != nil {
 					j.canceled = true
 				} else {
-					actx := context.WithValue(ctx, answeredKey{}, func(d time.Duration) {
+					actx := WithAnswered(ctx, func(d time.Duration) {
 						if !j.sent {
 							j.sent, j.answer = true, d
 							answers <- j
