@@ -75,6 +75,8 @@ type view struct {
 	pos     atomic.Uint64 // stream sequence applied
 	pending atomic.Uint64 // versions left to apply, as last seen
 	applied atomic.Int64
+	// wake makes an idle view look at once (poke).
+	wake chan struct{}
 }
 
 // NodeInfo is what a node tells the others in its heartbeat.
@@ -373,7 +375,7 @@ func (n *Node) start(ctx context.Context, s int) {
 		return
 	}
 	vctx, cancel := context.WithCancel(ctx)
-	v := &view{shard: s, cancel: cancel, done: make(chan struct{}), claimed: n.now()}
+	v := &view{shard: s, cancel: cancel, done: make(chan struct{}), claimed: n.now(), wake: make(chan struct{}, 1)}
 	v.pos.Store(n.position(s))
 	n.views[s] = v
 	go func() {
@@ -486,6 +488,25 @@ func (n *Node) follow(ctx context.Context, v *view) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-time.After(pollWait(&idle)):
+		case <-v.wake:
+		}
+	}
+}
+
+// poke makes the view of watch id's shard, when this node keeps it, look
+// for new messages now rather than at its next poll: for what this node
+// just wrote (a watch defined or changed, a version appended).
+func (n *Node) poke(id int64) {
+	if n == nil {
+		return
+	}
+	n.mu.Lock()
+	v := n.views[ShardOf(id, n.Conn.Config.Shards)]
+	n.mu.Unlock()
+	if v != nil {
+		select {
+		case v.wake <- struct{}{}:
+		default:
 		}
 	}
 }

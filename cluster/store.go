@@ -52,6 +52,7 @@ func (s Store) CreateWatch(ctx context.Context, w *changedigest.Watch) error {
 	if err := s.Node.Conn.AddWatches(ctx, []*changedigest.Watch{w}); err != nil {
 		return err
 	}
+	s.Node.poke(w.ID)
 	if s.Node.owns(w.ID) {
 		for end := time.Now().Add(2 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
 			if _, err := s.Store.Watch(ctx, w.UserID, w.ID); err == nil {
@@ -82,6 +83,7 @@ func (s Store) UpdateWatch(ctx context.Context, userID, id int64, fn func(*chang
 	if err != nil {
 		return nil, err
 	}
+	s.Node.poke(id)
 	// The schedule state is the view's.
 	if local, lerr := s.Store.Watch(ctx, pet.AnyUser, id); lerr == nil {
 		w.CopySchedule(local)
@@ -112,6 +114,7 @@ func (s Store) DeleteWatch(ctx context.Context, userID, id int64) error {
 	if err := c.watches.Delete(ctx, key, jetstream.LastRevision(e.Revision())); err != nil {
 		return fmt.Errorf("cluster: delete watch %d: %w", id, err)
 	}
+	s.Node.poke(id)
 	// Its versions go too (a view rebuilt later skips them anyway).
 	if err := c.versions.Purge(ctx, jetstream.WithPurgeSubject(versionSubject(ShardOf(id, c.Config.Shards), id))); err != nil {
 		s.Node.logger().Warn("purging a deleted watch's versions", "watch", id, "err", err)
