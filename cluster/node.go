@@ -59,9 +59,14 @@ type Node struct {
 	waiters   sync.Map   // reply token -> chan reply
 	tips      tips       // where each watch's track ends in the stream
 	// lone: no other node was alive at the last look (every second).
-	lone  atomic.Bool
-	token atomic.Uint64
-	sub   *nats.Subscription
+	lone atomic.Bool
+	// settled: rebalance found the shards settled with settledLive
+	// alive; quiet counts the rounds since it last read them.
+	settled     bool
+	settledLive []string
+	quiet       int
+	token       atomic.Uint64
+	sub         *nats.Subscription
 }
 
 // view is a shard as its owner keeps it.
@@ -269,6 +274,16 @@ func nodeInfos(ctx context.Context, stream jetstream.Stream) ([]NodeInfo, error)
 	return infos, nil
 }
 
+// shardEntry is a shard's owner as the shards bucket holds it.
+type shardEntry struct {
+	owner string
+	rev   uint64
+}
+
+// settledRounds is how many rounds a node whose shards are settled skips
+// reading them (see rebalance).
+const settledRounds = 9
+
 // rebalance claims the shards of nodes that are gone and no one's, up to
 // this node's fair share, and gives up shards above it.
 func (n *Node) rebalance(ctx context.Context) error {
@@ -282,22 +297,34 @@ func (n *Node) rebalance(ctx context.Context) error {
 	n.lone.Store(len(live) == 1)
 	total := c.Config.Shards
 	target := (total + len(live) - 1) / len(live)
-	type entry struct {
-		owner string
-		rev   uint64
+	// While the same nodes are alive and the shards were settled at the
+	// last look (each served by a live node, this one at its share),
+	// owners change only by a node's own hand: look again every tenth
+	// round, not every round (an idle node's requests, most of them).
+	names := slices.Sorted(maps.Keys(live))
+	if n.settled && slices.Equal(names, n.settledLive) && n.quiet < settledRounds {
+		n.quiet++
+		return nil
 	}
-	entries := make([]entry, total)
+	n.settled, n.settledLive, n.quiet = false, names, 0
+	entries := make([]shardEntry, total)
 	mine := 0
 	for s := range total {
 		e, err := c.shards.Get(ctx, strconv.Itoa(s))
 		if err == nil {
-			entries[s] = entry{string(e.Value()), e.Revision()}
+			entries[s] = shardEntry{string(e.Value()), e.Revision()}
 		} else if !errors.Is(err, jetstream.ErrKeyNotFound) {
 			return err
 		}
 		if entries[s].owner == me {
 			mine++
 		}
+	}
+	// Settled: every shard served by a live node, this one at its share
+	// (one less where the shards do not divide evenly).
+	settled := mine == target || mine == target-1 && total%len(live) != 0
+	for _, e := range entries {
+		settled = settled && e.owner != "" && live[e.owner]
 	}
 	// Views of shards another node has taken stop; shards recorded as
 	// this node's (a restart under the same name) start.
@@ -349,6 +376,7 @@ func (n *Node) rebalance(ctx context.Context) error {
 		mine++
 		n.start(ctx, s)
 	}
+	n.settled = settled
 	// Above the fair share (a node joined): give the last shards back,
 	// one per round, so the views move a few at a time.
 	if mine > target {
