@@ -3,6 +3,7 @@ package pet
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"math/rand/v2"
@@ -24,6 +25,7 @@ import (
 var (
 	bigIndex     = flag.Bool("pet.bigindex", false, "search benchmark over an index of -pet.bigindex.docs segment versions (default 100,000) instead of 10,000")
 	bigIndexDocs = flag.Int("pet.bigindex.docs", 100_000, "segment versions in the big search index")
+	bigIndexDir  = flag.String("pet.bigindex.dir", "", "build the search benchmark's index in this directory and keep it; a later run with the same -pet.bigindex.docs uses it again")
 )
 
 // benchDirs are removed after the benchmarks ran.
@@ -296,12 +298,73 @@ func corpusSentences(tb testing.TB) []string {
 // each, versions of 200 segments whose texts are 1 to 3 real sentences,
 // every segment new, fetched over a year, with changes of all types.
 func buildSearchIndex(tb testing.TB, docs int) (*searchIndex, error) {
-	sentences := corpusSentences(tb)
+	if *bigIndexDir != "" {
+		if si, err := loadSearchIndex(*bigIndexDir, docs); err == nil {
+			return si, nil
+		}
+		os.RemoveAll(*bigIndexDir)
+		si, err := buildSearchIndexIn(tb, *bigIndexDir, docs)
+		if err != nil {
+			return nil, err
+		}
+		return si, si.save(*bigIndexDir)
+	}
 	dir, err := os.MkdirTemp("", "pet-search-bench-")
 	if err != nil {
 		return nil, err
 	}
 	benchDirs = append(benchDirs, dir)
+	return buildSearchIndexIn(tb, dir, docs)
+}
+
+// searchIndexFile holds what a kept search index was built with.
+const searchIndexFile = "bench-index.json"
+
+// searchIndexMeta is searchIndex without its store, as kept.
+type searchIndexMeta struct {
+	Users   []int64
+	Watches map[int64][]int64
+	First   time.Time
+	Span    time.Duration
+	Common  []string
+	Rare    []string
+	Phrases []string
+	Docs    int
+	Build   time.Duration
+}
+
+func (si *searchIndex) save(dir string) error {
+	b, err := json.Marshal(searchIndexMeta{si.users, si.watches, si.first, si.span, si.common, si.rare, si.phrases, si.docs, si.build})
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, searchIndexFile), b, 0o644)
+}
+
+// loadSearchIndex opens an index kept in dir, built with docs documents.
+func loadSearchIndex(dir string, docs int) (*searchIndex, error) {
+	b, err := os.ReadFile(filepath.Join(dir, searchIndexFile))
+	if err != nil {
+		return nil, err
+	}
+	var m searchIndexMeta
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, err
+	}
+	if m.Docs < docs || m.Docs > docs+200 {
+		return nil, fmt.Errorf("the index in %s has %d documents", dir, m.Docs)
+	}
+	s := New(dir)
+	s.NoSync, s.Logger, s.KeepVersions = true, quiet, 0
+	if err := s.Open(context.Background()); err != nil {
+		return nil, err
+	}
+	return &searchIndex{s: s, users: m.Users, watches: m.Watches, first: m.First, span: m.Span,
+		common: m.Common, rare: m.Rare, phrases: m.Phrases, docs: m.Docs, build: m.Build}, nil
+}
+
+func buildSearchIndexIn(tb testing.TB, dir string, docs int) (*searchIndex, error) {
+	sentences := corpusSentences(tb)
 	s := New(dir)
 	s.NoSync, s.Logger, s.KeepVersions = true, quiet, 0
 	ctx := context.Background()

@@ -181,7 +181,6 @@ func (s *Store) Search(ctx context.Context, q Query) (*Results, error) {
 		}
 	}
 	req := bleve.NewSearchRequestOptions(bleve.NewConjunctionQuery(conj...), limit, q.Offset, false)
-	req.SortBy([]string{"-" + fSort, "-_id"})
 	req.IncludeLocations = true
 
 	res, err := s.searchIndex(ctx, req)
@@ -370,14 +369,16 @@ func makeSnippet(text string, spans []Span) Snippet {
 // errIndexPanic marks a panic inside Bleve turned into an error.
 var errIndexPanic = errors.New("index panicked")
 
-// searchIndex runs req on the open index, turning a panic inside Bleve
-// into an error wrapping errIndexPanic.
+// searchIndex runs req on the open index, newest first, turning a panic
+// inside Bleve into an error wrapping errIndexPanic.
 func (s *Store) searchIndex(ctx context.Context, req *bleve.SearchRequest) (res *bleve.SearchResult, err error) {
 	s.idxMu.RLock()
 	defer s.idxMu.RUnlock()
 	if s.idx == nil {
 		return nil, userErr(changedigest.EUNAVAILABLE, ErrClosed, "the store is not open")
 	}
+	// Newest first, as the index in use orders its documents.
+	req.SortBy(newestFirst(s.idx.Mapping()))
 	defer func() {
 		if r := recover(); r != nil {
 			res, err = nil, fmt.Errorf("%w: %v", errIndexPanic, r)

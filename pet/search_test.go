@@ -3,16 +3,62 @@ package pet
 import (
 	"context"
 	"errors"
+	"fmt"
+	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/blevesearch/bleve/v2"
+	"github.com/blevesearch/bleve/v2/mapping"
 
 	"github.com/changedigest/changedigest"
 )
 
 func TestSearch(t *testing.T) {
-	f := newFixture(t)
+	testSearch(t, newFixture(t))
+}
+
+// TestSearchInAnIndexMadeBefore runs the same searches over an index made
+// with the mapping of before fOrder (newest first by fSort, then by the
+// document's ID): the hits come in the same order.
+func TestSearchInAnIndexMadeBefore(t *testing.T) {
+	testSearch(t, newFixture(t, func(s *Store) {
+		idx, err := s.newIndex(filepath.Join(s.Dir, indexDir), legacyMapping())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if newestFirst(idx.Mapping())[0] != "-"+fSort {
+			t.Fatalf("a legacy index sorts by %v", newestFirst(idx.Mapping()))
+		}
+		idx.Close()
+	}))
+}
+
+// legacyMapping is indexMapping as it was before fOrder.
+func legacyMapping() mapping.IndexMapping {
+	im := bleve.NewIndexMapping()
+	im.DefaultAnalyzer = wordsAnalyzer
+	im.IndexDynamic, im.StoreDynamic, im.DocValuesDynamic = false, false, false
+	dm := bleve.NewDocumentStaticMapping()
+	text := bleve.NewTextFieldMapping()
+	text.Analyzer = wordsAnalyzer
+	text.Store, text.IncludeInAll, text.IncludeTermVectors, text.DocValues = false, false, true, false
+	text.SkipFreqNorm = true
+	dm.AddFieldMappingsAt(fText, text)
+	for _, name := range []string{fUser, fWatch, fTypes, fFirst, fLast, fSort} {
+		kw := bleve.NewKeywordFieldMapping()
+		kw.Store, kw.IncludeInAll, kw.IncludeTermVectors = false, false, false
+		kw.DocValues = name == fSort
+		dm.AddFieldMappingsAt(name, kw)
+	}
+	im.DefaultMapping = dm
+	return im
+}
+
+func testSearch(t *testing.T, f *fixture) {
 	ctx := context.Background()
 	bob := f.mustUser(t, "bob")
 	alice, news := f.user, f.watch
@@ -220,5 +266,41 @@ func TestSearchClosed(t *testing.T) {
 	_, err := f.s.Search(context.Background(), Query{Text: "x", UserID: f.user.ID})
 	if !errors.Is(err, ErrClosed) {
 		t.Errorf("search on a closed store: %v", err)
+	}
+}
+
+// TestSearchTiesInOrder: the segments of one version share their first
+// time; both orders (fOrder, and fSort then the ID) put them in the same
+// order, ID descending, over pages of hits.
+func TestSearchTiesInOrder(t *testing.T) {
+	legacy := func(s *Store) {
+		idx, err := s.newIndex(filepath.Join(s.Dir, indexDir), legacyMapping())
+		if err != nil {
+			t.Fatal(err)
+		}
+		idx.Close()
+	}
+	var orders [2][]int
+	for k, f := range []*fixture{newFixture(t), newFixture(t, legacy)} {
+		var paras []string
+		for i := range 12 {
+			paras = append(paras, fmt.Sprintf("Lantern number %d hangs over the harbour gate", i))
+		}
+		f.add(t, f.watch.ID, page(paras...))
+		for off := 0; off < 12; off += 5 {
+			res, err := f.s.Search(context.Background(), Query{Text: "lantern", UserID: f.user.ID, Limit: 5, Offset: off})
+			if err != nil || res.Total != 12 {
+				t.Fatalf("search: %+v, %v", res, err)
+			}
+			for _, h := range res.Hits {
+				orders[k] = append(orders[k], h.Segment)
+			}
+		}
+	}
+	if len(orders[0]) != 12 || !reflect.DeepEqual(orders[0], orders[1]) {
+		t.Fatalf("segments in order %v, in an index made before %v", orders[0], orders[1])
+	}
+	if slices.IsSorted(orders[0]) {
+		t.Errorf("ties in the order segments were stored (%v): the test does not tell orders apart", orders[0])
 	}
 }
