@@ -163,6 +163,12 @@ func (n *Node) Run(ctx context.Context) error {
 		n.followAccounts(ctx)
 	}()
 	defer func() { <-accountsDone }()
+	endsDone := make(chan struct{})
+	go func() {
+		defer close(endsDone)
+		n.watchEnds(ctx)
+	}()
+	defer func() { <-endsDone }()
 	tick := time.NewTicker(c.Config.Lease / 4)
 	defer tick.Stop()
 	for {
@@ -457,7 +463,6 @@ func (n *Node) follow(ctx context.Context, v *view) error {
 	watchSubj := "$KV." + watchesBucket + "." + strconv.Itoa(v.shard) + ".*"
 	verSubj := shardVersions(v.shard)
 	var wpos uint64
-	idle := 0
 	for {
 		// Every definition there is before the versions: a version of a
 		// watch the view does not hold is taken for one of a watch
@@ -509,14 +514,77 @@ func (n *Node) follow(ctx context.Context, v *view) error {
 		}
 		got += len(vers)
 		if got > 0 {
-			idle = 0
 			continue
 		}
+		// Idle: look again when woken (the streams moved on, or this
+		// node wrote something of the shard; see watchEnds), or after
+		// viewIdleLook in any case.
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(pollWait(&idle)):
 		case <-v.wake:
+		case <-time.After(viewIdleLook):
+		}
+	}
+}
+
+// viewIdleLook is how long an idle view waits at most before it looks
+// at its subjects again, woken or not.
+const viewIdleLook = 10 * time.Second
+
+// ends are the last sequences of the versions stream and of the watches
+// bucket's stream.
+type ends struct{ versions, watches uint64 }
+
+// watchEnds wakes the node's views when the versions stream or the
+// watches bucket holds messages it did not hold at the last look: one
+// question for all the views of the node, rather than two for each of
+// them. It looks every 200 ms, less often while nothing comes (pollWait,
+// up to 2 s). When the ends cannot be read (a stream's leader changing)
+// it wakes every view, which then reads its own subjects by direct gets
+// that any replica answers.
+func (n *Node) watchEnds(ctx context.Context) {
+	var last ends
+	idle := 0
+	for {
+		now, ok := n.streamEnds(ctx)
+		if !ok || now != last {
+			n.wakeViews()
+			idle = 0
+		}
+		last = now
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(pollWait(&idle)):
+		}
+	}
+}
+
+// streamEnds reads the streams' last sequences; ok is false when they
+// could not be read.
+func (n *Node) streamEnds(ctx context.Context) (ends, bool) {
+	ictx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	vi, err := n.Conn.versions.Info(ictx)
+	if err != nil {
+		return ends{}, false
+	}
+	wi, err := n.Conn.watchesStream.Info(ictx)
+	if err != nil {
+		return ends{}, false
+	}
+	return ends{vi.State.LastSeq, wi.State.LastSeq}, true
+}
+
+// wakeViews makes every view of the node look at its subjects now.
+func (n *Node) wakeViews() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, v := range n.views {
+		select {
+		case v.wake <- struct{}{}:
+		default:
 		}
 	}
 }

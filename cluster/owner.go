@@ -252,8 +252,14 @@ func (p wholeParts) BodyRange(start, end int) ([]byte, error) {
 
 func (p wholeParts) Body() ([]byte, error) { return p.body, nil }
 
+// UpdateWatch changes the definition in the watches bucket, and wakes the
+// view to take it.
 func (t *ownerTrack) UpdateWatch(ctx context.Context, userID, id int64, fn func(*changedigest.Watch) error) (*changedigest.Watch, error) {
-	return t.n.Conn.updateWatch(ctx, id, fn)
+	w, err := t.n.Conn.updateWatch(ctx, id, fn)
+	if err == nil {
+		t.n.poke(id)
+	}
+	return w, err
 }
 
 // AddVersion appends the version to the stream on top of the tip the
@@ -264,7 +270,11 @@ func (t *ownerTrack) AddVersion(ctx context.Context, watchID int64, snap *change
 		return 0, err
 	}
 	if !t.local {
-		return t.st.AddVersion(ctx, watchID, snap, body)
+		seq, err := t.st.AddVersion(ctx, watchID, snap, body)
+		if err == nil {
+			t.n.poke(watchID) // for the view to apply it now
+		}
+		return seq, err
 	}
 	c := t.n.Conn
 	seq := t.latest + 1

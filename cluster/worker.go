@@ -199,9 +199,6 @@ func (wk *Worker) run(ctx context.Context, w *changedigest.Watch, t *checkTrack,
 	}
 	out, err = p.Check(cctx, w)
 	free(out, err)
-	// A version appended to the stream, or a definition changed (a page's
-	// kind and title), reaches this node's view now if it keeps it.
-	wk.Node.poke(w.ID)
 	return out, err, 0
 }
 
