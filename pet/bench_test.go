@@ -471,6 +471,9 @@ func buildSearchIndexIn(tb testing.TB, dir string, docs int) (*searchIndex, erro
 	return si, nil
 }
 
+// queryKinds names the queries of queries, in turn.
+var queryKinds = []string{"common word", "common word", "rare word", "two words", "phrase", "a month", "a type", "a watch"}
+
 // queries makes a mix of user queries over the index.
 func (si *searchIndex) queries(n int) []Query {
 	r := rand.New(rand.NewPCG(7, 7))
@@ -531,23 +534,34 @@ func BenchmarkSearch(b *testing.B) {
 			}
 			ctx := context.Background()
 			var lat []time.Duration
+			byKind := make([][]time.Duration, len(queryKinds))
 			hits := 0
 			i := 0
 			for b.Loop() {
 				q := qs[i%len(qs)]
-				i++
 				t0 := time.Now()
 				res, err := si.s.Search(ctx, q)
-				lat = append(lat, time.Since(t0))
+				d := time.Since(t0)
+				lat = append(lat, d)
+				byKind[i%len(queryKinds)] = append(byKind[i%len(queryKinds)], d)
+				i++
 				if err != nil {
 					b.Fatal(err)
 				}
 				hits += len(res.Hits)
 			}
-			slices.Sort(lat)
-			pct := func(p float64) float64 {
+			pctOf := func(lat []time.Duration, p float64) float64 {
+				slices.Sort(lat)
 				return float64(lat[min(len(lat)-1, int(p*float64(len(lat))))].Microseconds()) / 1000
 			}
+			pct := func(p float64) float64 { return pctOf(lat, p) }
+			var kinds []string
+			for k, l := range byKind {
+				if len(l) > 0 {
+					kinds = append(kinds, fmt.Sprintf("%s %.1f/%.1f", queryKinds[k], pctOf(l, 0.5), pctOf(l, 0.95)))
+				}
+			}
+			b.Logf("p50/p95 ms by query: %s", strings.Join(kinds, ", "))
 			b.ReportMetric(float64(si.docs), "docs")
 			b.ReportMetric(pct(0.50), "p50-ms")
 			b.ReportMetric(pct(0.95), "p95-ms")

@@ -155,7 +155,9 @@ type Store struct {
 	// behind is set when the index missed a write that the next write,
 	// search or Open will apply.
 	behind atomic.Bool
-	open   atomic.Bool
+	// windowed counts the searches ordered within a window (searchNewest).
+	windowed atomic.Int64
+	open     atomic.Bool
 	// lists keeps users' watch lists (see WatchPage).
 	lists listCache
 

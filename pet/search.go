@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/blevesearch/bleve/v2"
+	"github.com/blevesearch/bleve/v2/analysis"
 	"github.com/blevesearch/bleve/v2/search"
 	"github.com/blevesearch/bleve/v2/search/query"
 	bolt "go.etcd.io/bbolt"
@@ -165,25 +166,16 @@ func (s *Store) Search(ctx context.Context, q Query) (*Results, error) {
 		}
 		return bleve.NewDisjunctionQuery(dis...)
 	}
-	if !q.Since.IsZero() || !q.Until.IsZero() {
-		var lo, hi time.Time
-		s.db.View(func(tx *bolt.Tx) error {
-			lo, hi = timeSpan(tx)
-			return nil
-		})
+	if !q.Since.IsZero() {
+		_, hi := s.timeSpan()
 		if !q.Since.IsZero() {
 			// Last seen at or after Since, or still there.
 			conj = append(conj, terms(fLast, append(cover(q.Since, hi), liveTerm)))
 		}
-		if !q.Until.IsZero() {
-			// First seen at or before Until.
-			conj = append(conj, terms(fFirst, cover(lo, q.Until)))
-		}
 	}
-	req := bleve.NewSearchRequestOptions(bleve.NewConjunctionQuery(conj...), limit, q.Offset, false)
-	req.IncludeLocations = true
-
-	res, err := s.searchIndex(ctx, req)
+	// The hits only, newest first: no scores, no term locations (see
+	// marks), and not every hit ordered (see searchNewest).
+	hits, total, a, err := s.searchNewest(ctx, conj, q.Until, q.Offset, limit)
 	if errors.Is(err, errIndexPanic) {
 		// A panic inside the index (Bleve closes in-memory segments a
 		// failed persist leaves behind) makes it untrustworthy: it is
@@ -194,16 +186,17 @@ func (s *Store) Search(ctx context.Context, q Query) (*Results, error) {
 		rerr := s.recoverIndex()
 		s.syncMu.Unlock()
 		if rerr == nil || errors.Is(rerr, errIndexReadOnly) {
-			res, err = s.searchIndex(ctx, req)
+			hits, total, a, err = s.searchNewest(ctx, conj, q.Until, q.Offset, limit)
 		}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("pet: search %q: %w", text, err)
 	}
-	out := &Results{Total: int(res.Total)}
+	out := &Results{Total: int(total)}
+	m := newMarks(a, text)
 	err = s.db.View(func(tx *bolt.Tx) error {
-		for _, h := range res.Hits {
-			hit, ok, err := resolveHit(tx, h)
+		for _, h := range hits {
+			hit, ok, err := resolveHit(tx, h, a, m)
 			if err != nil {
 				return err
 			}
@@ -252,7 +245,7 @@ func textQuery(text string) query.Query {
 
 // resolveHit reads a hit's segment record; ok is false when the record
 // went away since the search (a concurrent deletion).
-func resolveHit(tx *bolt.Tx, h *search.DocumentMatch) (Hit, bool, error) {
+func resolveHit(tx *bolt.Tx, h *search.DocumentMatch, a analysis.Analyzer, m *marks) (Hit, bool, error) {
 	wid, sid, ok := parseDocID(h.ID)
 	if !ok {
 		return Hit{}, false, nil
@@ -272,13 +265,7 @@ func resolveHit(tx *bolt.Tx, h *search.DocumentMatch) (Hit, bool, error) {
 	if !r.Live {
 		hit.LastSeq, hit.LastSeen = r.LastSeq, r.LastTime
 	}
-	var spans []Span
-	for _, locs := range h.Locations[fText] {
-		for _, l := range locs {
-			spans = append(spans, Span{int(l.Start), int(l.End)})
-		}
-	}
-	hit.Snippet = makeSnippet(r.Text, spans)
+	hit.Snippet = makeSnippet(r.Text, m.spans(a, r.Text))
 	return hit, true, nil
 }
 
@@ -370,19 +357,28 @@ func makeSnippet(text string, spans []Span) Snippet {
 var errIndexPanic = errors.New("index panicked")
 
 // searchIndex runs req on the open index, newest first, turning a panic
-// inside Bleve into an error wrapping errIndexPanic.
-func (s *Store) searchIndex(ctx context.Context, req *bleve.SearchRequest) (res *bleve.SearchResult, err error) {
+// inside Bleve into an error wrapping errIndexPanic. It also gives the
+// analyzer of the index's text field.
+func (s *Store) searchIndex(ctx context.Context, req *bleve.SearchRequest) (res *bleve.SearchResult, a analysis.Analyzer, err error) {
 	s.idxMu.RLock()
 	defer s.idxMu.RUnlock()
 	if s.idx == nil {
-		return nil, userErr(changedigest.EUNAVAILABLE, ErrClosed, "the store is not open")
+		return nil, nil, userErr(changedigest.EUNAVAILABLE, ErrClosed, "the store is not open")
 	}
-	// Newest first, as the index in use orders its documents.
-	req.SortBy(newestFirst(s.idx.Mapping()))
+	m := s.idx.Mapping()
+	if req.Size > 0 {
+		// Newest first, as the index in use orders its documents. A count
+		// (no hits asked) orders nothing.
+		req.SortBy(newestFirst(m))
+	}
+	if a = m.AnalyzerNamed(m.AnalyzerNameForPath(fText)); a == nil {
+		return nil, nil, fmt.Errorf("the index has no analyzer for its field %q", fText)
+	}
 	defer func() {
 		if r := recover(); r != nil {
-			res, err = nil, fmt.Errorf("%w: %v", errIndexPanic, r)
+			res, a, err = nil, nil, fmt.Errorf("%w: %v", errIndexPanic, r)
 		}
 	}()
-	return s.idx.SearchInContext(ctx, req)
+	res, err = s.idx.SearchInContext(ctx, req)
+	return res, a, err
 }
