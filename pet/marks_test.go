@@ -132,3 +132,35 @@ func TestMarksAsIndexLocations(t *testing.T) {
 	}
 	t.Logf("%d hits compared", hits)
 }
+
+// FuzzMarksAsIndexLocations checks marks against the index's own term
+// locations for any text and any search of words and phrases; pick, when
+// not zero, also adds words of the text to the search, as a phrase or
+// not, so that most inputs have a hit.
+func FuzzMarksAsIndexLocations(f *testing.F) {
+	f.Add("The bridge reopened after repairs to the river wall", `"repairs to the river" bridge`, uint16(0))
+	f.Add("wall river wall river wall", `"wall river wall"`, uint16(0))
+	f.Add("Évolution du pont — the river's bridge, 5 < 6", `"river's bridge" évolution`, uint16(0))
+	f.Add("a.b c_d e'f 3.14 x-y", `"c_d e'f" 3.14`, uint16(0))
+	f.Add("Pacific islands, the South Island's west coast", "", uint16(0x8123))
+	f.Fuzz(func(t *testing.T, text, search string, pick uint16) {
+		if len(text) > 2000 || len(search) > 200 {
+			return
+		}
+		if w := strings.Fields(text); pick != 0 && len(w) > 0 {
+			k := int(pick&0xff) % len(w)
+			n := min(len(w)-k, 1+int(pick>>8&3))
+			words := strings.ReplaceAll(strings.Join(w[k:k+n], " "), `"`, "")
+			if pick&0x8000 != 0 {
+				words = `"` + words + `"`
+			}
+			search += " " + words
+		}
+		if strings.TrimSpace(search) == "" {
+			return
+		}
+		texts := []string{text}
+		idx, a := marksIndex(t, texts)
+		compareMarks(t, idx, a, texts, search)
+	})
+}
