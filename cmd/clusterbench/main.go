@@ -52,7 +52,7 @@ func main() {
 	runs := flag.Int("runs", 3, "runs of each measurement")
 	what := flag.String("measure", "cpu,startup", "cpu, startup or both")
 	modes := flag.String("modes", "single,cluster1,cluster3", "the set-ups -measure cpu runs")
-	pass := flag.String("pass", "first", "the checks -measure cpu counts: first (every page new) or second (a minute later every watch is checked again; a tenth of the pages changed, the others answer 304)")
+	pass := flag.String("pass", "first", "the checks -measure cpu counts: first (every page new), second (a minute later every watch is checked again; a tenth of the pages changed, the others answer 304) or define (the watches defined, paused: what the first pass of a cluster counts besides its checks; a single serve's watches are defined before it starts)")
 	flag.Parse()
 	if *bin == "" {
 		fmt.Fprintln(os.Stderr, "clusterbench: -bin is required")
@@ -75,7 +75,10 @@ func main() {
 	if strings.Contains(*what, "cpu") {
 		for range *runs {
 			for _, mode := range strings.Split(*modes, ",") {
-				cpu, wall, err := cpuRun(*bin, mode, *pages, *hosts, *pass == "second")
+				if *pass == "define" && mode == "single" {
+					continue // defined before it starts, not counted
+				}
+				cpu, wall, err := cpuRun(*bin, mode, *pages, *hosts, *pass)
 				if err != nil {
 					fail(err)
 				}
@@ -229,10 +232,13 @@ func startup(bin, mode string) (time.Duration, float64, error) {
 
 // cpuRun runs the first check of every page of a farm in one set-up and
 // returns the CPU its serve processes used and the time it took; with
-// second, the watches are checked again a minute later (a tenth of the
-// pages changed) and the figures are those of the second pass, counted
-// from the end of the first (the idle minute between included).
-func cpuRun(bin, mode string, pages, hosts int, second bool) (cpu, wall time.Duration, err error) {
+// pass "second", the watches are checked again a minute later (a tenth of
+// the pages changed) and the figures are those of the second pass,
+// counted from the end of the first (the idle minute between included);
+// with pass "define", a cluster's watches are defined paused and the
+// figures are those of defining them.
+func cpuRun(bin, mode string, pages, hosts int, pass string) (cpu, wall time.Duration, err error) {
+	second, define := pass == "second", pass == "define"
 	t := &tb{}
 	defer func() {
 		for _, fn := range t.cleanups {
@@ -248,7 +254,7 @@ func cpuRun(bin, mode string, pages, hosts int, second bool) (cpu, wall time.Dur
 	ctx := context.Background()
 	ws := make([]*changedigest.Watch, pages)
 	for i := range ws {
-		ws[i] = &changedigest.Watch{UserID: 1, URL: farm.URL(i)}
+		ws[i] = &changedigest.Watch{UserID: 1, URL: farm.URL(i), Paused: define}
 		if second {
 			ws[i].Interval = time.Minute
 		}
@@ -361,6 +367,11 @@ func cpuRun(bin, mode string, pages, hosts int, second bool) (cpu, wall time.Dur
 		if err := conn.AddWatches(ctx, ws); err != nil {
 			return 0, 0, err
 		}
+		if define {
+			settle(procs) // the views hold the definitions
+			wall = time.Since(begin)
+			break
+		}
 		stored := func(versions int) {
 			for {
 				st, err := conn.Status(ctx, false)
@@ -397,7 +408,7 @@ func cpuRun(bin, mode string, pages, hosts int, second bool) (cpu, wall time.Dur
 			}
 		}
 	}
-	if !second {
+	if !second && !define {
 		wall = time.Since(begin)
 	}
 	fmt.Printf("  %s: data directories %.1f MB (stores and NATS files together)\n", mode, float64(dirSize(root))/1e6)
@@ -412,6 +423,9 @@ func cpuRun(bin, mode string, pages, hosts int, second bool) (cpu, wall time.Dur
 		fmt.Printf("  %s: start-up %.2f CPU-s, not counted\n", mode, startup.Seconds())
 	}
 	want := int64(pages)
+	if define {
+		want = 0
+	}
 	if second {
 		want += int64(pages+9) / 10
 	}
@@ -428,20 +442,7 @@ func cpuRun(bin, mode string, pages, hosts int, second bool) (cpu, wall time.Dur
 // CPU they used (the second pass is counted from here) and changes a
 // tenth of the pages.
 func secondPass(farm *crawltest.Farm, procs []*process, cpu, wall *time.Duration) {
-	used := func() (d time.Duration) {
-		for _, p := range procs {
-			d += p.cpu()
-		}
-		return d
-	}
-	for end, last := time.Now().Add(30*time.Second), used(); time.Now().Before(end); {
-		time.Sleep(time.Second)
-		now := used()
-		if now-last <= 20*time.Millisecond*time.Duration(len(procs)) {
-			break
-		}
-		last = now
-	}
+	settle(procs)
 	*cpu, *wall = 0, time.Duration(time.Now().UnixNano())
 	for _, p := range procs {
 		*cpu -= p.cpu()
@@ -463,6 +464,25 @@ func secondPass(farm *crawltest.Farm, procs []*process, cpu, wall *time.Duration
 		idle += p.cpu()
 	}
 	fmt.Printf("  CPU while idle until the second pass (counted in it): %.2f s\n", idle.Seconds())
+}
+
+// settle waits until the processes are idle: a second in which they used
+// no more than 20 ms of CPU each (30 s at most).
+func settle(procs []*process) {
+	used := func() (d time.Duration) {
+		for _, p := range procs {
+			d += p.cpu()
+		}
+		return d
+	}
+	for end, last := time.Now().Add(30*time.Second), used(); time.Now().Before(end); {
+		time.Sleep(time.Second)
+		now := used()
+		if now-last <= 20*time.Millisecond*time.Duration(len(procs)) {
+			break
+		}
+		last = now
+	}
 }
 
 // finishPass ends the second pass's count.
