@@ -47,6 +47,10 @@ type Node struct {
 	Logger *slog.Logger
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// Redeliver, when set, makes a delivery this node holds pending
+	// again (its dispatcher's Redeliver): what RedeliverAnywhere asks of
+	// the node that holds the delivery.
+	Redeliver func(ctx context.Context, userID int64, id string) (*changedigest.Delivery, error)
 
 	started  time.Time
 	accounts accountsView

@@ -166,13 +166,9 @@ func (s Store) Watches(ctx context.Context, userID int64, tag string) ([]changed
 	if err != nil {
 		return nil, err
 	}
-	var out []changedigest.Watch
-	for _, p := range parts {
-		var ws []changedigest.Watch
-		if err := json.Unmarshal(p, &ws); err != nil {
-			return nil, fmt.Errorf("cluster: list watches: %w", err)
-		}
-		out = append(out, ws...)
+	out, err := gather[changedigest.Watch](parts, "list watches")
+	if err != nil {
+		return nil, err
 	}
 	by := pet.CompareWatches(pet.SortAdded)
 	slices.SortFunc(out, func(a, b changedigest.Watch) int { return by(&a, &b) })

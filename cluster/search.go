@@ -52,8 +52,8 @@ func (r *answer) err(subject string) error {
 	return fmt.Errorf("cluster: %s on %s: %w", subject, r.Node, &changedigest.Error{Code: r.Code, Message: r.Message})
 }
 
-// serveQuestions answers the other nodes' searches and change listings
-// with this node's view.
+// serveQuestions answers the other nodes' searches, change listings and
+// delivery questions with this node's view.
 func (n *Node) serveQuestions() ([]*nats.Subscription, error) {
 	var subs []*nats.Subscription
 	for subject, ask := range map[string]func(context.Context, []byte) (any, error){
@@ -64,7 +64,9 @@ func (n *Node) serveQuestions() ([]*nats.Subscription, error) {
 			}
 			return n.Store.Search(ctx, q)
 		},
-		watchSubject: n.answerWatch,
+		watchSubject:      n.answerWatch,
+		deliveriesSubject: n.answerDeliveries,
+		redeliverSubject:  n.answerRedeliver,
 		changesSubject: func(ctx context.Context, data []byte) (any, error) {
 			var f pet.ChangeFilter
 			if err := json.Unmarshal(data, &f); err != nil {
@@ -149,6 +151,19 @@ func (n *Node) Search(ctx context.Context, q pet.Query) (*pet.Results, error) {
 	return merged, nil
 }
 
+// gather decodes the nodes' answers, each a list, into one list.
+func gather[T any](answers []json.RawMessage, what string) ([]T, error) {
+	var out []T
+	for _, a := range answers {
+		var part []T
+		if err := json.Unmarshal(a, &part); err != nil {
+			return nil, fmt.Errorf("cluster: %s: %w", what, err)
+		}
+		out = append(out, part...)
+	}
+	return out, nil
+}
+
 // scatter asks every live node the question and gathers the answers
 // ("not in this view" answers are left out; nil when every node gave
 // one). A node that gives no answer within the wait (a lease and a
@@ -227,30 +242,32 @@ func (n *Node) scatter(ctx context.Context, subject string, question any) ([]jso
 // node's view, newest first, at most f.Limit (50 unless set): what feeds
 // and digests read.
 func (n *Node) Changes(ctx context.Context, f pet.ChangeFilter) ([]pet.Event, error) {
-	answers, err := n.scatter(ctx, changesSubject, f)
-	if err != nil {
-		return nil, err
+	limit := f.Limit
+	if limit <= 0 {
+		limit = 50
 	}
-	var evs []pet.Event
-	for _, a := range answers {
-		var part []pet.Event
-		if err := json.Unmarshal(a, &part); err != nil {
-			return nil, fmt.Errorf("cluster: changes: %w", err)
-		}
-		evs = append(evs, part...)
-	}
-	slices.SortStableFunc(evs, func(a, b pet.Event) int {
+	return askAll(ctx, n, changesSubject, f, limit, func(a, b pet.Event) int {
 		if c := b.Version.FetchedAt.Compare(a.Version.FetchedAt); c != 0 {
 			return c
 		}
 		return cmp.Or(cmp.Compare(a.Watch.ID, b.Watch.ID), cmp.Compare(b.Version.Seq, a.Version.Seq))
 	})
-	limit := f.Limit
-	if limit <= 0 {
-		limit = 50
+}
+
+// askAll asks every live node the question, whose answers are lists, and
+// merges them: sorted by order, the first limit.
+func askAll[T any](ctx context.Context, n *Node, subject string, question any, limit int, order func(a, b T) int) ([]T, error) {
+	answers, err := n.scatter(ctx, subject, question)
+	if err != nil {
+		return nil, err
 	}
-	if len(evs) > limit {
-		evs = evs[:limit]
+	out, err := gather[T](answers, subject)
+	if err != nil {
+		return nil, err
 	}
-	return evs, nil
+	slices.SortStableFunc(out, order)
+	if len(out) > limit {
+		out = out[:limit]
+	}
+	return out, nil
 }

@@ -33,6 +33,17 @@ func (s Store) Changes(ctx context.Context, f pet.ChangeFilter) ([]pet.Event, er
 	return s.Node.Changes(ctx, f)
 }
 
+// Deliveries lists the user's deliveries on every node.
+func (s Store) Deliveries(ctx context.Context, f pet.DeliveryFilter) ([]changedigest.Delivery, error) {
+	return s.Node.Deliveries(ctx, f)
+}
+
+// Redeliver makes the user's delivery pending again on the node that
+// holds it.
+func (s Store) Redeliver(ctx context.Context, userID int64, id string) (*changedigest.Delivery, error) {
+	return s.Node.RedeliverAnywhere(ctx, userID, id)
+}
+
 // CreateWatch defines the watch in the cluster (its ID from the
 // cluster's counter) rather than in this node's store alone, and waits a
 // moment for this node's view to hold it when this node owns its shard.

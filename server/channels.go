@@ -280,14 +280,30 @@ func (s *Server) apiRedeliver(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if s.Dispatch == nil {
-		return changedigest.Errorf(changedigest.EUNAVAILABLE, "notifications are not running in this server")
-	}
-	d, err := s.Dispatch.Redeliver(r.Context(), u.ID, chiParam(r, "did"))
+	d, err := s.redeliver(r.Context(), u.ID, chiParam(r, "did"))
 	if err != nil {
 		return err
 	}
 	return writeJSON(w, http.StatusOK, d)
+}
+
+// Redeliverer is a store that makes deliveries pending again itself: a
+// cluster node's, whose deliveries are kept by the node that made them.
+type Redeliverer interface {
+	Redeliver(ctx context.Context, userID int64, id string) (*changedigest.Delivery, error)
+}
+
+// redeliver makes the user's delivery pending again where it is kept:
+// through the store when it is a Redeliverer, else through the
+// dispatcher.
+func (s *Server) redeliver(ctx context.Context, userID int64, id string) (*changedigest.Delivery, error) {
+	if r, ok := s.Store.(Redeliverer); ok {
+		return r.Redeliver(ctx, userID, id)
+	}
+	if s.Dispatch == nil {
+		return nil, changedigest.Errorf(changedigest.EUNAVAILABLE, "notifications are not running in this server")
+	}
+	return s.Dispatch.Redeliver(ctx, userID, id)
 }
 
 // channelsPage is the Data of the "channels" page.
@@ -524,10 +540,7 @@ func (s *Server) handleRedeliver(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if s.Dispatch == nil {
-		return changedigest.Errorf(changedigest.EUNAVAILABLE, "notifications are not running in this server")
-	}
-	if _, err := s.Dispatch.Redeliver(r.Context(), u.ID, r.FormValue("delivery")); err != nil {
+	if _, err := s.redeliver(r.Context(), u.ID, r.FormValue("delivery")); err != nil {
 		return err
 	}
 	s.setFlash(w, "info", "The notification will be sent again in a moment.")

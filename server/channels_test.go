@@ -287,3 +287,42 @@ func TestChannelKindsFromThePage(t *testing.T) {
 		t.Errorf("a refused edit changed the channel: %+v", c)
 	}
 }
+
+// redeliverStore is a store that makes deliveries pending again itself,
+// as a cluster node's does (the node holding the delivery sends it).
+type redeliverStore struct {
+	Store
+	asked []string
+}
+
+func (s *redeliverStore) Redeliver(ctx context.Context, userID int64, id string) (*changedigest.Delivery, error) {
+	s.asked = append(s.asked, id)
+	if id != "d1" {
+		return nil, changedigest.Errorf(changedigest.ENOTFOUND, "delivery %q not found", id)
+	}
+	return &changedigest.Delivery{ID: id, UserID: userID, State: changedigest.DeliveryPending}, nil
+}
+
+// TestRedeliverThroughTheStore sends a delivery again, from the API and
+// from the page, through a store that does it (a cluster node's), with
+// no dispatcher in this server.
+func TestRedeliverThroughTheStore(t *testing.T) {
+	e := mustServer(t)
+	rs := &redeliverStore{Store: e.srv.Store}
+	e.srv.Store = rs
+	ann := e.mustUser("ann", "ann-password")
+	c := e.api(ann)
+	var d changedigest.Delivery
+	c.call("POST", "/deliveries/d1/redeliver", nil, http.StatusOK, &d)
+	if d.ID != "d1" || d.State != changedigest.DeliveryPending {
+		t.Errorf("redelivered %+v", d)
+	}
+	c.callErr("POST", "/deliveries/zz/redeliver", "", nil, http.StatusNotFound, changedigest.ENOTFOUND)
+	web := e.login("ann", "ann-password")
+	if resp, body := web.post("/settings/deliveries/redeliver", url.Values{"delivery": {"d1"}}); resp.StatusCode != http.StatusSeeOther {
+		t.Errorf("send again from the page: %d %s", resp.StatusCode, body)
+	}
+	if strings.Join(rs.asked, " ") != "d1 zz d1" {
+		t.Errorf("the store was asked for %v", rs.asked)
+	}
+}

@@ -293,6 +293,10 @@ func (m *Main) Run(ctx context.Context) error {
 	disp.Hub = hub
 	store.Notified = disp.Wake
 	m.Dispatch, m.Hub = disp, hub
+	if m.Node != nil {
+		// Another node's redelivery of a delivery made here.
+		m.Node.Redeliver = disp.Redeliver
+	}
 
 	profiles := profile.NewBuilder()
 	profiles.Logger = log.With("component", "profile")
