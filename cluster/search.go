@@ -181,12 +181,16 @@ func (n *Node) scatter(ctx context.Context, subject string, question any) ([]jso
 	if err != nil {
 		return nil, err
 	}
+	// Room for every live node's answer and a few more (a node that
+	// joined meanwhile): a synchronous subscription would allocate room
+	// for 65,536 at each question.
 	inbox := c.nc.NewRespInbox()
-	replies, err := c.nc.SubscribeSync(inbox)
+	replies := make(chan *nats.Msg, len(live)+8)
+	sub, err := c.nc.ChanSubscribe(inbox, replies)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: %s: %w", subject, unavailable(err))
 	}
-	defer replies.Unsubscribe()
+	defer sub.Unsubscribe()
 	if err := c.nc.PublishRequest(subject, inbox, data); err != nil {
 		return nil, fmt.Errorf("cluster: %s: %w", subject, unavailable(err))
 	}
@@ -199,8 +203,12 @@ func (n *Node) scatter(ctx context.Context, subject string, question any) ([]jso
 	wctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	for len(answered) < len(live) {
-		m, err := replies.NextMsgWithContext(wctx)
-		if err != nil {
+		var m *nats.Msg
+		select {
+		case m = <-replies:
+		case <-wctx.Done():
+		}
+		if m == nil {
 			break
 		}
 		var r answer
