@@ -36,6 +36,13 @@ func startNode(t *testing.T, natsDir, dataDir string) *node {
 
 func startNodeWith(t *testing.T, cfg cluster.Config, dataDir string) *node {
 	t.Helper()
+	return startNodeWorking(t, cfg, dataDir, true)
+}
+
+// startNodeWorking is startNodeWith; without work, the node runs no
+// worker: other nodes' workers take the checks its scheduler queues.
+func startNodeWorking(t *testing.T, cfg cluster.Config, dataDir string, work bool) *node {
+	t.Helper()
 	ctx := context.Background()
 	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
@@ -65,7 +72,12 @@ func startNodeWith(t *testing.T, cfg cluster.Config, dataDir string) *node {
 		defer close(n.done)
 		ch := make(chan struct{}, 3)
 		go func() { nd.Run(rctx); ch <- struct{}{} }()
-		go func() { wk.Run(rctx); ch <- struct{}{} }()
+		go func() {
+			if work {
+				wk.Run(rctx)
+			}
+			ch <- struct{}{}
+		}()
 		go func() { sched.Run(rctx); ch <- struct{}{} }()
 		for range 3 {
 			<-ch

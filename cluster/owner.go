@@ -221,13 +221,18 @@ func (t *ownerTrack) PriorParts(ctx context.Context, watchID int64, m int) (*cha
 	return snap, parts, rows, err
 }
 
-// RecentChanges reads the view's; a check that reads the stream learns
-// none (as a check on another node).
+// RecentChanges reads the view's, even when a newer version is in the
+// stream than in the view: the locations that change at nearly every
+// check are the same a version or two later.
 func (t *ownerTrack) RecentChanges(ctx context.Context, watchID int64, n int) ([][]changedigest.Change, error) {
-	if err := t.resolve(ctx, watchID); err != nil || !t.local {
+	if err := t.resolve(ctx, watchID); err != nil {
 		return nil, err
 	}
-	return t.n.Store.RecentChanges(ctx, watchID, n)
+	recent, err := t.n.Store.RecentChanges(ctx, watchID, n)
+	if err != nil && !t.local {
+		return nil, nil // the view does not hold the watch yet: none
+	}
+	return recent, err
 }
 
 // wholeParts are the parts of a version read whole from the stream.

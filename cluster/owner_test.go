@@ -3,13 +3,17 @@ package cluster_test
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/changedigest/changedigest"
+	"github.com/changedigest/changedigest/cluster"
 	"github.com/changedigest/changedigest/pet"
 	"github.com/changedigest/changedigest/segmenter"
 )
@@ -90,5 +94,66 @@ func TestOwnerMarksVolatileLocations(t *testing.T) {
 	})
 	if fmt.Sprint(rebuilt.Changes) != fmt.Sprint(last.Changes) {
 		t.Errorf("rebuilt view's changes %+v, want %+v", rebuilt.Changes, last.Changes)
+	}
+}
+
+// TestAnyNodeMarksVolatileLocations: a check run by a node that does not
+// serve the watch asks the node that does for the watch's recent changes,
+// so a counter that moves at every check is marked noise as the serving
+// node's own checks mark it. The serving node runs no worker here: every
+// check goes through the queue to the other node.
+func TestAnyNodeMarksVolatileLocations(t *testing.T) {
+	var views atomic.Int64
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprintf(w, `<html><body><main><h1>Harbour</h1><p>The harbour festival opens on Friday with music on the quay.</p>
+<p>The ferry to the islands leaves from the north pier every hour until midnight in summer.</p></main>
+<aside><p>%d views</p></aside></body></html>`, 100+views.Add(1))
+	}))
+	defer site.Close()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := ln.Addr().String()
+	ln.Close()
+	const shards = 4
+	a := startNodeWith(t, cluster.Config{Name: "a", Dir: t.TempDir(), Client: client, Shards: shards, HostGap: 10 * time.Millisecond, Lease: 2 * time.Second}, t.TempDir())
+	defer a.stop()
+	b := startNodeWorking(t, cluster.Config{Name: "b", URL: "nats://" + client, HostGap: 10 * time.Millisecond, Lease: 2 * time.Second}, t.TempDir(), false)
+	defer b.stop()
+	ctx := context.Background()
+	waitFor(t, "two shards each", func() bool {
+		return len(a.node.Info().Ready) == 2 && len(b.node.Info().Ready) == 2
+	})
+	// A watch of a shard b serves.
+	var w *changedigest.Watch
+	for i := 0; w == nil; i++ {
+		x := &changedigest.Watch{UserID: 1, URL: fmt.Sprintf("%s/harbour/%d", site.URL, i)}
+		if err := a.conn.AddWatches(ctx, []*changedigest.Watch{x}); err != nil {
+			t.Fatal(err)
+		}
+		if slices.Contains(b.node.Info().Ready, cluster.ShardOf(x.ID, shards)) {
+			w = x
+		}
+	}
+	checks := segmenter.NoiseVolatileMin + 3
+	var last *changedigest.Snapshot
+	for v := 1; v <= checks; v++ {
+		waitFor(t, "the watch in b's view", func() bool {
+			_, err := b.store.Watch(ctx, pet.AnyUser, w.ID)
+			return err == nil
+		})
+		lw, _ := b.store.Watch(ctx, pet.AnyUser, w.ID)
+		if sum, err := b.sched.CheckNow(ctx, nil, lw); err != nil || sum.Failed != 0 {
+			t.Fatalf("check %d: %+v, %v", v, sum, err)
+		}
+		waitFor(t, fmt.Sprintf("version %d in b's view", v), func() bool {
+			last, err = b.store.Latest(ctx, w.ID)
+			return err == nil && last.Seq == v
+		})
+	}
+	if len(last.Changes) != 1 || !strings.HasPrefix(last.Changes[0].Noise, "volatile location: changes at") {
+		t.Fatalf("the counter after %d checks on the other node: %+v", checks, last.Changes)
 	}
 }

@@ -81,6 +81,8 @@ func (n *Node) readWatch(ctx context.Context, q watchQuestion) (any, error) {
 		return s.Versions(ctx, q.ID, q.Before, q.Limit)
 	case "body":
 		return s.Body(ctx, q.ID, q.Seq)
+	case "recent":
+		return s.RecentChanges(ctx, q.ID, q.Limit)
 	case "screenshot":
 		sh, err := s.Screenshot(ctx, q.ID, q.Seq)
 		if err != nil {

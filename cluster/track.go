@@ -43,9 +43,36 @@ type checkTrack struct {
 	shard  int
 	due    time.Time
 	matrix int
+	// node, when set, is asked for the watch's recent changes (see
+	// RecentChanges).
+	node *Node
 
 	read bool
 	last *version
+}
+
+// recentWait bounds asking the node serving a watch for its recent
+// changes.
+const recentWait = 2 * time.Second
+
+// RecentChanges asks the node serving the watch's shard for the changes
+// of the watch's last n versions, which mark the locations that change at
+// nearly every check as noise, as that node's own checks mark them. When
+// no node can say within recentWait (none serves the shard now, or it is
+// busy), the check goes on without them, as a check of a watch with no
+// history.
+func (t *checkTrack) RecentChanges(ctx context.Context, watchID int64, n int) ([][]changedigest.Change, error) {
+	if t.node == nil {
+		return nil, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, recentWait)
+	defer cancel()
+	recent, err := askWatch[[][]changedigest.Change](ctx, t.node, watchQuestion{Op: "recent", ID: watchID, Limit: n})
+	if err != nil {
+		t.node.logger().Debug("checking without the recent changes", "watch", watchID, "err", err)
+		return nil, nil
+	}
+	return recent, nil
 }
 
 // newest reads the newest version of the watch (nil when it has none).

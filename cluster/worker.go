@@ -194,6 +194,7 @@ func (wk *Worker) run(ctx context.Context, w *changedigest.Watch, t *checkTrack,
 	cctx = crawl.WithAnswered(cctx, func(answer time.Duration) { free(crawl.Outcome{Answer: answer}, nil) })
 	p := *wk.Pipeline
 	p.Track = t
+	t.node = wk.Node
 	if ot := wk.Node.ownerTrack(w.ID, t); ot != nil {
 		p.Track = ot
 	}
