@@ -719,3 +719,68 @@ func TestStreamKeepsWhatTheStoreKeeps(t *testing.T) {
 		return err == nil && snap.Seq == checks+1
 	})
 }
+
+// TestShardTakenOverKeepsSchedules: a node that takes shards over gives
+// their watches the schedule state the node serving them kept in the
+// cluster, so watches checked a moment ago are not checked again at once
+// (each is due in an hour).
+func TestShardTakenOverKeepsSchedules(t *testing.T) {
+	const pages = 12
+	farm := crawltest.NewFarm(t, crawltest.FarmConfig{Hosts: 4, Pages: pages, Size: 1 << 10, Rate: func(int) float64 { return 0 }})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := ln.Addr().String()
+	ln.Close()
+	every := 200 * time.Millisecond
+	a := startNodeWith(t, cluster.Config{Name: "a", Dir: t.TempDir(), Client: client, Shards: 4, HostGap: 10 * time.Millisecond,
+		Lease: 2 * time.Second, ScheduleEvery: every}, t.TempDir())
+	defer a.stop()
+	ctx := context.Background()
+	waitFor(t, "a serving every shard", func() bool { return len(a.node.Info().Ready) == 4 })
+	ws := make([]*changedigest.Watch, pages)
+	for i := range ws {
+		ws[i] = &changedigest.Watch{UserID: 1, URL: farm.URL(i), Interval: time.Hour}
+	}
+	if err := a.conn.AddWatches(ctx, ws); err != nil {
+		t.Fatal(err)
+	}
+	checked := func(n *node) int {
+		k := 0
+		for _, w := range ws {
+			if x, err := n.store.Watch(ctx, pet.AnyUser, w.ID); err == nil && x.Checks > 0 {
+				k++
+			}
+		}
+		return k
+	}
+	waitFor(t, "every watch checked once on a", func() bool { return checked(a) == pages })
+	time.Sleep(3 * every) // a keeps the schedules in the cluster
+	before, _, _ := farm.Requests()
+
+	b := startNodeWith(t, cluster.Config{Name: "b", URL: "nats://" + client, HostGap: 10 * time.Millisecond, Lease: 2 * time.Second,
+		ScheduleEvery: every}, t.TempDir())
+	defer b.stop()
+	waitFor(t, "two shards each", func() bool {
+		return len(a.node.Info().Ready) == 2 && len(b.node.Info().Ready) == 2
+	})
+	taken := 0
+	for _, w := range ws {
+		x, err := b.store.Watch(ctx, pet.AnyUser, w.ID)
+		if err != nil {
+			continue // one of a's
+		}
+		taken++
+		if x.Checks != 1 || x.NextCheck.Before(time.Now().Add(30*time.Minute)) {
+			t.Errorf("watch %d taken over by b: %d checks, next at %v; want 1 and in about an hour", w.ID, x.Checks, x.NextCheck)
+		}
+	}
+	if taken == 0 {
+		t.Fatal("b took no watch over")
+	}
+	time.Sleep(time.Second) // the schedulers' ticks
+	if after, _, _ := farm.Requests(); after != before {
+		t.Errorf("the farm was asked %d more times after b took %d watches over, want none", after-before, taken)
+	}
+}

@@ -83,7 +83,11 @@ type Config struct {
 	// node's scheduler does (0: always HostGap).
 	HostGap   time.Duration
 	GapFactor int
-	Logger    *slog.Logger
+	// ScheduleEvery is how often a node keeps a copy of its shards'
+	// schedule state in the cluster, for a node that takes a shard over
+	// (default 1 min).
+	ScheduleEvery time.Duration
+	Logger        *slog.Logger
 }
 
 func (c *Config) defaults() {
@@ -108,6 +112,9 @@ func (c *Config) defaults() {
 	if c.HostGap <= 0 {
 		c.HostGap = time.Second
 	}
+	if c.ScheduleEvery <= 0 {
+		c.ScheduleEvery = time.Minute
+	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -129,6 +136,8 @@ type Conn struct {
 	hosts    jetstream.KeyValue
 	counters jetstream.KeyValue
 	accounts jetstream.KeyValue
+	// schedules is nil on a connection that only reads (Connect).
+	schedules jetstream.KeyValue
 	// nodesStream, watchesStream and accountsStream are the buckets'
 	// streams, read message by message.
 	nodesStream, watchesStream, accountsStream jetstream.Stream
@@ -354,6 +363,7 @@ func (c *Conn) setup(ctx context.Context) error {
 		{Bucket: hostsBucket, Replicas: r, TTL: time.Hour},
 		{Bucket: countersBucket, Replicas: r},
 		{Bucket: accountsBucket, Replicas: r, History: 1, MaxValueSize: MaxMessage},
+		{Bucket: schedulesBucket, Replicas: r, History: 1, MaxValueSize: MaxMessage},
 	}
 	for _, kc := range buckets {
 		if _, err := c.js.KeyValue(ctx, kc.Bucket); err == nil {
@@ -365,6 +375,9 @@ func (c *Conn) setup(ctx context.Context) error {
 	}
 	if err := c.open(ctx); err != nil {
 		return err
+	}
+	if c.schedules, err = c.js.KeyValue(ctx, schedulesBucket); err != nil {
+		return fmt.Errorf("cluster: bucket %s: %w", schedulesBucket, err)
 	}
 	// The shard count is the first node's.
 	n, err := c.storedShards(ctx)

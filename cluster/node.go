@@ -80,10 +80,16 @@ type view struct {
 	done    chan struct{}
 	claimed time.Time
 	// ready is when the view first caught up with the stream (0: not yet).
-	ready   atomic.Int64
-	pos     atomic.Uint64 // stream sequence applied
-	pending atomic.Uint64 // versions left to apply, as last seen
-	applied atomic.Int64
+	ready atomic.Int64
+	pos   atomic.Uint64 // stream sequence applied
+	// sched is the schedule state kept for the shard, by watch, while a
+	// view rebuilt from the beginning defines its watches (follow's alone).
+	sched map[int64]*changedigest.Watch
+	// schedChanged: a schedule of the shard changed since the node last
+	// kept them in the cluster (see writeSchedules).
+	schedChanged atomic.Bool
+	pending      atomic.Uint64 // versions left to apply, as last seen
+	applied      atomic.Int64
 	// wake makes an idle view look at once (poke).
 	wake chan struct{}
 }
@@ -173,6 +179,12 @@ func (n *Node) Run(ctx context.Context) error {
 		n.watchEnds(ctx)
 	}()
 	defer func() { <-endsDone }()
+	schedDone := make(chan struct{})
+	go func() {
+		defer close(schedDone)
+		n.keepSchedules(ctx)
+	}()
+	defer func() { <-schedDone }()
 	tick := time.NewTicker(c.Config.Lease / 4)
 	defer tick.Stop()
 	for {
@@ -184,6 +196,13 @@ func (n *Node) Run(ctx context.Context) error {
 		n.savePositions()
 		select {
 		case <-ctx.Done():
+			// The shards' schedules as they are, for the nodes that take
+			// them over.
+			sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			if err := n.writeSchedules(sctx); err != nil {
+				n.logger().Warn("keeping the shards' schedules", "err", err)
+			}
+			cancel()
 			n.stopAll()
 			n.savePositions()
 			// Leave at once: the others need not wait out the lease.
@@ -415,6 +434,7 @@ func (n *Node) start(ctx context.Context, s int) {
 	vctx, cancel := context.WithCancel(ctx)
 	v := &view{shard: s, cancel: cancel, done: make(chan struct{}), claimed: n.now(), wake: make(chan struct{}, 1)}
 	v.pos.Store(n.position(s))
+	v.schedChanged.Store(true)
 	n.views[s] = v
 	go func() {
 		defer close(v.done)
@@ -467,6 +487,11 @@ func (n *Node) follow(ctx context.Context, v *view) error {
 	watchSubj := "$KV." + watchesBucket + "." + strconv.Itoa(v.shard) + ".*"
 	verSubj := shardVersions(v.shard)
 	var wpos uint64
+	if v.pos.Load() == 0 {
+		// A view made anew: its watches take the schedule state their
+		// last serving node kept.
+		v.sched = n.readSchedules(ctx, v.shard)
+	}
 	for {
 		// Every definition there is before the versions: a version of a
 		// watch the view does not hold is taken for one of a watch
@@ -486,7 +511,9 @@ func (n *Node) follow(ctx context.Context, v *view) error {
 				wpos = m.Sequence
 				more = len(defs) == followBatch
 			}
-			if err := applyGrouped(ctx, defs, n.applyWatch); err != nil {
+			if err := applyGrouped(ctx, defs, func(ctx context.Context, m *jetstream.RawStreamMsg) error {
+				return n.applyWatch(ctx, v, m)
+			}); err != nil {
 				return err
 			}
 			got += len(defs)
@@ -513,6 +540,7 @@ func (n *Node) follow(ctx context.Context, v *view) error {
 			v.applied.Add(int64(len(vers)))
 		}
 		if caught {
+			v.sched = nil
 			v.pending.Store(0)
 			v.ready.CompareAndSwap(0, n.now().UnixNano())
 		}
@@ -673,7 +701,7 @@ func applyGrouped(ctx context.Context, msgs []*jetstream.RawStreamMsg, apply fun
 }
 
 // applyWatch puts a watch definition into the view, or deletes it.
-func (n *Node) applyWatch(ctx context.Context, m *jetstream.RawStreamMsg) error {
+func (n *Node) applyWatch(ctx context.Context, v *view, m *jetstream.RawStreamMsg) error {
 	key := strings.TrimPrefix(m.Subject, "$KV."+watchesBucket+".")
 	_, idText, _ := strings.Cut(key, ".")
 	id, err := strconv.ParseInt(idText, 10, 64)
@@ -693,6 +721,12 @@ func (n *Node) applyWatch(ctx context.Context, m *jetstream.RawStreamMsg) error 
 		return nil
 	}
 	w.ID = id
+	if kept := v.sched[id]; kept != nil {
+		// A watch new to this view is due when its last serving node
+		// would have checked it (the store keeps the schedule of one it
+		// holds).
+		w.CopySchedule(kept)
+	}
 	if err := n.Store.PutWatch(ctx, &w); err != nil && !errors.Is(err, pet.ErrInvalid) && !errors.Is(err, pet.ErrConflict) {
 		return err
 	} else if err != nil {
@@ -912,10 +946,17 @@ func (n *Node) DueWatchesSkipping(ctx context.Context, now time.Time, limit int,
 // SaveSchedule is crawl.Store's. A watch of a shard another node serves
 // (checked here on a user's request) keeps its owner's schedule.
 func (n *Node) SaveSchedule(ctx context.Context, w *changedigest.Watch) error {
-	if !n.serves(w.ID) {
+	n.mu.Lock()
+	v := n.views[ShardOf(w.ID, n.Conn.Config.Shards)]
+	n.mu.Unlock()
+	if v == nil {
 		return nil
 	}
-	return n.Store.SaveSchedule(ctx, w)
+	if err := n.Store.SaveSchedule(ctx, w); err != nil {
+		return err
+	}
+	v.schedChanged.Store(true)
+	return nil
 }
 
 // Check is crawl.Checker's: it queues the check and waits for its outcome
