@@ -93,6 +93,18 @@ func (n *node) stop() {
 	n.conn.Close()
 }
 
+// freeAddr is a loopback address free a moment ago, for a node's
+// embedded server to take client connections on.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	for end := time.Now().Add(30 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
@@ -178,12 +190,7 @@ func TestCheckStoredOnceAndRebuilt(t *testing.T) {
 func TestSearchAndChangesAcrossNodes(t *testing.T) {
 	const pages = 12
 	farm := crawltest.NewFarm(t, crawltest.FarmConfig{Hosts: 4, Pages: pages, Size: 1 << 10, Rate: func(int) float64 { return 0 }})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	client := ln.Addr().String()
-	ln.Close()
+	client := freeAddr(t)
 	a := startNodeWith(t, cluster.Config{Name: "a", Dir: t.TempDir(), Client: client, Shards: 4, HostGap: 10 * time.Millisecond, Lease: 2 * time.Second}, t.TempDir())
 	defer a.stop()
 	b := startNodeWith(t, cluster.Config{Name: "b", URL: "nats://" + client, HostGap: 10 * time.Millisecond, Lease: 2 * time.Second}, t.TempDir())
@@ -355,12 +362,7 @@ func TestWatchesEditedInTheCluster(t *testing.T) {
 // other node; a password change, a log-out everywhere and a revoked token
 // are too; each user's digest is mailed by exactly one node.
 func TestAccountsAcrossNodes(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	client := ln.Addr().String()
-	ln.Close()
+	client := freeAddr(t)
 	a := startNodeWith(t, cluster.Config{Name: "a", Dir: t.TempDir(), Client: client, Shards: 4, HostGap: 10 * time.Millisecond, Lease: 2 * time.Second}, t.TempDir())
 	defer a.stop()
 	b := startNodeWith(t, cluster.Config{Name: "b", URL: "nats://" + client, HostGap: 10 * time.Millisecond, Lease: 2 * time.Second}, t.TempDir())
@@ -557,12 +559,7 @@ func TestAccountsAcrossNodes(t *testing.T) {
 func TestShardsMoveAndReadsFollow(t *testing.T) {
 	const pages = 12
 	farm := crawltest.NewFarm(t, crawltest.FarmConfig{Hosts: 4, Pages: pages, Size: 1 << 10, Rate: func(int) float64 { return 0 }})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	client := ln.Addr().String()
-	ln.Close()
+	client := freeAddr(t)
 	a := startNodeWith(t, cluster.Config{Name: "a", Dir: t.TempDir(), Client: client, Shards: 4, HostGap: 10 * time.Millisecond, Lease: 2 * time.Second}, t.TempDir())
 	defer a.stop()
 	ctx := context.Background()
@@ -727,12 +724,7 @@ func TestStreamKeepsWhatTheStoreKeeps(t *testing.T) {
 func TestShardTakenOverKeepsSchedules(t *testing.T) {
 	const pages = 12
 	farm := crawltest.NewFarm(t, crawltest.FarmConfig{Hosts: 4, Pages: pages, Size: 1 << 10, Rate: func(int) float64 { return 0 }})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	client := ln.Addr().String()
-	ln.Close()
+	client := freeAddr(t)
 	every := 200 * time.Millisecond
 	a := startNodeWith(t, cluster.Config{Name: "a", Dir: t.TempDir(), Client: client, Shards: 4, HostGap: 10 * time.Millisecond,
 		Lease: 2 * time.Second, ScheduleEvery: every}, t.TempDir())

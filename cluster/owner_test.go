@@ -3,7 +3,6 @@ package cluster_test
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -111,12 +110,7 @@ func TestAnyNodeMarksVolatileLocations(t *testing.T) {
 <aside><p>%d views</p></aside></body></html>`, 100+views.Add(1))
 	}))
 	defer site.Close()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	client := ln.Addr().String()
-	ln.Close()
+	client := freeAddr(t)
 	const shards = 4
 	a := startNodeWith(t, cluster.Config{Name: "a", Dir: t.TempDir(), Client: client, Shards: shards, HostGap: 10 * time.Millisecond, Lease: 2 * time.Second}, t.TempDir())
 	defer a.stop()
@@ -149,8 +143,9 @@ func TestAnyNodeMarksVolatileLocations(t *testing.T) {
 			t.Fatalf("check %d: %+v, %v", v, sum, err)
 		}
 		waitFor(t, fmt.Sprintf("version %d in b's view", v), func() bool {
-			last, err = b.store.Latest(ctx, w.ID)
-			return err == nil && last.Seq == v
+			l, err := b.store.Latest(ctx, w.ID)
+			last = l
+			return err == nil && l.Seq == v
 		})
 	}
 	if len(last.Changes) != 1 || !strings.HasPrefix(last.Changes[0].Noise, "volatile location: changes at") {
