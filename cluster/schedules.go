@@ -82,6 +82,7 @@ func (n *Node) writeSchedules(ctx context.Context) error {
 		s := ShardOf(w.ID, c.Config.Shards)
 		by[s] = append(by[s], w)
 	}
+	var errs []error
 	for s := range changed {
 		data, err := json.Marshal(by[s])
 		if err != nil {
@@ -89,14 +90,19 @@ func (n *Node) writeSchedules(ctx context.Context) error {
 		}
 		data = s2.Encode(nil, data)
 		if len(data) > MaxMessage {
-			return fmt.Errorf("the schedules of shard %d take %d bytes, over the %d a message may", s, len(data), MaxMessage)
+			// Too many watches in one shard: its watches are due at once
+			// on the node that takes it over.
+			errs = append(errs, fmt.Errorf("the schedules of shard %d take %d bytes, over the %d a message may", s, len(data), MaxMessage))
+			written[s] = true
+			continue
 		}
 		if _, err := c.schedules.Put(ctx, strconv.Itoa(s), data); err != nil {
-			return fmt.Errorf("write the schedules of shard %d: %w", s, unavailable(err))
+			errs = append(errs, fmt.Errorf("write the schedules of shard %d: %w", s, unavailable(err)))
+			continue
 		}
 		written[s] = true
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // readSchedules reads the schedule state kept for shard s, by watch (none
