@@ -77,10 +77,16 @@ func (n *Node) writeSchedules(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// Each watch's ID and schedule state alone (CopySchedule's fields).
 	by := map[int][]changedigest.Watch{}
-	for _, w := range ws {
-		s := ShardOf(w.ID, c.Config.Shards)
-		by[s] = append(by[s], w)
+	for i := range ws {
+		s := ShardOf(ws[i].ID, c.Config.Shards)
+		if changed[s] == nil {
+			continue
+		}
+		x := changedigest.Watch{ID: ws[i].ID}
+		x.CopySchedule(&ws[i])
+		by[s] = append(by[s], x)
 	}
 	var errs []error
 	for s := range changed {
