@@ -720,12 +720,17 @@ func TestStreamKeepsWhatTheStoreKeeps(t *testing.T) {
 // TestShardTakenOverKeepsSchedules: a node that takes shards over gives
 // their watches the schedule state the node serving them kept in the
 // cluster, so watches checked a moment ago are not checked again at once
-// (each is due in an hour).
+// (each is due in an hour): kept every ScheduleEvery, or when the node
+// gives the shard up (ScheduleEvery an hour).
 func TestShardTakenOverKeepsSchedules(t *testing.T) {
+	t.Run("kept every 200ms", func(t *testing.T) { testShardTakenOverKeepsSchedules(t, 200*time.Millisecond) })
+	t.Run("kept when given up", func(t *testing.T) { testShardTakenOverKeepsSchedules(t, time.Hour) })
+}
+
+func testShardTakenOverKeepsSchedules(t *testing.T, every time.Duration) {
 	const pages = 12
 	farm := crawltest.NewFarm(t, crawltest.FarmConfig{Hosts: 4, Pages: pages, Size: 1 << 10, Rate: func(int) float64 { return 0 }})
 	client := freeAddr(t)
-	every := 200 * time.Millisecond
 	a := startNodeWith(t, cluster.Config{Name: "a", Dir: t.TempDir(), Client: client, Shards: 4, HostGap: 10 * time.Millisecond,
 		Lease: 2 * time.Second, ScheduleEvery: every}, t.TempDir())
 	defer a.stop()
@@ -748,7 +753,9 @@ func TestShardTakenOverKeepsSchedules(t *testing.T) {
 		return k
 	}
 	waitFor(t, "every watch checked once on a", func() bool { return checked(a) == pages })
-	time.Sleep(3 * every) // a keeps the schedules in the cluster
+	if every < time.Second {
+		time.Sleep(3 * every) // a keeps the schedules in the cluster
+	}
 	before, _, _ := farm.Requests()
 
 	b := startNodeWith(t, cluster.Config{Name: "b", URL: "nats://" + client, HostGap: 10 * time.Millisecond, Lease: 2 * time.Second,

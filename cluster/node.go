@@ -413,6 +413,11 @@ func (n *Node) rebalance(ctx context.Context) error {
 			if entries[s].owner != me {
 				continue
 			}
+			// The schedules as they are, for the node that takes the
+			// shard (the last minute's checks are not done again).
+			if err := n.writeSchedules(ctx); err != nil {
+				n.logger().Warn("keeping the shards' schedules", "err", err)
+			}
 			n.stop(s)
 			if err := c.shards.Delete(ctx, strconv.Itoa(s), jetstream.LastRevision(entries[s].rev)); err != nil {
 				return err
