@@ -90,25 +90,59 @@ func (n *Node) writeSchedules(ctx context.Context) error {
 	}
 	var errs []error
 	for s := range changed {
-		data, err := json.Marshal(by[s])
-		if err != nil {
-			return err
-		}
-		data = s2.Encode(nil, data)
-		if len(data) > MaxMessage {
-			// Too many watches in one shard: its watches are due at once
-			// on the node that takes it over.
-			errs = append(errs, fmt.Errorf("the schedules of shard %d take %d bytes, over the %d a message may", s, len(data), MaxMessage))
-			written[s] = true
-			continue
-		}
-		if _, err := c.schedules.Put(ctx, strconv.Itoa(s), data); err != nil {
-			errs = append(errs, fmt.Errorf("write the schedules of shard %d: %w", s, unavailable(err)))
+		if err := n.writeShardSchedules(ctx, s, by[s]); err != nil {
+			errs = append(errs, err)
 			continue
 		}
 		written[s] = true
 	}
 	return errors.Join(errs...)
+}
+
+// scheduleChunk is how many watches' schedules one value of the bucket
+// holds: some 4 MB S2-compressed with 64 change samples each (about
+// 430 bytes a watch), under MaxMessage.
+var scheduleChunk = 10_000
+
+// scheduleKey is the key of chunk k of shard s's schedules.
+func scheduleKey(s, k int) string { return strconv.Itoa(s) + "." + strconv.Itoa(k) }
+
+// shardSchedules is one chunk of a shard's schedules: the chunks written
+// together have one generation.
+type shardSchedules struct {
+	Gen     int64                `json:"gen"`
+	Watches []changedigest.Watch `json:"watches"`
+}
+
+// writeShardSchedules writes shard s's schedules in chunks of
+// scheduleChunk watches, then deletes the chunks a larger shard left.
+func (n *Node) writeShardSchedules(ctx context.Context, s int, ws []changedigest.Watch) error {
+	kv := n.Conn.schedules
+	gen := n.now().UnixNano()
+	k := 0
+	for first := true; first || len(ws) > 0; first = false {
+		part := ws[:min(len(ws), scheduleChunk)]
+		ws = ws[len(part):]
+		data, err := json.Marshal(shardSchedules{Gen: gen, Watches: part})
+		if err != nil {
+			return err
+		}
+		if data = s2.Encode(nil, data); len(data) > MaxMessage {
+			return fmt.Errorf("the schedules of shard %d take %d bytes in one chunk, over the %d a message may", s, len(data), MaxMessage)
+		}
+		if _, err := kv.Put(ctx, scheduleKey(s, k), data); err != nil {
+			return fmt.Errorf("write the schedules of shard %d: %w", s, unavailable(err))
+		}
+		k++
+	}
+	for ; ; k++ {
+		if _, err := kv.Get(ctx, scheduleKey(s, k)); err != nil {
+			return nil // none left (or the next write tidies)
+		}
+		if err := kv.Delete(ctx, scheduleKey(s, k)); err != nil {
+			return nil
+		}
+	}
 }
 
 // readSchedules reads the schedule state kept for shard s, by watch (none
@@ -119,26 +153,41 @@ func (n *Node) readSchedules(ctx context.Context, s int) map[int64]*changedigest
 	if c.schedules == nil {
 		return nil
 	}
-	e, err := c.schedules.Get(ctx, strconv.Itoa(s))
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return nil
-	}
-	if err != nil {
-		n.logger().Warn("reading a shard's schedules", "shard", s, "err", err)
-		return nil
-	}
-	var ws []changedigest.Watch
-	if size, err := s2.DecodedLen(e.Value()); err != nil || size > 8*MaxMessage {
-		n.logger().Warn("skipping a shard's schedules", "shard", s, "bytes", size, "err", err)
-		return nil
-	}
-	plain, err := s2.Decode(nil, e.Value())
-	if err == nil {
-		err = json.Unmarshal(plain, &ws)
-	}
-	if err != nil {
-		n.logger().Warn("skipping a shard's schedules", "shard", s, "err", err)
-		return nil
+	var (
+		ws  []changedigest.Watch
+		gen int64
+	)
+	for k := 0; ; k++ {
+		e, err := c.schedules.Get(ctx, scheduleKey(s, k))
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			break
+		}
+		if err != nil {
+			n.logger().Warn("reading a shard's schedules", "shard", s, "err", err)
+			break
+		}
+		var part shardSchedules
+		size, err := s2.DecodedLen(e.Value())
+		if err == nil && size > 8*MaxMessage {
+			err = fmt.Errorf("%d bytes", size)
+		}
+		var plain []byte
+		if err == nil {
+			plain, err = s2.Decode(nil, e.Value())
+		}
+		if err == nil {
+			err = json.Unmarshal(plain, &part)
+		}
+		if err != nil {
+			n.logger().Warn("skipping a shard's schedules", "shard", s, "chunk", k, "err", err)
+			break
+		}
+		if k == 0 {
+			gen = part.Gen
+		} else if part.Gen != gen {
+			break // left by an earlier, larger write
+		}
+		ws = append(ws, part.Watches...)
 	}
 	out := make(map[int64]*changedigest.Watch, len(ws))
 	for i := range ws {
