@@ -19,13 +19,13 @@ import (
 // check, the learnt change rate, validators) lives in the store of the
 // node serving its shard, written at every check. The serving node also
 // keeps a copy of each of its shards' states in the schedules bucket,
-// every ScheduleEvery and when it stops; a node that takes a shard over
-// gives the watches it defines in its new view their state from there,
-// so a taken-over shard's watches are checked when they were due, not
-// all at once.
+// every ScheduleEvery, when it gives a shard up and when it stops; a node
+// that takes a shard over gives the watches it defines in its new view
+// their state from there, so a taken-over shard's watches are checked
+// when they were due, not all at once.
 
-// schedulesBucket holds, under each shard's number, its watches' schedule
-// state: JSON of the watches, S2-compressed.
+// schedulesBucket holds each shard's watches' schedule state, in chunks
+// (scheduleKey, shardSchedules), JSON and S2-compressed.
 const schedulesBucket = "cd_schedules"
 
 // keepSchedules writes the schedule state of the shards this node serves
