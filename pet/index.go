@@ -451,7 +451,8 @@ func (s *Store) batchWatch(tx *bolt.Tx, batch *bleve.Batch, wid int64, ids map[u
 		if err != nil {
 			return corruptf("segment %d of watch %d: %v", id, wid, err)
 		}
-		if err := batch.Index(docID(wid, id), document(docID(wid, id), uid, wid, r)); err != nil {
+		did := docID(wid, id)
+		if err := batch.Index(did, document(did, uid, wid, r)); err != nil {
 			return err
 		}
 	}
@@ -674,7 +675,8 @@ func (s *Store) rebuildIndex(ctx context.Context) error {
 			if err != nil {
 				return corruptf("segment %d of watch %d: %v", id, wid, err)
 			}
-			if err := batch.Index(docID(wid, id), document(docID(wid, id), uid, wid, r)); err != nil {
+			did := docID(wid, id)
+			if err := batch.Index(did, document(did, uid, wid, r)); err != nil {
 				return err
 			}
 			if n++; batch.Size() >= 2000 {

@@ -41,31 +41,29 @@ const (
 // field.
 func (s *Store) searchNewest(ctx context.Context, conj []query.Query, until time.Time, from, size int) (search.DocumentMatchCollection, uint64, analysis.Analyzer, error) {
 	lo, last := s.timeSpan()
-	firstIn := func(terms []string) query.Query {
-		dis := make([]query.Query, len(terms))
-		for i, t := range terms {
-			tq := bleve.NewTermQuery(t)
-			tq.SetField(fFirst)
-			dis[i] = tq
+	// and asks for the hits of conj and q, newest first: size of them
+	// from from (none: a count).
+	and := func(q query.Query, from, size int) (*bleve.SearchResult, analysis.Analyzer, error) {
+		qs := conj
+		if q != nil {
+			qs = append(conj[:len(conj):len(conj)], q)
 		}
-		return bleve.NewDisjunctionQuery(dis...)
+		req := bleve.NewSearchRequestOptions(bleve.NewConjunctionQuery(qs...), size, from, false)
+		req.Score = bleve.ScoreNone
+		return s.searchIndex(ctx, req)
 	}
-	all := conj
+	var first query.Query // first seen at or before until
 	if !until.IsZero() {
-		all = append(conj[:len(conj):len(conj)], firstIn(cover(lo, until)))
+		first = anyTerm(fFirst, cover(lo, until))
 	}
 	full := func() (search.DocumentMatchCollection, uint64, analysis.Analyzer, error) {
-		req := bleve.NewSearchRequestOptions(bleve.NewConjunctionQuery(all...), size, from, false)
-		req.Score = bleve.ScoreNone
-		res, a, err := s.searchIndex(ctx, req)
+		res, a, err := and(first, from, size)
 		if err != nil {
 			return nil, 0, nil, err
 		}
 		return res.Hits, res.Total, a, nil
 	}
-	count := bleve.NewSearchRequestOptions(bleve.NewConjunctionQuery(all...), 0, 0, false)
-	count.Score = bleve.ScoreNone
-	res, _, err := s.searchIndex(ctx, count)
+	res, _, err := and(first, 0, 0)
 	if err != nil {
 		return nil, 0, nil, err
 	}
@@ -83,10 +81,7 @@ func (s *Store) searchNewest(ctx context.Context, conj []query.Query, until time
 	for width < span/2 {
 		// The hours from the one holding hi-width to the one holding hi,
 		// which are within until's: the window is asked in place of until.
-		window := append(conj[:len(conj):len(conj)], firstIn(cover(hi.Add(-width), hi)))
-		req := bleve.NewSearchRequestOptions(bleve.NewConjunctionQuery(window...), size, from, false)
-		req.Score = bleve.ScoreNone
-		res, a, err := s.searchIndex(ctx, req)
+		res, a, err := and(anyTerm(fFirst, cover(hi.Add(-width), hi)), from, size)
 		if err != nil {
 			return nil, 0, nil, err
 		}

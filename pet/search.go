@@ -141,37 +141,23 @@ func (s *Store) Search(ctx context.Context, q Query) (*Results, error) {
 	}
 
 	conj := []query.Query{textQuery(text)}
-	term := func(field, value string) query.Query {
-		tq := bleve.NewTermQuery(value)
-		tq.SetField(field)
-		return tq
-	}
 	if q.UserID != AnyUser {
-		conj = append(conj, term(fUser, strconv.FormatInt(q.UserID, 10)))
+		conj = append(conj, fieldTerm(fUser, strconv.FormatInt(q.UserID, 10)))
 	}
 	if q.WatchID != 0 {
-		conj = append(conj, term(fWatch, strconv.FormatInt(q.WatchID, 10)))
+		conj = append(conj, fieldTerm(fWatch, strconv.FormatInt(q.WatchID, 10)))
 	}
 	if len(q.Types) > 0 {
 		var dis []query.Query
 		for _, t := range q.Types {
-			dis = append(dis, term(fTypes, string(t)))
+			dis = append(dis, fieldTerm(fTypes, string(t)))
 		}
 		conj = append(conj, bleve.NewDisjunctionQuery(dis...))
 	}
-	terms := func(field string, values []string) query.Query {
-		dis := make([]query.Query, len(values))
-		for i, v := range values {
-			dis[i] = term(field, v)
-		}
-		return bleve.NewDisjunctionQuery(dis...)
-	}
 	if !q.Since.IsZero() {
+		// Last seen at or after Since, or still there.
 		_, hi := s.timeSpan()
-		if !q.Since.IsZero() {
-			// Last seen at or after Since, or still there.
-			conj = append(conj, terms(fLast, append(cover(q.Since, hi), liveTerm)))
-		}
+		conj = append(conj, anyTerm(fLast, append(cover(q.Since, hi), liveTerm)))
 	}
 	// The hits only, newest first: no scores, no term locations (see
 	// marks), and not every hit ordered (see searchNewest).
@@ -210,6 +196,22 @@ func (s *Store) Search(ctx context.Context, q Query) (*Results, error) {
 		return nil, wrap(err, "search %q", text)
 	}
 	return out, nil
+}
+
+// fieldTerm is the query for the term value in field.
+func fieldTerm(field, value string) query.Query {
+	tq := bleve.NewTermQuery(value)
+	tq.SetField(field)
+	return tq
+}
+
+// anyTerm is the query for any of the terms values in field.
+func anyTerm(field string, values []string) query.Query {
+	dis := make([]query.Query, len(values))
+	for i, v := range values {
+		dis[i] = fieldTerm(field, v)
+	}
+	return bleve.NewDisjunctionQuery(dis...)
 }
 
 // textQuery turns the search text into a query: "quoted" parts are
