@@ -199,9 +199,7 @@ func (n *Node) Run(ctx context.Context) error {
 			// The shards' schedules as they are, for the nodes that take
 			// them over.
 			sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			if err := n.writeSchedules(sctx); err != nil {
-				n.logger().Warn("keeping the shards' schedules", "err", err)
-			}
+			n.keepSchedulesNow(sctx)
 			cancel()
 			n.stopAll()
 			n.savePositions()
@@ -415,9 +413,7 @@ func (n *Node) rebalance(ctx context.Context) error {
 			}
 			// The schedules as they are, for the node that takes the
 			// shard (the last minute's checks are not done again).
-			if err := n.writeSchedules(ctx); err != nil {
-				n.logger().Warn("keeping the shards' schedules", "err", err)
-			}
+			n.keepSchedulesNow(ctx)
 			n.stop(s)
 			if err := c.shards.Delete(ctx, strconv.Itoa(s), jetstream.LastRevision(entries[s].rev)); err != nil {
 				return err

@@ -101,12 +101,21 @@ func encodeVersion(meta *versionMeta, body []byte) ([]byte, error) {
 
 var errBadVersion = errors.New("cluster: malformed version message")
 
+// inflate decompresses S2 data of at most limit bytes once decompressed.
+func inflate(data []byte, limit int) ([]byte, error) {
+	n, err := s2.DecodedLen(data)
+	if err != nil {
+		return nil, fmt.Errorf("compressed length: %w", err)
+	}
+	if n > limit {
+		return nil, fmt.Errorf("%d bytes decompressed, over %d", n, limit)
+	}
+	return s2.Decode(nil, data)
+}
+
 func decodeVersion(data []byte, h nats.Header, streamSeq uint64) (*version, error) {
 	if h.Get(hdrEnc) == "s2" {
-		if n, err := s2.DecodedLen(data); err != nil || n > 4*MaxMessage {
-			return nil, fmt.Errorf("%w: compressed length: %v", errBadVersion, err)
-		}
-		plain, err := s2.Decode(nil, data)
+		plain, err := inflate(data, 4*MaxMessage)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %v", errBadVersion, err)
 		}

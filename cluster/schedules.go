@@ -39,9 +39,15 @@ func (n *Node) keepSchedules(ctx context.Context) {
 			return
 		case <-tick.C:
 		}
-		if err := n.writeSchedules(ctx); err != nil && ctx.Err() == nil {
-			n.logger().Warn("keeping the shards' schedules", "err", err)
-		}
+		n.keepSchedulesNow(ctx)
+	}
+}
+
+// keepSchedulesNow writes the schedules that changed (writeSchedules),
+// logging a failure: the next write tries again.
+func (n *Node) keepSchedulesNow(ctx context.Context) {
+	if err := n.writeSchedules(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		n.logger().Warn("keeping the shards' schedules", "err", err)
 	}
 }
 
@@ -167,14 +173,7 @@ func (n *Node) readSchedules(ctx context.Context, s int) map[int64]*changedigest
 			break
 		}
 		var part shardSchedules
-		size, err := s2.DecodedLen(e.Value())
-		if err == nil && size > 8*MaxMessage {
-			err = fmt.Errorf("%d bytes", size)
-		}
-		var plain []byte
-		if err == nil {
-			plain, err = s2.Decode(nil, e.Value())
-		}
+		plain, err := inflate(e.Value(), 8*MaxMessage)
 		if err == nil {
 			err = json.Unmarshal(plain, &part)
 		}
