@@ -542,6 +542,30 @@ func (s *Store) Tokens(ctx context.Context, userID int64) ([]Token, error) {
 	return out, nil
 }
 
+// TokenRecord is an API token with the hash of its secret, as the store
+// keeps it.
+type TokenRecord struct {
+	Token
+	Hash []byte
+}
+
+// TokenRecords lists the user's API tokens by id with their secrets'
+// hashes, for a copy of the store kept elsewhere (PutToken takes them).
+func (s *Store) TokenRecords(ctx context.Context, userID int64) ([]TokenRecord, error) {
+	var out []TokenRecord
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		toks, err := userTokens(tx, userID)
+		for _, t := range toks {
+			out = append(out, TokenRecord{Token: t.Token, Hash: t.Hash})
+		}
+		return err
+	})
+	if err != nil {
+		return nil, wrap(err, "list tokens")
+	}
+	return out, nil
+}
+
 // RevokeToken deletes the user's API token id. Errors: ENOTFOUND when it
 // does not exist or is another user's.
 func (s *Store) RevokeToken(ctx context.Context, userID, id int64) error {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/changedigest/changedigest"
 	"github.com/changedigest/changedigest/browser"
+	"github.com/changedigest/changedigest/cluster"
 	"github.com/changedigest/changedigest/crawl"
 	"github.com/changedigest/changedigest/pet"
 	"github.com/changedigest/changedigest/segmenter"
@@ -29,6 +30,9 @@ type storeFlags struct {
 	browserTabs  int
 	// commitDelay is the store's CommitDelay (0: its default).
 	commitDelay time.Duration
+	// mayOpenView: the command may open a cluster node's store (its
+	// view of the cluster): it only reads it, or it is the node.
+	mayOpenView bool
 }
 
 // registerBrowser adds the flags of browser rendering, for the commands
@@ -67,6 +71,11 @@ func checkGapFlags(hostGap time.Duration, factor int) error {
 func (f *storeFlags) openStore(ctx context.Context, logger *slog.Logger) (*pet.Store, error) {
 	if f.matrix < 1 || f.matrix > 100 {
 		return nil, usagef("--matrix %d is not between 1 and 100", f.matrix)
+	}
+	if !f.mayOpenView && cluster.IsView(f.data) {
+		// The view is the cluster's copy of a node's shards: what is
+		// written to it alone the cluster never sees.
+		return nil, usagef("the data directory %s is a cluster node's (its copy of the cluster's watches and versions): change it through the cluster (its web pages and API, 'changedigest cluster add' and 'cluster user'), or run 'serve --cluster NAME' on it", f.data)
 	}
 	s := pet.New(f.data)
 	s.Matrix = f.matrix

@@ -108,6 +108,7 @@ func runChannelList(ctx context.Context, e *env) error {
 	if _, err := e.parse(fs, e.args); err != nil {
 		return err
 	}
+	sf.mayOpenView = true // reads only
 	store, u, err := sf.openAs(ctx, *user, e)
 	if err != nil {
 		return err

@@ -31,6 +31,7 @@ func runHistory(ctx context.Context, e *env) error {
 	if len(args) != 1 {
 		return usagef("history takes one watch id or URL")
 	}
+	sf.mayOpenView = true // reads only
 	store, u, err := sf.openAs(ctx, *user, e)
 	if err != nil {
 		return err
@@ -114,6 +115,7 @@ func runShow(ctx context.Context, e *env) error {
 			return err
 		}
 	}
+	sf.mayOpenView = true // reads only
 	store, u, err := sf.openAs(ctx, *user, e)
 	if err != nil {
 		return err
@@ -234,6 +236,7 @@ func runSearch(ctx context.Context, e *env) error {
 		}
 		q.Types = []changedigest.ChangeType{t}
 	}
+	sf.mayOpenView = true // reads only
 	store, u, err := sf.openAs(ctx, *user, e)
 	if err != nil {
 		return err

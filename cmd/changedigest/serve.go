@@ -200,6 +200,9 @@ func runServe(ctx context.Context, e *env) error {
 func (m *Main) Run(ctx context.Context) error {
 	c := &m.Config
 	log := m.Logger
+	// A cluster node's store is its view of the cluster; a single
+	// serve's store is its own.
+	c.mayOpenView = c.Cluster.on()
 	store, err := c.openStore(ctx, log.With("component", "pet"))
 	if err != nil {
 		return err
@@ -397,6 +400,18 @@ func (m *Main) joinCluster(ctx context.Context, pipeline *crawl.Pipeline, addr n
 	conn, err := cluster.Dial(dctx, cfg)
 	if err != nil {
 		return err
+	}
+	if !cluster.IsView(c.data) {
+		// A single serve's store becomes the first node's view: the
+		// cluster takes everything it holds first.
+		im, err := conn.Import(ctx, m.Store, pipeline.Matrix, cfg.Logger)
+		if err != nil {
+			conn.Close()
+			return err
+		}
+		if im.Users+im.Watches+im.Versions > 0 {
+			fmt.Fprintf(m.Stdout, "imported this data directory's store into the cluster: %s\n", im)
+		}
 	}
 	m.Cluster = conn
 	worker := &cluster.Worker{Conn: conn, Pipeline: pipeline, Workers: c.Workers, Logger: cfg.Logger}

@@ -57,6 +57,7 @@ func runUser(ctx context.Context, e *env) error {
 			return err
 		}
 	}
+	sf.mayOpenView = sub == "list"
 	store, err := sf.openStore(ctx, nil)
 	if err != nil {
 		return err

@@ -252,6 +252,7 @@ func runWatchList(ctx context.Context, e *env) error {
 	if _, err := e.parse(fs, e.args); err != nil {
 		return err
 	}
+	sf.mayOpenView = true // reads only
 	store, u, err := sf.openAs(ctx, *user, e)
 	if err != nil {
 		return err
