@@ -1,11 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/cookiejar"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"os/exec"
@@ -14,6 +17,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -457,5 +461,69 @@ func TestClusterUserCommands(t *testing.T) {
 	}
 	if code, out, _ := runCmd(t, "cluster", "user", "list", "--nats", url); code != 0 || !strings.Contains(out, "ann") || !strings.Contains(out, "ann@example.org") {
 		t.Errorf("user list: %d %q", code, out)
+	}
+}
+
+// TestServeClusterImportsASingleStore: a single serve's data directory,
+// made with the commands, is started as a cluster's first node; its user,
+// watch and versions are the cluster's (the user logs in, the versions are
+// served); the directory is then the node's, which the commands that
+// write and a plain serve refuse, while those that read still read it.
+func TestServeClusterImportsASingleStore(t *testing.T) {
+	var edition atomic.Int32
+	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "<html><body><h1>News</h1><p>Edition %d of the news.</p></body></html>", edition.Load())
+	}))
+	defer page.Close()
+	data := t.TempDir()
+	cmd := func(stdin string, want int, args ...string) string {
+		t.Helper()
+		code, out, errs := runCmdIn(t, stdin, append(args, "--data", data)...)
+		if code != want {
+			t.Fatalf("%v: exit %d, want %d: %s%s", args, code, want, out, errs)
+		}
+		return out + errs
+	}
+	cmd("a good password\n", 0, "user", "add", "ann", "--admin")
+	cmd("", 0, "watch", "add", "--allow-private", page.URL)
+	for e := range 2 {
+		edition.Store(int32(e + 1))
+		cmd("", 0, "check", "--allow-private", "--all")
+	}
+
+	m := NewMain()
+	var out bytes.Buffer
+	m.Stdout, m.Logger = &out, slogDiscard()
+	m.Config.data, m.Config.Addr, m.Config.allowPrivate = data, "127.0.0.1:0", true
+	m.Config.Cluster.Name = "solo"
+	if err := m.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "imported this data directory's store into the cluster") || !strings.Contains(out.String(), "1 users,") ||
+		!strings.Contains(out.String(), "1 watches, 2 versions") || strings.Contains(out.String(), "created the administrator") {
+		t.Errorf("start-up output:\n%s", out.String())
+	}
+	site := regexp.MustCompile(`running at (\S+)`).FindStringSubmatch(out.String())[1]
+	c := webLogin(t, site, "ann", "a good password")
+	code, body := get(t, c, site+"/watches/1/versions/2")
+	if code != 200 || !strings.Contains(body, "Version 2") || !strings.Contains(body, "Edition") {
+		t.Errorf("version 2 on the node: %d\n%s", code, body)
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	refused := cmd("", 2, "watch", "add", "--allow-private", page.URL+"/other")
+	if !strings.Contains(refused, "is a cluster node's") {
+		t.Errorf("watch add on a node's data directory: %s", refused)
+	}
+	if list := cmd("", 0, "watch", "list"); !strings.Contains(list, page.URL) {
+		t.Errorf("watch list on a node's data directory: %s", list)
+	}
+	single := NewMain()
+	single.Stdout, single.Logger = io.Discard, slogDiscard()
+	single.Config.data, single.Config.Addr = data, "127.0.0.1:0"
+	if err := single.Run(context.Background()); err == nil || !strings.Contains(err.Error(), "is a cluster node's") {
+		single.Close()
+		t.Errorf("a plain serve on a node's data directory: %v", err)
 	}
 }

@@ -404,13 +404,14 @@ func (m *Main) joinCluster(ctx context.Context, pipeline *crawl.Pipeline, addr n
 	if !cluster.IsView(c.data) {
 		// A single serve's store becomes the first node's view: the
 		// cluster takes everything it holds first.
+		start := time.Now()
 		im, err := conn.Import(ctx, m.Store, pipeline.Matrix, cfg.Logger)
 		if err != nil {
 			conn.Close()
 			return err
 		}
 		if im.Users+im.Watches+im.Versions > 0 {
-			fmt.Fprintf(m.Stdout, "imported this data directory's store into the cluster: %s\n", im)
+			fmt.Fprintf(m.Stdout, "imported this data directory's store into the cluster in %s: %s\n", time.Since(start).Round(time.Millisecond), im)
 		}
 	}
 	m.Cluster = conn

@@ -43,6 +43,7 @@ func main() {
 	noSync := flag.Bool("nosync", false, "do not fsync the store on commit (faster, unsafe)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	memProfile := flag.String("memprofile", "", "write a heap profile (allocations) after the first pass to this file")
+	keep := flag.String("keep", "", "keep the store in this new `directory` (default: a temporary one, removed)")
 	memLimit := flag.Int("memory-limit", 180, "soft memory limit in MB, as `serve` sets by default (0: none)")
 	flag.Parse()
 	if _, set := os.LookupEnv("GOMEMLIMIT"); !set && *memLimit > 0 {
@@ -57,7 +58,7 @@ func main() {
 		pprof.StartCPUProfile(f)
 		defer pprof.StopCPUProfile()
 	}
-	if err := run(*watches, *hosts, *size, *change, *workers, *gap, *users, *noSync, *memProfile); err != nil {
+	if err := run(*watches, *hosts, *size, *change, *workers, *gap, *users, *noSync, *memProfile, *keep); err != nil {
 		fmt.Fprintln(os.Stderr, "checkbench:", err)
 		pprof.StopCPUProfile()
 		os.Exit(1)
@@ -75,13 +76,17 @@ func (t *tb) close() {
 	}
 }
 
-func run(n, hosts, size int, change float64, workers int, gap time.Duration, nusers int, noSync bool, memProfile string) error {
+func run(n, hosts, size int, change float64, workers int, gap time.Duration, nusers int, noSync bool, memProfile, keep string) error {
 	ctx := context.Background()
-	dir, err := os.MkdirTemp("", "checkbench")
-	if err != nil {
-		return err
+	dir := keep
+	if dir == "" {
+		tmp, err := os.MkdirTemp("", "checkbench")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(tmp)
+		dir = tmp
 	}
-	defer os.RemoveAll(dir)
 	t := &tb{}
 	defer t.close()
 	farm := crawltest.NewFarm(t, crawltest.FarmConfig{Hosts: hosts, Pages: n, Size: size,
