@@ -17,6 +17,13 @@ type ClientStore interface {
 	Watches(ctx context.Context, userID int64, tag string) ([]changedigest.Watch, error)
 }
 
+// Detector is what the coordinator asks of the agent manager: the
+// version clients compare a page with, and their reports.
+type Detector interface {
+	Latest(ctx context.Context, id int64) (seq int, bodyHash string, sum Summary, err error)
+	ClientReport(ctx context.Context, reporter string, watchID int64, base int, now time.Time) error
+}
+
 // Coordinator schedules a user's polling clients over the user's watches
 // (Meegahapola et al., Algorithm 1): for a watch with k clients online
 // and its time gap, each client polls every crawl_gap = time_gap × k,
@@ -32,8 +39,10 @@ type ClientStore interface {
 // joining clients shorten it until it reaches a floor set by the change
 // rate, and beyond that they share the same polls, each polling less.
 type Coordinator struct {
-	Store   ClientStore
-	Manager *Manager
+	Store ClientStore
+	// Manager is the agent manager (or, on a cluster node, one that hands
+	// each watch's work to the node serving it).
+	Manager Detector
 	// OnlineFor is how long a client counts as online after it last
 	// asked for its assignments (90 s); Poll is how often clients are
 	// told to ask (30 s).
@@ -117,7 +126,7 @@ type Assignment struct {
 }
 
 // NewCoordinator returns a Coordinator with the default knobs.
-func NewCoordinator(store ClientStore, m *Manager) *Coordinator {
+func NewCoordinator(store ClientStore, m Detector) *Coordinator {
 	return &Coordinator{Store: store, Manager: m, OnlineFor: 90 * time.Second, Poll: 30 * time.Second,
 		ClientGap: 5 * time.Minute, MinGap: 30 * time.Second, FloorFraction: 0.2, MinSamples: 5,
 		Now: time.Now, clients: map[int64]*client{}, users: map[int64]*schedule{}}

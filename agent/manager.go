@@ -401,6 +401,17 @@ func (m *Manager) token(id int64, now time.Time) string {
 	return base64.RawURLEncoding.EncodeToString(b[:])
 }
 
+// TokenWatch reads the watch a report token was issued for, without
+// checking the token (its issuer's Report does): for sending the report
+// to the manager that issued it. Errors: EINVALID for a malformed token.
+func TokenWatch(tok string) (int64, error) {
+	b, err := base64.RawURLEncoding.DecodeString(tok)
+	if err != nil || len(b) != tokenLen {
+		return 0, changedigest.Errorf(changedigest.EINVALID, "report token %q is malformed", clip(tok))
+	}
+	return int64(binary.BigEndian.Uint64(b[0:])), nil
+}
+
 // sign appends the HMAC of msg under the token secret to dst, keeping
 // the HMAC states for reuse (building one costs two SHA-256 blocks).
 func (m *Manager) sign(dst, msg []byte) []byte {
@@ -747,6 +758,15 @@ func (m *Manager) Stored(w *changedigest.Watch, snap *changedigest.Snapshot) {
 	if err != nil {
 		m.Logger.Warn("recording how a version was detected", "watch", w.ID, "err", err)
 	}
+}
+
+// Knows reports whether the manager keeps anything of watch id (its
+// agent settings, a summary, a report waiting): only then does Stored or
+// CheckedAt have something to do.
+func (m *Manager) Knows(id int64) bool {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.watches[id] != nil
 }
 
 // Checked is told of every scheduled check that ended (the scheduler's

@@ -514,6 +514,9 @@ func (s Store) UserByName(ctx context.Context, name string) (*changedigest.User,
 		if cu, cerr := s.Node.Conn.UserByName(ctx, name); cerr == nil {
 			return cu, nil
 		}
+		if s.Node.catchUpAccounts(ctx) {
+			return s.Store.UserByName(ctx, name)
+		}
 	}
 	return u, err
 }
@@ -533,9 +536,29 @@ func (s Store) Session(ctx context.Context, token string) (*pet.Session, error) 
 	}
 	var got pet.Session
 	if ferr != nil || m == nil || json.Unmarshal(m.Data, &got) != nil || !time.Now().Before(got.ExpiresAt) {
+		if s.Node.catchUpAccounts(ctx) {
+			return s.Store.Session(ctx, token)
+		}
 		return nil, err
 	}
 	return &got, nil
+}
+
+// catchUpAccounts waits, up to five seconds, until this node's copy of
+// the accounts holds every write the accounts bucket has acknowledged
+// (its last sequence, from the bucket's leader): the direct gets that
+// look a record up may be answered by a replica that has not received a
+// write made on another node a moment ago, which the copy then applies.
+// False when the copy held them all already, or they could not be read.
+func (n *Node) catchUpAccounts(ctx context.Context) bool {
+	ictx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	info, err := n.Conn.accountsStream.Info(ictx)
+	cancel()
+	if err != nil || n.accountCopy().pos.Load() >= info.State.LastSeq {
+		return false
+	}
+	n.awaitAccounts(ctx, info.State.LastSeq)
+	return true
 }
 
 // DeleteSession ends the session of this token on every node; an unknown
@@ -720,6 +743,9 @@ func (s Store) UserByToken(ctx context.Context, secret string) (*changedigest.Us
 	m, ferr := s.Node.Conn.findAccount(ctx, "token.*."+hex.EncodeToString(pet.SecretHash(secret)))
 	var r tokenRecord
 	if ferr != nil || m == nil || json.Unmarshal(m.Data, &r) != nil {
+		if s.Node.catchUpAccounts(ctx) {
+			return s.Store.UserByToken(ctx, secret)
+		}
 		return nil, nil, err
 	}
 	cu, _, uerr := s.Node.Conn.user(ctx, r.Token.UserID)

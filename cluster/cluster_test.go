@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/changedigest/changedigest"
+	"github.com/changedigest/changedigest/agent"
 	"github.com/changedigest/changedigest/cluster"
 	"github.com/changedigest/changedigest/crawl"
 	"github.com/changedigest/changedigest/crawl/crawltest"
@@ -25,6 +26,10 @@ type node struct {
 	node   *cluster.Node
 	worker *cluster.Worker
 	sched  *crawl.Scheduler
+	// agent is the node's page agent manager, wired as serve wires it;
+	// agents the node's page agent as its server sees it.
+	agent  *agent.Manager
+	agents cluster.Agents
 	cancel context.CancelFunc
 	done   chan struct{}
 }
@@ -66,8 +71,16 @@ func startNodeWorking(t *testing.T, cfg cluster.Config, dataDir string, work boo
 	sched := crawl.NewScheduler(nd, nd)
 	sched.HostGap, sched.Tick = 10*time.Millisecond, 50*time.Millisecond
 	sched.Logger = quiet
+	ag := agent.New(store, "http://cd.example/agent/report")
+	ag.Logger, ag.Due = quiet, sched.Wake
+	p.OnVersion = ag.Stored
+	nd.Agent = ag
+	agents := cluster.Agents{Node: nd, Local: ag}
+	sched.OnCheck = agents.OnCheck
+	ag.Start()
 	rctx, stop := context.WithCancel(ctx)
-	n := &node{conn: conn, store: store, node: nd, worker: wk, sched: sched, cancel: stop, done: make(chan struct{})}
+	n := &node{conn: conn, store: store, node: nd, worker: wk, sched: sched, agent: ag, agents: agents,
+		cancel: stop, done: make(chan struct{})}
 	go func() {
 		defer close(n.done)
 		ch := make(chan struct{}, 3)
@@ -89,6 +102,7 @@ func startNodeWorking(t *testing.T, cfg cluster.Config, dataDir string, work boo
 func (n *node) stop() {
 	n.cancel()
 	<-n.done
+	n.agent.Stop()
 	n.store.Close()
 	n.conn.Close()
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/changedigest/changedigest"
+	"github.com/changedigest/changedigest/agent"
 	"github.com/changedigest/changedigest/crawl"
 	"github.com/changedigest/changedigest/pet"
 )
@@ -51,6 +52,10 @@ type Node struct {
 	// again (its dispatcher's Redeliver): what RedeliverAnywhere asks of
 	// the node that holds the delivery.
 	Redeliver func(ctx context.Context, userID int64, id string) (*changedigest.Delivery, error)
+	// Agent, when set, is this node's page agent manager: it does the
+	// agent work of the watches the node serves, whichever node received
+	// it (see Agents).
+	Agent *agent.Manager
 
 	started  time.Time
 	accounts accountsView
@@ -162,6 +167,11 @@ func (n *Node) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("cluster: answer searches: %w", err)
 	}
+	asub, err := n.serveAgents()
+	if err != nil {
+		return fmt.Errorf("cluster: answer agent work: %w", err)
+	}
+	qsubs = append(qsubs, asub)
 	defer func() {
 		for _, s := range qsubs {
 			s.Unsubscribe()
@@ -636,6 +646,32 @@ func (n *Node) poke(id int64) {
 		select {
 		case v.wake <- struct{}{}:
 		default:
+		}
+	}
+}
+
+// AwaitVersion waits until this node's view holds version seq of watch
+// id, which a check run by another node's worker stored in the stream: a
+// check's outcome may come back before the view applied the version. It
+// wakes the view and waits up to two seconds; false when the view does
+// not hold the version by then (or the node does not serve the watch).
+func (n *Node) AwaitVersion(ctx context.Context, id int64, seq int) bool {
+	if !n.serves(id) {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	for poked := false; ; poked = true {
+		if info, err := n.Store.Track(ctx, id); err == nil && info.Latest >= seq {
+			return true
+		}
+		if !poked {
+			n.poke(id)
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(10 * time.Millisecond):
 		}
 	}
 }

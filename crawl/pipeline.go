@@ -206,14 +206,17 @@ func (p *Pipeline) Check(ctx context.Context, w *changedigest.Watch) (Outcome, e
 	if p.OnVersion != nil {
 		p.OnVersion(w, snap)
 	}
+	var out Outcome
 	switch {
 	case prev == nil:
-		return res.Outcome(FirstVersion), nil
+		out = res.Outcome(FirstVersion)
 	case len(snap.Changes) > 0:
-		return res.Outcome(Changed), nil
+		out = res.Outcome(Changed)
 	default:
-		return res.Outcome(Unchanged), nil
+		out = res.Outcome(Unchanged)
 	}
+	out.Seq = seq
+	return out, nil
 }
 
 // mostChecksChange reports whether most of the watch's recent checks

@@ -60,6 +60,8 @@ type Outcome struct {
 	// Answer is how long the host took to answer (the fetch, without the
 	// detection and storing after it): what the host's gap follows.
 	Answer time.Duration
+	// Seq is the number of the version the check stored (0: none).
+	Seq int
 }
 
 // Outcome returns what the response means to the scheduler when the

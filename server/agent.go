@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"strconv"
@@ -17,6 +18,16 @@ import (
 // load the agent script and post reports, without a login. They have
 // limits of their own (the agent manager's traffic controller), apart
 // from those of users' pages, feeds and API.
+// Agent is the page agent as the server uses it: an *agent.Manager, or
+// on a cluster node one that hands each watch's requests to the node
+// serving the watch.
+type Agent interface {
+	ScriptEncoded(ctx context.Context, key string, gzipOK bool) (script []byte, gzipped bool, err error)
+	Report(ctx context.Context, in agent.ReportIn) error
+	Stats(id int64) agent.Stats
+	Forget(id int64)
+}
+
 func (s *Server) agentRoutes(r chi.Router) {
 	r.Get("/agent.js", s.handleAgentScript)
 	r.Post("/agent/report", s.handleAgentReport)

@@ -50,7 +50,7 @@ type Server struct {
 	Now       func() time.Time
 	// Agent and Clients, when set, serve the page agent and polling
 	// clients (collaborative detection).
-	Agent   *agent.Manager
+	Agent   Agent
 	Clients *agent.Coordinator
 	// Ready, when set, tells /readyz why the service cannot serve all
 	// its watches yet (a cluster node catching up with its shards); nil

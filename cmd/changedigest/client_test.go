@@ -15,6 +15,7 @@ import (
 
 	"github.com/changedigest/changedigest"
 	"github.com/changedigest/changedigest/agent"
+	"github.com/changedigest/changedigest/cluster"
 )
 
 // TestClientsEndToEnd: two polling clients (one the command, one in
@@ -124,4 +125,54 @@ func firstVersion(t *testing.T, m *Main, w *changedigest.Watch) {
 		tr, err := m.Store.Track(context.Background(), w.ID)
 		return err == nil && tr.Versions >= 1
 	})
+}
+
+// TestClientsOnACluster: a polling client of a cluster's node is given
+// the user's watches of every node; its report of a change of a watch
+// another node serves is verified there and recorded as detected by a
+// client.
+func TestClientsOnACluster(t *testing.T) {
+	a, b := startPair(t)
+	a.Clients.ClientGap, a.Clients.MinGap = 600*time.Millisecond, 100*time.Millisecond
+	a.Clients.Poll = 200 * time.Millisecond
+	ctx := context.Background()
+	var version atomic.Int32
+	version.Store(1)
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprintf(w, `<html><head><title>Scores</title></head><body><main><p>The score of %s is now %d to 1, in the second half.</p></main></body></html>`, r.URL.Path, version.Load())
+	}))
+	defer site.Close()
+	w := watchOn(t, a, b, site.URL, "match")
+	waitFor(t, "the first version in b's view", func() bool {
+		tr, err := b.Store.Track(ctx, w.ID)
+		return err == nil && tr.Versions >= 1
+	})
+	cs := cluster.Store{Store: a.Store, Node: a.Node}
+	token, _, err := cs.CreateToken(ctx, w.UserID, "client")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cctx, stop := context.WithCancel(ctx)
+	defer stop()
+	c := agent.NewClient(a.Server.Render.Site(), token)
+	c.Name, c.Fetcher.AllowPrivate, c.HostGap = "inproc", true, 0
+	c.Logger = slog.New(slog.DiscardHandler)
+	done := make(chan error, 1)
+	go func() { done <- c.Run(cctx) }()
+	waitFor(t, "the client online on a", func() bool { return a.Clients.Online(w.UserID) == 1 })
+	waitFor(t, "the client polling the watch b serves", func() bool { return c.Fetches.Load() > 0 })
+
+	version.Store(2)
+	waitFor(t, "version 2, detected by a client", func() bool {
+		got, err := b.Store.Watch(ctx, w.UserID, w.ID)
+		return err == nil && got.DetectedBy(2) == changedigest.DetectedByClient
+	})
+	stop()
+	if err := <-done; err != nil {
+		t.Errorf("client: %v", err)
+	}
+	if st := a.Server.Agent.Stats(w.ID); st.Confirmed != 1 || st.Refuted != 0 {
+		t.Errorf("stats read on a: %+v", st)
+	}
 }

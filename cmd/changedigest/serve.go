@@ -117,9 +117,11 @@ type Main struct {
 	Agent    *agent.Manager
 	Clients  *agent.Coordinator
 	Browser  *browser.Pool
-	// Cluster and Node are set when serve runs as a cluster node.
+	// Cluster and Node are set when serve runs as a cluster node; agents
+	// then hands each watch's agent work to the node serving it.
 	Cluster *cluster.Conn
 	Node    *cluster.Node
+	agents  cluster.Agents
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -267,6 +269,15 @@ func (m *Main) Run(ctx context.Context) error {
 	pipeline.OnVersion = m.Agent.Stored
 	m.Agent.Due = sched.Wake
 	sched.OnCheck = func(r crawl.Report) { m.Agent.CheckedAt(r.Watch.ID, r.Start, r.Err != nil) }
+	if m.Node != nil {
+		// A watch's agent work is done by the node serving it, whose
+		// scheduler learns the outcome of its checks, wherever they ran.
+		m.Node.Agent = m.Agent
+		agents := cluster.Agents{Node: m.Node, Local: m.Agent}
+		m.Clients.Store, m.Clients.Manager = cluster.Store{Store: store, Node: m.Node}, agents
+		m.agents = agents
+		sched.OnCheck = agents.OnCheck
+	}
 
 	ex := expand.NewExpander(wn)
 	m.Notify = notify.New(store, ex, eng)
@@ -322,6 +333,9 @@ func (m *Main) Run(ctx context.Context) error {
 		}
 	}
 	srv.Agent, srv.Clients = m.Agent, m.Clients
+	if m.Node != nil {
+		srv.Agent = m.agents
+	}
 	m.Digests = m.Notify
 	if m.Node != nil {
 		// Pages, feeds, searches and digests read across the cluster. A

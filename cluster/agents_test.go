@@ -1,0 +1,118 @@
+package cluster_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/changedigest/changedigest"
+	"github.com/changedigest/changedigest/agent"
+	"github.com/changedigest/changedigest/cluster"
+)
+
+// TestAgentWorkOnTheServingNode: a page agent's request and report that
+// reach a node which does not serve the watch are done by the node that
+// does. The digester and its token come from there, the report makes the
+// watch due there, and the check that follows (run by the other node's
+// worker: the serving node runs none) confirms the report: the watch
+// records that the page agent detected its new version, and the counts
+// read on either node say so. A polling client's comparison reads the
+// serving node's newest version.
+func TestAgentWorkOnTheServingNode(t *testing.T) {
+	var edition atomic.Int32
+	page := func(path string) string {
+		return fmt.Sprintf("<html><head><title>Shop %s</title></head><body><main><p>Open today, edition %d.</p></main></body></html>", path, edition.Load())
+	}
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprint(w, page(r.URL.Path))
+	}))
+	defer site.Close()
+	client := freeAddr(t)
+	a := startNodeWith(t, cluster.Config{Name: "a", Dir: t.TempDir(), Client: client, Shards: 4, HostGap: 10 * time.Millisecond, Lease: 2 * time.Second}, t.TempDir())
+	defer a.stop()
+	waitFor(t, "a serving every shard", func() bool { return len(a.node.Info().Ready) == 4 })
+	b := startNodeWorking(t, cluster.Config{Name: "b", URL: "nats://" + client, HostGap: 10 * time.Millisecond, Lease: 2 * time.Second}, t.TempDir(), false)
+	defer b.stop()
+	waitFor(t, "two shards each", func() bool { return len(a.node.Info().Ready) == 2 && len(b.node.Info().Ready) == 2 })
+
+	ctx := context.Background()
+	ws := make([]*changedigest.Watch, 8)
+	for i := range ws {
+		ws[i] = &changedigest.Watch{UserID: 1, URL: fmt.Sprintf("%s/p%d", site.URL, i)}
+	}
+	if err := a.conn.AddWatches(ctx, ws); err != nil {
+		t.Fatal(err)
+	}
+	var w *changedigest.Watch
+	for _, x := range ws {
+		if slices.Contains(b.node.Info().Shards, cluster.ShardOf(x.ID, 4)) {
+			w = x
+			break
+		}
+	}
+	if w == nil {
+		t.Fatal("no watch in b's shards")
+	}
+	waitFor(t, "the first version in b's view", func() bool {
+		info, err := b.store.Track(ctx, w.ID)
+		return err == nil && info.Latest == 1
+	})
+	key := fmt.Sprintf("%d-s3cretk3y", w.ID)
+	if _, err := (cluster.Store{Store: a.store, Node: a.node}).UpdateWatch(ctx, 1, w.ID, func(x *changedigest.Watch) error {
+		x.AgentKey = key
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the agent on in b's view", func() bool {
+		x, err := b.store.Watch(ctx, 1, w.ID)
+		return err == nil && x.AgentKey == key
+	})
+
+	edition.Store(1)
+	js, _, err := a.agents.ScriptEncoded(ctx, key, false)
+	if err != nil || agent.IsVoid(js) {
+		t.Fatalf("agent request on a: void %v, %v; want the digester", agent.IsVoid(js), err)
+	}
+	s := string(js)
+	i := strings.Index(s, `T = "`)
+	if i < 0 {
+		t.Fatalf("no token in the digester")
+	}
+	tok := s[i+5:]
+	tok = tok[:strings.IndexByte(tok, '"')]
+	path := strings.TrimPrefix(w.URL, site.URL)
+	err = a.agents.Report(ctx, agent.ReportIn{Token: tok, URL: w.URL, Summary: agent.Summarize([]byte(page(path)), "text/html").String(),
+		Origin: site.URL, Addr: "192.0.2.1"})
+	if err != nil {
+		t.Fatalf("report on a: %v", err)
+	}
+	if err := a.agents.Report(ctx, agent.ReportIn{Token: tok, URL: w.URL, Summary: agent.Summarize([]byte(page(path)), "text/html").String(),
+		Origin: site.URL, Addr: "192.0.2.2"}); changedigest.ErrorCode(err) != changedigest.EFORBIDDEN {
+		t.Errorf("the same token again, on a: %v; want it refused as used", err)
+	}
+	waitFor(t, "the reported version, detected by the page agent", func() bool {
+		x, err := b.store.Watch(ctx, 1, w.ID)
+		return err == nil && len(x.Detections) == 1 && x.Detections[0].Seq == 2 && x.Detections[0].By == changedigest.DetectedByAgent
+	})
+	for name, n := range map[string]*node{"a": a, "b": b} {
+		st := n.agents.Stats(w.ID)
+		if st.Served != 1 || st.Digester != 1 || st.Accepted != 1 || st.Confirmed != 1 || st.Refuted != 0 {
+			t.Errorf("%s: the agent's counts for the watch: %+v", name, st)
+		}
+	}
+	seq, hash, sum, err := a.agents.Latest(ctx, w.ID)
+	if err != nil || seq != 2 || hash == "" || sum != agent.Summarize([]byte(page(path)), "text/html") {
+		t.Errorf("latest for polling clients, on a: %d %q %+v, %v", seq, hash, sum, err)
+	}
+	if _, _, err := a.agents.ScriptEncoded(ctx, fmt.Sprintf("%d-wrong", w.ID), false); changedigest.ErrorCode(err) != changedigest.ENOTFOUND {
+		t.Errorf("a wrong key on a: %v; want not found", err)
+	}
+}
