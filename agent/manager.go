@@ -412,6 +412,22 @@ func TokenWatch(tok string) (int64, error) {
 	return int64(binary.BigEndian.Uint64(b[0:])), nil
 }
 
+// SetSecret makes the manager sign report tokens under a secret derived
+// from key (at least 16 bytes), instead of the fresh one New made: tokens
+// then outlive a restart, and on a cluster, whose nodes share the key,
+// a token one node issued holds on another (a watch's shard moved). Call
+// it before the manager serves.
+func (m *Manager) SetSecret(key []byte) error {
+	if len(key) < 16 {
+		return fmt.Errorf("agent: a token key of %d bytes is too short", len(key))
+	}
+	mac := hmac.New(sha256.New, key)
+	mac.Write([]byte("changedigest page agent report tokens"))
+	m.secret = mac.Sum(nil)
+	m.macs = sync.Pool{}
+	return nil
+}
+
 // sign appends the HMAC of msg under the token secret to dst, keeping
 // the HMAC states for reuse (building one costs two SHA-256 blocks).
 func (m *Manager) sign(dst, msg []byte) []byte {

@@ -571,3 +571,33 @@ func TestUnknownKeysCostNoMemory(t *testing.T) {
 		t.Errorf("%d records kept for unknown keys", n)
 	}
 }
+
+// TestSharedTokenSecret: managers given the same key accept each other's
+// report tokens (a restart, another node of a cluster); one with another
+// key refuses them as forged, and a key too short is refused.
+func TestSharedTokenSecret(t *testing.T) {
+	f := newFixture(t)
+	key := bytes.Repeat([]byte("k"), 32)
+	if err := f.m.SetSecret(key); err != nil {
+		t.Fatal(err)
+	}
+	same := New(f.store, "x")
+	same.Now = f.clock
+	if err := same.SetSecret(key); err != nil {
+		t.Fatal(err)
+	}
+	other := New(f.store, "x")
+	other.Now = f.clock
+	if err := other.SetSecret(bytes.Repeat([]byte("o"), 32)); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.report(t, (&fixture{m: other, store: f.store, key: f.key}).digester(t), pageV1, "192.0.2.1"); code(err) != changedigest.EFORBIDDEN {
+		t.Errorf("token signed under another key: %v", err)
+	}
+	if err := f.report(t, (&fixture{m: same, store: f.store, key: f.key}).digester(t), pageV1, "192.0.2.1"); err != nil {
+		t.Errorf("token signed under the same key by another manager: %v", err)
+	}
+	if err := same.SetSecret([]byte("short")); err == nil {
+		t.Error("a 5-byte key was taken")
+	}
+}

@@ -839,6 +839,14 @@ func (n *Node) applyVersion(ctx context.Context, m *jetstream.RawStreamMsg) erro
 	// The view numbers versions as the stream does (a stream trimmed by
 	// retention starts a rebuilt view past 1).
 	if _, err := n.Store.AddVersionAt(ctx, id, v.seq, v.meta.Snapshot, v.body); errors.Is(err, pet.ErrConflict) || errors.Is(err, pet.ErrInvalid) {
+		if info, terr := n.Store.Track(ctx, id); errors.Is(err, pet.ErrConflict) && terr == nil && info.Latest >= v.seq {
+			// This node's worker stored it in the view meanwhile.
+			n.tips.set(id, tip{streamSeq: m.Sequence, seq: v.seq})
+			if shard >= 0 {
+				n.tips.held(id, shard, gen, info.Latest)
+			}
+			return nil
+		}
 		n.logger().Error("skipping a version", "watch", id, "version", v.seq, "err", err)
 		return nil
 	} else if err != nil {

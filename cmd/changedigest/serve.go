@@ -332,6 +332,12 @@ func (m *Main) Run(ctx context.Context) error {
 			return err
 		}
 	}
+	// Report tokens are signed under the forms' key: they hold after a
+	// restart, and on every node of a cluster.
+	if err := m.Agent.SetSecret(srv.Key); err != nil {
+		ln.Close()
+		return err
+	}
 	srv.Agent, srv.Clients = m.Agent, m.Clients
 	if m.Node != nil {
 		srv.Agent = m.agents
