@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -20,12 +21,12 @@ import (
 // the node serving the watch's shard: that node keeps the watch's
 // schedule, and its scheduler learns each check's outcome. Any node may
 // receive a page's agent request or a report (a load balancer in front);
-// Agents hands it to the serving node over NATS.
+// Agents hands it to the serving node over NATS, on a subject of the
+// watch's shard that only the serving node listens on.
 
-// agentSubject carries agent work to the node serving the watch: every
-// node listens, the one that serves the watch answers, the others stay
-// silent.
-const agentSubject = "cd.agent"
+// agentSubject carries agent work for the watches of shard s to the node
+// serving the shard, which alone listens on it.
+func agentSubject(s int) string { return "cd.agent." + strconv.Itoa(s) }
 
 // agentWait bounds how long a node waits for the serving node's answer.
 const agentWait = 3 * time.Second
@@ -165,31 +166,41 @@ func (a Agents) ask(ctx context.Context, q agentQuestion) (*agentAnswer, error) 
 	}
 	rctx, cancel := context.WithTimeout(ctx, agentWait)
 	defer cancel()
-	m, err := a.Node.Conn.nc.RequestWithContext(rctx, agentSubject, data)
+	m, err := a.Node.Conn.nc.RequestWithContext(rctx, agentSubject(ShardOf(q.Watch, a.Node.Conn.Config.Shards)), data)
 	if err != nil {
 		if errors.Is(err, nats.ErrNoResponders) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) {
 			return nil, fmt.Errorf("cluster: the node serving watch %d did not answer: %w", q.Watch, errUnavailable)
 		}
 		return nil, fmt.Errorf("cluster: agent work for watch %d: %w", q.Watch, unavailable(err))
 	}
-	var r answer
-	if err := json.Unmarshal(m.Data, &r); err != nil {
-		return nil, fmt.Errorf("cluster: malformed agent answer: %w", err)
-	}
-	if r.Err != "" {
+	if e := m.Header.Get(hdrAgentErr); e != "" {
+		var r answer
+		if err := json.Unmarshal([]byte(e), &r); err != nil {
+			return nil, fmt.Errorf("cluster: malformed agent answer: %w", err)
+		}
 		return nil, r.err("agent work")
 	}
+	if q.Op == "script" {
+		return &agentAnswer{Script: m.Data, Gzipped: m.Header.Get(hdrAgentGzip) != ""}, nil
+	}
 	var ans agentAnswer
-	if err := json.Unmarshal(r.Data, &ans); err != nil {
+	if err := json.Unmarshal(m.Data, &ans); err != nil {
 		return nil, fmt.Errorf("cluster: malformed agent answer: %w", err)
 	}
 	return &ans, nil
 }
 
-// serveAgents answers agent work for the watches this node serves, with
-// its manager; work for others is left to the node serving them.
-func (n *Node) serveAgents() (*nats.Subscription, error) {
-	return n.Conn.nc.Subscribe(agentSubject, func(m *nats.Msg) {
+// Headers of an agent answer: the error (an answer in JSON), and that a
+// script, sent as it is, is gzip-encoded.
+const (
+	hdrAgentErr  = "Cd-Agent-Err"
+	hdrAgentGzip = "Cd-Agent-Gzip"
+)
+
+// serveAgents answers agent work for the watches of shard s, which this
+// node serves, with its manager (while its view of s runs).
+func (n *Node) serveAgents(s int) (*nats.Subscription, error) {
+	return n.Conn.nc.Subscribe(agentSubject(s), func(m *nats.Msg) {
 		var q agentQuestion
 		if n.Agent == nil || json.Unmarshal(m.Data, &q) != nil || !n.serves(q.Watch) {
 			return
@@ -199,16 +210,26 @@ func (n *Node) serveAgents() (*nats.Subscription, error) {
 		go func() {
 			ctx, cancel := context.WithTimeout(context.Background(), agentWait)
 			defer cancel()
-			r := answer{Node: n.Conn.Config.Name}
+			out := &nats.Msg{Header: nats.Header{}}
 			ans, err := n.agentWork(ctx, q)
-			if err == nil {
-				r.Data, err = json.Marshal(ans)
+			switch {
+			case err != nil:
+			case q.Op == "script":
+				// The script as it is: most agent work is this.
+				out.Data = ans.Script
+				if ans.Gzipped {
+					out.Header.Set(hdrAgentGzip, "1")
+				}
+			default:
+				out.Data, err = json.Marshal(ans)
 			}
 			if err != nil {
+				r := answer{Node: n.Conn.Config.Name}
 				r.failed(err)
+				e, _ := json.Marshal(r)
+				out.Header.Set(hdrAgentErr, string(e))
 			}
-			data, _ := json.Marshal(r)
-			m.Respond(data)
+			m.RespondMsg(out)
 		}()
 	})
 }

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -34,36 +35,8 @@ func TestAgentWorkOnTheServingNode(t *testing.T) {
 		fmt.Fprint(w, page(r.URL.Path))
 	}))
 	defer site.Close()
-	client := freeAddr(t)
-	a := startNodeWith(t, cluster.Config{Name: "a", Dir: t.TempDir(), Client: client, Shards: 4, HostGap: 10 * time.Millisecond, Lease: 2 * time.Second}, t.TempDir())
-	defer a.stop()
-	waitFor(t, "a serving every shard", func() bool { return len(a.node.Info().Ready) == 4 })
-	b := startNodeWorking(t, cluster.Config{Name: "b", URL: "nats://" + client, HostGap: 10 * time.Millisecond, Lease: 2 * time.Second}, t.TempDir(), false)
-	defer b.stop()
-	waitFor(t, "two shards each", func() bool { return len(a.node.Info().Ready) == 2 && len(b.node.Info().Ready) == 2 })
-
+	a, b, w := agentPair(t, site.URL)
 	ctx := context.Background()
-	ws := make([]*changedigest.Watch, 8)
-	for i := range ws {
-		ws[i] = &changedigest.Watch{UserID: 1, URL: fmt.Sprintf("%s/p%d", site.URL, i)}
-	}
-	if err := a.conn.AddWatches(ctx, ws); err != nil {
-		t.Fatal(err)
-	}
-	var w *changedigest.Watch
-	for _, x := range ws {
-		if slices.Contains(b.node.Info().Shards, cluster.ShardOf(x.ID, 4)) {
-			w = x
-			break
-		}
-	}
-	if w == nil {
-		t.Fatal("no watch in b's shards")
-	}
-	waitFor(t, "the first version in b's view", func() bool {
-		info, err := b.store.Track(ctx, w.ID)
-		return err == nil && info.Latest == 1
-	})
 	key := fmt.Sprintf("%d-s3cretk3y", w.ID)
 	if _, err := (cluster.Store{Store: a.store, Node: a.node}).UpdateWatch(ctx, 1, w.ID, func(x *changedigest.Watch) error {
 		x.AgentKey = key
@@ -115,4 +88,87 @@ func TestAgentWorkOnTheServingNode(t *testing.T) {
 	if _, _, err := a.agents.ScriptEncoded(ctx, fmt.Sprintf("%d-wrong", w.ID), false); changedigest.ErrorCode(err) != changedigest.ENOTFOUND {
 		t.Errorf("a wrong key on a: %v; want not found", err)
 	}
+}
+
+// agentPair starts nodes a (with a worker) and b (without: the checks of
+// its shards are run by a's worker), two shards each, defines watches of
+// site's pages, and returns one that b serves, once b's view holds its
+// first version.
+func agentPair(t testing.TB, site string) (a, b *node, w *changedigest.Watch) {
+	t.Helper()
+	client := freeAddr(t)
+	a = startNodeWith(t, cluster.Config{Name: "a", Dir: t.TempDir(), Client: client, Shards: 4, HostGap: 10 * time.Millisecond, Lease: 2 * time.Second}, t.TempDir())
+	t.Cleanup(a.stop)
+	waitFor(t, "a serving every shard", func() bool { return len(a.node.Info().Ready) == 4 })
+	b = startNodeWorking(t, cluster.Config{Name: "b", URL: "nats://" + client, HostGap: 10 * time.Millisecond, Lease: 2 * time.Second}, t.TempDir(), false)
+	t.Cleanup(b.stop)
+	waitFor(t, "two shards each", func() bool { return len(a.node.Info().Ready) == 2 && len(b.node.Info().Ready) == 2 })
+	ctx := context.Background()
+	ws := make([]*changedigest.Watch, 8)
+	for i := range ws {
+		ws[i] = &changedigest.Watch{UserID: 1, URL: fmt.Sprintf("%s/p%d", site, i)}
+	}
+	if err := a.conn.AddWatches(ctx, ws); err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range ws {
+		if slices.Contains(b.node.Info().Shards, cluster.ShardOf(x.ID, 4)) {
+			w = x
+			break
+		}
+	}
+	if w == nil {
+		t.Fatal("no watch in b's shards")
+	}
+	waitFor(t, "the first version in b's view", func() bool {
+		info, err := b.store.Track(ctx, w.ID)
+		return err == nil && info.Latest == 1
+	})
+	return a, b, w
+}
+
+// BenchmarkAgentRequest times an agent request (the digester, gzipped, as
+// browsers get it) on the node serving the watch and on another node,
+// which hands it over: wall time per request on loopback, both nodes in
+// this process.
+func BenchmarkAgentRequest(b *testing.B) {
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, "<html><body><main><p>Open today.</p></main></body></html>")
+	}))
+	defer site.Close()
+	na, nb, w := agentPair(b, site.URL)
+	ctx := context.Background()
+	key := fmt.Sprintf("%d-s3cretk3y", w.ID)
+	if _, err := (cluster.Store{Store: na.store, Node: na.node}).UpdateWatch(ctx, 1, w.ID, func(x *changedigest.Watch) error {
+		x.AgentKey = key
+		return nil
+	}); err != nil {
+		b.Fatal(err)
+	}
+	waitFor(b, "the agent on in b's view", func() bool {
+		x, err := nb.store.Watch(ctx, 1, w.ID)
+		return err == nil && x.AgentKey == key
+	})
+	for _, bc := range []struct {
+		name string
+		n    *node
+	}{{"serving", nb}, {"handed-over", na}} {
+		b.Run(bc.name, func(b *testing.B) {
+			cpu := processCPU()
+			for b.Loop() {
+				if _, _, err := bc.n.agents.ScriptEncoded(ctx, key, true); err != nil {
+					b.Fatal(err)
+				}
+			}
+			// Both nodes and the NATS server are this process.
+			b.ReportMetric(float64((processCPU()-cpu).Microseconds())/float64(b.N), "cpu-µs/op")
+		})
+	}
+}
+
+// processCPU is the CPU time (user and system) this process has used.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -34,19 +34,19 @@ type node struct {
 	done   chan struct{}
 }
 
-func startNode(t *testing.T, natsDir, dataDir string) *node {
+func startNode(t testing.TB, natsDir, dataDir string) *node {
 	t.Helper()
 	return startNodeWith(t, cluster.Config{Name: "solo", Dir: natsDir, Shards: 4, HostGap: 10 * time.Millisecond}, dataDir)
 }
 
-func startNodeWith(t *testing.T, cfg cluster.Config, dataDir string) *node {
+func startNodeWith(t testing.TB, cfg cluster.Config, dataDir string) *node {
 	t.Helper()
 	return startNodeWorking(t, cfg, dataDir, true)
 }
 
 // startNodeWorking is startNodeWith; without work, the node runs no
 // worker: other nodes' workers take the checks its scheduler queues.
-func startNodeWorking(t *testing.T, cfg cluster.Config, dataDir string, work bool) *node {
+func startNodeWorking(t testing.TB, cfg cluster.Config, dataDir string, work bool) *node {
 	t.Helper()
 	ctx := context.Background()
 	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
@@ -109,7 +109,7 @@ func (n *node) stop() {
 
 // freeAddr is a loopback address free a moment ago, for a node's
 // embedded server to take client connections on.
-func freeAddr(t *testing.T) string {
+func freeAddr(t testing.TB) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -119,7 +119,7 @@ func freeAddr(t *testing.T) string {
 	return ln.Addr().String()
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
+func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	for end := time.Now().Add(30 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
 		if cond() {

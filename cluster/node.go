@@ -97,6 +97,9 @@ type view struct {
 	applied      atomic.Int64
 	// wake makes an idle view look at once (poke).
 	wake chan struct{}
+	// agents answers the agent work of the shard's watches (nil when the
+	// node has no agent manager, or could not subscribe).
+	agents *nats.Subscription
 }
 
 // NodeInfo is what a node tells the others in its heartbeat.
@@ -167,11 +170,6 @@ func (n *Node) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("cluster: answer searches: %w", err)
 	}
-	asub, err := n.serveAgents()
-	if err != nil {
-		return fmt.Errorf("cluster: answer agent work: %w", err)
-	}
-	qsubs = append(qsubs, asub)
 	defer func() {
 		for _, s := range qsubs {
 			s.Unsubscribe()
@@ -447,6 +445,12 @@ func (n *Node) start(ctx context.Context, s int) {
 	v.pos.Store(n.position(s))
 	v.schedChanged.Store(true)
 	n.views[s] = v
+	if n.Agent != nil {
+		var err error
+		if v.agents, err = n.serveAgents(s); err != nil {
+			n.logger().Warn("answering the agent work of a shard", "shard", s, "err", err)
+		}
+	}
 	go func() {
 		defer close(v.done)
 		for vctx.Err() == nil {
@@ -470,6 +474,9 @@ func (n *Node) stop(s int) {
 	delete(n.views, s)
 	n.mu.Unlock()
 	if ok {
+		if v.agents != nil {
+			v.agents.Unsubscribe()
+		}
 		v.cancel()
 		<-v.done
 		n.writePosition(s, v.pos.Load())
