@@ -37,9 +37,14 @@ import (
 // Store is the store as the agent manager sees it (userID 0 is any user).
 type Store interface {
 	Watch(ctx context.Context, userID, id int64) (*changedigest.Watch, error)
-	UpdateWatch(ctx context.Context, userID, id int64, fn func(*changedigest.Watch) error) (*changedigest.Watch, error)
+	WatchUpdater
 	Latest(ctx context.Context, watchID int64) (*changedigest.Snapshot, error)
 	Body(ctx context.Context, watchID int64, seq int) ([]byte, error)
+}
+
+// WatchUpdater changes a watch: fn edits it, the change is stored.
+type WatchUpdater interface {
+	UpdateWatch(ctx context.Context, userID, id int64, fn func(*changedigest.Watch) error) (*changedigest.Watch, error)
 }
 
 // DefaultThreshold is the least time between digester agents for a page
@@ -50,6 +55,11 @@ const DefaultThreshold = 10 * time.Minute
 // detector. Set the knobs after New, then Start; Stop ends its workers.
 type Manager struct {
 	Store Store
+	// Definitions, when set, is where a confirmed report's detection is
+	// recorded in the watch (default Store): on a cluster node, the
+	// watch's definition, which every copy of the watch follows. Store
+	// keeps the schedule a report makes due.
+	Definitions WatchUpdater
 	// Endpoint is the absolute URL reports are sent to (the digester
 	// names it).
 	Endpoint string
@@ -764,7 +774,11 @@ func (m *Manager) Stored(w *changedigest.Watch, snap *changedigest.Snapshot) {
 		return
 	}
 	d := changedigest.Detection{Seq: snap.Seq, By: q.by, At: q.at}
-	_, err := m.Store.UpdateWatch(context.Background(), 0, w.ID, func(x *changedigest.Watch) error {
+	var defs WatchUpdater = m.Store
+	if m.Definitions != nil {
+		defs = m.Definitions
+	}
+	_, err := defs.UpdateWatch(context.Background(), 0, w.ID, func(x *changedigest.Watch) error {
 		x.Detections = append(x.Detections, d)
 		if n := len(x.Detections) - changedigest.MaxDetections; n > 0 {
 			x.Detections = append([]changedigest.Detection(nil), x.Detections[n:]...)

@@ -75,6 +75,18 @@ func TestAgentWorkOnTheServingNode(t *testing.T) {
 		x, err := b.store.Watch(ctx, 1, w.ID)
 		return err == nil && len(x.Detections) == 1 && x.Detections[0].Seq == 2 && x.Detections[0].By == changedigest.DetectedByAgent
 	})
+	// The detection is the watch's definition's: an edit of the watch on
+	// another node keeps it.
+	if _, err := (cluster.Store{Store: a.store, Node: a.node}).UpdateWatch(ctx, 1, w.ID, func(x *changedigest.Watch) error {
+		x.Title = "Shop"
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the edit in b's view, with the detection", func() bool {
+		x, err := b.store.Watch(ctx, 1, w.ID)
+		return err == nil && x.Title == "Shop" && x.DetectedBy(2) == changedigest.DetectedByAgent
+	})
 	for name, n := range map[string]*node{"a": a, "b": b} {
 		st := n.agents.Stats(w.ID)
 		if st.Served != 1 || st.Digester != 1 || st.Accepted != 1 || st.Confirmed != 1 || st.Refuted != 0 {

@@ -73,6 +73,7 @@ func startNodeWorking(t testing.TB, cfg cluster.Config, dataDir string, work boo
 	sched.Logger = quiet
 	ag := agent.New(store, "http://cd.example/agent/report")
 	ag.Logger, ag.Due = quiet, sched.Wake
+	ag.Definitions = cluster.Store{Store: store, Node: nd}
 	p.OnVersion = ag.Stored
 	nd.Agent = ag
 	agents := cluster.Agents{Node: nd, Local: ag}

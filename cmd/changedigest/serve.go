@@ -274,7 +274,9 @@ func (m *Main) Run(ctx context.Context) error {
 		// scheduler learns the outcome of its checks, wherever they ran.
 		m.Node.Agent = m.Agent
 		agents := cluster.Agents{Node: m.Node, Local: m.Agent}
-		m.Clients.Store, m.Clients.Manager = cluster.Store{Store: store, Node: m.Node}, agents
+		cs := cluster.Store{Store: store, Node: m.Node}
+		m.Agent.Definitions = cs
+		m.Clients.Store, m.Clients.Manager = cs, agents
 		m.agents = agents
 		sched.OnCheck = agents.OnCheck
 	}
