@@ -65,6 +65,13 @@ type Config struct {
 	// connections on (for `changedigest cluster status` and other nodes'
 	// tools); empty: in-process only.
 	Client string
+	// Secret, when set, is the cluster's shared secret: the embedded
+	// server takes routes only from servers that give it (user
+	// "changedigest") and client connections only with it as their token,
+	// and a node reaching an existing deployment (URL) gives it as its
+	// token. Without it any server that reaches the route address joins
+	// the cluster, and any client of the client address reads it all.
+	Secret string
 	// Replicas is how many servers keep each stream and bucket (default:
 	// 3 in a cluster, 1 alone).
 	Replicas int
@@ -189,7 +196,7 @@ func Connect(ctx context.Context, url string) (*Conn, error) {
 	n, err := c.storedShards(ctx)
 	if err != nil {
 		c.Close()
-		return nil, fmt.Errorf("cluster: the cluster at %s has not formed yet: %w", url, err)
+		return nil, fmt.Errorf("cluster: the cluster at %s has not formed yet: %w", redact(url), err)
 	}
 	c.Config.Shards = n
 	return c, nil
@@ -198,10 +205,13 @@ func Connect(ctx context.Context, url string) (*Conn, error) {
 func (c *Conn) connect(ctx context.Context) error {
 	cfg := &c.Config
 	opts := []nats.Option{nats.Name("changedigest " + cfg.Name), nats.MaxReconnects(-1), nats.ReconnectWait(200 * time.Millisecond)}
+	if cfg.Secret != "" && !strings.Contains(cfg.URL, "@") {
+		opts = append(opts, nats.Token(cfg.Secret))
+	}
 	if cfg.URL != "" {
 		nc, err := nats.Connect(cfg.URL, append(opts, nats.Timeout(5*time.Second))...)
 		if err != nil {
-			return fmt.Errorf("cluster: connect to NATS at %s: %w", cfg.URL, err)
+			return fmt.Errorf("cluster: connect to NATS at %s: %w", redact(cfg.URL), err)
 		}
 		c.nc = nc
 	} else {
@@ -246,6 +256,22 @@ func (c *Conn) connect(ctx context.Context) error {
 	return nil
 }
 
+// redact removes the credentials (a token, a user's password) from the
+// NATS URLs in raw (comma-separated), for messages.
+func redact(raw string) string {
+	parts := strings.Split(raw, ",")
+	for i, p := range parts {
+		if u, err := url.Parse(strings.TrimSpace(p)); err == nil && u.User != nil {
+			u.User = nil
+			parts[i] = u.String()
+		}
+	}
+	return strings.Join(parts, ",")
+}
+
+// routeUser is the user a route gives with the cluster's secret.
+const routeUser = "changedigest"
+
 // serverOptions turns the config into the embedded server's options.
 func serverOptions(cfg *Config) (*natsserver.Options, error) {
 	so := &natsserver.Options{
@@ -272,6 +298,9 @@ func serverOptions(cfg *Config) (*natsserver.Options, error) {
 	} else {
 		so.DontListen = true
 	}
+	if cfg.Secret != "" {
+		so.Authorization = cfg.Secret
+	}
 	if cfg.ClusterName == "" || len(cfg.Routes) == 0 {
 		// Alone: a cluster of one, which nobody can join.
 		if cfg.Listen != "" {
@@ -287,6 +316,9 @@ func serverOptions(cfg *Config) (*natsserver.Options, error) {
 		return nil, fmt.Errorf("cluster: route address %q: %w", cfg.Listen, err)
 	}
 	so.Cluster = natsserver.ClusterOpts{Name: cfg.ClusterName, Host: host, Port: port}
+	if cfg.Secret != "" {
+		so.Cluster.Username, so.Cluster.Password = routeUser, cfg.Secret
+	}
 	for _, r := range cfg.Routes {
 		if !strings.Contains(r, "://") {
 			r = "nats-route://" + r
@@ -294,6 +326,9 @@ func serverOptions(cfg *Config) (*natsserver.Options, error) {
 		u, err := url.Parse(r)
 		if err != nil || u.Host == "" {
 			return nil, fmt.Errorf("cluster: route %q is not host:port", r)
+		}
+		if cfg.Secret != "" && u.User == nil {
+			u.User = url.UserPassword(routeUser, cfg.Secret)
 		}
 		so.Routes = append(so.Routes, u)
 	}

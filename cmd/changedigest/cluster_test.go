@@ -49,6 +49,9 @@ func freePorts(t *testing.T, n int) []string {
 	return addrs
 }
 
+// killSecret is the kill test's cluster secret.
+const killSecret = "kill-test-secret"
+
 // TestClusterKill runs three serve processes as a cluster on loopback (a
 // three-server JetStream cluster inside them) over a farm of pages,
 // kills one with SIGKILL while the first versions are being stored, and
@@ -88,7 +91,8 @@ func TestClusterKill(t *testing.T) {
 			"--log-level", "info", "--cluster", "killtest", "--node", "n"+strconv.Itoa(i),
 			"--cluster-listen", routes[i], "--routes", strings.Join(others, ","), "--nats-listen", clients[i],
 			"--shards", strconv.Itoa(shards), "--host-gap", "20ms", "--check-ack-wait", "15s", "--workers", "16")
-		cmd.Env = append(os.Environ(), "CHANGEDIGEST_TEST_MAIN=1")
+		// The nodes ask the secret of each other's routes and of clients.
+		cmd.Env = append(os.Environ(), "CHANGEDIGEST_TEST_MAIN=1", clusterSecretEnv+"="+killSecret)
 		f, err := os.Create(logs[i])
 		if err != nil {
 			t.Fatal(err)
@@ -134,7 +138,7 @@ func TestClusterKill(t *testing.T) {
 		for {
 			if conn == nil {
 				cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-				conn, lastErr = cluster.Connect(cctx, "nats://"+clients[0])
+				conn, lastErr = cluster.Connect(cctx, "nats://"+killSecret+"@"+clients[0])
 				cancel()
 			}
 			if conn != nil {

@@ -406,6 +406,7 @@ func (m *Main) joinCluster(ctx context.Context, pipeline *crawl.Pipeline, addr n
 		Name: name, Dir: cluster.DataDir(c.data), URL: f.NATS, ClusterName: f.Name,
 		Listen: f.Listen, Client: f.NATSListen, Replicas: f.Replicas, Shards: f.Shards,
 		AckWait: f.AckWait, HostGap: c.HostGap, GapFactor: c.GapFactor, Logger: m.Logger.With("component", "cluster"),
+		Secret: os.Getenv(clusterSecretEnv),
 	}
 	if f.Routes != "" {
 		for _, r := range strings.Split(f.Routes, ",") {
@@ -416,6 +417,13 @@ func (m *Main) joinCluster(ctx context.Context, pipeline *crawl.Pipeline, addr n
 	}
 	if f.Name == "" && (f.Listen != "" || len(cfg.Routes) > 0) {
 		return usagef("--cluster-listen and --routes need --cluster NAME")
+	}
+	if cfg.Secret == "" {
+		for _, a := range []string{f.Listen, f.NATSListen} {
+			if host, _, err := net.SplitHostPort(a); err == nil && !isLoopback(host) {
+				m.Logger.Warn("the cluster's ports take any server and client that reach them: set "+clusterSecretEnv+" (the same on every node)", "address", a)
+			}
+		}
 	}
 	dctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
