@@ -401,7 +401,7 @@ func (c *Conn) importVersions(ctx context.Context, st *pet.Store, id int64, matr
 		if err != nil {
 			return fmt.Errorf("cluster: the stream's newest version of watch %d: %w", id, err)
 		}
-		im.Held += min(v.seq, info.Latest) - info.Oldest + 1
+		im.Held += max(min(v.seq, info.Latest)-info.Oldest+1, 0)
 		from, last, history = v.seq+1, m.Sequence, v.meta.History
 	}
 	for seq := from; seq <= info.Latest; seq++ {
