@@ -416,6 +416,15 @@ func (c *Conn) importVersions(ctx context.Context, st *pet.Store, id int64, matr
 		if err != nil {
 			return fmt.Errorf("cluster: import version %d of watch %d: %w", seq, id, err)
 		}
+		if snap.Screenshot != nil && snap.Screenshot.PNG == nil {
+			sh, err := st.Screenshot(ctx, id, seq)
+			if err != nil && !errors.Is(err, pet.ErrNotFound) {
+				return fmt.Errorf("cluster: import the screenshot of version %d of watch %d: %w", seq, id, err)
+			}
+			if sh != nil {
+				snap.Screenshot = sh
+			}
+		}
 		history = append([][]string{snap.Hashes()}, history[:min(len(history), matrix-1)]...)
 		data, err := encodeVersion(&versionMeta{Snapshot: snap, History: history}, body)
 		if err != nil {

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"image"
+	pngenc "image/png"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -31,6 +33,8 @@ type singleStore struct {
 	// bodies[watch][seq] is what the store holds.
 	bodies map[int64]map[int][]byte
 	tracks map[int64]pet.TrackInfo
+	// shot is the PNG of the second watch's fifth version.
+	shot []byte
 }
 
 func makeSingleStore(t *testing.T) *singleStore {
@@ -93,6 +97,31 @@ func makeSingleStore(t *testing.T) *singleStore {
 			}
 		}
 	}
+	// A fifth version of the second watch, as a browser drew it: with a
+	// screenshot.
+	w1 := ss.watches[1]
+	snap, err := st.Latest(ctx, w1.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := st.Body(ctx, w1.ID, snap.Seq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img := image.NewRGBA(image.Rect(0, 0, 40, 30))
+	for i := range img.Pix {
+		img.Pix[i] = byte(i * 7)
+	}
+	var png bytes.Buffer
+	if err := pngenc.Encode(&png, img); err != nil {
+		t.Fatal(err)
+	}
+	ss.shot = png.Bytes()
+	snap.FetchedAt = snap.FetchedAt.Add(time.Second)
+	snap.Screenshot = &changedigest.Screenshot{PNG: ss.shot, Width: 40, Height: 30}
+	if _, err := st.AddVersion(ctx, w1.ID, snap, body); err != nil {
+		t.Fatal(err)
+	}
 	for _, w := range ss.watches {
 		info, err := st.Track(ctx, w.ID)
 		if err != nil {
@@ -106,7 +135,7 @@ func makeSingleStore(t *testing.T) *singleStore {
 			}
 		}
 	}
-	if ss.tracks[ss.watches[0].ID].Versions != 4 || ss.tracks[ss.watches[2].ID].Oldest != 3 {
+	if ss.tracks[ss.watches[0].ID].Versions != 4 || ss.tracks[ss.watches[1].ID].Versions != 5 || ss.tracks[ss.watches[2].ID].Oldest != 3 {
 		t.Fatalf("the single store's tracks: %+v", ss.tracks)
 	}
 	return ss
@@ -140,13 +169,13 @@ func TestImportAStoreOfASingleNode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := cluster.Imported{Users: 1, Sessions: 1, Tokens: 1, Profiles: 1, Channels: 1, Subscriptions: 1, Watches: 3, Versions: 4 + 4 + 2}
+	want := cluster.Imported{Users: 1, Sessions: 1, Tokens: 1, Profiles: 1, Channels: 1, Subscriptions: 1, Watches: 3, Versions: 4 + 5 + 2}
 	if im != want {
 		t.Errorf("imported %s, want %s", im, want)
 	}
 	again, err := conn.Import(ctx, st, 5, nil)
-	if err != nil || again.Versions != 0 || again.Watches != 0 || again.Users != 0 || again.Held != 9+10 {
-		t.Errorf("imported again: %s, %v; want nothing new, 19 held", again, err)
+	if err != nil || again.Versions != 0 || again.Watches != 0 || again.Users != 0 || again.Held != 9+11 {
+		t.Errorf("imported again: %s, %v; want nothing new, 20 held", again, err)
 	}
 
 	// Another single store, whose user 1 is someone else, is refused.
@@ -184,7 +213,7 @@ func TestImportAStoreOfASingleNode(t *testing.T) {
 		}
 	}
 	counts, dups, err := a.conn.VersionCounts(ctx)
-	if err != nil || dups != 0 || counts[ss.watches[0].ID] != 4 || counts[ss.watches[2].ID] != 2 {
+	if err != nil || dups != 0 || counts[ss.watches[0].ID] != 4 || counts[ss.watches[1].ID] != 5 || counts[ss.watches[2].ID] != 2 {
 		t.Errorf("the versions stream: %v, %d stored twice, %v", counts, dups, err)
 	}
 	// New IDs come after the store's.
@@ -216,6 +245,9 @@ func TestImportAStoreOfASingleNode(t *testing.T) {
 		if err != nil || len(snap.Changes) == 0 {
 			t.Errorf("rebuilt newest version of watch %d: %+v, %v; want its changes", w.ID, snap, err)
 		}
+	}
+	if sh, err := b.store.Screenshot(ctx, ss.watches[1].ID, 5); err != nil || !bytes.Equal(sh.PNG, ss.shot) || sh.Width != 40 {
+		t.Errorf("rebuilt screenshot: %v; want the %d bytes imported", err, len(ss.shot))
 	}
 	cs := cluster.Store{Store: b.store, Node: b.node}
 	if u, err := cs.UserByName(ctx, "ann"); err != nil || u.ID != ss.user.ID || string(u.PasswordHash) != "hash-ann" || u.FeedToken != ss.user.FeedToken {

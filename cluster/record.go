@@ -70,6 +70,9 @@ type reply struct {
 type versionMeta struct {
 	Snapshot *changedigest.Snapshot `json:"snapshot"`
 	History  [][]string             `json:"history"`
+	// Shot is the length of the screenshot's PNG, which follows the body
+	// (0: none; the snapshot's JSON leaves the image out).
+	Shot int `json:"shot,omitempty"`
 }
 
 // version is a decoded version message.
@@ -88,14 +91,20 @@ type version struct {
 // Cd-Enc: s2), which makes the message a third of its size or less for
 // the stream, its replicas and every view that reads it.
 func encodeVersion(meta *versionMeta, body []byte) ([]byte, error) {
+	var png []byte
+	if meta.Snapshot != nil && meta.Snapshot.Screenshot != nil {
+		png = meta.Snapshot.Screenshot.PNG
+	}
+	meta.Shot = len(png)
 	js, err := json.Marshal(meta)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]byte, 0, binary.MaxVarintLen64+len(js)+len(body))
+	out := make([]byte, 0, binary.MaxVarintLen64+len(js)+len(body)+len(png))
 	out = binary.AppendUvarint(out, uint64(len(js)))
 	out = append(out, js...)
 	out = append(out, body...)
+	out = append(out, png...)
 	return s2.Encode(nil, out), nil
 }
 
@@ -128,6 +137,14 @@ func decodeVersion(data []byte, h nats.Header, streamSeq uint64) (*version, erro
 	v := &version{body: data[k+int(n):], streamSeq: streamSeq}
 	if err := json.Unmarshal(data[k:k+int(n)], &v.meta); err != nil || v.meta.Snapshot == nil {
 		return nil, fmt.Errorf("%w: %v", errBadVersion, err)
+	}
+	if shot := v.meta.Shot; shot > 0 {
+		if shot > len(v.body) || v.meta.Snapshot.Screenshot == nil {
+			return nil, fmt.Errorf("%w: screenshot of %d bytes", errBadVersion, shot)
+		}
+		end := len(v.body) - shot
+		v.meta.Snapshot.Screenshot.PNG = v.body[end:]
+		v.body = v.body[:end:end]
 	}
 	var err error
 	if v.seq, err = strconv.Atoi(h.Get(hdrSeq)); err != nil || v.seq <= 0 {
