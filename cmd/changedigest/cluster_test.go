@@ -531,3 +531,14 @@ func TestServeClusterImportsASingleStore(t *testing.T) {
 		t.Errorf("a plain serve on a node's data directory: %v", err)
 	}
 }
+
+// TestServeDemoIsSingle: the demo writes into the store itself, which a
+// cluster node's is not: the two are refused together, clearly.
+func TestServeDemoIsSingle(t *testing.T) {
+	for _, flag := range [][]string{{"--cluster", "cd"}, {"--nats", "nats://127.0.0.1:1"}} {
+		code, _, errs := runCmd(t, append([]string{"serve", "--demo", "--addr", "127.0.0.1:0", "--data", t.TempDir()}, flag...)...)
+		if code != 2 || !strings.Contains(errs, "--demo runs a single serve") {
+			t.Errorf("serve --demo %v: exit %d, %s", flag, code, errs)
+		}
+	}
+}

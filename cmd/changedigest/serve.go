@@ -202,6 +202,10 @@ func runServe(ctx context.Context, e *env) error {
 func (m *Main) Run(ctx context.Context) error {
 	c := &m.Config
 	log := m.Logger
+	if c.Demo && c.Cluster.on() {
+		// The demo writes its user and watches into the store itself.
+		return usagef("--demo runs a single serve: leave out --cluster and --nats")
+	}
 	// A cluster node's store is its view of the cluster; a single
 	// serve's store is its own.
 	c.mayOpenView = c.Cluster.on()
