@@ -58,7 +58,10 @@ const killSecret = "kill-test-secret"
 // checks that every watch got its one version, none twice, that the dead
 // node's shards are served again by the others, and that each owner's
 // store holds every version of its shards, and that a login made on one
-// node holds on the others, before and after the kill.
+// node holds on the others, before and after the kill. Then a rolling
+// restart (the killed node back, each node stopped and started again in
+// turn) runs while a second batch of watches gets its first versions,
+// and the same is checked of both batches.
 // CHANGEDIGEST_CLUSTER_WATCHES sets the number of watches (default
 // 10,000).
 func TestClusterKill(t *testing.T) {
@@ -78,9 +81,13 @@ func TestClusterKill(t *testing.T) {
 	procs := make([]*exec.Cmd, 3)
 	logs := make([]string, 3)
 	exited := make([]chan struct{}, 3)
+	logged := make([]bool, 3)
+	// start starts node i, again on its data when it ran before.
 	start := func(i int) {
-		dirs[i] = filepath.Join(t.TempDir(), "node"+strconv.Itoa(i))
-		logs[i] = filepath.Join(dirs[i] + ".log")
+		if dirs[i] == "" {
+			dirs[i] = filepath.Join(t.TempDir(), "node"+strconv.Itoa(i))
+			logs[i] = filepath.Join(dirs[i] + ".log")
+		}
 		var others []string
 		for j, r := range routes {
 			if j != i {
@@ -93,7 +100,7 @@ func TestClusterKill(t *testing.T) {
 			"--shards", strconv.Itoa(shards), "--host-gap", "20ms", "--check-ack-wait", "15s", "--workers", "16")
 		// The nodes ask the secret of each other's routes and of clients.
 		cmd.Env = append(os.Environ(), "CHANGEDIGEST_TEST_MAIN=1", clusterSecretEnv+"="+killSecret)
-		f, err := os.Create(logs[i])
+		f, err := os.OpenFile(logs[i], os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -101,18 +108,19 @@ func TestClusterKill(t *testing.T) {
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		procs[i] = cmd
-		exited[i] = make(chan struct{})
+		done := make(chan struct{})
+		procs[i], exited[i] = cmd, done
 		go func() {
 			err := cmd.Wait()
 			t.Logf("node %d exited: %v", i, err)
-			close(exited[i])
+			close(done)
 		}()
 		t.Cleanup(func() {
 			cmd.Process.Kill()
-			<-exited[i]
+			<-done
 			f.Close()
-			if t.Failed() {
+			if t.Failed() && !logged[i] {
+				logged[i] = true
 				b, _ := os.ReadFile(logs[i])
 				t.Logf("node %d's log:\n%s", i, b)
 			}
@@ -204,12 +212,20 @@ func TestClusterKill(t *testing.T) {
 	// One node made the administrator of the cluster: log in on another,
 	// and the session is good on every node.
 	sites := make([]string, 3)
+	// readSites reads where each node runs (a node started again runs
+	// on another port).
+	readSites := func() {
+		for i := range 3 {
+			b, _ := os.ReadFile(logs[i])
+			if ms := regexp.MustCompile(`running at (http://\S+)`).FindAllSubmatch(b, -1); len(ms) > 0 {
+				sites[i] = string(ms[len(ms)-1][1])
+			}
+		}
+	}
+	readSites()
 	password := ""
 	for i := range 3 {
 		b, _ := os.ReadFile(logs[i])
-		if m := regexp.MustCompile(`running at (http://\S+)`).FindSubmatch(b); m != nil {
-			sites[i] = string(m[1])
-		}
 		if m := regexp.MustCompile(`log in as admin with password (\S+)`).FindSubmatch(b); m != nil {
 			if password != "" {
 				t.Errorf("two nodes made an administrator")
@@ -315,20 +331,74 @@ func TestClusterKill(t *testing.T) {
 	}
 	t.Logf("survivors ran %d checks, %d failed", checks, failed)
 
-	// Stop the survivors and read their stores: each owner holds every
+	// A rolling restart while more watches get their first versions: the
+	// killed node comes back on its data while a second batch (another
+	// user's, of the same pages) is checked, then each node in turn is
+	// stopped (SIGTERM) and started again on its data, each time just
+	// after a further batch was defined, once every shard is served.
+	var ws2 []*changedigest.Watch
+	define := func(user int64, n int) {
+		t.Helper()
+		batch := make([]*changedigest.Watch, n)
+		for i := range batch {
+			batch[i] = &changedigest.Watch{UserID: user, URL: farm.URL(i)}
+		}
+		if err := conn.AddWatches(ctx, batch); err != nil {
+			t.Fatal(err)
+		}
+		ws2 = append(ws2, batch...)
+	}
+	began = time.Now()
+	start(victim)
+	define(2, watches/2)
+	back := wait("the killed node back", 2*time.Minute, func(st *cluster.Status) bool { return served(st, 3) })
+	t.Logf("the killed node back %s after the second batch was defined: %d of %d versions", time.Since(began).Round(time.Millisecond), back.Versions, watches+len(ws2))
+	for i := range 3 {
+		define(int64(3+i), watches/5)
+		if err := procs[i].Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		<-exited[i]
+		start(i)
+		back = wait(fmt.Sprintf("node %d back after its restart", i), 2*time.Minute, func(st *cluster.Status) bool { return served(st, 3) })
+		t.Logf("node %d stopped just after %d more watches were defined, back %s after the second batch: %d of %d versions", i, watches/5, time.Since(began).Round(time.Millisecond), back.Versions, watches+len(ws2))
+	}
+	t.Logf("rolling restart done %s after the second batch was defined", time.Since(began).Round(time.Millisecond))
+	st = waitOr(false, "every watch of both batches with its version", 5*time.Minute, func(st *cluster.Status) bool {
+		return st.Versions >= uint64(watches+len(ws2)) && st.Queued == 0 && st.Running == 0 && served(st, 3) && lagless(st)
+	})
+	t.Logf("the later batches' %d checks done %s after the second batch was defined", len(ws2), time.Since(began).Round(time.Millisecond))
+	if counts, dups, err = conn.VersionCounts(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if dups != 0 {
+		t.Errorf("after the rolling restart: %d due checks stored more than one version", dups)
+	}
+	ws = append(ws, ws2...)
+	missing, extra = 0, 0
+	for _, w := range ws {
+		switch n := counts[w.ID]; {
+		case n == 0:
+			missing++
+		case n > 1:
+			extra++
+		}
+	}
+	if missing > 0 || extra > 0 {
+		t.Errorf("after the rolling restart, of %d watches, %d have no version and %d more than one", len(ws), missing, extra)
+	}
+	readSites()
+	signedIn("after the rolling restart", 0, 1, 2)
+
+	// Stop the nodes and read their stores: each owner holds every
 	// version of its shards.
 	for i, p := range procs {
-		if i != victim {
-			p.Process.Signal(syscall.SIGTERM)
-			<-exited[i]
-		}
+		p.Process.Signal(syscall.SIGTERM)
+		<-exited[i]
 	}
 	owners := st.Owners
 	lost := 0
 	for i := range procs {
-		if i == victim {
-			continue
-		}
 		store := pet.New(dirs[i])
 		if err := store.Open(ctx); err != nil {
 			t.Fatal(err)
