@@ -15,6 +15,7 @@ import (
 	"github.com/changedigest/changedigest"
 	"github.com/changedigest/changedigest/agent"
 	"github.com/changedigest/changedigest/cluster"
+	"github.com/changedigest/changedigest/crawl"
 )
 
 // TestAgentWorkOnTheServingNode: a page agent's request and report that
@@ -183,4 +184,36 @@ func processCPU() time.Duration {
 	var ru syscall.Rusage
 	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// TestCheckNowOnTheServingNode: "check now" of a watch asked for on a node
+// that does not serve it is run by the serving node's scheduler, which
+// keeps the watch's schedule: the watch's last check and count move
+// there, and the report comes back to the asking node.
+func TestCheckNowOnTheServingNode(t *testing.T) {
+	var edition atomic.Int32
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "<html><body><main><p>Edition %d of %s.</p></main></body></html>", edition.Load(), r.URL.Path)
+	}))
+	defer site.Close()
+	a, b, w := agentPair(t, site.URL)
+	ctx := context.Background()
+	before, err := b.store.Watch(ctx, 1, w.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edition.Store(1)
+	var rep crawl.Report
+	sum, err := cluster.Checker{Node: a.node, Local: a.sched}.CheckNow(ctx, func(r crawl.Report) { rep = r }, w)
+	if err != nil || sum.Checked != 1 || sum.Changed != 1 || rep.Err != nil || rep.Outcome.Result != crawl.Changed || rep.Watch == nil {
+		t.Fatalf("check now on a: %+v, report %+v, %v", sum, rep, err)
+	}
+	after, err := b.store.Watch(ctx, 1, w.ID)
+	if err != nil || after.Checks != before.Checks+1 || !after.LastCheck.After(before.LastCheck) || after.ChangeChecks != before.ChangeChecks+1 {
+		t.Errorf("the serving node's schedule: checks %d → %d, change checks %d → %d, last check %s → %s, %v",
+			before.Checks, after.Checks, before.ChangeChecks, after.ChangeChecks, before.LastCheck, after.LastCheck, err)
+	}
+	if info, err := b.store.Track(ctx, w.ID); err != nil || info.Latest != 2 {
+		t.Errorf("the serving node's track: %+v, %v", info, err)
+	}
 }

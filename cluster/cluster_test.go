@@ -78,6 +78,7 @@ func startNodeWorking(t testing.TB, cfg cluster.Config, dataDir string, work boo
 	nd.Agent = ag
 	agents := cluster.Agents{Node: nd, Local: ag}
 	sched.OnCheck = agents.OnCheck
+	nd.Scheduler = sched
 	ag.Start()
 	rctx, stop := context.WithCancel(ctx)
 	n := &node{conn: conn, store: store, node: nd, worker: wk, sched: sched, agent: ag, agents: agents,

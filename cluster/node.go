@@ -56,6 +56,10 @@ type Node struct {
 	// agent work of the watches the node serves, whichever node received
 	// it (see Agents).
 	Agent *agent.Manager
+	// Scheduler, when set, is this node's scheduler: it runs the checks of
+	// the node's watches asked for on other nodes ("check now", see
+	// Checker).
+	Scheduler *crawl.Scheduler
 
 	started  time.Time
 	accounts accountsView
@@ -97,9 +101,10 @@ type view struct {
 	applied      atomic.Int64
 	// wake makes an idle view look at once (poke).
 	wake chan struct{}
-	// agents answers the agent work of the shard's watches (nil when the
-	// node has no agent manager, or could not subscribe).
-	agents *nats.Subscription
+	// agents answers the agent work of the shard's watches, checkNow the
+	// checks of them asked for on other nodes (nil when the node has no
+	// agent manager or scheduler, or could not subscribe).
+	agents, checkNow *nats.Subscription
 }
 
 // NodeInfo is what a node tells the others in its heartbeat.
@@ -451,6 +456,12 @@ func (n *Node) start(ctx context.Context, s int) {
 			n.logger().Warn("answering the agent work of a shard", "shard", s, "err", err)
 		}
 	}
+	if n.Scheduler != nil {
+		var err error
+		if v.checkNow, err = n.serveCheckNow(s); err != nil {
+			n.logger().Warn("answering the checks of a shard asked for elsewhere", "shard", s, "err", err)
+		}
+	}
 	go func() {
 		defer close(v.done)
 		for vctx.Err() == nil {
@@ -474,8 +485,10 @@ func (n *Node) stop(s int) {
 	delete(n.views, s)
 	n.mu.Unlock()
 	if ok {
-		if v.agents != nil {
-			v.agents.Unsubscribe()
+		for _, sub := range []*nats.Subscription{v.agents, v.checkNow} {
+			if sub != nil {
+				sub.Unsubscribe()
+			}
 		}
 		v.cancel()
 		<-v.done

@@ -135,6 +135,17 @@ type Summary struct {
 	Skipped int
 }
 
+// Add adds the counts of o to sum.
+func (sum *Summary) Add(o Summary) {
+	sum.Checked += o.Checked
+	sum.NotModified += o.NotModified
+	sum.Unchanged += o.Unchanged
+	sum.Changed += o.Changed
+	sum.FirstVersion += o.FirstVersion
+	sum.Failed += o.Failed
+	sum.Skipped += o.Skipped
+}
+
 func (sum *Summary) add(r Report) {
 	sum.Checked++
 	if r.Err != nil {

@@ -324,6 +324,11 @@ func (m *Main) Run(ctx context.Context) error {
 
 	srv := server.New()
 	srv.Store, srv.Checker, srv.Notify, srv.Render = store, sched, m.Notify, eng
+	if m.Node != nil {
+		// "Check now" of a watch another node serves is run there.
+		m.Node.Scheduler = sched
+		srv.Checker = cluster.Checker{Node: m.Node, Local: sched}
+	}
 	srv.Dispatch, srv.Hub = disp, hub
 	srv.Segmenter, srv.Expander, srv.Profiles = segmenter.New(), ex, profiles
 	srv.Logger = log.With("component", "server")
