@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/changedigest/changedigest"
@@ -384,7 +383,8 @@ func (c *Conn) importVersions(ctx context.Context, st *pet.Store, id int64, matr
 	if info.Versions == 0 {
 		return nil
 	}
-	subject := versionSubject(ShardOf(id, c.Config.Shards), id)
+	shard := ShardOf(id, c.Config.Shards)
+	subject := versionSubject(shard, id)
 	from, last := info.Oldest, uint64(0)
 	var history [][]string
 	var m *jetstream.RawStreamMsg
@@ -425,19 +425,17 @@ func (c *Conn) importVersions(ctx context.Context, st *pet.Store, id int64, matr
 				snap.Screenshot = sh
 			}
 		}
-		history = append([][]string{snap.Hashes()}, history[:min(len(history), matrix-1)]...)
-		data, err := encodeVersion(&versionMeta{Snapshot: snap, History: history}, body)
-		if err != nil {
-			return fmt.Errorf("cluster: encode version %d of watch %d: %w", seq, id, err)
-		}
-		if len(data) > MaxMessage {
+		snap.WatchID, snap.Seq = id, seq
+		msg, next, err := versionMsg(shard, snap, history, matrix, body, snap.FetchedAt)
+		var tooLarge *tooLargeError
+		if errors.As(err, &tooLarge) {
 			im.TooLarge++
 			continue
 		}
-		msg := &nats.Msg{Subject: subject, Data: data, Header: nats.Header{}}
-		msg.Header.Set(hdrSeq, strconv.Itoa(seq))
-		msg.Header.Set(hdrDue, strconv.FormatInt(snap.FetchedAt.UnixNano(), 10))
-		msg.Header.Set(hdrEnc, "s2")
+		if err != nil {
+			return err
+		}
+		history = next
 		ack, err := c.publish(ctx, msg, jetstream.WithExpectLastSequencePerSubject(last))
 		if err != nil {
 			return fmt.Errorf("cluster: import version %d of watch %d: %w", seq, id, unavailable(err))

@@ -4,11 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"sync"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/changedigest/changedigest"
@@ -283,25 +281,14 @@ func (t *ownerTrack) AddVersion(ctx context.Context, watchID int64, snap *change
 	}
 	c := t.n.Conn
 	seq := t.latest + 1
-	history := [][]string{snap.Hashes()}
-	if keep := t.history; len(keep) > 0 {
-		history = append(history, keep[:min(len(keep), t.st.matrix-1)]...)
-	}
 	if snap.FetchedAt.IsZero() {
 		snap.FetchedAt = time.Now()
 	}
 	snap.WatchID, snap.Seq, snap.Size = watchID, seq, len(body)
-	data, err := encodeVersion(&versionMeta{Snapshot: snap, History: history}, body)
+	msg, _, err := versionMsg(t.st.shard, snap, t.history, t.st.matrix, body, t.st.due)
 	if err != nil {
-		return 0, fmt.Errorf("cluster: encode a version of watch %d: %w", watchID, err)
+		return 0, err
 	}
-	if len(data) > MaxMessage {
-		return 0, fmt.Errorf("cluster: a version of watch %d is %d bytes, over the %d the cluster stores", watchID, len(data), MaxMessage)
-	}
-	msg := &nats.Msg{Subject: versionSubject(t.st.shard, watchID), Data: data, Header: nats.Header{}}
-	msg.Header.Set(hdrSeq, strconv.Itoa(seq))
-	msg.Header.Set(hdrDue, strconv.FormatInt(t.st.due.UnixNano(), 10))
-	msg.Header.Set(hdrEnc, "s2")
 	ack, err := c.publish(ctx, msg, jetstream.WithMsgID(checkID(watchID, t.st.due)),
 		jetstream.WithExpectLastSequencePerSubject(t.tip.streamSeq))
 	if conflict(err) {

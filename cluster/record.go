@@ -110,6 +110,38 @@ func encodeVersion(meta *versionMeta, body []byte) ([]byte, error) {
 
 var errBadVersion = errors.New("cluster: malformed version message")
 
+// tooLargeError: a version's message is over MaxMessage.
+type tooLargeError struct {
+	watch int64
+	size  int
+}
+
+func (e *tooLargeError) Error() string {
+	return fmt.Sprintf("cluster: a version of watch %d is %d bytes, over the %d the cluster stores", e.watch, e.size, MaxMessage)
+}
+
+// versionMsg lays out snap (its WatchID and Seq set) and body as the
+// versions stream keeps them: the message on the watch's subject of
+// shard, with the signature matrix of the version's hashes followed by
+// prior's newest rows, matrix rows in all, and due, the due time of the
+// check that stored it. It returns the message and that matrix; a
+// *tooLargeError when the message is over MaxMessage.
+func versionMsg(shard int, snap *changedigest.Snapshot, prior [][]string, matrix int, body []byte, due time.Time) (*nats.Msg, [][]string, error) {
+	history := append([][]string{snap.Hashes()}, prior[:min(len(prior), max(matrix, 1)-1)]...)
+	data, err := encodeVersion(&versionMeta{Snapshot: snap, History: history}, body)
+	if err != nil {
+		return nil, nil, fmt.Errorf("cluster: encode a version of watch %d: %w", snap.WatchID, err)
+	}
+	if len(data) > MaxMessage {
+		return nil, nil, &tooLargeError{snap.WatchID, len(data)}
+	}
+	msg := &nats.Msg{Subject: versionSubject(shard, snap.WatchID), Data: data, Header: nats.Header{}}
+	msg.Header.Set(hdrSeq, strconv.Itoa(snap.Seq))
+	msg.Header.Set(hdrDue, strconv.FormatInt(due.UnixNano(), 10))
+	msg.Header.Set(hdrEnc, "s2")
+	return msg, history, nil
+}
+
 // inflate decompresses S2 data of at most limit bytes once decompressed.
 func inflate(data []byte, limit int) ([]byte, error) {
 	n, err := s2.DecodedLen(data)

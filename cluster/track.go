@@ -5,10 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/changedigest/changedigest"
@@ -134,30 +132,18 @@ func (t *checkTrack) AddVersion(ctx context.Context, watchID int64, snap *change
 		return 0, err
 	}
 	seq, last := 1, uint64(0)
-	history := [][]string{snap.Hashes()}
+	var prior [][]string
 	if prev != nil {
-		seq, last = prev.seq+1, prev.streamSeq
-		keep := prev.meta.History
-		if len(keep) > t.matrix-1 {
-			keep = keep[:t.matrix-1]
-		}
-		history = append(history, keep...)
+		seq, last, prior = prev.seq+1, prev.streamSeq, prev.meta.History
 	}
 	if snap.FetchedAt.IsZero() {
 		snap.FetchedAt = time.Now()
 	}
 	snap.WatchID, snap.Seq, snap.Size = watchID, seq, len(body)
-	data, err := encodeVersion(&versionMeta{Snapshot: snap, History: history}, body)
+	msg, _, err := versionMsg(t.shard, snap, prior, t.matrix, body, t.due)
 	if err != nil {
-		return 0, fmt.Errorf("cluster: encode a version of watch %d: %w", watchID, err)
+		return 0, err
 	}
-	if len(data) > MaxMessage {
-		return 0, fmt.Errorf("cluster: a version of watch %d is %d bytes, over the %d the cluster stores", watchID, len(data), MaxMessage)
-	}
-	msg := &nats.Msg{Subject: versionSubject(t.shard, watchID), Data: data, Header: nats.Header{}}
-	msg.Header.Set(hdrSeq, strconv.Itoa(seq))
-	msg.Header.Set(hdrDue, strconv.FormatInt(t.due.UnixNano(), 10))
-	msg.Header.Set(hdrEnc, "s2")
 	_, err = t.c.publish(ctx, msg, jetstream.WithMsgID(checkID(watchID, t.due)),
 		jetstream.WithExpectLastSequencePerSubject(last))
 	if conflict(err) {
