@@ -133,8 +133,10 @@ func (n *Node) serveCheckNow(s int) (*nats.Subscription, error) {
 			if err != nil {
 				fail(err)
 			} else {
+				// This node serves w: the local path, which answers once the
+				// view holds the version (the page shown next reads it).
 				var rep crawl.Report
-				a.Summary, err = n.Scheduler.CheckNow(ctx, func(r crawl.Report) { rep = r }, w)
+				a.Summary, err = Checker{Node: n, Local: n.Scheduler}.CheckNow(ctx, func(r crawl.Report) { rep = r }, w)
 				switch {
 				case err != nil:
 					fail(err)
@@ -142,9 +144,6 @@ func (n *Node) serveCheckNow(s int) (*nats.Subscription, error) {
 					a.Watch, a.Outcome, a.Start = rep.Watch, rep.Outcome, rep.Start
 					if rep.Err != nil {
 						fail(rep.Err)
-					} else if rep.Outcome.Seq > 0 {
-						// The page shown next reads this node's view.
-						n.AwaitVersion(ctx, id, rep.Outcome.Seq)
 					}
 				}
 			}
