@@ -3,7 +3,6 @@ package cluster
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -166,12 +165,9 @@ func (a Agents) ask(ctx context.Context, q agentQuestion) (*agentAnswer, error) 
 	}
 	rctx, cancel := context.WithTimeout(ctx, agentWait)
 	defer cancel()
-	m, err := a.Node.Conn.nc.RequestWithContext(rctx, agentSubject(ShardOf(q.Watch, a.Node.Conn.Config.Shards)), data)
+	m, err := a.Node.askServing(rctx, agentSubject(ShardOf(q.Watch, a.Node.Conn.Config.Shards)), q.Watch, data)
 	if err != nil {
-		if errors.Is(err, nats.ErrNoResponders) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) {
-			return nil, fmt.Errorf("cluster: the node serving watch %d did not answer: %w", q.Watch, errUnavailable)
-		}
-		return nil, fmt.Errorf("cluster: agent work for watch %d: %w", q.Watch, unavailable(err))
+		return nil, err
 	}
 	if e := m.Header.Get(hdrAgentErr); e != "" {
 		var r answer

@@ -3,7 +3,6 @@ package cluster
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -89,12 +88,9 @@ func (c Checker) CheckNow(ctx context.Context, progress func(crawl.Report), watc
 // askCheck has the node serving w check it now, and waits for the report.
 func (c Checker) askCheck(ctx context.Context, w *changedigest.Watch) (crawl.Report, crawl.Summary, error) {
 	data, _ := json.Marshal(w.ID)
-	m, err := c.Node.Conn.nc.RequestWithContext(ctx, checkNowSubject(ShardOf(w.ID, c.Node.Conn.Config.Shards)), data)
+	m, err := c.Node.askServing(ctx, checkNowSubject(ShardOf(w.ID, c.Node.Conn.Config.Shards)), w.ID, data)
 	if err != nil {
-		if errors.Is(err, nats.ErrNoResponders) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) {
-			return crawl.Report{}, crawl.Summary{}, fmt.Errorf("cluster: the node serving watch %d did not check it: %w", w.ID, errUnavailable)
-		}
-		return crawl.Report{}, crawl.Summary{}, fmt.Errorf("cluster: check watch %d: %w", w.ID, unavailable(err))
+		return crawl.Report{}, crawl.Summary{}, err
 	}
 	var a checkNowAnswer
 	if err := json.Unmarshal(m.Data, &a); err != nil {

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/changedigest/changedigest"
 	"github.com/changedigest/changedigest/pet"
 )
@@ -91,6 +93,20 @@ func (n *Node) readWatch(ctx context.Context, q watchQuestion) (any, error) {
 		return shot{Shot: sh, PNG: sh.PNG}, nil
 	}
 	return nil, fmt.Errorf("cluster: unknown question %q", q.Op)
+}
+
+// askServing sends data on subject, which only the node serving watch
+// id's shard listens on (agent work, "check now"), and returns that
+// node's answer: errUnavailable when none comes within ctx.
+func (n *Node) askServing(ctx context.Context, subject string, id int64, data []byte) (*nats.Msg, error) {
+	m, err := n.Conn.nc.RequestWithContext(ctx, subject, data)
+	if errors.Is(err, nats.ErrNoResponders) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) {
+		return nil, fmt.Errorf("cluster: the node serving watch %d did not answer: %w", id, errUnavailable)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cluster: ask the node serving watch %d: %w", id, unavailable(err))
+	}
+	return m, nil
 }
 
 // askWatch reads one watch's data into out: from this node's view when
