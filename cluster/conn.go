@@ -182,9 +182,10 @@ func Dial(ctx context.Context, cfg Config) (*Conn, error) {
 }
 
 // Connect reaches an existing cluster as a client only (no embedded
-// server, nothing created): for tools such as `cluster status`.
-func Connect(ctx context.Context, url string) (*Conn, error) {
-	c := &Conn{Config: Config{URL: url}}
+// server, nothing created): for tools such as `cluster status`. A secret,
+// when given, is the client's token, unless the URL holds credentials.
+func Connect(ctx context.Context, url, secret string) (*Conn, error) {
+	c := &Conn{Config: Config{URL: url, Secret: secret}}
 	c.Config.defaults()
 	if err := c.connect(ctx); err != nil {
 		return nil, err

@@ -53,15 +53,19 @@ func TestSecretGuardsTheClientPort(t *testing.T) {
 	defer a.Close()
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	if c, err := Connect(cctx, "nats://"+addr); err == nil {
+	if c, err := Connect(cctx, "nats://"+addr, ""); err == nil {
 		c.Close()
 		t.Error("a client without the secret was taken")
 	} else if !strings.Contains(strings.ToLower(err.Error()), "authorization") {
 		t.Errorf("a client without the secret: %v", err)
 	}
-	c, err := Connect(cctx, "nats://s3cret@"+addr)
+	c, err := Connect(cctx, "nats://s3cret@"+addr, "")
 	if err != nil {
-		t.Fatalf("a client with the secret: %v", err)
+		t.Fatalf("a client with the secret in its URL: %v", err)
+	}
+	c.Close()
+	if c, err = Connect(cctx, "nats://"+addr, "s3cret"); err != nil {
+		t.Fatalf("a client given the secret: %v", err)
 	}
 	c.Close()
 	if _, err := Dial(cctx, Config{Name: "b", URL: "nats://" + addr, Secret: "wrong"}); err == nil {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -51,7 +50,7 @@ func runClusterStatus(ctx context.Context, e *env, args []string) error {
 	if len(rest) > 0 {
 		return usagef("cluster status takes no arguments, got %q", rest)
 	}
-	conn, err := cluster.Connect(ctx, natsURL(*url))
+	conn, err := cluster.Connect(ctx, *url, os.Getenv(clusterSecretEnv))
 	if err != nil {
 		return err
 	}
@@ -151,7 +150,7 @@ func runClusterAdd(ctx context.Context, e *env, args []string) error {
 			return fmt.Errorf("line %d: %w", i+1, err)
 		}
 	}
-	conn, err := cluster.Connect(ctx, natsURL(*url))
+	conn, err := cluster.Connect(ctx, *url, os.Getenv(clusterSecretEnv))
 	if err != nil {
 		return err
 	}
@@ -231,7 +230,7 @@ func runClusterUser(ctx context.Context, e *env, args []string) error {
 			return err
 		}
 	}
-	conn, err := cluster.Connect(ctx, natsURL(*url))
+	conn, err := cluster.Connect(ctx, *url, os.Getenv(clusterSecretEnv))
 	if err != nil {
 		return err
 	}
@@ -271,29 +270,8 @@ func runClusterUser(ctx context.Context, e *env, args []string) error {
 
 // clusterSecretEnv names the variable that holds the cluster's shared
 // secret: serve's embedded server asks it of routes and clients, and the
-// cluster commands give it.
+// cluster commands give it as their token.
 const clusterSecretEnv = "CHANGEDIGEST_CLUSTER_SECRET"
-
-// natsURL gives raw (NATS URLs, comma-separated) the cluster's secret
-// from the environment as their token, where they carry no credentials.
-func natsURL(raw string) string {
-	secret := os.Getenv(clusterSecretEnv)
-	if secret == "" {
-		return raw
-	}
-	parts := strings.Split(raw, ",")
-	for i, p := range parts {
-		p = strings.TrimSpace(p)
-		if !strings.Contains(p, "://") {
-			p = "nats://" + p
-		}
-		if u, err := url.Parse(p); err == nil && u.User == nil {
-			u.User = url.User(secret)
-			parts[i] = u.String()
-		}
-	}
-	return strings.Join(parts, ",")
-}
 
 // isLoopback reports whether host (a name or an address) is this
 // machine's loopback.

@@ -146,7 +146,7 @@ func TestClusterKill(t *testing.T) {
 		for {
 			if conn == nil {
 				cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-				conn, lastErr = cluster.Connect(cctx, "nats://"+killSecret+"@"+clients[0])
+				conn, lastErr = cluster.Connect(cctx, "nats://"+clients[0], killSecret)
 				cancel()
 			}
 			if conn != nil {

@@ -336,7 +336,7 @@ func cpuRun(bin, mode string, pages, hosts int, pass string) (cpu, wall time.Dur
 		var conn *cluster.Conn
 		for conn == nil {
 			cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-			conn, _ = cluster.Connect(cctx, "nats://"+clients[0])
+			conn, _ = cluster.Connect(cctx, "nats://"+clients[0], "")
 			cancel()
 			time.Sleep(200 * time.Millisecond)
 		}
