@@ -418,10 +418,14 @@ type Token struct {
 	CreatedAt time.Time `json:"created_at"`
 }
 
-type tokenRec struct {
+// TokenRecord is an API token with the hash of its secret, as the store
+// keeps it.
+type TokenRecord struct {
 	Token
 	Hash []byte `json:"hash"`
 }
+
+type tokenRec = TokenRecord
 
 // TokenPrefix marks API token secrets, so that a leaked one is recognisable.
 const TokenPrefix = "cdt_"
@@ -542,13 +546,6 @@ func (s *Store) Tokens(ctx context.Context, userID int64) ([]Token, error) {
 	return out, nil
 }
 
-// TokenRecord is an API token with the hash of its secret, as the store
-// keeps it.
-type TokenRecord struct {
-	Token
-	Hash []byte
-}
-
 // TokenRecords lists the user's API tokens by id with their secrets'
 // hashes, for a copy of the store kept elsewhere (PutToken takes them).
 func (s *Store) TokenRecords(ctx context.Context, userID int64) ([]TokenRecord, error) {
@@ -556,7 +553,7 @@ func (s *Store) TokenRecords(ctx context.Context, userID int64) ([]TokenRecord, 
 	err := s.view(ctx, func(tx *bolt.Tx) error {
 		toks, err := userTokens(tx, userID)
 		for _, t := range toks {
-			out = append(out, TokenRecord{Token: t.Token, Hash: t.Hash})
+			out = append(out, *t)
 		}
 		return err
 	})

@@ -117,11 +117,9 @@ type Main struct {
 	Agent    *agent.Manager
 	Clients  *agent.Coordinator
 	Browser  *browser.Pool
-	// Cluster and Node are set when serve runs as a cluster node; agents
-	// then hands each watch's agent work to the node serving it.
+	// Cluster and Node are set when serve runs as a cluster node.
 	Cluster *cluster.Conn
 	Node    *cluster.Node
-	agents  cluster.Agents
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -281,7 +279,6 @@ func (m *Main) Run(ctx context.Context) error {
 		cs := cluster.Store{Store: store, Node: m.Node}
 		m.Agent.Definitions = cs
 		m.Clients.Store, m.Clients.Manager = cs, agents
-		m.agents = agents
 		sched.OnCheck = agents.OnCheck
 	}
 
@@ -351,7 +348,8 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 	srv.Agent, srv.Clients = m.Agent, m.Clients
 	if m.Node != nil {
-		srv.Agent = m.agents
+		// A watch's agent requests go to the node serving it.
+		srv.Agent = cluster.Agents{Node: m.Node, Local: m.Agent}
 	}
 	m.Digests = m.Notify
 	if m.Node != nil {
