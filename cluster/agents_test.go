@@ -38,17 +38,7 @@ func TestAgentWorkOnTheServingNode(t *testing.T) {
 	defer site.Close()
 	a, b, w := agentPair(t, site.URL)
 	ctx := context.Background()
-	key := fmt.Sprintf("%d-s3cretk3y", w.ID)
-	if _, err := (cluster.Store{Store: a.store, Node: a.node}).UpdateWatch(ctx, 1, w.ID, func(x *changedigest.Watch) error {
-		x.AgentKey = key
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, "the agent on in b's view", func() bool {
-		x, err := b.store.Watch(ctx, 1, w.ID)
-		return err == nil && x.AgentKey == key
-	})
+	key := agentOn(t, a, b, w)
 
 	edition.Store(1)
 	js, _, err := a.agents.ScriptEncoded(ctx, key, false)
@@ -140,6 +130,25 @@ func agentPair(t testing.TB, site string) (a, b *node, w *changedigest.Watch) {
 	return a, b, w
 }
 
+// agentOn turns the page agent of w on through node a, waits until the
+// view of b, which serves w, has it, and returns its key.
+func agentOn(t testing.TB, a, b *node, w *changedigest.Watch) string {
+	t.Helper()
+	ctx := context.Background()
+	key := fmt.Sprintf("%d-s3cretk3y", w.ID)
+	if _, err := (cluster.Store{Store: a.store, Node: a.node}).UpdateWatch(ctx, 1, w.ID, func(x *changedigest.Watch) error {
+		x.AgentKey = key
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the agent on in b's view", func() bool {
+		x, err := b.store.Watch(ctx, 1, w.ID)
+		return err == nil && x.AgentKey == key
+	})
+	return key
+}
+
 // BenchmarkAgentRequest times an agent request (the digester, gzipped, as
 // browsers get it) on the node serving the watch and on another node,
 // which hands it over: wall time per request on loopback, both nodes in
@@ -151,17 +160,7 @@ func BenchmarkAgentRequest(b *testing.B) {
 	defer site.Close()
 	na, nb, w := agentPair(b, site.URL)
 	ctx := context.Background()
-	key := fmt.Sprintf("%d-s3cretk3y", w.ID)
-	if _, err := (cluster.Store{Store: na.store, Node: na.node}).UpdateWatch(ctx, 1, w.ID, func(x *changedigest.Watch) error {
-		x.AgentKey = key
-		return nil
-	}); err != nil {
-		b.Fatal(err)
-	}
-	waitFor(b, "the agent on in b's view", func() bool {
-		x, err := nb.store.Watch(ctx, 1, w.ID)
-		return err == nil && x.AgentKey == key
-	})
+	key := agentOn(b, na, nb, w)
 	for _, bc := range []struct {
 		name string
 		n    *node

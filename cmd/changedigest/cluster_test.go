@@ -302,25 +302,32 @@ func TestClusterKill(t *testing.T) {
 	})
 	t.Logf("all %d checks done %s after the watches were defined", watches, time.Since(began).Round(time.Millisecond))
 
-	counts, dups, err := conn.VersionCounts(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if dups != 0 {
-		t.Errorf("%d due checks stored more than one version", dups)
-	}
-	missing, extra := 0, 0
-	for _, w := range ws {
-		switch n := counts[w.ID]; {
-		case n == 0:
-			missing++
-		case n > 1:
-			extra++
+	// audit reads every stored version: each of ws has one, and no due
+	// check stored two.
+	audit := func(when string, ws []*changedigest.Watch) map[int64]int {
+		t.Helper()
+		counts, dups, err := conn.VersionCounts(ctx)
+		if err != nil {
+			t.Fatal(err)
 		}
+		if dups != 0 {
+			t.Errorf("%s: %d due checks stored more than one version", when, dups)
+		}
+		missing, extra := 0, 0
+		for _, w := range ws {
+			switch n := counts[w.ID]; {
+			case n == 0:
+				missing++
+			case n > 1:
+				extra++
+			}
+		}
+		if missing > 0 || extra > 0 || len(counts) != len(ws) {
+			t.Errorf("%s: of %d watches, %d have no version and %d more than one (%d with versions)", when, len(ws), missing, extra, len(counts))
+		}
+		return counts
 	}
-	if missing > 0 || extra > 0 || len(counts) != watches {
-		t.Errorf("of %d watches, %d have no version and %d more than one (%d with versions)", watches, missing, extra, len(counts))
-	}
+	counts := audit("after the kill", ws)
 	var checks, failed int64
 	for _, n := range st.Nodes {
 		if n.Down {
@@ -368,25 +375,8 @@ func TestClusterKill(t *testing.T) {
 		return st.Versions >= uint64(watches+len(ws2)) && st.Queued == 0 && st.Running == 0 && served(st, 3) && lagless(st)
 	})
 	t.Logf("the later batches' %d checks done %s after the second batch was defined", len(ws2), time.Since(began).Round(time.Millisecond))
-	if counts, dups, err = conn.VersionCounts(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if dups != 0 {
-		t.Errorf("after the rolling restart: %d due checks stored more than one version", dups)
-	}
 	ws = append(ws, ws2...)
-	missing, extra = 0, 0
-	for _, w := range ws {
-		switch n := counts[w.ID]; {
-		case n == 0:
-			missing++
-		case n > 1:
-			extra++
-		}
-	}
-	if missing > 0 || extra > 0 {
-		t.Errorf("after the rolling restart, of %d watches, %d have no version and %d more than one", len(ws), missing, extra)
-	}
+	counts = audit("after the rolling restart", ws)
 	readSites()
 	signedIn("after the rolling restart", 0, 1, 2)
 
