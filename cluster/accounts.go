@@ -472,6 +472,17 @@ func (n *Node) awaitAccounts(ctx context.Context, rev uint64) {
 // The account methods of the web server's store: writes go to the
 // accounts bucket; reads are the node's copy (pet.Store's, embedded).
 
+// CreateUser defines a new user in the cluster (see Conn.CreateUser) and
+// returns once this node's copy holds it.
+func (s Store) CreateUser(ctx context.Context, u *changedigest.User) error {
+	rev, err := s.Node.Conn.createUser(ctx, u)
+	if err != nil {
+		return err
+	}
+	s.Node.awaitAccounts(ctx, rev)
+	return nil
+}
+
 // UpdateUser changes the user in the cluster (see Conn.UpdateUser).
 func (s Store) UpdateUser(ctx context.Context, id int64, fn func(*changedigest.User) error) (*changedigest.User, error) {
 	u, rev, err := s.Node.Conn.updateUser(ctx, id, fn)

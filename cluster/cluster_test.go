@@ -799,3 +799,56 @@ func testShardTakenOverKeepsSchedules(t *testing.T, every time.Duration) {
 		t.Errorf("the farm was asked %d more times after b took %d watches over, want none", after-before, taken)
 	}
 }
+
+// TestViewStartedAgainReadsOnlyWhatChanged: a node started again on its
+// store reads the watch definitions written since it stopped (its place
+// in the watches bucket is kept with its place in the versions stream):
+// a watch renamed, one deleted and one added meanwhile, through a node
+// that served the shards in between, are its view's.
+func TestViewStartedAgainReadsOnlyWhatChanged(t *testing.T) {
+	farm := crawltest.NewFarm(t, crawltest.FarmConfig{Hosts: 1, Pages: 3, Size: 1 << 10, Rate: func(int) float64 { return 0 }})
+	natsDir, dataDir := t.TempDir(), t.TempDir()
+	ctx := context.Background()
+	served := func(n *node) {
+		t.Helper()
+		waitFor(t, "the shards served", func() bool { return n.node.Ready() == nil && len(n.node.Info().Ready) == 4 })
+	}
+	n := startNode(t, natsDir, dataDir)
+	served(n)
+	cs := cluster.Store{Store: n.store, Node: n.node}
+	ws := []*changedigest.Watch{{UserID: 1, URL: farm.URL(0), Paused: true}, {UserID: 1, URL: farm.URL(1), Paused: true}}
+	for _, w := range ws {
+		if err := cs.CreateWatch(ctx, w); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n.stop()
+
+	other := startNode(t, natsDir, t.TempDir())
+	served(other)
+	ocs := cluster.Store{Store: other.store, Node: other.node}
+	if _, err := ocs.UpdateWatch(ctx, 1, ws[0].ID, func(x *changedigest.Watch) error { x.Title = "Renamed"; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if err := ocs.DeleteWatch(ctx, 1, ws[1].ID); err != nil {
+		t.Fatal(err)
+	}
+	added := &changedigest.Watch{UserID: 1, URL: farm.URL(2), Paused: true}
+	if err := ocs.CreateWatch(ctx, added); err != nil {
+		t.Fatal(err)
+	}
+	other.stop()
+
+	n = startNode(t, natsDir, dataDir)
+	defer n.stop()
+	served(n)
+	if w, err := n.store.Watch(ctx, 1, ws[0].ID); err != nil || w.Title != "Renamed" {
+		t.Errorf("the watch renamed meanwhile: %+v, %v", w, err)
+	}
+	if _, err := n.store.Watch(ctx, 1, ws[1].ID); err == nil {
+		t.Error("the watch deleted meanwhile is still in the view")
+	}
+	if _, err := n.store.Watch(ctx, 1, added.ID); err != nil {
+		t.Errorf("the watch added meanwhile: %v", err)
+	}
+}

@@ -42,10 +42,12 @@ func (im Imported) String() string {
 
 // IsView reports whether the store in dir has been a cluster node's view
 // (the node keeps its place in each shard there): such a store is the
-// cluster's copy, never a single node's to import.
+// cluster's copy, never a single node's to import. A single serve's
+// directory (a cluster of one, IsLocal) is not a view: its store is its
+// own.
 func IsView(dir string) bool {
 	_, err := os.Stat((&Node{Dir: dir}).positionFile())
-	return err == nil
+	return err == nil && !IsLocal(dir)
 }
 
 // storeContents is what a single node's store holds for the cluster.
@@ -57,6 +59,8 @@ type storeContents struct {
 	channels []changedigest.Channel
 	subs     []changedigest.Subscription
 	watches  []changedigest.Watch
+	// last are the store's last IDs, deleted records' included.
+	last pet.IDs
 }
 
 func readStore(ctx context.Context, st *pet.Store, now time.Time) (*storeContents, error) {
@@ -97,6 +101,9 @@ func readStore(ctx context.Context, st *pet.Store, now time.Time) (*storeContent
 		return nil, err
 	}
 	if sc.watches, err = st.Watches(ctx, pet.AnyUser, ""); err != nil {
+		return nil, err
+	}
+	if sc.last, err = st.LastIDs(ctx); err != nil {
 		return nil, err
 	}
 	return &sc, nil
@@ -325,7 +332,8 @@ func (c *Conn) importWatches(ctx context.Context, sc *storeContents, im *Importe
 // raiseCounters moves the cluster's ID counters past the store's IDs, so
 // that what the cluster defines next takes none of them.
 func (c *Conn) raiseCounters(ctx context.Context, sc *storeContents) error {
-	top := map[string]int64{}
+	// Past the IDs of records deleted since, too.
+	top := map[string]int64{"user": sc.last.Users, "token": sc.last.Tokens, "channel": sc.last.Channels, "watch": sc.last.Watches}
 	for _, u := range sc.users {
 		top["user"] = max(top["user"], u.ID)
 	}
@@ -339,6 +347,9 @@ func (c *Conn) raiseCounters(ctx context.Context, sc *storeContents) error {
 		top["watch"] = max(top["watch"], w.ID)
 	}
 	for name, n := range top {
+		if n <= 0 {
+			continue
+		}
 		if err := c.raiseCounter(ctx, name, n); err != nil {
 			return err
 		}

@@ -91,6 +91,9 @@ type view struct {
 	// ready is when the view first caught up with the stream (0: not yet).
 	ready atomic.Int64
 	pos   atomic.Uint64 // stream sequence applied
+	// wpos is the watches bucket's stream sequence applied: a view
+	// started again reads only the definitions written since.
+	wpos atomic.Uint64
 	// sched is the schedule state kept for the shard, by watch, while a
 	// view rebuilt from the beginning defines its watches (follow's alone).
 	sched map[int64]*changedigest.Watch
@@ -281,6 +284,32 @@ func (n *Node) Ready() error {
 	return nil
 }
 
+// AwaitServing waits until the node serves every shard, each view caught
+// up, and its copy of the accounts too: a cluster of one is then what a
+// single node's store was, whole, when its web pages first answer. It
+// gives up, with the reason, when ctx ends first.
+func (n *Node) AwaitServing(ctx context.Context) error {
+	t := time.NewTicker(10 * time.Millisecond)
+	defer t.Stop()
+	for {
+		n.mu.Lock()
+		all := len(n.views) == n.Conn.Config.Shards
+		n.mu.Unlock()
+		err := n.Ready()
+		if all && err == nil {
+			return nil
+		}
+		if err == nil {
+			err = errors.New("the shards are being claimed")
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("cluster: node %s not serving yet: %w", n.Conn.Config.Name, err)
+		case <-t.C:
+		}
+	}
+}
+
 // liveNodes lists the nodes whose last heartbeat is younger than the
 // lease (by this node's clock: keep the nodes' clocks within a second).
 func liveNodes(ctx context.Context, c *Conn, now time.Time) (map[string]bool, error) {
@@ -448,6 +477,7 @@ func (n *Node) start(ctx context.Context, s int) {
 	vctx, cancel := context.WithCancel(ctx)
 	v := &view{shard: s, cancel: cancel, done: make(chan struct{}), claimed: n.now(), wake: make(chan struct{}, 1)}
 	v.pos.Store(n.position(s))
+	v.wpos.Store(n.position(watchesPosition(s)))
 	v.schedChanged.Store(true)
 	n.views[s] = v
 	if n.Agent != nil {
@@ -492,7 +522,7 @@ func (n *Node) stop(s int) {
 		}
 		v.cancel()
 		<-v.done
-		n.writePosition(s, v.pos.Load())
+		n.editPositions(func(pos map[int]uint64) { pos[s], pos[watchesPosition(s)] = v.pos.Load(), v.wpos.Load() })
 	}
 }
 
@@ -517,7 +547,7 @@ func (n *Node) follow(ctx context.Context, v *view) error {
 	c := n.Conn
 	watchSubj := "$KV." + watchesBucket + "." + strconv.Itoa(v.shard) + ".*"
 	verSubj := shardVersions(v.shard)
-	var wpos uint64
+	wpos := v.wpos.Load()
 	if v.pos.Load() == 0 {
 		// A view made anew: its watches take the schedule state their
 		// last serving node kept.
@@ -540,6 +570,7 @@ func (n *Node) follow(ctx context.Context, v *view) error {
 				}
 				defs = append(defs, m)
 				wpos = m.Sequence
+				v.wpos.Store(wpos)
 				more = len(defs) == followBatch
 			}
 			if err := applyGrouped(ctx, defs, func(ctx context.Context, m *jetstream.RawStreamMsg) error {
@@ -909,7 +940,7 @@ func (n *Node) drop(ctx context.Context, s int) {
 	}()
 	// From here on a view of s starts from the stream's beginning, and
 	// nothing is known of what it holds.
-	n.writePosition(s, 0)
+	n.editPositions(func(pos map[int]uint64) { pos[s], pos[watchesPosition(s)] = 0, 0 })
 	n.tips.dropShard(s, n.Conn.Config.Shards)
 	ws, err := n.Store.Watches(ctx, pet.AnyUser, "")
 	if err != nil {
@@ -927,11 +958,10 @@ func (n *Node) drop(ctx context.Context, s int) {
 		}
 		k++
 	}
-	n.posMu.Lock()
-	pos := n.readPositions()
-	delete(pos, s)
-	n.writePositions(pos)
-	n.posMu.Unlock()
+	n.editPositions(func(pos map[int]uint64) {
+		delete(pos, s)
+		delete(pos, watchesPosition(s))
+	})
 	n.logger().Info("dropped a shard another node serves", "shard", s, "watches", k)
 }
 
@@ -948,11 +978,16 @@ func (n *Node) readPositions() map[int]uint64 {
 
 func (n *Node) position(s int) uint64 { return n.readPositions()[s] }
 
-func (n *Node) writePosition(s int, p uint64) {
+// watchesPosition is where shard s's place in the watches bucket is kept
+// among the positions (below the accounts').
+func watchesPosition(s int) int { return accountsPosition - 1 - s }
+
+// editPositions changes the positions file through fn.
+func (n *Node) editPositions(fn func(pos map[int]uint64)) {
 	n.posMu.Lock()
 	defer n.posMu.Unlock()
 	pos := n.readPositions()
-	pos[s] = p
+	fn(pos)
 	n.writePositions(pos)
 }
 
@@ -964,7 +999,7 @@ func (n *Node) savePositions() {
 	pos[accountsPosition] = n.accountCopy().pos.Load()
 	n.mu.Lock()
 	for s, v := range n.views {
-		pos[s] = v.pos.Load()
+		pos[s], pos[watchesPosition(s)] = v.pos.Load(), v.wpos.Load()
 	}
 	n.mu.Unlock()
 	if !maps.Equal(pos, old) {

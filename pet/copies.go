@@ -191,3 +191,23 @@ func (s *Store) ReplaceSubscription(ctx context.Context, sub *changedigest.Subsc
 	err = s.update(ctx, func(tx *bolt.Tx) error { return tx.Bucket(bWebSub).Put(subKey(sub.Topic, sub.Callback), v) })
 	return wrap(err, "put subscription")
 }
+
+// IDs holds the last ID the store gave to each kind of record: a copy of
+// the store kept elsewhere (a cluster's counters) starts past them, so
+// that an ID given to a record since deleted is not given again.
+type IDs struct {
+	Users, Tokens, Channels, Watches int64
+}
+
+// LastIDs returns the last ID given to each kind of record.
+func (s *Store) LastIDs(ctx context.Context) (IDs, error) {
+	var ids IDs
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		ids.Users = int64(tx.Bucket(bUsers).Sequence())
+		ids.Tokens = int64(tx.Bucket(bTokens).Sequence())
+		ids.Channels = int64(tx.Bucket(bChannels).Sequence())
+		ids.Watches = int64(tx.Bucket(bWatches).Sequence())
+		return nil
+	})
+	return ids, wrap(err, "read the last IDs")
+}

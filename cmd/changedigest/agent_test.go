@@ -73,10 +73,10 @@ func TestAgentEndToEnd(t *testing.T) {
 		t.Fatalf("users: %v, %v", users, err)
 	}
 	w := &changedigest.Watch{UserID: users[0].ID, URL: site.URL + "/news", Interval: 24 * time.Hour}
-	if err := m.Store.CreateWatch(ctx, w); err != nil {
+	if err := m.clusterStore().CreateWatch(ctx, w); err != nil {
 		t.Fatal(err)
 	}
-	w, err = m.Store.UpdateWatch(ctx, w.UserID, w.ID, func(x *changedigest.Watch) error {
+	w, err = m.clusterStore().UpdateWatch(ctx, w.UserID, w.ID, func(x *changedigest.Watch) error {
 		x.AgentKey = agent.NewKey(x.ID)
 		return nil
 	})

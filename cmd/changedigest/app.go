@@ -73,9 +73,7 @@ func (f *storeFlags) openStore(ctx context.Context, logger *slog.Logger) (*pet.S
 		return nil, usagef("--matrix %d is not between 1 and 100", f.matrix)
 	}
 	if !f.mayOpenView && cluster.IsView(f.data) {
-		// The view is the cluster's copy of a node's shards: what is
-		// written to it alone the cluster never sees.
-		return nil, usagef("the data directory %s is a cluster node's (its copy of the cluster's watches and versions): change it through the cluster (its web pages and API, 'changedigest cluster add' and 'cluster user'), or run 'serve --cluster NAME' on it", f.data)
+		return nil, viewRefused(f.data)
 	}
 	s := pet.New(f.data)
 	s.Matrix = f.matrix
@@ -89,7 +87,22 @@ func (f *storeFlags) openStore(ctx context.Context, logger *slog.Logger) (*pet.S
 		}
 		return nil, err
 	}
+	if !f.mayOpenView {
+		// A command that may write: the next serve imports the store
+		// into its cluster of one again.
+		if err := cluster.StoreWritten(f.data); err != nil {
+			s.Close()
+			return nil, err
+		}
+	}
 	return s, nil
+}
+
+// viewRefused is the error of a command that would write a cluster
+// node's store: the view is the cluster's copy of the node's shards, and
+// what is written to it alone the cluster never sees.
+func viewRefused(dir string) error {
+	return usagef("the data directory %s is a cluster node's (its copy of the cluster's watches and versions): change it through the cluster (its web pages and API, 'changedigest cluster add' and 'cluster user'), or run 'serve --cluster NAME' on it", dir)
 }
 
 // pipeline builds the fetcher, the browser pool (Chromium starts at the

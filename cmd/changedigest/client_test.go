@@ -39,11 +39,11 @@ func TestClientsEndToEnd(t *testing.T) {
 	users, _ := m.Store.Users(ctx)
 	uid := users[0].ID
 	w := &changedigest.Watch{UserID: uid, URL: site.URL + "/", Interval: 24 * time.Hour}
-	if err := m.Store.CreateWatch(ctx, w); err != nil {
+	if err := m.clusterStore().CreateWatch(ctx, w); err != nil {
 		t.Fatal(err)
 	}
 	firstVersion(t, m, w)
-	token, _, err := m.Store.CreateToken(ctx, uid, "client")
+	token, _, err := m.clusterStore().CreateToken(ctx, uid, "client")
 	if err != nil {
 		t.Fatal(err)
 	}

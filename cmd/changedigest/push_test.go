@@ -55,7 +55,7 @@ func TestServePushesWebhook(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	token, _, err := m.Store.CreateToken(ctx, admin.ID, "test")
+	token, _, err := m.clusterStore().CreateToken(ctx, admin.ID, "test")
 	if err != nil {
 		t.Fatal(err)
 	}

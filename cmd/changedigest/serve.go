@@ -117,7 +117,8 @@ type Main struct {
 	Agent    *agent.Manager
 	Clients  *agent.Coordinator
 	Browser  *browser.Pool
-	// Cluster and Node are set when serve runs as a cluster node.
+	// Cluster and Node: serve runs as a cluster node (of a cluster of one
+	// without --cluster and --nats).
 	Cluster *cluster.Conn
 	Node    *cluster.Node
 
@@ -201,12 +202,17 @@ func (m *Main) Run(ctx context.Context) error {
 	c := &m.Config
 	log := m.Logger
 	if c.Demo && c.Cluster.on() {
-		// The demo writes its user and watches into the store itself.
+		// The demo site is on this process's loopback, which other
+		// nodes' workers cannot reach.
 		return usagef("--demo runs a single serve: leave out --cluster and --nats")
 	}
-	// A cluster node's store is its view of the cluster; a single
-	// serve's store is its own.
-	c.mayOpenView = c.Cluster.on()
+	// serve is the node whose view the store is. A plain serve runs as
+	// a cluster of one on a single serve's store, never on a node's of
+	// a cluster of several.
+	if !c.Cluster.on() && cluster.IsView(c.data) {
+		return viewRefused(c.data)
+	}
+	c.mayOpenView = true
 	store, err := c.openStore(ctx, log.With("component", "pet"))
 	if err != nil {
 		return err
@@ -250,12 +256,14 @@ func (m *Main) Run(ctx context.Context) error {
 	sched.Workers, sched.HostGap, sched.GapFactor = c.Workers, c.HostGap, c.GapFactor
 	sched.Logger = log.With("component", "crawl")
 	m.Scheduler = sched
-	if c.Cluster.on() {
-		if err := m.joinCluster(ctx, pipeline, ln.Addr()); err != nil {
-			ln.Close()
-			return err
-		}
+	if err := m.joinCluster(ctx, pipeline, ln.Addr()); err != nil {
+		ln.Close()
+		return err
 	}
+	// The web server, the notifier and the agents read the cluster's
+	// store: the node's view, with the cluster's accounts and watch
+	// definitions, and what other nodes serve.
+	cs := m.clusterStore()
 
 	// Collaborative detection: reports of page agents and polling
 	// clients make a watch due; the scheduler's fetch verifies them.
@@ -270,17 +278,13 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 	pipeline.OnVersion = m.Agent.Stored
 	m.Agent.Due = sched.Wake
-	sched.OnCheck = func(r crawl.Report) { m.Agent.CheckedAt(r.Watch.ID, r.Start, r.Err != nil) }
-	if m.Node != nil {
-		// A watch's agent work is done by the node serving it, whose
-		// scheduler learns the outcome of its checks, wherever they ran.
-		m.Node.Agent = m.Agent
-		agents := cluster.Agents{Node: m.Node, Local: m.Agent}
-		cs := cluster.Store{Store: store, Node: m.Node}
-		m.Agent.Definitions = cs
-		m.Clients.Store, m.Clients.Manager = cs, agents
-		sched.OnCheck = agents.OnCheck
-	}
+	// A watch's agent work is done by the node serving it, whose
+	// scheduler learns the outcome of its checks, wherever they ran.
+	m.Node.Agent = m.Agent
+	agents := cluster.Agents{Node: m.Node, Local: m.Agent}
+	m.Agent.Definitions = cs
+	m.Clients.Store, m.Clients.Manager = cs, agents
+	sched.OnCheck = agents.OnCheck
 
 	ex := expand.NewExpander(wn)
 	m.Notify = notify.New(store, ex, eng)
@@ -300,32 +304,24 @@ func (m *Main) Run(ctx context.Context) error {
 	pushClient := fetcher.Client(30 * time.Second)
 	disp := notify.NewDispatcher(store, m.Notify, pushClient)
 	disp.Logger = log.With("component", "dispatch")
-	// On a cluster node, subscriptions are the cluster's.
-	var hubStore notify.HubStore = store
-	if m.Node != nil {
-		hubStore = cluster.Store{Store: store, Node: m.Node}
-	}
-	hub := notify.NewHub(hubStore, m.Notify, pushClient, eng.URL(server.HubPath))
+	// Subscriptions are the cluster's.
+	hub := notify.NewHub(cs, m.Notify, pushClient, eng.URL(server.HubPath))
 	hub.Logger = log.With("component", "websub")
 	disp.Hub = hub
 	store.Notified = disp.Wake
 	m.Dispatch, m.Hub = disp, hub
-	if m.Node != nil {
-		// Another node's redelivery of a delivery made here.
-		m.Node.Redeliver = disp.Redeliver
-	}
+	// Another node's redelivery of a delivery made here.
+	m.Node.Redeliver = disp.Redeliver
 
 	profiles := profile.NewBuilder()
 	profiles.Logger = log.With("component", "profile")
 	profiles.Fetch = pageText(fetcher)
 
 	srv := server.New()
-	srv.Store, srv.Checker, srv.Notify, srv.Render = store, sched, m.Notify, eng
-	if m.Node != nil {
-		// "Check now" of a watch another node serves is run there.
-		m.Node.Scheduler = sched
-		srv.Checker = cluster.Checker{Node: m.Node, Local: sched}
-	}
+	srv.Render = eng
+	// "Check now" of a watch another node serves is run there.
+	m.Node.Scheduler = sched
+	srv.Checker = cluster.Checker{Node: m.Node, Local: sched}
 	srv.Dispatch, srv.Hub = disp, hub
 	srv.Segmenter, srv.Expander, srv.Profiles = segmenter.New(), ex, profiles
 	srv.Logger = log.With("component", "server")
@@ -333,12 +329,10 @@ func (m *Main) Run(ctx context.Context) error {
 		ln.Close()
 		return err
 	}
-	if m.Cluster != nil {
-		// Every node signs forms with the same key.
-		if srv.Key, err = m.Cluster.WebKey(ctx, srv.Key); err != nil {
-			ln.Close()
-			return err
-		}
+	// Every node signs forms with the same key.
+	if srv.Key, err = m.Cluster.WebKey(ctx, srv.Key); err != nil {
+		ln.Close()
+		return err
 	}
 	// Report tokens are signed under the forms' key: they hold after a
 	// restart, and on every node of a cluster.
@@ -346,27 +340,33 @@ func (m *Main) Run(ctx context.Context) error {
 		ln.Close()
 		return err
 	}
-	srv.Agent, srv.Clients = m.Agent, m.Clients
-	if m.Node != nil {
-		// A watch's agent requests go to the node serving it.
-		srv.Agent = cluster.Agents{Node: m.Node, Local: m.Agent}
-	}
-	m.Digests = m.Notify
-	if m.Node != nil {
-		// Pages, feeds, searches and digests read across the cluster. A
-		// user's digest is mailed by the node serving the user's shard,
-		// pushes by the node that stored the version: no two nodes send
-		// the same message.
-		cs := cluster.Store{Store: store, Node: m.Node}
-		srv.Ready, srv.Store = m.Node.Ready, cs
-		m.Digests = notify.New(cluster.DigestStore{Store: cs}, ex, eng)
-		m.Digests.Logger, m.Digests.Mail = m.Notify.Logger, m.Notify.Mail
-		srv.Notify = m.Digests
-	}
+	// A watch's agent requests go to the node serving it.
+	srv.Agent, srv.Clients = agents, m.Clients
+	// Pages, feeds, searches and digests read across the cluster. A
+	// user's digest is mailed by the node serving the user's shard,
+	// pushes by the node that stored the version: no two nodes send the
+	// same message.
+	srv.Ready, srv.Store = m.Node.Ready, cs
+	m.Digests = notify.New(cluster.DigestStore{Store: cs}, ex, eng)
+	m.Digests.Logger, m.Digests.Mail = m.Notify.Logger, m.Notify.Mail
+	srv.Notify = m.Digests
 	m.Server = srv
 
 	runCtx, cancel := context.WithCancel(context.Background())
 	m.cancel = cancel
+	m.goRun(func() error { return m.Node.Run(runCtx) })
+	m.goRun(func() error { return m.Node.Worker.Run(runCtx) })
+	if !c.Cluster.on() {
+		// A cluster of one answers once it serves all its watches, as a
+		// single node's store did.
+		wctx, wcancel := context.WithTimeout(ctx, 2*time.Minute)
+		err := m.Node.AwaitServing(wctx)
+		wcancel()
+		if err != nil {
+			ln.Close()
+			return err
+		}
+	}
 	if m.Demo != nil {
 		if err := m.startDemo(ctx, eng); err != nil {
 			ln.Close()
@@ -381,10 +381,6 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 	m.Agent.Start()
 	m.goRun(func() error { return sched.Run(runCtx) })
-	if m.Node != nil {
-		m.goRun(func() error { return m.Node.Run(runCtx) })
-		m.goRun(func() error { return m.Node.Worker.Run(runCtx) })
-	}
 	m.goRun(func() error { return m.Digests.Run(runCtx, time.Minute) })
 	m.goRun(func() error { return disp.Run(runCtx) })
 	m.goRun(func() error { return m.maintain(runCtx, time.Hour) })
@@ -398,12 +394,18 @@ func (m *Main) Run(ctx context.Context) error {
 // joinCluster makes the service a cluster node: it starts the embedded
 // NATS server (or reaches --nats), and the scheduler then runs the checks
 // of this node's shards through the cluster's work queue, which this
-// node's workers also take from.
+// node's workers also take from. A plain serve is a cluster of one: its
+// embedded server opens no port, and its store is imported into it when
+// a command wrote the store since the last run (cluster.PrepareLocal).
 func (m *Main) joinCluster(ctx context.Context, pipeline *crawl.Pipeline, addr net.Addr) error {
 	c := &m.Config
 	f := &c.Cluster
+	local := !f.on()
 	name := f.Node
-	if name == "" {
+	switch {
+	case local:
+		name = "local"
+	case name == "":
 		host, _ := os.Hostname()
 		_, port, _ := net.SplitHostPort(addr.String())
 		name = host + "-" + port
@@ -425,6 +427,19 @@ func (m *Main) joinCluster(ctx context.Context, pipeline *crawl.Pipeline, addr n
 	if f.Name == "" && (f.Listen != "" || len(cfg.Routes) > 0) {
 		return usagef("--cluster-listen and --routes need --cluster NAME")
 	}
+	importStore := !cluster.IsView(c.data)
+	if local {
+		var err error
+		if importStore, err = cluster.PrepareLocal(c.data); err != nil {
+			return err
+		}
+	} else if cluster.IsLocal(c.data) {
+		// A single serve's directory joins a cluster: its store is
+		// imported, as before it ran as a cluster of one.
+		if err := cluster.ForgetCluster(c.data); err != nil {
+			return err
+		}
+	}
 	if cfg.Secret == "" {
 		for _, a := range []string{f.Listen, f.NATSListen} {
 			if host, _, err := net.SplitHostPort(a); err == nil && !isLoopback(host) {
@@ -438,16 +453,19 @@ func (m *Main) joinCluster(ctx context.Context, pipeline *crawl.Pipeline, addr n
 	if err != nil {
 		return err
 	}
-	if !cluster.IsView(c.data) {
+	if importStore {
 		// A single serve's store becomes the first node's view: the
 		// cluster takes everything it holds first.
 		start := time.Now()
 		im, err := conn.Import(ctx, m.Store, pipeline.Matrix, cfg.Logger)
+		if err == nil && local {
+			err = conn.MarkInSync(ctx, c.data)
+		}
 		if err != nil {
 			conn.Close()
 			return err
 		}
-		if im.Users+im.Watches+im.Versions > 0 {
+		if !local && im.Users+im.Watches+im.Versions > 0 {
 			fmt.Fprintf(m.Stdout, "imported this data directory's store into the cluster in %s: %s\n", time.Since(start).Round(time.Millisecond), im)
 		}
 	}
@@ -470,6 +488,10 @@ func (m *Main) joinCluster(ctx context.Context, pipeline *crawl.Pipeline, addr n
 	m.Logger.Info("joined the cluster", "node", name, "shards", conn.Config.Shards, "replicas", conn.Config.Replicas, "nats", conn.ClientURL())
 	return nil
 }
+
+// clusterStore is the store as the web server sees it: the node's view,
+// written through the cluster.
+func (m *Main) clusterStore() cluster.Store { return cluster.Store{Store: m.Store, Node: m.Node} }
 
 // nodeName keeps the characters a node name may have.
 func nodeName(s string) string {
@@ -503,19 +525,13 @@ func (m *Main) maintain(ctx context.Context, interval time.Duration) error {
 		} else if n > 0 {
 			m.Logger.Info("retention removed old versions", "versions", n)
 		}
-		if m.Node != nil {
-			// The versions stream keeps what the store keeps.
-			if n, err := m.Node.TrimStream(ctx); err != nil && ctx.Err() == nil {
-				m.Logger.Warn("trimming the versions stream", "err", err)
-			} else if n > 0 {
-				m.Logger.Info("retention removed old versions from the stream", "versions", n)
-			}
+		// The versions stream keeps what the store keeps.
+		if n, err := m.Node.TrimStream(ctx); err != nil && ctx.Err() == nil {
+			m.Logger.Warn("trimming the versions stream", "err", err)
+		} else if n > 0 {
+			m.Logger.Info("retention removed old versions from the stream", "versions", n)
 		}
-		purge := m.Store.PurgeSessions
-		if m.Node != nil {
-			purge = cluster.Store{Store: m.Store, Node: m.Node}.PurgeSessions
-		}
-		if _, err := purge(ctx); err != nil && ctx.Err() == nil {
+		if _, err := m.clusterStore().PurgeSessions(ctx); err != nil && ctx.Err() == nil {
 			m.Logger.Warn("purging sessions", "err", err)
 		}
 		// Delivered notifications are kept a month; dead ones until sent
@@ -591,12 +607,8 @@ func pageText(f *crawl.Fetcher) func(ctx context.Context, url string) (string, e
 // firstAdmin creates an administrator with a random password when the
 // store has no user yet, and prints the password once.
 func (m *Main) firstAdmin(ctx context.Context) error {
-	users, create := m.Store.Users, m.Store.CreateUser
-	if m.Cluster != nil {
-		// The cluster's first node makes the administrator of all.
-		users, create = m.Cluster.Users, m.Cluster.CreateUser
-	}
-	us, err := users(ctx)
+	// The cluster's first node makes the administrator of all.
+	us, err := m.Cluster.Users(ctx)
 	if err != nil || len(us) > 0 {
 		return err
 	}
@@ -606,8 +618,8 @@ func (m *Main) firstAdmin(ctx context.Context) error {
 		return err
 	}
 	u := &changedigest.User{Name: "admin", Admin: true, PasswordHash: hash, DigestHour: -1}
-	if err := create(ctx, u); err != nil {
-		if m.Cluster != nil && changedigest.ErrorCode(err) == changedigest.ECONFLICT {
+	if err := m.clusterStore().CreateUser(ctx, u); err != nil {
+		if changedigest.ErrorCode(err) == changedigest.ECONFLICT {
 			return nil // another node made it first
 		}
 		return err
@@ -631,36 +643,38 @@ const (
 // startDemo gives the demo user a profile and watches on the demo site.
 func (m *Main) startDemo(ctx context.Context, eng *render.Engine) error {
 	site := m.Demo
-	u, err := m.Store.UserByName(ctx, demoUser)
+	// Written through the cluster, as the web pages write.
+	cs := m.clusterStore()
+	u, err := cs.UserByName(ctx, demoUser)
 	if changedigest.ErrorCode(err) == changedigest.ENOTFOUND {
 		hash, herr := server.HashPassword(demoPassword)
 		if herr != nil {
 			return herr
 		}
 		u = &changedigest.User{Name: demoUser, PasswordHash: hash, DigestHour: -1}
-		err = m.Store.CreateUser(ctx, u)
+		err = cs.CreateUser(ctx, u)
 	}
 	if err != nil {
 		return err
 	}
-	if _, _, err := m.Store.Profile(ctx, u.ID); changedigest.ErrorCode(err) == changedigest.ENOTFOUND {
+	if _, _, err := cs.Profile(ctx, u.ID); changedigest.ErrorCode(err) == changedigest.ENOTFOUND {
 		p, err := profile.Parse(profile.Document{Body: strings.NewReader(string(demo.Profile)), Name: "demo-profile.ttl"})
 		if err != nil {
 			return fmt.Errorf("demo profile: %w", err)
 		}
 		p.UserID = u.ID
-		if err := m.Store.PutProfile(ctx, p, demo.Profile); err != nil {
+		if err := cs.PutProfile(ctx, p, demo.Profile); err != nil {
 			return err
 		}
 	}
 	// The demo site gets a new port each run: old demo watches go.
-	ws, err := m.Store.Watches(ctx, u.ID, "")
+	ws, err := cs.Watches(ctx, u.ID, "")
 	if err != nil {
 		return err
 	}
 	for _, w := range ws {
 		if w.HasTag("demo") {
-			if err := m.Store.DeleteWatch(ctx, u.ID, w.ID); err != nil {
+			if err := cs.DeleteWatch(ctx, u.ID, w.ID); err != nil {
 				return err
 			}
 		}
@@ -670,7 +684,7 @@ func (m *Main) startDemo(ctx context.Context, eng *render.Engine) error {
 		if strings.HasSuffix(pg, "/club") {
 			w.Tags = append(w.Tags, "sport")
 		}
-		if err := m.Store.CreateWatch(ctx, w); err != nil {
+		if err := cs.CreateWatch(ctx, w); err != nil {
 			return err
 		}
 	}
