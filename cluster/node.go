@@ -289,7 +289,7 @@ func (n *Node) Ready() error {
 // single node's store was, whole, when its web pages first answer. It
 // gives up, with the reason, when ctx ends first.
 func (n *Node) AwaitServing(ctx context.Context) error {
-	t := time.NewTicker(10 * time.Millisecond)
+	t := time.NewTicker(2 * time.Millisecond)
 	defer t.Stop()
 	for {
 		n.mu.Lock()

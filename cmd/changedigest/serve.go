@@ -218,6 +218,18 @@ func (m *Main) Run(ctx context.Context) error {
 		return err
 	}
 	m.Store = store
+	// The embedded server starts while the rest does.
+	var dialing <-chan dialed
+	defer func() {
+		if dialing != nil { // Run failed before it joined
+			if d := <-dialing; d.conn != nil {
+				d.conn.Close()
+			}
+		}
+	}()
+	if !c.Cluster.on() {
+		dialing = m.dial(ctx, m.nodeName(nil))
+	}
 	if c.Demo {
 		m.Demo = demo.New()
 		m.Demo.Period = c.DemoPeriod
@@ -256,7 +268,12 @@ func (m *Main) Run(ctx context.Context) error {
 	sched.Workers, sched.HostGap, sched.GapFactor = c.Workers, c.HostGap, c.GapFactor
 	sched.Logger = log.With("component", "crawl")
 	m.Scheduler = sched
-	if err := m.joinCluster(ctx, pipeline, ln.Addr()); err != nil {
+	if dialing == nil {
+		dialing = m.dial(ctx, m.nodeName(ln.Addr()))
+	}
+	err = m.joinCluster(ctx, pipeline, dialing)
+	dialing = nil
+	if err != nil {
 		ln.Close()
 		return err
 	}
@@ -391,69 +408,20 @@ func (m *Main) Run(ctx context.Context) error {
 	return nil
 }
 
-// joinCluster makes the service a cluster node: it starts the embedded
-// NATS server (or reaches --nats), and the scheduler then runs the checks
-// of this node's shards through the cluster's work queue, which this
-// node's workers also take from. A plain serve is a cluster of one: its
-// embedded server opens no port, and its store is imported into it when
-// a command wrote the store since the last run (cluster.PrepareLocal).
-func (m *Main) joinCluster(ctx context.Context, pipeline *crawl.Pipeline, addr net.Addr) error {
+// joinCluster makes the service a cluster node once dialing has reached
+// the cluster (see dial): a single serve's store is imported first when
+// it is to be, and the scheduler then runs the checks of this node's
+// shards through the cluster's work queue, which this node's workers also
+// take from.
+func (m *Main) joinCluster(ctx context.Context, pipeline *crawl.Pipeline, dialing <-chan dialed) error {
 	c := &m.Config
-	f := &c.Cluster
-	local := !f.on()
-	name := f.Node
-	switch {
-	case local:
-		name = "local"
-	case name == "":
-		host, _ := os.Hostname()
-		_, port, _ := net.SplitHostPort(addr.String())
-		name = host + "-" + port
+	d := <-dialing
+	if d.err != nil {
+		return d.err
 	}
-	name = nodeName(name)
-	cfg := cluster.Config{
-		Name: name, Dir: cluster.DataDir(c.data), URL: f.NATS, ClusterName: f.Name,
-		Listen: f.Listen, Client: f.NATSListen, Replicas: f.Replicas, Shards: f.Shards,
-		AckWait: f.AckWait, HostGap: c.HostGap, GapFactor: c.GapFactor, Logger: m.Logger.With("component", "cluster"),
-		Secret: os.Getenv(clusterSecretEnv),
-	}
-	if f.Routes != "" {
-		for _, r := range strings.Split(f.Routes, ",") {
-			if r = strings.TrimSpace(r); r != "" {
-				cfg.Routes = append(cfg.Routes, r)
-			}
-		}
-	}
-	if f.Name == "" && (f.Listen != "" || len(cfg.Routes) > 0) {
-		return usagef("--cluster-listen and --routes need --cluster NAME")
-	}
-	importStore := !cluster.IsView(c.data)
-	if local {
-		var err error
-		if importStore, err = cluster.PrepareLocal(c.data); err != nil {
-			return err
-		}
-	} else if cluster.IsLocal(c.data) {
-		// A single serve's directory joins a cluster: its store is
-		// imported, as before it ran as a cluster of one.
-		if err := cluster.ForgetCluster(c.data); err != nil {
-			return err
-		}
-	}
-	if cfg.Secret == "" {
-		for _, a := range []string{f.Listen, f.NATSListen} {
-			if host, _, err := net.SplitHostPort(a); err == nil && !isLoopback(host) {
-				m.Logger.Warn("the cluster's ports take any server and client that reach them: set "+clusterSecretEnv+" (the same on every node)", "address", a)
-			}
-		}
-	}
-	dctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
-	conn, err := cluster.Dial(dctx, cfg)
-	if err != nil {
-		return err
-	}
-	if importStore {
+	conn, cfg := d.conn, d.conn.Config
+	local := !c.Cluster.on()
+	if d.importStore {
 		// A single serve's store becomes the first node's view: the
 		// cluster takes everything it holds first.
 		start := time.Now()
@@ -484,9 +452,96 @@ func (m *Main) joinCluster(ctx context.Context, pipeline *crawl.Pipeline, addr n
 	m.Scheduler.MaxSlotStep = max(c.HostGap, 10*time.Millisecond)
 	// A check taken by a node that died goes to another after AckWait;
 	// a stream whose leader died answers again some seconds later.
-	m.Scheduler.CheckTimeout = 3*f.AckWait + 30*time.Second
-	m.Logger.Info("joined the cluster", "node", name, "shards", conn.Config.Shards, "replicas", conn.Config.Replicas, "nats", conn.ClientURL())
+	m.Scheduler.CheckTimeout = 3*c.Cluster.AckWait + 30*time.Second
+	if local {
+		m.Logger.Info("running as a cluster of one", "shards", cfg.Shards)
+	} else {
+		m.Logger.Info("joined the cluster", "node", cfg.Name, "shards", cfg.Shards, "replicas", cfg.Replicas, "nats", conn.ClientURL())
+	}
 	return nil
+}
+
+// dialed is the cluster a serve reached, and whether its store is to be
+// imported into it.
+type dialed struct {
+	conn        *cluster.Conn
+	importStore bool
+	err         error
+}
+
+// dial starts the embedded NATS server (or reaches --nats) in the
+// background, while the rest of the service starts; name is the node's
+// name ("local" for a plain serve, a cluster of one). Call it once the
+// store is open: the store's lock keeps a second serve of the directory
+// away from the server's files. joinCluster takes the result.
+func (m *Main) dial(ctx context.Context, name string) <-chan dialed {
+	ch := make(chan dialed, 1)
+	go func() {
+		conn, imp, err := m.dialNow(ctx, name)
+		ch <- dialed{conn: conn, importStore: imp, err: err}
+	}()
+	return ch
+}
+
+func (m *Main) dialNow(ctx context.Context, name string) (*cluster.Conn, bool, error) {
+	c := &m.Config
+	f := &c.Cluster
+	local := !f.on()
+	cfg := cluster.Config{
+		Name: nodeName(name), Dir: cluster.DataDir(c.data), URL: f.NATS, ClusterName: f.Name,
+		Listen: f.Listen, Client: f.NATSListen, Replicas: f.Replicas, Shards: f.Shards,
+		AckWait: f.AckWait, HostGap: c.HostGap, GapFactor: c.GapFactor, Logger: m.Logger.With("component", "cluster"),
+		Secret: os.Getenv(clusterSecretEnv),
+	}
+	if f.Routes != "" {
+		for _, r := range strings.Split(f.Routes, ",") {
+			if r = strings.TrimSpace(r); r != "" {
+				cfg.Routes = append(cfg.Routes, r)
+			}
+		}
+	}
+	if f.Name == "" && (f.Listen != "" || len(cfg.Routes) > 0) {
+		return nil, false, usagef("--cluster-listen and --routes need --cluster NAME")
+	}
+	importStore := !cluster.IsView(c.data)
+	if local {
+		var err error
+		if importStore, err = cluster.PrepareLocal(c.data); err != nil {
+			return nil, false, err
+		}
+	} else if cluster.IsLocal(c.data) {
+		// A single serve's directory joins a cluster: its store is
+		// imported, as before it ran as a cluster of one.
+		if err := cluster.ForgetCluster(c.data); err != nil {
+			return nil, false, err
+		}
+	}
+	if cfg.Secret == "" {
+		for _, a := range []string{f.Listen, f.NATSListen} {
+			if host, _, err := net.SplitHostPort(a); err == nil && !isLoopback(host) {
+				m.Logger.Warn("the cluster's ports take any server and client that reach them: set "+clusterSecretEnv+" (the same on every node)", "address", a)
+			}
+		}
+	}
+	dctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	conn, err := cluster.Dial(dctx, cfg)
+	return conn, importStore, err
+}
+
+// nodeName is the node's name: --node, or the host name and the web
+// server's port; a plain serve's is "local".
+func (m *Main) nodeName(addr net.Addr) string {
+	f := &m.Config.Cluster
+	switch {
+	case !f.on():
+		return "local"
+	case f.Node != "":
+		return f.Node
+	}
+	host, _ := os.Hostname()
+	_, port, _ := net.SplitHostPort(addr.String())
+	return host + "-" + port
 }
 
 // clusterStore is the store as the web server sees it: the node's view,

@@ -11,6 +11,11 @@
 //     resident memory a few seconds later, for `serve` and for a
 //     one-node `serve --cluster`.
 //
+// A plain `serve` is itself a cluster of one (its own embedded server);
+// -before BIN adds the mode "before": a plain `serve` of another build
+// (one without NATS), run in turn with the others, so that what the
+// cluster's code path costs a single node is measured side by side.
+//
 // Run it as
 //
 //	go build -o /tmp/changedigest ./cmd/changedigest
@@ -47,38 +52,58 @@ func (t *tb) Cleanup(fn func()) { t.cleanups = append(t.cleanups, fn) }
 
 func main() {
 	bin := flag.String("bin", "", "the changedigest binary")
+	before := flag.String("before", "", "another changedigest binary, whose plain serve is the mode \"before\"")
 	pages := flag.Int("pages", 5000, "pages on the farm (one watch each)")
 	hosts := flag.Int("hosts", 100, "loopback servers the pages are spread over")
 	runs := flag.Int("runs", 3, "runs of each measurement")
 	what := flag.String("measure", "cpu,startup", "cpu, startup or both")
-	modes := flag.String("modes", "single,cluster1,cluster3", "the set-ups -measure cpu runs")
+	modes := flag.String("modes", "single,cluster1,cluster3", "the set-ups -measure cpu runs (and before, with -before)")
 	pass := flag.String("pass", "first", "the checks -measure cpu counts: first (every page new), second (a minute later every watch is checked again; a tenth of the pages changed, the others answer 304) or define (the watches defined, paused: what the first pass of a cluster counts besides its checks; a single serve's watches are defined before it starts)")
 	flag.Parse()
 	if *bin == "" {
 		fmt.Fprintln(os.Stderr, "clusterbench: -bin is required")
 		os.Exit(2)
 	}
+	// binFor is the binary and serve's mode of a mode.
+	binFor := func(mode string) (string, string) {
+		if mode == "before" {
+			if *before == "" {
+				fail(fmt.Errorf("mode before needs -before BIN"))
+			}
+			return *before, "single"
+		}
+		return *bin, mode
+	}
 	if strings.Contains(*what, "startup") {
-		for _, mode := range []string{"single", "cluster1"} {
-			var times, rss []float64
-			for range *runs + 2 {
-				d, m, err := startup(*bin, mode)
+		startModes := []string{"single", "cluster1"}
+		if *before != "" {
+			startModes = append(startModes, "before")
+		}
+		times, rss := map[string][]float64{}, map[string][]float64{}
+		// In turn, run by run: the machine's speed drifts.
+		for range *runs + 2 {
+			for _, mode := range startModes {
+				b, m := binFor(mode)
+				d, r, err := startup(b, m)
 				if err != nil {
 					fail(err)
 				}
-				times, rss = append(times, d.Seconds()*1000), append(rss, m)
+				times[mode], rss[mode] = append(times[mode], d.Seconds()*1000), append(rss[mode], r)
 			}
+		}
+		for _, mode := range startModes {
 			fmt.Printf("startup %-8s  to running: median %.1f ms (%s)   RSS after 3 s: median %.1f MB (%s)\n",
-				mode, median(times), list(times), median(rss), list(rss))
+				mode, median(times[mode]), list(times[mode]), median(rss[mode]), list(rss[mode]))
 		}
 	}
 	if strings.Contains(*what, "cpu") {
 		for range *runs {
 			for _, mode := range strings.Split(*modes, ",") {
-				if *pass == "define" && mode == "single" {
+				b, m := binFor(mode)
+				if *pass == "define" && m == "single" {
 					continue // defined before it starts, not counted
 				}
-				cpu, wall, err := cpuRun(*bin, mode, *pages, *hosts, *pass)
+				cpu, wall, err := cpuRun(b, m, *pages, *hosts, *pass)
 				if err != nil {
 					fail(err)
 				}
