@@ -49,6 +49,24 @@ func (n *Node) serves(id int64) bool {
 	return ok
 }
 
+// servesAll reports whether this node serves every shard, each view
+// caught up: its store then answers a question about the cluster's
+// watches alone (a cluster of one's always does), with no question put
+// to the nodes over NATS and no answer in JSON.
+func (n *Node) servesAll() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if len(n.views) != n.Conn.Config.Shards {
+		return false
+	}
+	for _, v := range n.views {
+		if v.ready.Load() == 0 {
+			return false
+		}
+	}
+	return true
+}
+
 // answerWatch answers a question about watches from this node's view.
 func (n *Node) answerWatch(ctx context.Context, data []byte) (any, error) {
 	var q watchQuestion
@@ -180,13 +198,20 @@ func (s Store) Screenshot(ctx context.Context, watchID int64, seq int) (*changed
 // Watches lists the user's watches (with the tag, when not "") across
 // every node, by ID.
 func (s Store) Watches(ctx context.Context, userID int64, tag string) ([]changedigest.Watch, error) {
-	parts, err := s.Node.ask(ctx, watchQuestion{Op: "watches", UserID: userID, Tag: tag})
-	if err != nil {
-		return nil, err
-	}
-	out, err := gather[changedigest.Watch](parts, "list watches")
-	if err != nil {
-		return nil, err
+	var out []changedigest.Watch
+	if s.Node.servesAll() {
+		var err error
+		if out, err = s.Store.Watches(ctx, userID, tag); err != nil {
+			return nil, err
+		}
+	} else {
+		parts, err := s.Node.ask(ctx, watchQuestion{Op: "watches", UserID: userID, Tag: tag})
+		if err != nil {
+			return nil, err
+		}
+		if out, err = gather[changedigest.Watch](parts, "list watches"); err != nil {
+			return nil, err
+		}
 	}
 	by := pet.CompareWatches(pet.SortAdded)
 	slices.SortFunc(out, func(a, b changedigest.Watch) int { return by(&a, &b) })
@@ -198,6 +223,9 @@ func (s Store) Watches(ctx context.Context, userID int64, tag string) ([]changed
 // cut from the merged list (so pages reach at most MaxWatchLimit deep
 // past the offset's first: a node answers at most MaxWatchLimit).
 func (s Store) WatchPage(ctx context.Context, userID int64, q pet.WatchQuery) (*pet.WatchPage, error) {
+	if s.Node.servesAll() {
+		return s.Store.WatchPage(ctx, userID, q)
+	}
 	if q.Offset < 0 || q.Limit < 0 {
 		return nil, changedigest.Errorf(changedigest.EINVALID, "offset and limit must not be negative")
 	}

@@ -105,6 +105,9 @@ func (n *Node) serveQuestions() ([]*nats.Subscription, error) {
 // store's most), and the page is cut from the merged list. Every live
 // node must answer (see scatter).
 func (n *Node) Search(ctx context.Context, q pet.Query) (*pet.Results, error) {
+	if n.servesAll() {
+		return n.Store.Search(ctx, q)
+	}
 	limit := q.Limit
 	if limit <= 0 {
 		limit = 20
@@ -250,6 +253,9 @@ func (n *Node) scatter(ctx context.Context, subject string, question any) ([]jso
 // node's view, newest first, at most f.Limit (50 unless set): what feeds
 // and digests read.
 func (n *Node) Changes(ctx context.Context, f pet.ChangeFilter) ([]pet.Event, error) {
+	if n.servesAll() {
+		return n.Store.Changes(ctx, f)
+	}
 	limit := f.Limit
 	if limit <= 0 {
 		limit = 50
