@@ -115,7 +115,6 @@ func TestServeIsAClusterOfOne(t *testing.T) {
 
 	// Second run: the cluster is the store's again.
 	m, site = serve()
-	defer m.Close()
 	if code, _ := webGetRetrying(t, c, site+"/settings", 5*time.Second); code != http.StatusSeeOther {
 		t.Errorf("the session of the old password gets %d, want 303 to log in", code)
 	}
@@ -143,5 +142,27 @@ func TestServeIsAClusterOfOne(t *testing.T) {
 	}
 	if w.ID != 4 {
 		t.Errorf("a watch made on the web after watch 3 was deleted has ID %d, want 4", w.ID)
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// The directory joins a cluster: the cluster of one's files go, and
+	// the store is imported into the cluster it starts.
+	n := NewMain()
+	var out bytes.Buffer
+	n.Stdout, n.Logger = &out, slogDiscard()
+	n.Config.data, n.Config.Addr, n.Config.allowPrivate = data, "127.0.0.1:0", true
+	n.Config.Cluster.Name = "grown"
+	if err := n.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	// Watch 4 may have its first version.
+	if !regexp.MustCompile(`imported this data directory's store into the cluster .* 2 watches, [45] versions`).MatchString(out.String()) {
+		t.Errorf("serve --cluster on a single serve's directory:\n%s", out.String())
+	}
+	if _, err := os.Stat(filepath.Join(data, "local.json")); err == nil {
+		t.Error("local.json is left in a cluster node's directory")
 	}
 }
