@@ -149,6 +149,8 @@ func TestImportRealHistories(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("imported %d histories of real pages (%d of their versions refused by the checks): %s in %s", len(histories), refused, im, time.Since(start).Round(time.Millisecond))
+	t.Logf("on disk: the store's pet.db %.1f MB and index %.1f MB; the NATS server's files %.1f MB",
+		mb(filepath.Join(dir, "pet.db")), mb(filepath.Join(dir, "index.bleve")), mb(natsDir))
 	if im.Watches != len(ws) || im.Versions != total || im.TooLarge != 0 {
 		t.Errorf("imported %s; want %d watches, %d versions", im, len(ws), total)
 	}
@@ -191,4 +193,18 @@ func TestImportRealHistories(t *testing.T) {
 	if bad > 0 {
 		t.Errorf("%d of %d versions differ once rebuilt", bad, total)
 	}
+}
+
+// mb is the size of the files under path, in MB.
+func mb(path string) float64 {
+	var n int64
+	filepath.WalkDir(path, func(_ string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			if info, err := d.Info(); err == nil {
+				n += info.Size()
+			}
+		}
+		return nil
+	})
+	return float64(n) / (1 << 20)
 }

@@ -570,13 +570,17 @@ func (n *Node) follow(ctx context.Context, v *view) error {
 				}
 				defs = append(defs, m)
 				wpos = m.Sequence
-				v.wpos.Store(wpos)
 				more = len(defs) == followBatch
 			}
 			if err := applyGrouped(ctx, defs, func(ctx context.Context, m *jetstream.RawStreamMsg) error {
 				return n.applyWatch(ctx, v, m)
 			}); err != nil {
 				return err
+			}
+			// Kept only once applied: a node stopped between the two
+			// reads them again when it starts.
+			if len(defs) > 0 {
+				v.wpos.Store(wpos)
 			}
 			got += len(defs)
 		}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -555,14 +554,7 @@ func TestServeClusterImportsASingleStore(t *testing.T) {
 		cmd("", 0, "check", "--allow-private", "--all")
 	}
 
-	m := NewMain()
-	var out bytes.Buffer
-	m.Stdout, m.Logger = &out, slogDiscard()
-	m.Config.data, m.Config.Addr, m.Config.allowPrivate = data, "127.0.0.1:0", true
-	m.Config.Cluster.Name = "solo"
-	if err := m.Run(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	m, out := startServe(t, data, "solo")
 	if !strings.Contains(out.String(), "imported this data directory's store into the cluster") || !strings.Contains(out.String(), "1 users,") ||
 		!strings.Contains(out.String(), "1 watches, 2 versions") || strings.Contains(out.String(), "created the administrator") {
 		t.Errorf("start-up output:\n%s", out.String())

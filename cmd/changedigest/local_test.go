@@ -46,14 +46,7 @@ func TestServeIsAClusterOfOne(t *testing.T) {
 	}
 	serve := func() (*Main, string) {
 		t.Helper()
-		m := NewMain()
-		var out bytes.Buffer
-		m.Stdout, m.Logger = &out, slogDiscard()
-		m.Config.data, m.Config.Addr, m.Config.allowPrivate = data, "127.0.0.1:0", true
-		m.Config.HostGap = 10 * time.Millisecond
-		if err := m.Run(context.Background()); err != nil {
-			t.Fatal(err)
-		}
+		m, out := startServe(t, data, "")
 		if strings.Contains(out.String(), "created the administrator") {
 			t.Errorf("an administrator made though the store has one:\n%s", out.String())
 		}
@@ -149,14 +142,7 @@ func TestServeIsAClusterOfOne(t *testing.T) {
 
 	// The directory joins a cluster: the cluster of one's files go, and
 	// the store is imported into the cluster it starts.
-	n := NewMain()
-	var out bytes.Buffer
-	n.Stdout, n.Logger = &out, slogDiscard()
-	n.Config.data, n.Config.Addr, n.Config.allowPrivate = data, "127.0.0.1:0", true
-	n.Config.Cluster.Name = "grown"
-	if err := n.Run(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	n, out := startServe(t, data, "grown")
 	defer n.Close()
 	// Watch 4 may have its first version.
 	if !regexp.MustCompile(`imported this data directory's store into the cluster .* 2 watches, [45] versions`).MatchString(out.String()) {
@@ -165,4 +151,21 @@ func TestServeIsAClusterOfOne(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(data, "local.json")); err == nil {
 		t.Error("local.json is left in a cluster node's directory")
 	}
+}
+
+// startServe runs serve on data (as a node of the cluster named, when not
+// ""), on a free loopback port, fetching from loopback; the buffer holds
+// what it printed. The caller closes it.
+func startServe(t *testing.T, data, clusterName string) (*Main, *bytes.Buffer) {
+	t.Helper()
+	m := NewMain()
+	var out bytes.Buffer
+	m.Stdout, m.Logger = &out, slogDiscard()
+	m.Config.data, m.Config.Addr, m.Config.allowPrivate = data, "127.0.0.1:0", true
+	m.Config.HostGap = 10 * time.Millisecond
+	m.Config.Cluster.Name = clusterName
+	if err := m.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return m, &out
 }
