@@ -95,6 +95,11 @@ type Config struct {
 	// after it died (default 10 min: each copy is some 430 bytes a
 	// watch, a shard's whole at each write).
 	ScheduleEvery time.Duration
+	// NewestOnly makes the versions stream keep each watch's newest
+	// version only, which a check appends on top of: for a cluster of
+	// one that no other server or client can reach, whose store is the
+	// track of record (see PrepareLocal). Fixed when the stream is made.
+	NewestOnly bool
 	Logger        *slog.Logger
 }
 
@@ -379,11 +384,16 @@ func (c *Conn) setup(ctx context.Context) error {
 		return fmt.Errorf("cluster: JetStream is not available (are the other servers up?): %w", err)
 	}
 	r := cfg.Replicas
+	perSubject := int64(-1)
+	if cfg.NewestOnly {
+		perSubject = 1
+	}
 	streams := []jetstream.StreamConfig{
 		{Name: checksStream, Subjects: []string{"cd.check.>"}, Retention: jetstream.WorkQueuePolicy,
 			Replicas: r, Duplicates: 20 * time.Minute, Storage: jetstream.FileStorage},
 		{Name: versionsStream, Subjects: []string{"cd.ver.>"}, Replicas: r, Duplicates: 20 * time.Minute,
-			Storage: jetstream.FileStorage, Compression: jetstream.S2Compression, AllowDirect: true, MaxMsgSize: MaxMessage},
+			Storage: jetstream.FileStorage, Compression: jetstream.S2Compression, AllowDirect: true, MaxMsgSize: MaxMessage,
+			MaxMsgsPerSubject: perSubject},
 	}
 	for _, sc := range streams {
 		if _, err := c.js.Stream(ctx, sc.Name); err == nil {

@@ -154,8 +154,29 @@ func TestImportRealHistories(t *testing.T) {
 	if im.Watches != len(ws) || im.Versions != total || im.TooLarge != 0 {
 		t.Errorf("imported %s; want %d watches, %d versions", im, len(ws), total)
 	}
-	st.Close()
 	conn.Close()
+
+	// A cluster of one's stream keeps each watch's newest version only.
+	newest := cfg
+	newest.Dir, newest.NewestOnly = t.TempDir(), true
+	if conn, err = cluster.Dial(ctx, newest); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Import(ctx, st, pl.Matrix, nil); err != nil {
+		t.Fatal(err)
+	}
+	counts, _, err := conn.VersionCounts(ctx)
+	if err != nil || len(counts) != len(ws) {
+		t.Errorf("the newest-only stream holds versions of %d watches, want %d (%v)", len(counts), len(ws), err)
+	}
+	for id, k := range counts {
+		if k != 1 {
+			t.Errorf("the newest-only stream holds %d versions of watch %d", k, id)
+		}
+	}
+	conn.Close()
+	t.Logf("a newest-only stream (a cluster of one's) of the same store: %.1f MB", mb(newest.Dir))
+	st.Close()
 
 	b := startNodeWith(t, cfg, filepath.Join(t.TempDir(), "fresh"))
 	defer b.stop()

@@ -36,6 +36,9 @@ const localFile = "local.json"
 type localState struct {
 	// InSync: the cluster's copy holds everything the store holds.
 	InSync bool `json:"in_sync"`
+	// NewestOnly: its versions stream keeps each watch's newest version
+	// only (Config.NewestOnly).
+	NewestOnly bool `json:"newest_only,omitempty"`
 }
 
 func localPath(dir string) string { return filepath.Join(dir, localFile) }
@@ -82,17 +85,20 @@ func StoreWritten(dir string) error {
 	if err != nil {
 		return fmt.Errorf("cluster: read %s: %w", localPath(dir), err)
 	}
-	return writeLocal(dir, localState{InSync: false})
+	return writeLocal(dir, localState{InSync: false, NewestOnly: st.NewestOnly})
 }
 
 // PrepareLocal readies dir for a serve run as a cluster of one, before
-// its server starts. When the cluster's copy agrees with the store it
-// keeps it, and reports false; otherwise it drops that copy (the server's
+// its server starts, whose versions stream keeps each watch's newest
+// version only when newestOnly (Config.NewestOnly: the store is the track
+// of record, and a server no one else reaches keeps no second copy of
+// it). When the cluster's copy agrees with the store, and was made the
+// same way, it keeps it, and reports false; otherwise it drops that copy (the server's
 // files and the views' places; never the store) and reports true: the
 // store is to be imported (Import), then marked (Conn.MarkInSync).
-func PrepareLocal(dir string) (bool, error) {
+func PrepareLocal(dir string, newestOnly bool) (bool, error) {
 	st, err := readLocal(dir)
-	if err == nil && st.InSync {
+	if err == nil && st.InSync && st.NewestOnly == newestOnly {
 		return false, nil
 	}
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -106,7 +112,7 @@ func PrepareLocal(dir string) (bool, error) {
 	if err := ForgetCluster(dir); err != nil {
 		return false, err
 	}
-	return true, writeLocal(dir, localState{InSync: false})
+	return true, writeLocal(dir, localState{InSync: false, NewestOnly: newestOnly})
 }
 
 // MarkInSync records that the cluster of one in dir holds its store, which
@@ -137,7 +143,7 @@ func (c *Conn) MarkInSync(ctx context.Context, dir string) error {
 		}
 	}
 	(&Node{Dir: dir}).editPositions(func(p map[int]uint64) { maps.Copy(p, pos) })
-	return writeLocal(dir, localState{InSync: true})
+	return writeLocal(dir, localState{InSync: true, NewestOnly: c.Config.NewestOnly})
 }
 
 func shardKeys(shards int, key func(int) int) []int {

@@ -506,7 +506,11 @@ func (m *Main) dialNow(ctx context.Context, name string) (*cluster.Conn, bool, e
 	importStore := !cluster.IsView(c.data)
 	if local {
 		var err error
-		if importStore, err = cluster.PrepareLocal(c.data); err != nil {
+		// With no port open, no other node can join, and the store is
+		// the only track of record there can be: the versions stream
+		// keeps each watch's newest version only.
+		cfg.NewestOnly = f.NATSListen == ""
+		if importStore, err = cluster.PrepareLocal(c.data, cfg.NewestOnly); err != nil {
 			return nil, false, err
 		}
 	} else if cluster.IsLocal(c.data) {
