@@ -100,7 +100,7 @@ type Config struct {
 	// one that no other server or client can reach, whose store is the
 	// track of record (see PrepareLocal). Fixed when the stream is made.
 	NewestOnly bool
-	Logger        *slog.Logger
+	Logger     *slog.Logger
 }
 
 func (c *Config) defaults() {
