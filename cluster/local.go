@@ -29,6 +29,12 @@ import (
 // A serve that dies leaves it in sync: the store then lags the cluster
 // by the writes in flight at most, which the view takes again from the
 // stream, as any node's does after a restart.
+//
+// A cluster of one that opens no port is the only node it will ever have:
+// its versions stream keeps each watch's newest version only (what a
+// check appends on top of), the store keeping the history. The local
+// file records which, and a serve started the other way (--nats-listen,
+// through which others may join) imports the store again.
 
 // localFile names the file that makes a data directory a cluster of one.
 const localFile = "local.json"
