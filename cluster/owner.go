@@ -273,6 +273,18 @@ func (t *ownerTrack) AddVersion(ctx context.Context, watchID int64, snap *change
 		return 0, err
 	}
 	if !t.local {
+		if t.n.Conn.Config.NewestOnly {
+			// The stream keeps each watch's newest version only:
+			// appending on top of one the store does not hold yet would
+			// drop it for good. The view takes it first; the check is
+			// run again a second later.
+			if prev, err := t.st.newest(ctx, watchID); err != nil {
+				return 0, err
+			} else if prev != nil {
+				t.n.poke(watchID)
+				return 0, fmt.Errorf("cluster: version %d of watch %d is not in the store yet: %w", prev.seq, watchID, errUnavailable)
+			}
+		}
 		seq, err := t.st.AddVersion(ctx, watchID, snap, body)
 		if err == nil {
 			t.n.poke(watchID) // for the view to apply it now

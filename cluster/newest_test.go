@@ -1,0 +1,53 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/changedigest/changedigest"
+)
+
+// TestNewestOnlyKeepsAVersionTheStoreLacks: a check that would append on
+// top of a version its store does not hold yet waits (errUnavailable,
+// run again a second later) when the versions stream keeps the newest
+// version only, which the append would drop for good; with every
+// version kept it appends. The stream then holds one version a watch.
+func TestNewestOnlyKeepsAVersionTheStoreLacks(t *testing.T) {
+	ctx := context.Background()
+	quiet := slog.New(slog.DiscardHandler)
+	snap := func() *changedigest.Snapshot {
+		return &changedigest.Snapshot{FetchedAt: time.Now(), Kind: changedigest.KindPage,
+			Segments: []changedigest.Segment{{Path: "html|body|p", Text: "The weather today"}}}
+	}
+	for _, newestOnly := range []bool{true, false} {
+		conn, err := Dial(ctx, Config{Name: "a", Dir: t.TempDir(), Shards: 2, Logger: quiet, NewestOnly: newestOnly})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := &Node{Conn: conn, Logger: quiet}
+		const id = 7
+		// Version 1 in the stream, not in the store (the view behind).
+		first := &checkTrack{c: conn, shard: ShardOf(id, 2), due: time.Now(), matrix: 1}
+		if _, err := first.AddVersion(ctx, id, snap(), []byte("<p>The weather today</p>")); err != nil {
+			t.Fatal(err)
+		}
+		ot := &ownerTrack{n: n, st: &checkTrack{c: conn, shard: ShardOf(id, 2), due: time.Now().Add(time.Minute), matrix: 1}, resolved: true}
+		seq, err := ot.AddVersion(ctx, id, snap(), []byte("<p>The weather tomorrow</p>"))
+		counts, _, cerr := conn.VersionCounts(ctx)
+		if cerr != nil {
+			t.Fatal(cerr)
+		}
+		switch {
+		case newestOnly && !errors.Is(err, errUnavailable):
+			t.Errorf("newest only: appended version %d on top of one the store lacks (%v)", seq, err)
+		case newestOnly && counts[id] != 1:
+			t.Errorf("newest only: the stream holds %d versions of the watch", counts[id])
+		case !newestOnly && (err != nil || seq != 2 || counts[id] != 2):
+			t.Errorf("every version kept: version %d, %v; the stream holds %d", seq, err, counts[id])
+		}
+		conn.Close()
+	}
+}
