@@ -152,6 +152,38 @@ func (c *Conn) MarkInSync(ctx context.Context, dir string) error {
 	return writeLocal(dir, localState{InSync: true, NewestOnly: c.Config.NewestOnly})
 }
 
+// LostSince reports whether the cluster of one in dir lost what its views
+// had read: a stream or bucket whose last sequence is below a view's
+// place in it (its files damaged, and the stream made anew by the server,
+// or taken out by hand). The store is then the whole truth: drop the
+// cluster's copy and import the store again (see PrepareLocal).
+func (c *Conn) LostSince(ctx context.Context, dir string) (bool, error) {
+	pos := (&Node{Dir: dir}).readPositions()
+	for _, x := range []struct {
+		st   jetstream.Stream
+		keys []int
+	}{
+		{c.versions, shardKeys(c.Config.Shards, func(s int) int { return s })},
+		{c.watchesStream, shardKeys(c.Config.Shards, watchesPosition)},
+		{c.accountsStream, []int{accountsPosition}},
+	} {
+		var info *jetstream.StreamInfo
+		err := again(ctx, func() (err error) {
+			info, err = x.st.Info(ctx)
+			return err
+		})
+		if err != nil {
+			return false, fmt.Errorf("cluster: read the ends of the streams: %w", unavailable(err))
+		}
+		for _, k := range x.keys {
+			if pos[k] > info.State.LastSeq {
+				return true, nil
+			}
+		}
+	}
+	return false, nil
+}
+
 func shardKeys(shards int, key func(int) int) []int {
 	keys := make([]int, shards)
 	for s := range keys {

@@ -169,3 +169,32 @@ func startServe(t *testing.T, data, clusterName string) (*Main, *bytes.Buffer) {
 	}
 	return m, &out
 }
+
+// TestClusterOfOneRebuiltFromItsStore: a cluster of one whose files lost
+// what its views had read (here the watches bucket taken out, which the
+// server then makes anew, empty) is made again from the store at the
+// next start: the watch is the cluster's again, and can be edited.
+func TestClusterOfOneRebuiltFromItsStore(t *testing.T) {
+	data := t.TempDir()
+	for _, args := range [][]string{{"user", "add", "ann"}, {"watch", "add", "--allow-private", "http://127.0.0.1:1/news", "--every", "24h"}} {
+		if code, out, errs := runCmdIn(t, "a good password\n", append(args, "--data", data)...); code != 0 {
+			t.Fatalf("%v: exit %d: %s%s", args, code, out, errs)
+		}
+	}
+	m, _ := startServe(t, data, "")
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(filepath.Join(data, "nats", "jetstream", "$G", "streams", "KV_cd_watches")); err != nil {
+		t.Fatal(err)
+	}
+	m, _ = startServe(t, data, "")
+	defer m.Close()
+	w, err := m.clusterStore().UpdateWatch(context.Background(), pet.AnyUser, 1, func(x *changedigest.Watch) error {
+		x.Title = "Renamed"
+		return nil
+	})
+	if err != nil || w.Title != "Renamed" {
+		t.Fatalf("editing the watch after its definition was lost: %+v, %v", w, err)
+	}
+}

@@ -530,7 +530,38 @@ func (m *Main) dialNow(ctx context.Context, name string) (*cluster.Conn, bool, e
 	dctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	conn, err := cluster.Dial(dctx, cfg)
+	if err != nil && local && !importStore {
+		// The cluster of one's files do not open: the store is the
+		// whole truth, and the cluster is made from it again.
+		m.Logger.Warn("the cluster of one's files are damaged: importing the store into a new one", "err", err)
+		return m.redial(dctx, cfg)
+	}
+	if err == nil && local && !importStore {
+		lost, err := conn.LostSince(dctx, c.data)
+		if err != nil {
+			conn.Close()
+			return nil, false, err
+		}
+		if lost {
+			conn.Close()
+			m.Logger.Warn("the cluster of one lost messages its views had read (its files damaged): importing the store into a new one")
+			return m.redial(dctx, cfg)
+		}
+	}
 	return conn, importStore, err
+}
+
+// redial drops a cluster of one's files and starts its server anew, for
+// the store to be imported into it.
+func (m *Main) redial(ctx context.Context, cfg cluster.Config) (*cluster.Conn, bool, error) {
+	if err := cluster.ForgetCluster(m.Config.data); err != nil {
+		return nil, false, err
+	}
+	if _, err := cluster.PrepareLocal(m.Config.data, cfg.NewestOnly); err != nil {
+		return nil, false, err
+	}
+	conn, err := cluster.Dial(ctx, cfg)
+	return conn, true, err
 }
 
 // nodeName is the node's name: --node, or the host name and the web
