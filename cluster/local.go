@@ -127,28 +127,11 @@ func PrepareLocal(dir string, newestOnly bool) (bool, error) {
 // before the node runs), rather than reading back every record and
 // version imported.
 func (c *Conn) MarkInSync(ctx context.Context, dir string) error {
-	pos := map[int]uint64{}
-	for _, x := range []struct {
-		st   jetstream.Stream
-		keys []int
-	}{
-		{c.versions, shardKeys(c.Config.Shards, func(s int) int { return s })},
-		{c.watchesStream, shardKeys(c.Config.Shards, watchesPosition)},
-		{c.accountsStream, []int{accountsPosition}},
-	} {
-		var info *jetstream.StreamInfo
-		err := again(ctx, func() (err error) {
-			info, err = x.st.Info(ctx)
-			return err
-		})
-		if err != nil {
-			return fmt.Errorf("cluster: read the ends of the streams: %w", unavailable(err))
-		}
-		for _, k := range x.keys {
-			pos[k] = info.State.LastSeq
-		}
+	ends, err := c.positionEnds(ctx)
+	if err != nil {
+		return err
 	}
-	(&Node{Dir: dir}).editPositions(func(p map[int]uint64) { maps.Copy(p, pos) })
+	(&Node{Dir: dir}).editPositions(func(p map[int]uint64) { maps.Copy(p, ends) })
 	return writeLocal(dir, localState{InSync: true, NewestOnly: c.Config.NewestOnly})
 }
 
@@ -158,7 +141,23 @@ func (c *Conn) MarkInSync(ctx context.Context, dir string) error {
 // or taken out by hand). The store is then the whole truth: drop the
 // cluster's copy and import the store again (see PrepareLocal).
 func (c *Conn) LostSince(ctx context.Context, dir string) (bool, error) {
-	pos := (&Node{Dir: dir}).readPositions()
+	ends, err := c.positionEnds(ctx)
+	if err != nil {
+		return false, err
+	}
+	for k, p := range (&Node{Dir: dir}).readPositions() {
+		if end, ok := ends[k]; ok && p > end {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// positionEnds maps each place a node keeps in the positions file (each
+// shard's in the versions stream and in the watches bucket, and the
+// accounts') to the last sequence of its stream.
+func (c *Conn) positionEnds(ctx context.Context) (map[int]uint64, error) {
+	ends := map[int]uint64{}
 	for _, x := range []struct {
 		st   jetstream.Stream
 		keys []int
@@ -173,15 +172,13 @@ func (c *Conn) LostSince(ctx context.Context, dir string) (bool, error) {
 			return err
 		})
 		if err != nil {
-			return false, fmt.Errorf("cluster: read the ends of the streams: %w", unavailable(err))
+			return nil, fmt.Errorf("cluster: read the ends of the streams: %w", unavailable(err))
 		}
 		for _, k := range x.keys {
-			if pos[k] > info.State.LastSeq {
-				return true, nil
-			}
+			ends[k] = info.State.LastSeq
 		}
 	}
-	return false, nil
+	return ends, nil
 }
 
 func shardKeys(shards int, key func(int) int) []int {
