@@ -115,10 +115,17 @@ func PrepareLocal(dir string, newestOnly bool) (bool, error) {
 		// copy, not a store to rebuild a cluster from.
 		return false, fmt.Errorf("cluster: the data directory %s is a cluster node's", dir)
 	}
+	return true, ResetLocal(dir, newestOnly)
+}
+
+// ResetLocal drops the cluster of one's copy in dir (ForgetCluster) and
+// marks it out of sync, for the store to be imported into a new one
+// (Import, then Conn.MarkInSync).
+func ResetLocal(dir string, newestOnly bool) error {
 	if err := ForgetCluster(dir); err != nil {
-		return false, err
+		return err
 	}
-	return true, writeLocal(dir, localState{InSync: false, NewestOnly: newestOnly})
+	return writeLocal(dir, localState{InSync: false, NewestOnly: newestOnly})
 }
 
 // MarkInSync records that the cluster of one in dir holds its store, which

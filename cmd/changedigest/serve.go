@@ -488,7 +488,7 @@ func (m *Main) dialNow(ctx context.Context, name string) (*cluster.Conn, bool, e
 	f := &c.Cluster
 	local := !f.on()
 	cfg := cluster.Config{
-		Name: nodeName(name), Dir: cluster.DataDir(c.data), URL: f.NATS, ClusterName: f.Name,
+		Name: name, Dir: cluster.DataDir(c.data), URL: f.NATS, ClusterName: f.Name,
 		Listen: f.Listen, Client: f.NATSListen, Replicas: f.Replicas, Shards: f.Shards,
 		AckWait: f.AckWait, HostGap: c.HostGap, GapFactor: c.GapFactor, Logger: m.Logger.With("component", "cluster"),
 		Secret: os.Getenv(clusterSecretEnv),
@@ -554,10 +554,7 @@ func (m *Main) dialNow(ctx context.Context, name string) (*cluster.Conn, bool, e
 // redial drops a cluster of one's files and starts its server anew, for
 // the store to be imported into it.
 func (m *Main) redial(ctx context.Context, cfg cluster.Config) (*cluster.Conn, bool, error) {
-	if err := cluster.ForgetCluster(m.Config.data); err != nil {
-		return nil, false, err
-	}
-	if _, err := cluster.PrepareLocal(m.Config.data, cfg.NewestOnly); err != nil {
+	if err := cluster.ResetLocal(m.Config.data, cfg.NewestOnly); err != nil {
 		return nil, false, err
 	}
 	conn, err := cluster.Dial(ctx, cfg)
@@ -565,18 +562,19 @@ func (m *Main) redial(ctx context.Context, cfg cluster.Config) (*cluster.Conn, b
 }
 
 // nodeName is the node's name: --node, or the host name and the web
-// server's port; a plain serve's is "local".
+// server's port; a plain serve's is "local". Only the characters a node
+// name may have are kept (nodeName).
 func (m *Main) nodeName(addr net.Addr) string {
 	f := &m.Config.Cluster
 	switch {
 	case !f.on():
 		return "local"
 	case f.Node != "":
-		return f.Node
+		return nodeName(f.Node)
 	}
 	host, _ := os.Hostname()
 	_, port, _ := net.SplitHostPort(addr.String())
-	return host + "-" + port
+	return nodeName(host + "-" + port)
 }
 
 // clusterStore is the store as the web server sees it: the node's view,
