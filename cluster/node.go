@@ -292,15 +292,12 @@ func (n *Node) AwaitServing(ctx context.Context) error {
 	t := time.NewTicker(2 * time.Millisecond)
 	defer t.Stop()
 	for {
-		n.mu.Lock()
-		all := len(n.views) == n.Conn.Config.Shards
-		n.mu.Unlock()
 		err := n.Ready()
-		if all && err == nil {
-			return nil
+		if err == nil && !n.servesAll() {
+			err = errors.New("the shards are being claimed")
 		}
 		if err == nil {
-			err = errors.New("the shards are being claimed")
+			return nil
 		}
 		select {
 		case <-ctx.Done():
@@ -476,8 +473,9 @@ func (n *Node) start(ctx context.Context, s int) {
 	}
 	vctx, cancel := context.WithCancel(ctx)
 	v := &view{shard: s, cancel: cancel, done: make(chan struct{}), claimed: n.now(), wake: make(chan struct{}, 1)}
-	v.pos.Store(n.position(s))
-	v.wpos.Store(n.position(watchesPosition(s)))
+	pos := n.readPositions()
+	v.pos.Store(pos[s])
+	v.wpos.Store(pos[watchesPosition(s)])
 	v.schedChanged.Store(true)
 	n.views[s] = v
 	if n.Agent != nil {
