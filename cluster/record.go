@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -8,6 +9,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/klauspost/compress/s2"
@@ -96,16 +98,39 @@ func encodeVersion(meta *versionMeta, body []byte) ([]byte, error) {
 		png = meta.Snapshot.Screenshot.PNG
 	}
 	meta.Shot = len(png)
-	js, err := json.Marshal(meta)
-	if err != nil {
+	b := encodeBufs.Get().(*encodeBuf)
+	defer b.put()
+	b.js.Reset()
+	if err := json.NewEncoder(&b.js).Encode(meta); err != nil {
 		return nil, err
 	}
-	out := make([]byte, 0, binary.MaxVarintLen64+len(js)+len(body)+len(png))
-	out = binary.AppendUvarint(out, uint64(len(js)))
+	js := b.js.Bytes()
+	out := binary.AppendUvarint(b.plain[:0], uint64(len(js)))
 	out = append(out, js...)
 	out = append(out, body...)
 	out = append(out, png...)
-	return s2.Encode(nil, out), nil
+	b.plain = out
+	if n := s2.MaxEncodedLen(len(out)); cap(b.packed) < n {
+		b.packed = make([]byte, n)
+	}
+	return bytes.Clone(s2.Encode(b.packed[:cap(b.packed)], out)), nil
+}
+
+// encodeBuf is encodeVersion's scratch space, used again by the next
+// version: the metadata, the message laid out, and compressed. Only the
+// compressed message, a few kilobytes for most pages, is allocated anew.
+type encodeBuf struct {
+	js            bytes.Buffer
+	plain, packed []byte
+}
+
+var encodeBufs = sync.Pool{New: func() any { return new(encodeBuf) }}
+
+// put gives b back, unless it grew for a large version.
+func (b *encodeBuf) put() {
+	if b.js.Cap()+cap(b.plain)+cap(b.packed) <= 4<<20 {
+		encodeBufs.Put(b)
+	}
 }
 
 var errBadVersion = errors.New("cluster: malformed version message")
