@@ -154,6 +154,10 @@ type Conn struct {
 	// nodesStream, watchesStream and accountsStream are the buckets'
 	// streams, read message by message.
 	nodesStream, watchesStream, accountsStream jetstream.Stream
+	// oneCopy: the versions stream and the watches bucket are each kept
+	// by one server, which answers every read of them, so that what it
+	// acknowledged or counted it also gives to a read (see follow).
+	oneCopy bool
 }
 
 // Dial starts the embedded server (or reaches the external one), waits
@@ -476,6 +480,7 @@ func (c *Conn) open(ctx context.Context) error {
 	if c.versions, err = c.js.Stream(ctx, versionsStream); err != nil {
 		return fmt.Errorf("cluster: stream %s: %w", versionsStream, err)
 	}
+	c.oneCopy = c.versions.CachedInfo().Config.Replicas <= 1 && c.watchesStream.CachedInfo().Config.Replicas <= 1
 	for _, b := range []struct {
 		name string
 		kv   *jetstream.KeyValue

@@ -71,6 +71,11 @@ type Node struct {
 	posMu     sync.Mutex // the positions file
 	waiters   sync.Map   // reply token -> chan reply
 	tips      tips       // where each watch's track ends in the stream
+	// seen is how far the versions stream and the watches bucket are
+	// known to reach (watchEnds, and this node's own appends); unsure:
+	// the last look at them failed. See follow.
+	seen   knownEnds
+	unsure atomic.Bool
 	// lone: no other node was alive at the last look (every second).
 	lone atomic.Bool
 	// settled: rebalance found the shards settled with settledLive
@@ -102,8 +107,12 @@ type view struct {
 	schedChanged atomic.Bool
 	pending      atomic.Uint64 // versions left to apply, as last seen
 	applied      atomic.Int64
-	// wake makes an idle view look at once (poke).
-	wake chan struct{}
+	// wake makes an idle view look at once (poke, watchEnds); forceDefs
+	// and forceVersions, set by poke and pokeVersions, make it read the
+	// definitions or the versions to their ends, whatever the node knows
+	// of them.
+	wake                     chan struct{}
+	forceDefs, forceVersions atomic.Bool
 	// agents answers the agent work of the shard's watches, checkNow the
 	// checks of them asked for on other nodes (nil when the node has no
 	// agent manager or scheduler, or could not subscribe).
@@ -551,16 +560,33 @@ func (n *Node) follow(ctx context.Context, v *view) error {
 		// last serving node kept.
 		v.sched = n.readSchedules(ctx, v.shard)
 	}
+	// A look reads a subject only as far as the node knows the stream to
+	// reach (seen): a message past that is learnt of by watchEnds, which
+	// then wakes the view. A look forced (the view starting, poke, a
+	// failed look at the ends, viewIdleLook) reads to the end.
+	forced := true
 	for {
+		unsure := forced || n.unsure.Load()
+		forcedDefs := v.forceDefs.Swap(false) || unsure
+		forced = v.forceVersions.Swap(false) || unsure
+		known := n.seen.load()
 		// Every definition there is before the versions: a version of a
 		// watch the view does not hold is taken for one of a watch
 		// deleted since.
 		got := 0
-		for more := true; more; {
+		for more := forcedDefs || wpos < known.watches; more; {
 			var defs []*jetstream.RawStreamMsg
 			for more = false; len(defs) < followBatch; {
 				m, err := c.watchesStream.GetMsg(ctx, wpos+1, jetstream.WithGetMsgSubject(watchSubj))
 				if errors.Is(err, jetstream.ErrMsgNotFound) {
+					if c.oneCopy {
+						// None of the shard up to where the bucket was
+						// known to reach before this read. (A replica
+						// that lags may answer the read of a bucket kept
+						// three times: there the place stays at the last
+						// definition read.)
+						wpos = max(wpos, known.watches)
+					}
 					break
 				}
 				if err != nil {
@@ -569,6 +595,9 @@ func (n *Node) follow(ctx context.Context, v *view) error {
 				defs = append(defs, m)
 				wpos = m.Sequence
 				more = len(defs) == followBatch
+				if !forcedDefs && wpos >= known.watches {
+					break
+				}
 			}
 			if err := applyGrouped(ctx, defs, func(ctx context.Context, m *jetstream.RawStreamMsg) error {
 				return n.applyWatch(ctx, v, m)
@@ -577,14 +606,18 @@ func (n *Node) follow(ctx context.Context, v *view) error {
 			}
 			// Kept only once applied: a node stopped between the two
 			// reads them again when it starts.
-			if len(defs) > 0 {
-				v.wpos.Store(wpos)
-			}
+			v.wpos.Store(wpos)
 			got += len(defs)
 		}
+		// This node's own appends, in the view already, are passed over
+		// unread.
+		if to, k := n.tips.pass(v.pos.Load(), v.shard); k > 0 || to > v.pos.Load() {
+			v.pos.Store(to)
+			v.applied.Add(int64(k))
+		}
 		var vers []*jetstream.RawStreamMsg
-		caught := false
-		for pos := v.pos.Load(); len(vers) < followBatch; {
+		caught := !forced && v.pos.Load() >= known.versions
+		for pos := v.pos.Load(); !caught && len(vers) < followBatch; {
 			m, err := c.versions.GetMsg(ctx, pos+1, jetstream.WithGetMsgSubject(verSubj))
 			if errors.Is(err, jetstream.ErrMsgNotFound) {
 				caught = true
@@ -595,6 +628,7 @@ func (n *Node) follow(ctx context.Context, v *view) error {
 			}
 			vers = append(vers, m)
 			pos = m.Sequence
+			caught = !forced && pos >= known.versions
 		}
 		if err := applyGrouped(ctx, vers, n.applyVersion); err != nil {
 			return err
@@ -604,11 +638,18 @@ func (n *Node) follow(ctx context.Context, v *view) error {
 			v.applied.Add(int64(len(vers)))
 		}
 		if caught {
+			// Every version of the shard up to where the stream was known
+			// to reach before this read is applied (with one copy; see
+			// the definitions above).
+			if c.oneCopy && v.pos.Load() < known.versions {
+				v.pos.Store(known.versions)
+			}
 			v.sched = nil
 			v.pending.Store(0)
 			v.ready.CompareAndSwap(0, n.now().UnixNano())
 		}
 		got += len(vers)
+		forced = false
 		if got > 0 {
 			continue
 		}
@@ -620,7 +661,22 @@ func (n *Node) follow(ctx context.Context, v *view) error {
 			return ctx.Err()
 		case <-v.wake:
 		case <-time.After(viewIdleLook):
+			forced = true
 		}
+	}
+}
+
+// knownEnds is how far the versions stream and the watches bucket's
+// stream are known to reach: sequences that exist, or existed.
+type knownEnds struct{ versions, watches atomic.Uint64 }
+
+func (k *knownEnds) load() ends { return ends{k.versions.Load(), k.watches.Load()} }
+
+// raise records that the streams reach e at least.
+func (k *knownEnds) raise(e ends) {
+	for v := k.versions.Load(); e.versions > v && !k.versions.CompareAndSwap(v, e.versions); v = k.versions.Load() {
+	}
+	for w := k.watches.Load(); e.watches > w && !k.watches.CompareAndSwap(w, e.watches); w = k.watches.Load() {
 	}
 }
 
@@ -644,11 +700,16 @@ func (n *Node) watchEnds(ctx context.Context) {
 	idle := 0
 	for {
 		now, ok := n.streamEnds(ctx)
+		n.unsure.Store(!ok)
+		if ok {
+			n.seen.raise(now)
+		}
 		if !ok || now != last {
 			n.wakeViews()
 			idle = 0
 		}
 		last = now
+		n.forgetPassed()
 		select {
 		case <-ctx.Done():
 			return
@@ -685,10 +746,29 @@ func (n *Node) wakeViews() {
 	}
 }
 
-// poke makes the view of watch id's shard, when this node keeps it, look
-// for new messages now rather than at its next poll: for what this node
-// just wrote (a watch defined or changed, a version appended).
-func (n *Node) poke(id int64) {
+// forgetPassed forgets the node's own appends every view has passed.
+func (n *Node) forgetPassed() {
+	n.mu.Lock()
+	least := uint64(0)
+	for _, v := range n.views {
+		if p := v.pos.Load(); least == 0 || p < least {
+			least = p
+		}
+	}
+	n.mu.Unlock()
+	n.tips.forgetOwn(least)
+}
+
+// poke makes the view of watch id's shard, when this node keeps it, read
+// the watch definitions to their end now rather than at its next poll:
+// for a watch this node just defined, changed or deleted.
+func (n *Node) poke(id int64) { n.pokeView(id, false) }
+
+// pokeVersions is poke for the versions: for a version this node just
+// appended that the view does not hold yet, or one it waits for.
+func (n *Node) pokeVersions(id int64) { n.pokeView(id, true) }
+
+func (n *Node) pokeView(id int64, versions bool) {
 	if n == nil {
 		return
 	}
@@ -696,6 +776,11 @@ func (n *Node) poke(id int64) {
 	v := n.views[ShardOf(id, n.Conn.Config.Shards)]
 	n.mu.Unlock()
 	if v != nil {
+		if versions {
+			v.forceVersions.Store(true)
+		} else {
+			v.forceDefs.Store(true)
+		}
 		select {
 		case v.wake <- struct{}{}:
 		default:
@@ -719,7 +804,7 @@ func (n *Node) AwaitVersion(ctx context.Context, id int64, seq int) bool {
 			return true
 		}
 		if !poked {
-			n.poke(id)
+			n.pokeVersions(id)
 		}
 		select {
 		case <-ctx.Done():

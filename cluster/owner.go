@@ -41,7 +41,16 @@ type tips struct {
 	// drops counts, by shard, the times its view was given up: what was
 	// learnt of a view before that is not recorded after it.
 	drops map[int]int
+	// own are the versions this node's workers appended to the stream and
+	// stored in the view at once: their stream sequence and shard. The
+	// views' followers move past them without reading them back (pass).
+	own map[uint64]int
 }
+
+// maxOwn bounds the appends remembered (tips.own) while a view that lags
+// keeps them from being forgotten; past it they are forgotten, and the
+// views read them back.
+const maxOwn = 1 << 16
 
 // generation is how many times shard s's view was given up.
 func (t *tips) generation(s int) int {
@@ -52,7 +61,11 @@ func (t *tips) generation(s int) int {
 
 // held records that the view holds the watch's versions up to seq, as
 // learnt while the view of its shard s was in generation gen.
-func (t *tips) held(id int64, s, gen, seq int) {
+func (t *tips) held(id int64, s, gen, seq int) { t.heldOwn(id, s, gen, seq, 0) }
+
+// heldOwn is held for a version this node appended at stream sequence
+// streamSeq (0: unknown): the view of shard s need not read it back.
+func (t *tips) heldOwn(id int64, s, gen, seq int, streamSeq uint64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.drops[s] != gen {
@@ -62,6 +75,46 @@ func (t *tips) held(id int64, s, gen, seq int) {
 		t.view = map[int64]int{}
 	}
 	t.view[id] = max(t.view[id], seq)
+	if streamSeq == 0 {
+		return
+	}
+	if t.own == nil || len(t.own) >= maxOwn {
+		t.own = map[uint64]int{}
+	}
+	t.own[streamSeq] = s
+}
+
+// pass returns how far the view of shard s, having applied the stream
+// up to pos, may move on without reading: past the run of sequences
+// right after pos that are all this node's own appends (those of other
+// shards are on no subject of the view; those of s are in it), and how
+// many of them are versions of s.
+func (t *tips) pass(pos uint64, s int) (uint64, int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	k := 0
+	for {
+		shard, ok := t.own[pos+1]
+		if !ok {
+			return pos, k
+		}
+		pos++
+		if shard == s {
+			k++
+		}
+	}
+}
+
+// forgetOwn forgets the appends at or below seq, which every view has
+// moved past.
+func (t *tips) forgetOwn(seq uint64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for q := range t.own {
+		if q <= seq {
+			delete(t.own, q)
+		}
+	}
 }
 
 // holds reports whether the view is known to hold version seq of the
@@ -107,6 +160,11 @@ func (t *tips) dropShard(s, shards int) {
 	for id := range t.view {
 		if ShardOf(id, shards) == s {
 			delete(t.view, id)
+		}
+	}
+	for q, shard := range t.own {
+		if shard == s {
+			delete(t.own, q)
 		}
 	}
 }
@@ -281,13 +339,13 @@ func (t *ownerTrack) AddVersion(ctx context.Context, watchID int64, snap *change
 			if prev, err := t.st.newest(ctx, watchID); err != nil {
 				return 0, err
 			} else if prev != nil {
-				t.n.poke(watchID)
+				t.n.pokeVersions(watchID)
 				return 0, fmt.Errorf("cluster: version %d of watch %d is not in the store yet: %w", prev.seq, watchID, errUnavailable)
 			}
 		}
 		seq, err := t.st.AddVersion(ctx, watchID, snap, body)
 		if err == nil {
-			t.n.poke(watchID) // for the view to apply it now
+			t.n.pokeVersions(watchID) // for the view to apply it now
 		}
 		return seq, err
 	}
@@ -314,6 +372,7 @@ func (t *ownerTrack) AddVersion(ctx context.Context, watchID int64, snap *change
 		// This due check stored its version before (a check delivered
 		// again): the view applies that one.
 		t.n.tips.forget(watchID)
+		t.n.pokeVersions(watchID)
 		return seq, nil
 	}
 	t.n.tips.set(watchID, tip{streamSeq: ack.Sequence, seq: seq})
@@ -321,11 +380,19 @@ func (t *ownerTrack) AddVersion(ctx context.Context, watchID int64, snap *change
 	switch {
 	case err == nil, errors.Is(err, pet.ErrConflict):
 		// ErrConflict: the view's follower applied it first.
-		t.n.tips.held(watchID, t.st.shard, t.gen, seq)
+		if c.oneCopy {
+			// The views pass it unread (see follow; with three copies
+			// they read on from their last version, rarely next to it).
+			t.n.tips.heldOwn(watchID, t.st.shard, t.gen, seq, ack.Sequence)
+			t.n.seen.raise(ends{versions: ack.Sequence})
+		} else {
+			t.n.tips.held(watchID, t.st.shard, t.gen, seq)
+		}
 	default:
 		// Stored in the track of record: the follower applies it to the
 		// view when the view can take it.
 		t.n.logger().Warn("a version stored in the stream waits for the view", "watch", watchID, "version", seq, "err", err)
+		t.n.pokeVersions(watchID)
 	}
 	return seq, nil
 }
