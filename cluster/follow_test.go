@@ -82,6 +82,22 @@ func TestOneCopyViewsReadOtherWriters(t *testing.T) {
 		}
 		return b
 	}
+	// A watch renamed through the node that does not serve it keeps its
+	// name in the view of the one that does, whose checks record the
+	// page's kind and title in the definition too.
+	renamed := ws[0]
+	for i, w := range ws {
+		if servedBy(w.ID) == a {
+			renamed = ws[i]
+			break
+		}
+	}
+	if _, err := (cluster.Store{Store: b.store, Node: b.node}).UpdateWatch(ctx, 1, renamed.ID, func(x *changedigest.Watch) error {
+		x.Title = "Renamed"
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
 	// Each node queues the checks of the watches it serves; either
 	// node's worker takes each (the other's appends are read from the
 	// stream, a node's own are passed).
@@ -121,6 +137,10 @@ func TestOneCopyViewsReadOtherWriters(t *testing.T) {
 		vs, err := n.store.Versions(ctx, w.ID, 0, 10)
 		if err != nil || len(vs) != 6 {
 			t.Errorf("watch %d: %d versions in the view, %v; want 6", w.ID, len(vs), err)
+		}
+		got, err := n.store.Watch(ctx, 1, w.ID)
+		if err != nil || got.Kind != changedigest.KindPage || got.Title == "" || (w == renamed) != (got.Title == "Renamed") {
+			t.Errorf("watch %d in the view: kind %q, title %q, %v", w.ID, got.Kind, got.Title, err)
 		}
 	}
 }

@@ -574,6 +574,12 @@ func (n *Node) follow(ctx context.Context, v *view) error {
 		// watch the view does not hold is taken for one of a watch
 		// deleted since.
 		got := 0
+		// The definitions this node's checks changed, in the view
+		// already, are passed over unread, as its own versions below.
+		if to, _ := n.tips.pass(ownDefinitions, wpos, v.shard); to > wpos {
+			wpos = to
+			v.wpos.Store(wpos)
+		}
 		for more := forcedDefs || wpos < known.watches; more; {
 			var defs []*jetstream.RawStreamMsg
 			for more = false; len(defs) < followBatch; {
@@ -611,7 +617,7 @@ func (n *Node) follow(ctx context.Context, v *view) error {
 		}
 		// This node's own appends, in the view already, are passed over
 		// unread.
-		if to, k := n.tips.pass(v.pos.Load(), v.shard); k > 0 || to > v.pos.Load() {
+		if to, k := n.tips.pass(ownVersions, v.pos.Load(), v.shard); to > v.pos.Load() {
 			v.pos.Store(to)
 			v.applied.Add(int64(k))
 		}
@@ -746,17 +752,51 @@ func (n *Node) wakeViews() {
 	}
 }
 
-// forgetPassed forgets the node's own appends every view has passed.
+// forgetPassed forgets the node's own writes every view has passed.
 func (n *Node) forgetPassed() {
 	n.mu.Lock()
-	least := uint64(0)
+	var least [2]uint64
+	first := true
 	for _, v := range n.views {
-		if p := v.pos.Load(); least == 0 || p < least {
-			least = p
+		p := [2]uint64{ownVersions: v.pos.Load(), ownDefinitions: v.wpos.Load()}
+		for k := range least {
+			if first || p[k] < least[k] {
+				least[k] = p[k]
+			}
 		}
+		first = false
 	}
 	n.mu.Unlock()
-	n.tips.forgetOwn(least)
+	for k, seq := range least {
+		n.tips.forgetOwn(k, seq)
+	}
+}
+
+// defineOwn puts into the view of shard s a definition this node's check
+// changed in the watches bucket (revision revs.after, made on
+// revs.before), as the view would on reading it, and records it for the
+// view to pass unread. It does so only with one copy of the streams and
+// when the view has applied revs.before already: nothing older of the
+// watch is then left for the view to apply over it. False when it did
+// not: the view reads the definition as any other.
+func (n *Node) defineOwn(ctx context.Context, s, gen int, w *changedigest.Watch, id int64, revs revisions) bool {
+	if !n.Conn.oneCopy {
+		return false
+	}
+	n.mu.Lock()
+	v := n.views[s]
+	n.mu.Unlock()
+	if v == nil || v.wpos.Load() < revs.before {
+		return false
+	}
+	x := *w
+	x.ID = id
+	if err := n.Store.PutWatch(ctx, &x); err != nil {
+		return false
+	}
+	n.tips.definedOwn(s, gen, revs.after)
+	n.seen.raise(ends{watches: revs.after})
+	return true
 }
 
 // poke makes the view of watch id's shard, when this node keeps it, read

@@ -41,13 +41,21 @@ type tips struct {
 	// drops counts, by shard, the times its view was given up: what was
 	// learnt of a view before that is not recorded after it.
 	drops map[int]int
-	// own are the versions this node's workers appended to the stream and
-	// stored in the view at once: their stream sequence and shard. The
-	// views' followers move past them without reading them back (pass).
-	own map[uint64]int
+	// own are, by stream (ownVersions, ownDefinitions), what this node
+	// wrote there and put in its view at once: the versions its workers
+	// appended, the definitions its checks changed (a page's kind and
+	// title). Each is kept by stream sequence, with its shard; the views'
+	// followers move past them without reading them back (pass).
+	own [2]map[uint64]int
 }
 
-// maxOwn bounds the appends remembered (tips.own) while a view that lags
+// The streams of tips.own.
+const (
+	ownVersions    = 0 // the versions stream
+	ownDefinitions = 1 // the watches bucket's stream
+)
+
+// maxOwn bounds the writes remembered (tips.own) while a view that lags
 // keeps them from being forgotten; past it they are forgotten, and the
 // views read them back.
 const maxOwn = 1 << 16
@@ -75,13 +83,27 @@ func (t *tips) heldOwn(id int64, s, gen, seq int, streamSeq uint64) {
 		t.view = map[int64]int{}
 	}
 	t.view[id] = max(t.view[id], seq)
-	if streamSeq == 0 {
-		return
+	if streamSeq != 0 {
+		t.addOwn(ownVersions, streamSeq, s)
 	}
-	if t.own == nil || len(t.own) >= maxOwn {
-		t.own = map[uint64]int{}
+}
+
+// definedOwn records that the view of shard s, in generation gen, holds
+// the definition this node wrote at revision rev: the view need not read
+// it back.
+func (t *tips) definedOwn(s, gen int, rev uint64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.drops[s] == gen {
+		t.addOwn(ownDefinitions, rev, s)
 	}
-	t.own[streamSeq] = s
+}
+
+func (t *tips) addOwn(stream int, seq uint64, s int) {
+	if t.own[stream] == nil || len(t.own[stream]) >= maxOwn {
+		t.own[stream] = map[uint64]int{}
+	}
+	t.own[stream][seq] = s
 }
 
 // pass returns how far the view of shard s, having applied the stream
@@ -89,12 +111,12 @@ func (t *tips) heldOwn(id int64, s, gen, seq int, streamSeq uint64) {
 // right after pos that are all this node's own appends (those of other
 // shards are on no subject of the view; those of s are in it), and how
 // many of them are versions of s.
-func (t *tips) pass(pos uint64, s int) (uint64, int) {
+func (t *tips) pass(stream int, pos uint64, s int) (uint64, int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	k := 0
 	for {
-		shard, ok := t.own[pos+1]
+		shard, ok := t.own[stream][pos+1]
 		if !ok {
 			return pos, k
 		}
@@ -105,14 +127,14 @@ func (t *tips) pass(pos uint64, s int) (uint64, int) {
 	}
 }
 
-// forgetOwn forgets the appends at or below seq, which every view has
-// moved past.
-func (t *tips) forgetOwn(seq uint64) {
+// forgetOwn forgets the writes to stream at or below seq, which every
+// view has moved past.
+func (t *tips) forgetOwn(stream int, seq uint64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	for q := range t.own {
+	for q := range t.own[stream] {
 		if q <= seq {
-			delete(t.own, q)
+			delete(t.own[stream], q)
 		}
 	}
 }
@@ -162,9 +184,11 @@ func (t *tips) dropShard(s, shards int) {
 			delete(t.view, id)
 		}
 	}
-	for q, shard := range t.own {
-		if shard == s {
-			delete(t.own, q)
+	for _, own := range t.own {
+		for q, shard := range own {
+			if shard == s {
+				delete(own, q)
+			}
 		}
 	}
 }
@@ -316,8 +340,8 @@ func (p wholeParts) Body() ([]byte, error) { return p.body, nil }
 // UpdateWatch changes the definition in the watches bucket, and wakes the
 // view to take it.
 func (t *ownerTrack) UpdateWatch(ctx context.Context, userID, id int64, fn func(*changedigest.Watch) error) (*changedigest.Watch, error) {
-	w, err := t.n.Conn.updateWatch(ctx, id, fn)
-	if err == nil {
+	w, revs, err := t.n.Conn.updateWatchAt(ctx, id, fn)
+	if err == nil && !t.n.defineOwn(ctx, t.st.shard, t.gen, w, id, revs) {
 		t.n.poke(id)
 	}
 	return w, err
