@@ -113,6 +113,9 @@ type view struct {
 	// of them.
 	wake                     chan struct{}
 	forceDefs, forceVersions atomic.Bool
+	// defs is held while definitions are put into the view (follow's,
+	// defineOwn's).
+	defs sync.Mutex
 	// agents answers the agent work of the shard's watches, checkNow the
 	// checks of them asked for on other nodes (nil when the node has no
 	// agent manager or scheduler, or could not subscribe).
@@ -552,9 +555,7 @@ func (n *Node) stopAll() {
 // the cluster replaces a server that died.
 func (n *Node) follow(ctx context.Context, v *view) error {
 	c := n.Conn
-	watchSubj := "$KV." + watchesBucket + "." + strconv.Itoa(v.shard) + ".*"
 	verSubj := shardVersions(v.shard)
-	wpos := v.wpos.Load()
 	if v.pos.Load() == 0 {
 		// A view made anew: its watches take the schedule state their
 		// last serving node kept.
@@ -573,47 +574,9 @@ func (n *Node) follow(ctx context.Context, v *view) error {
 		// Every definition there is before the versions: a version of a
 		// watch the view does not hold is taken for one of a watch
 		// deleted since.
-		got := 0
-		// The definitions this node's checks changed, in the view
-		// already, are passed over unread, as its own versions below.
-		if to, _ := n.tips.pass(ownDefinitions, wpos, v.shard); to > wpos {
-			wpos = to
-			v.wpos.Store(wpos)
-		}
-		for more := forcedDefs || wpos < known.watches; more; {
-			var defs []*jetstream.RawStreamMsg
-			for more = false; len(defs) < followBatch; {
-				m, err := c.watchesStream.GetMsg(ctx, wpos+1, jetstream.WithGetMsgSubject(watchSubj))
-				if errors.Is(err, jetstream.ErrMsgNotFound) {
-					if c.oneCopy {
-						// None of the shard up to where the bucket was
-						// known to reach before this read. (A replica
-						// that lags may answer the read of a bucket kept
-						// three times: there the place stays at the last
-						// definition read.)
-						wpos = max(wpos, known.watches)
-					}
-					break
-				}
-				if err != nil {
-					return fmt.Errorf("watch definitions: %w", err)
-				}
-				defs = append(defs, m)
-				wpos = m.Sequence
-				more = len(defs) == followBatch
-				if !forcedDefs && wpos >= known.watches {
-					break
-				}
-			}
-			if err := applyGrouped(ctx, defs, func(ctx context.Context, m *jetstream.RawStreamMsg) error {
-				return n.applyWatch(ctx, v, m)
-			}); err != nil {
-				return err
-			}
-			// Kept only once applied: a node stopped between the two
-			// reads them again when it starts.
-			v.wpos.Store(wpos)
-			got += len(defs)
+		got, err := n.followDefinitions(ctx, v, forcedDefs, known.watches)
+		if err != nil {
+			return err
 		}
 		// This node's own appends, in the view already, are passed over
 		// unread.
@@ -646,7 +609,7 @@ func (n *Node) follow(ctx context.Context, v *view) error {
 		if caught {
 			// Every version of the shard up to where the stream was known
 			// to reach before this read is applied (with one copy; see
-			// the definitions above).
+			// followDefinitions).
 			if c.oneCopy && v.pos.Load() < known.versions {
 				v.pos.Store(known.versions)
 			}
@@ -670,6 +633,61 @@ func (n *Node) follow(ctx context.Context, v *view) error {
 			forced = true
 		}
 	}
+}
+
+// followDefinitions applies the shard's watch definitions written since
+// the view's place in the watches bucket (see follow for how far it
+// reads) and returns how many it read. It holds v.defs, so that
+// defineOwn does not put a definition into the view meanwhile.
+func (n *Node) followDefinitions(ctx context.Context, v *view, forcedDefs bool, knownEnd uint64) (int, error) {
+	v.defs.Lock()
+	defer v.defs.Unlock()
+	c := n.Conn
+	watchSubj := "$KV." + watchesBucket + "." + strconv.Itoa(v.shard) + ".*"
+	wpos := v.wpos.Load()
+	got := 0
+	// The definitions this node's checks changed, in the view
+	// already, are passed over unread, as its own versions are.
+	if to, _ := n.tips.pass(ownDefinitions, wpos, v.shard); to > wpos {
+		wpos = to
+		v.wpos.Store(wpos)
+	}
+	for more := forcedDefs || wpos < knownEnd; more; {
+		var defs []*jetstream.RawStreamMsg
+		for more = false; len(defs) < followBatch; {
+			m, err := c.watchesStream.GetMsg(ctx, wpos+1, jetstream.WithGetMsgSubject(watchSubj))
+			if errors.Is(err, jetstream.ErrMsgNotFound) {
+				if c.oneCopy {
+					// None of the shard up to where the bucket was
+					// known to reach before this read. (A replica
+					// that lags may answer the read of a bucket kept
+					// three times: there the place stays at the last
+					// definition read.)
+					wpos = max(wpos, knownEnd)
+				}
+				break
+			}
+			if err != nil {
+				return got, fmt.Errorf("watch definitions: %w", err)
+			}
+			defs = append(defs, m)
+			wpos = m.Sequence
+			more = len(defs) == followBatch
+			if !forcedDefs && wpos >= knownEnd {
+				break
+			}
+		}
+		if err := applyGrouped(ctx, defs, func(ctx context.Context, m *jetstream.RawStreamMsg) error {
+			return n.applyWatch(ctx, v, m)
+		}); err != nil {
+			return got, err
+		}
+		// Kept only once applied: a node stopped between the two
+		// reads them again when it starts.
+		v.wpos.Store(wpos)
+		got += len(defs)
+	}
+	return got, nil
 }
 
 // knownEnds is how far the versions stream and the watches bucket's
@@ -786,7 +804,14 @@ func (n *Node) defineOwn(ctx context.Context, s, gen int, w *changedigest.Watch,
 	n.mu.Lock()
 	v := n.views[s]
 	n.mu.Unlock()
-	if v == nil || v.wpos.Load() < revs.before {
+	if v == nil {
+		return false
+	}
+	v.defs.Lock()
+	defer v.defs.Unlock()
+	// Past revs.after, the view applied the change itself, and what came
+	// after it (a deletion) must not be undone.
+	if wpos := v.wpos.Load(); wpos < revs.before || wpos >= revs.after {
 		return false
 	}
 	x := *w

@@ -106,11 +106,11 @@ func (t *tips) addOwn(stream int, seq uint64, s int) {
 	t.own[stream][seq] = s
 }
 
-// pass returns how far the view of shard s, having applied the stream
-// up to pos, may move on without reading: past the run of sequences
-// right after pos that are all this node's own appends (those of other
-// shards are on no subject of the view; those of s are in it), and how
-// many of them are versions of s.
+// pass returns how far the view of shard s, having applied stream up to
+// pos, may move on without reading: past the run of sequences right
+// after pos that are all this node's own writes (those of other shards
+// are on no subject of the view; those of s are in it), and how many of
+// them are of s.
 func (t *tips) pass(stream int, pos uint64, s int) (uint64, int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -337,8 +337,8 @@ func (p wholeParts) BodyRange(start, end int) ([]byte, error) {
 
 func (p wholeParts) Body() ([]byte, error) { return p.body, nil }
 
-// UpdateWatch changes the definition in the watches bucket, and wakes the
-// view to take it.
+// UpdateWatch changes the definition in the watches bucket, and puts it
+// into the view at once (defineOwn), or else wakes the view to take it.
 func (t *ownerTrack) UpdateWatch(ctx context.Context, userID, id int64, fn func(*changedigest.Watch) error) (*changedigest.Watch, error) {
 	w, revs, err := t.n.Conn.updateWatchAt(ctx, id, fn)
 	if err == nil && !t.n.defineOwn(ctx, t.st.shard, t.gen, w, id, revs) {

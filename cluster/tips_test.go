@@ -1,6 +1,13 @@
 package cluster
 
-import "testing"
+import (
+	"context"
+	"log/slog"
+	"testing"
+
+	"github.com/changedigest/changedigest"
+	"github.com/changedigest/changedigest/pet"
+)
 
 // TestViewsPassOwnAppends: a view passes the run of this node's own
 // appends right after its place (those of other shards too, which are
@@ -43,5 +50,39 @@ func TestViewsPassOwnAppends(t *testing.T) {
 	}
 	if to, _ := x.pass(ownVersions, 15, 1); to != 16 {
 		t.Errorf("after forgetting up to 14, from 15: to %d, want 16", to)
+	}
+}
+
+// TestDefineOwnOnlyOnWhatTheViewHolds: a definition a check changed goes
+// into the view at once only when the view has applied the revision it
+// was changed on and not yet the change itself: past it, the view applied
+// the change and what came after (a deletion), which must not be undone.
+func TestDefineOwnOnlyOnWhatTheViewHolds(t *testing.T) {
+	ctx := context.Background()
+	store := pet.New(t.TempDir())
+	store.Logger = slog.New(slog.DiscardHandler)
+	if err := store.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	v := &view{shard: 1}
+	n := &Node{Conn: &Conn{oneCopy: true, Config: Config{Shards: 4}}, Store: store, views: map[int]*view{1: v}}
+	const id = 5 // of shard 1
+	w := &changedigest.Watch{UserID: 1, URL: "https://example.org/", Kind: changedigest.KindPage, Title: "Example"}
+	for _, c := range []struct {
+		wpos uint64
+		want bool
+	}{{9, false}, {12, false}, {8, false}, {10, true}} {
+		v.wpos.Store(c.wpos)
+		got := n.defineOwn(ctx, 1, 0, w, id, revisions{before: 10, after: 12})
+		_, err := store.Watch(ctx, pet.AnyUser, id)
+		if got != c.want || (err == nil) != c.want {
+			t.Errorf("view at %d, the change from revision 10 to 12: put %v (in the view: %v), want %v", c.wpos, got, err, c.want)
+		}
+		if got {
+			if to, _ := n.tips.pass(ownDefinitions, 11, 1); to != 12 {
+				t.Errorf("the view does not pass the change: to %d, want 12", to)
+			}
+		}
 	}
 }
