@@ -53,10 +53,12 @@ func (n *Node) keepSchedulesNow(ctx context.Context) {
 
 // writeSchedules writes the schedule state of each shard this node serves
 // and holds whole (its view caught up with the stream once) whose
-// schedules changed since it last did.
+// schedules changed since it last did. A cluster of one that no other
+// node can reach (Config.NewestOnly) writes none: no node will take its
+// shards over, and its store keeps the schedules.
 func (n *Node) writeSchedules(ctx context.Context) error {
 	c := n.Conn
-	if c.schedules == nil {
+	if c.schedules == nil || c.Config.NewestOnly {
 		return nil
 	}
 	n.mu.Lock()
