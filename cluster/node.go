@@ -698,9 +698,13 @@ func (k *knownEnds) load() ends { return ends{k.versions.Load(), k.watches.Load(
 
 // raise records that the streams reach e at least.
 func (k *knownEnds) raise(e ends) {
-	for v := k.versions.Load(); e.versions > v && !k.versions.CompareAndSwap(v, e.versions); v = k.versions.Load() {
-	}
-	for w := k.watches.Load(); e.watches > w && !k.watches.CompareAndSwap(w, e.watches); w = k.watches.Load() {
+	raiseTo(&k.versions, e.versions)
+	raiseTo(&k.watches, e.watches)
+}
+
+// raiseTo sets a to seq when seq is greater.
+func raiseTo(a *atomic.Uint64, seq uint64) {
+	for old := a.Load(); seq > old && !a.CompareAndSwap(old, seq); old = a.Load() {
 	}
 }
 

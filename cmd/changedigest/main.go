@@ -305,13 +305,6 @@ func (e *env) parse(fs *flag.FlagSet, args []string) ([]string, error) {
 }
 
 // newFlagSet returns a flag set that reports errors instead of exiting.
-// flagSet reports whether the flag name was given on the command line.
-func flagSet(fs *flag.FlagSet, name string) bool {
-	given := false
-	fs.Visit(func(fl *flag.Flag) { given = given || fl.Name == name })
-	return given
-}
-
 func newFlagSet(e *env, name, usage string) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(e.stderr)
@@ -320,6 +313,13 @@ func newFlagSet(e *env, name, usage string) *flag.FlagSet {
 		fs.PrintDefaults()
 	}
 	return fs
+}
+
+// flagSet reports whether the flag name was given on the command line.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	given := false
+	fs.Visit(func(fl *flag.Flag) { given = given || fl.Name == name })
+	return given
 }
 
 // parseFlags parses flags that may come before or after positional

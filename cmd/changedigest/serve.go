@@ -100,9 +100,10 @@ const DefaultMemoryLimitMB = 180
 // serve runs its own NATS server (always, but with --nats): the server
 // keeps what it wrote in the last ten seconds in memory, some 3 KB a
 // check, which would otherwise take the collector's room under the
-// service's own limit. The first checks of 10,000 farm pages then cost
-// 1.32 to 1.37 times the CPU they cost without the server; with this,
-// 1.11 to 1.17 times, at a peak of 294 to 298 MB (cmd/clusterbench).
+// service's own limit. The first checks of 10,000 farm pages cost 1.32
+// to 1.37 times the CPU they cost without the server under 180 MB in all;
+// with this, 1.13 to 1.37 times (median 1.25), at a peak of 283 to 298
+// MB against 277 (cmd/clusterbench).
 const EmbeddedServerMemoryMB = 24
 
 // Main is the running service: the store, the scheduler and the HTTP
@@ -170,7 +171,7 @@ func runServe(ctx context.Context, e *env) error {
 	fs.DurationVar(&c.ClientMinGap, "client-min-gap", c.ClientMinGap, "least time between two polls of one page by all polling clients together")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "debug, info, warn or error")
 	c.Cluster.register(fs)
-	fs.IntVar(&c.MemoryLimitMB, "memory-limit", c.MemoryLimitMB, "soft memory limit in MB: the garbage collector works harder near it (0: none; env GOMEMLIMIT wins; not given, 24 more for the embedded NATS server)")
+	fs.IntVar(&c.MemoryLimitMB, "memory-limit", c.MemoryLimitMB, fmt.Sprintf("soft memory limit in MB: the garbage collector works harder near it (0: none; env GOMEMLIMIT wins; not given, %d more for the embedded NATS server)", EmbeddedServerMemoryMB))
 	args, err := e.parse(fs, e.args)
 	if err != nil {
 		return err
