@@ -16,8 +16,13 @@ import (
 // KeepDays, applied when a version is stored and by Store.Prune), so
 // that the stream keeps what the stores keep. It looks at the watches of
 // the shards this node serves whose oldest kept version is not their
-// first, and returns how many versions left the stream.
+// first, and returns how many versions left the stream. A stream that
+// keeps each watch's newest version only (Config.NewestOnly) has nothing
+// to trim, and is not looked at.
 func (n *Node) TrimStream(ctx context.Context) (int, error) {
+	if n.Conn.Config.NewestOnly {
+		return 0, nil
+	}
 	ws, err := n.Store.Watches(ctx, pet.AnyUser, "")
 	if err != nil {
 		return 0, err
