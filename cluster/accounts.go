@@ -350,7 +350,7 @@ func (n *Node) followAccountsOnce(ctx context.Context) error {
 			return ctx.Err()
 		case <-a.kick:
 			idle = 0
-		case <-time.After(pollWait(&idle)):
+		case <-time.After(pollWait(&idle, n.pollMost())):
 		}
 	}
 }

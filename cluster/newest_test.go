@@ -2,8 +2,10 @@ package cluster
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
+	"maps"
 	"testing"
 	"time"
 
@@ -49,5 +51,33 @@ func TestNewestOnlyKeepsAVersionTheStoreLacks(t *testing.T) {
 			t.Errorf("every version kept: version %d, %v; the stream holds %d", seq, err, counts[id])
 		}
 		conn.Close()
+	}
+}
+
+// TestOwnHeartbeatAlwaysLive: a node takes itself for alive whatever its
+// last heartbeat says (a cluster of one that no other node can reach
+// writes one every 10 s, past the lease), and the others by the lease.
+func TestOwnHeartbeatAlwaysLive(t *testing.T) {
+	ctx := context.Background()
+	quiet := slog.New(slog.DiscardHandler)
+	conn, err := Dial(ctx, Config{Name: "a", Dir: t.TempDir(), Shards: 2, Logger: quiet, NewestOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	n := &Node{Conn: conn}
+	if n.beatEvery() <= conn.Config.Lease || n.pollMost() != 10*time.Second {
+		t.Errorf("newest only: heartbeat every %v (lease %v), looks at most %v apart", n.beatEvery(), conn.Config.Lease, n.pollMost())
+	}
+	now := time.Now()
+	for name, beat := range map[string]time.Time{"a": now.Add(-time.Minute), "b": now.Add(-time.Minute), "c": now} {
+		data, _ := json.Marshal(NodeInfo{Name: name, Beat: beat})
+		if _, err := conn.nodes.Put(ctx, name, data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	live, err := liveNodes(ctx, conn, now)
+	if err != nil || !maps.Equal(live, map[string]bool{"a": true, "c": true}) {
+		t.Errorf("live nodes %v, %v; want a (itself) and c", live, err)
 	}
 }

@@ -213,7 +213,7 @@ func (n *Node) Run(ctx context.Context) error {
 		n.keepSchedules(ctx)
 	}()
 	defer func() { <-schedDone }()
-	tick := time.NewTicker(c.Config.Lease / 4)
+	tick := time.NewTicker(n.beatEvery())
 	defer tick.Stop()
 	for {
 		if err := n.heartbeat(ctx); err != nil && ctx.Err() == nil {
@@ -320,13 +320,14 @@ func (n *Node) AwaitServing(ctx context.Context) error {
 }
 
 // liveNodes lists the nodes whose last heartbeat is younger than the
-// lease (by this node's clock: keep the nodes' clocks within a second).
+// lease (by this node's clock: keep the nodes' clocks within a second),
+// and this node whatever its own (see beatEvery).
 func liveNodes(ctx context.Context, c *Conn, now time.Time) (map[string]bool, error) {
 	infos, err := nodeInfos(ctx, c.nodesStream)
 	lease := c.Config.Lease
 	live := map[string]bool{}
 	for _, info := range infos {
-		if now.Sub(info.Beat) < lease {
+		if now.Sub(info.Beat) < lease || info.Name == c.Config.Name {
 			live[info.Name] = true
 		}
 	}
@@ -720,7 +721,7 @@ type ends struct{ versions, watches uint64 }
 // watches bucket holds messages it did not hold at the last look: one
 // question for all the views of the node, rather than two for each of
 // them. It looks every 200 ms, less often while nothing comes (pollWait,
-// up to 2 s). When the ends cannot be read (a stream's leader changing)
+// up to pollMost). When the ends cannot be read (a stream's leader changing)
 // it wakes every view, which then reads its own subjects by direct gets
 // that any replica answers.
 func (n *Node) watchEnds(ctx context.Context) {
@@ -741,7 +742,7 @@ func (n *Node) watchEnds(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(pollWait(&idle)):
+		case <-time.After(pollWait(&idle, n.pollMost())):
 		}
 	}
 }
@@ -885,11 +886,36 @@ func (n *Node) AwaitVersion(ctx context.Context, id int64, seq int) bool {
 
 // pollWait is how long a follower that found nothing waits before it
 // looks again: 200 ms at first, twice as long each time nothing came, at
-// most 2 s (an idle node then asks about each shard every 2 s).
-func pollWait(idle *int) time.Duration {
-	d := 200 * time.Millisecond << min(*idle, 3)
+// most most (see pollMost).
+func pollWait(idle *int, most time.Duration) time.Duration {
+	d := 200 * time.Millisecond << min(*idle, 6)
 	*idle++
-	return min(d, 2*time.Second)
+	return min(d, most)
+}
+
+// pollMost is how long an idle node waits at most between two looks at
+// a stream it follows: 2 s; 10 s on a cluster of one that no other node
+// or client can reach (Config.NewestOnly), whose writers are all in its
+// process and wake its followers themselves (poke, awaitAccounts), so a
+// look only bounds what a missed wake would cost (as viewIdleLook does).
+// Each look is a request or two to the embedded server.
+func (n *Node) pollMost() time.Duration {
+	if n.Conn.Config.NewestOnly {
+		return 10 * time.Second
+	}
+	return 2 * time.Second
+}
+
+// beatEvery is how often the node writes its heartbeat and looks at the
+// shards' owners (and keeps its views' places): four times a lease, for
+// the others to see it alive; every 10 s on a cluster of one that no
+// other node can reach, which no one else reads (liveNodes takes a node
+// for alive whatever its own heartbeat says).
+func (n *Node) beatEvery() time.Duration {
+	if n.Conn.Config.NewestOnly {
+		return 10 * time.Second
+	}
+	return n.Conn.Config.Lease / 4
 }
 
 // followBatch is how many messages of a stream a view reads before
