@@ -12,6 +12,8 @@ require (
 	github.com/go-chi/chi/v5 v5.5.0
 	github.com/gorilla/feeds v1.2.0
 	github.com/mmcdole/gofeed v1.4.2
+	github.com/nats-io/nats-server/v2 v2.11.6
+	github.com/nats-io/nats.go v1.43.0
 	go.etcd.io/bbolt v1.4.0
 	golang.org/x/crypto v0.54.0
 	golang.org/x/net v0.57.0
@@ -52,11 +54,8 @@ require (
 	github.com/mmcdole/goxpp/v2 v2.0.0 // indirect
 	github.com/mschoch/smat v0.2.0 // indirect
 	github.com/nats-io/jwt/v2 v2.7.4 // indirect
-	github.com/nats-io/nats-server/v2 v2.11.6 // indirect
-	github.com/nats-io/nats.go v1.43.0 // indirect
 	github.com/nats-io/nkeys v0.4.11 // indirect
 	github.com/nats-io/nuid v1.0.1 // indirect
-	go.uber.org/automaxprocs v1.6.0 // indirect
 	golang.org/x/sys v0.47.0 // indirect
 	golang.org/x/time v0.12.0 // indirect
 	google.golang.org/protobuf v1.36.6 // indirect
