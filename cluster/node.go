@@ -885,8 +885,8 @@ func (n *Node) AwaitVersion(ctx context.Context, id int64, seq int) bool {
 }
 
 // pollWait is how long a follower that found nothing waits before it
-// looks again: 200 ms at first, twice as long each time nothing came, at
-// most most (see pollMost).
+// looks again: 200 ms at first, twice as long each time nothing came, up
+// to most (see pollMost).
 func pollWait(idle *int, most time.Duration) time.Duration {
 	d := 200 * time.Millisecond << min(*idle, 6)
 	*idle++
@@ -907,10 +907,10 @@ func (n *Node) pollMost() time.Duration {
 }
 
 // beatEvery is how often the node writes its heartbeat and looks at the
-// shards' owners (and keeps its views' places): four times a lease, for
-// the others to see it alive; every 10 s on a cluster of one that no
-// other node can reach, which no one else reads (liveNodes takes a node
-// for alive whatever its own heartbeat says).
+// shards' owners (and keeps its views' places): every quarter of the
+// lease, for the others to see it alive; every 10 s on a cluster of one
+// that no other node can reach, whose heartbeat no one else reads
+// (liveNodes takes a node for alive whatever its own heartbeat says).
 func (n *Node) beatEvery() time.Duration {
 	if n.Conn.Config.NewestOnly {
 		return 10 * time.Second
