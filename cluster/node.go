@@ -901,7 +901,7 @@ func pollWait(idle *int, most time.Duration) time.Duration {
 // Each look is a request or two to the embedded server.
 func (n *Node) pollMost() time.Duration {
 	if n.Conn.Config.NewestOnly {
-		return 10 * time.Second
+		return unreachableEvery
 	}
 	return 2 * time.Second
 }
@@ -913,10 +913,16 @@ func (n *Node) pollMost() time.Duration {
 // (liveNodes takes a node for alive whatever its own heartbeat says).
 func (n *Node) beatEvery() time.Duration {
 	if n.Conn.Config.NewestOnly {
-		return 10 * time.Second
+		return unreachableEvery
 	}
 	return n.Conn.Config.Lease / 4
 }
+
+// unreachableEvery is how often a cluster of one that no other node or
+// client can reach writes its heartbeat (beatEvery) and, while idle,
+// looks at the streams it follows (pollMost): what other nodes do more
+// often for each other's sake.
+const unreachableEvery = 10 * time.Second
 
 // followBatch is how many messages of a stream a view reads before
 // applying them.
