@@ -437,12 +437,19 @@ func cpuRun(bin, mode string, pages, hosts int, pass string) (cpu, wall time.Dur
 		wall = time.Since(begin)
 	}
 	fmt.Printf("  %s: data directories %.1f MB (stores and NATS files together)\n", mode, float64(dirSize(root))/1e6)
+	var peakMB, faults int64
 	for _, p := range procs {
 		used := p.stop()
 		if !second {
 			cpu += used
 		}
+		if ru, ok := p.cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+			peakMB, faults = max(peakMB, ru.Maxrss>>10), faults+ru.Minflt
+		}
 	}
+	// A first touch of a page the runtime gave back to the kernel is a
+	// fault; on a virtual machine each may cost several microseconds.
+	fmt.Printf("  %s: peak RSS %d MB (largest process), %d page faults (all processes, start-up included)\n", mode, peakMB, faults)
 	if !second {
 		cpu -= startup
 		fmt.Printf("  %s: start-up %.2f CPU-s, not counted\n", mode, startup.Seconds())
