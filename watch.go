@@ -392,3 +392,20 @@ func (w *Watch) CopySchedule(src *Watch) {
 	w.ETag, w.LastModified, w.RetryAfter = src.ETag, src.LastModified, src.RetryAfter
 	w.Samples = slices.Clone(src.Samples)
 }
+
+// KeepLearned sets what checks learned of w's page (Kind, LooksLikeShell,
+// and a title taken from the page) to old's, the stored watch, for a
+// definition that does not carry them (a cluster's watches bucket holds
+// what users define; each node's store learns the rest from the versions
+// it holds). pageTitle is the title of old's newest version: old's title
+// is kept when w has none and it is the page's, not one a user gave and
+// has now cleared.
+func (w *Watch) KeepLearned(old *Watch, pageTitle string) {
+	if old.Kind != "" {
+		w.Kind = old.Kind
+	}
+	w.LooksLikeShell = old.LooksLikeShell
+	if w.Title == "" && old.Title != "" && old.Title == pageTitle {
+		w.Title = old.Title
+	}
+}

@@ -2,9 +2,11 @@ package cluster_test
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -184,6 +186,28 @@ func TestCheckStoredOnceAndRebuilt(t *testing.T) {
 	if err := n.node.Ready(); err != nil {
 		t.Errorf("ready: %v", err)
 	}
+	// What the checks learned of the pages is the view's; the watches
+	// bucket keeps what users define.
+	learned := func(s *pet.Store, w *changedigest.Watch) error {
+		got, err := s.Watch(ctx, pet.AnyUser, w.ID)
+		if err != nil {
+			return err
+		}
+		if want := fmt.Sprintf("Page %d", slices.Index(ws, w)); got.Kind != changedigest.KindPage || got.Title != want {
+			return fmt.Errorf("kind %q, title %q, want page, %q", got.Kind, got.Title, want)
+		}
+		return nil
+	}
+	for _, w := range ws {
+		if err := learned(n.store, w); err != nil {
+			t.Errorf("watch %d in the view: %v", w.ID, err)
+		}
+		if def, err := n.conn.Definition(ctx, w.ID); err != nil {
+			t.Errorf("watch %d in the bucket: %v", w.ID, err)
+		} else if def.Kind != "" || def.Title != "" {
+			t.Errorf("watch %d in the bucket: kind %q, title %q, want neither", w.ID, def.Kind, def.Title)
+		}
+	}
 	n.stop()
 
 	// A node with an empty store takes the same shards: its view is
@@ -196,6 +220,10 @@ func TestCheckStoredOnceAndRebuilt(t *testing.T) {
 		snap, err := n2.store.Latest(ctx, w.ID)
 		if err != nil || snap.Seq != 1 || len(snap.Segments) == 0 {
 			t.Fatalf("rebuilt view of watch %d: %+v, %v", w.ID, snap, err)
+		}
+		// The rebuilt view learns the pages from their versions.
+		if err := learned(n2.store, w); err != nil {
+			t.Errorf("watch %d in the rebuilt view: %v", w.ID, err)
 		}
 	}
 }
@@ -235,6 +263,20 @@ func TestSearchAndChangesAcrossNodes(t *testing.T) {
 	if local(a) == 0 || local(b) == 0 {
 		t.Fatalf("views hold %d and %d watches: the shards are not split", local(a), local(b))
 	}
+	// The view holding a watch learns its page's kind and title, whichever
+	// node's worker checked it.
+	waitFor(t, "every page's kind and title in the view holding it", func() bool {
+		for i, w := range ws {
+			got, err := a.store.Watch(ctx, pet.AnyUser, w.ID)
+			if info, terr := a.store.Track(ctx, w.ID); terr != nil || info.Versions == 0 {
+				got, err = b.store.Watch(ctx, pet.AnyUser, w.ID)
+			}
+			if err != nil || got.Kind != changedigest.KindPage || got.Title != fmt.Sprintf("Page %d", i) {
+				return false
+			}
+		}
+		return true
+	})
 	q := pet.Query{Text: "today", UserID: 1, Limit: 5}
 	for _, n := range []*node{a, b} {
 		res, err := n.node.Search(ctx, q)

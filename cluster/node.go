@@ -113,9 +113,6 @@ type view struct {
 	// of them.
 	wake                     chan struct{}
 	forceDefs, forceVersions atomic.Bool
-	// defs is held while definitions are put into the view (follow's,
-	// defineOwn's).
-	defs sync.Mutex
 	// agents answers the agent work of the shard's watches, checkNow the
 	// checks of them asked for on other nodes (nil when the node has no
 	// agent manager or scheduler, or could not subscribe).
@@ -581,7 +578,7 @@ func (n *Node) follow(ctx context.Context, v *view) error {
 		}
 		// This node's own appends, in the view already, are passed over
 		// unread.
-		if to, k := n.tips.pass(ownVersions, v.pos.Load(), v.shard); to > v.pos.Load() {
+		if to, k := n.tips.pass(v.pos.Load(), v.shard); to > v.pos.Load() {
 			v.pos.Store(to)
 			v.applied.Add(int64(k))
 		}
@@ -638,21 +635,12 @@ func (n *Node) follow(ctx context.Context, v *view) error {
 
 // followDefinitions applies the shard's watch definitions written since
 // the view's place in the watches bucket (see follow for how far it
-// reads) and returns how many it read. It holds v.defs, so that
-// defineOwn does not put a definition into the view meanwhile.
+// reads) and returns how many it read.
 func (n *Node) followDefinitions(ctx context.Context, v *view, forcedDefs bool, knownEnd uint64) (int, error) {
-	v.defs.Lock()
-	defer v.defs.Unlock()
 	c := n.Conn
 	watchSubj := "$KV." + watchesBucket + "." + strconv.Itoa(v.shard) + ".*"
 	wpos := v.wpos.Load()
 	got := 0
-	// The definitions this node's checks changed, in the view
-	// already, are passed over unread, as its own versions are.
-	if to, _ := n.tips.pass(ownDefinitions, wpos, v.shard); to > wpos {
-		wpos = to
-		v.wpos.Store(wpos)
-	}
 	for more := forcedDefs || wpos < knownEnd; more; {
 		var defs []*jetstream.RawStreamMsg
 		for more = false; len(defs) < followBatch; {
@@ -775,58 +763,19 @@ func (n *Node) wakeViews() {
 	}
 }
 
-// forgetPassed forgets the node's own writes every view has passed.
+// forgetPassed forgets the node's own appends every view has passed.
 func (n *Node) forgetPassed() {
 	n.mu.Lock()
-	var least [2]uint64
+	var least uint64
 	first := true
 	for _, v := range n.views {
-		p := [2]uint64{ownVersions: v.pos.Load(), ownDefinitions: v.wpos.Load()}
-		for k := range least {
-			if first || p[k] < least[k] {
-				least[k] = p[k]
-			}
+		if p := v.pos.Load(); first || p < least {
+			least = p
 		}
 		first = false
 	}
 	n.mu.Unlock()
-	for k, seq := range least {
-		n.tips.forgetOwn(k, seq)
-	}
-}
-
-// defineOwn puts into the view of shard s a definition this node's check
-// changed in the watches bucket (revision revs.after, made on
-// revs.before), as the view would on reading it, and records it for the
-// view to pass unread. It does so only with one copy of the streams and
-// when the view has applied revs.before already: nothing older of the
-// watch is then left for the view to apply over it. False when it did
-// not: the view reads the definition as any other.
-func (n *Node) defineOwn(ctx context.Context, s, gen int, w *changedigest.Watch, id int64, revs revisions) bool {
-	if !n.Conn.oneCopy {
-		return false
-	}
-	n.mu.Lock()
-	v := n.views[s]
-	n.mu.Unlock()
-	if v == nil {
-		return false
-	}
-	v.defs.Lock()
-	defer v.defs.Unlock()
-	// Past revs.after, the view applied the change itself, and what came
-	// after it (a deletion) must not be undone.
-	if wpos := v.wpos.Load(); wpos < revs.before || wpos >= revs.after {
-		return false
-	}
-	x := *w
-	x.ID = id
-	if err := n.Store.PutWatch(ctx, &x); err != nil {
-		return false
-	}
-	n.tips.definedOwn(s, gen, revs.after)
-	n.seen.raise(ends{watches: revs.after})
-	return true
+	n.tips.forgetOwn(least)
 }
 
 // poke makes the view of watch id's shard, when this node keeps it, read
@@ -1095,7 +1044,41 @@ func (n *Node) applyVersion(ctx context.Context, m *jetstream.RawStreamMsg) erro
 	if shard >= 0 {
 		n.tips.held(id, shard, gen, v.seq)
 	}
+	if err := n.learn(ctx, id, &v.meta); err != nil {
+		// The watch's next check learns it again.
+		n.logger().Warn("recording what a version tells of its page", "watch", id, "version", v.seq, "err", err)
+	}
 	return nil
+}
+
+// learn records in the view what a version it applied tells of its
+// watch's page, as the node that ran the check would have had it held
+// the version (the pipeline's UpdateWatch): the page's kind, its title
+// when the watch has none, and whether it looks like a shell. The
+// watches bucket holds what users define, not these.
+func (n *Node) learn(ctx context.Context, id int64, meta *versionMeta) error {
+	snap := meta.Snapshot
+	set := func(w *changedigest.Watch) (changed bool) {
+		shell := w.LooksLikeShell
+		if meta.Shell != nil {
+			shell = *meta.Shell && w.Render != changedigest.RenderBrowser
+		}
+		changed = w.Kind != snap.Kind || (w.Title == "" && snap.Title != "") || w.LooksLikeShell != shell
+		w.Kind, w.LooksLikeShell = snap.Kind, shell
+		if w.Title == "" {
+			w.Title = snap.Title
+		}
+		return changed
+	}
+	w, err := n.Store.Watch(ctx, pet.AnyUser, id)
+	if err != nil || !set(w) {
+		return err
+	}
+	_, err = n.Store.UpdateWatch(ctx, pet.AnyUser, id, func(w *changedigest.Watch) error {
+		set(w)
+		return nil
+	})
+	return err
 }
 
 // startDrop marks shard s as being dropped; false when it already is.

@@ -41,19 +41,12 @@ type tips struct {
 	// drops counts, by shard, the times its view was given up: what was
 	// learnt of a view before that is not recorded after it.
 	drops map[int]int
-	// own are, by stream (ownVersions, ownDefinitions), what this node
-	// wrote there and put in its view at once: the versions its workers
-	// appended, the definitions its checks changed (a page's kind and
-	// title). Each is kept by stream sequence, with its shard; the views'
-	// followers move past them without reading them back (pass).
-	own [2]map[uint64]int
+	// own are the versions this node's workers appended to the versions
+	// stream and put in its view at once, by stream sequence, with their
+	// shard: the views' followers move past them without reading them
+	// back (pass).
+	own map[uint64]int
 }
-
-// The streams of tips.own.
-const (
-	ownVersions    = 0 // the versions stream
-	ownDefinitions = 1 // the watches bucket's stream
-)
 
 // maxOwn bounds the writes remembered (tips.own) while a view that lags
 // keeps them from being forgotten; past it they are forgotten, and the
@@ -84,39 +77,28 @@ func (t *tips) heldOwn(id int64, s, gen, seq int, streamSeq uint64) {
 	}
 	t.view[id] = max(t.view[id], seq)
 	if streamSeq != 0 {
-		t.addOwn(ownVersions, streamSeq, s)
+		t.addOwn(streamSeq, s)
 	}
 }
 
-// definedOwn records that the view of shard s, in generation gen, holds
-// the definition this node wrote at revision rev: the view need not read
-// it back.
-func (t *tips) definedOwn(s, gen int, rev uint64) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.drops[s] == gen {
-		t.addOwn(ownDefinitions, rev, s)
+func (t *tips) addOwn(seq uint64, s int) {
+	if t.own == nil || len(t.own) >= maxOwn {
+		t.own = map[uint64]int{}
 	}
+	t.own[seq] = s
 }
 
-func (t *tips) addOwn(stream int, seq uint64, s int) {
-	if t.own[stream] == nil || len(t.own[stream]) >= maxOwn {
-		t.own[stream] = map[uint64]int{}
-	}
-	t.own[stream][seq] = s
-}
-
-// pass returns how far the view of shard s, having applied stream up to
-// pos, may move on without reading: past the run of sequences right
-// after pos that are all this node's own writes (those of other shards
-// are on no subject of the view; those of s are in it), and how many of
-// them are of s.
-func (t *tips) pass(stream int, pos uint64, s int) (uint64, int) {
+// pass returns how far the view of shard s, having applied the versions
+// stream up to pos, may move on without reading: past the run of
+// sequences right after pos that are all this node's own appends (those
+// of other shards are on no subject of the view; those of s are in it),
+// and how many of them are of s.
+func (t *tips) pass(pos uint64, s int) (uint64, int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	k := 0
 	for {
-		shard, ok := t.own[stream][pos+1]
+		shard, ok := t.own[pos+1]
 		if !ok {
 			return pos, k
 		}
@@ -127,14 +109,14 @@ func (t *tips) pass(stream int, pos uint64, s int) (uint64, int) {
 	}
 }
 
-// forgetOwn forgets the writes to stream at or below seq, which every
-// view has moved past.
-func (t *tips) forgetOwn(stream int, seq uint64) {
+// forgetOwn forgets the appends at or below seq, which every view has
+// moved past.
+func (t *tips) forgetOwn(seq uint64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	for q := range t.own[stream] {
+	for q := range t.own {
 		if q <= seq {
-			delete(t.own[stream], q)
+			delete(t.own, q)
 		}
 	}
 }
@@ -184,11 +166,9 @@ func (t *tips) dropShard(s, shards int) {
 			delete(t.view, id)
 		}
 	}
-	for _, own := range t.own {
-		for q, shard := range own {
-			if shard == s {
-				delete(own, q)
-			}
+	for q, shard := range t.own {
+		if shard == s {
+			delete(t.own, q)
 		}
 	}
 }
@@ -337,14 +317,15 @@ func (p wholeParts) BodyRange(start, end int) ([]byte, error) {
 
 func (p wholeParts) Body() ([]byte, error) { return p.body, nil }
 
-// UpdateWatch changes the definition in the watches bucket, and puts it
-// into the view at once (defineOwn), or else wakes the view to take it.
+// UpdateWatch records what the check learned of the page in the view,
+// when the check stored its version there; else the view learns it when
+// it applies the version from the stream (learn). The watches bucket
+// holds what users define.
 func (t *ownerTrack) UpdateWatch(ctx context.Context, userID, id int64, fn func(*changedigest.Watch) error) (*changedigest.Watch, error) {
-	w, revs, err := t.n.Conn.updateWatchAt(ctx, id, fn)
-	if err == nil && !t.n.defineOwn(ctx, t.st.shard, t.gen, w, id, revs) {
-		t.n.poke(id)
+	if !t.local {
+		return nil, nil
 	}
-	return w, err
+	return t.n.Store.UpdateWatch(ctx, userID, id, fn)
 }
 
 // AddVersion appends the version to the stream on top of the tip the

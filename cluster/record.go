@@ -75,6 +75,13 @@ type versionMeta struct {
 	// Shot is the length of the screenshot's PNG, which follows the body
 	// (0: none; the snapshot's JSON leaves the image out).
 	Shot int `json:"shot,omitempty"`
+	// Shell says whether the page's weight (which the snapshot's JSON
+	// leaves out) makes it look like a shell rendering would fill
+	// (crawl.ShellWeight). Nil when the version was not weighed (a feed;
+	// a version imported from a store, which keeps no weight) or was
+	// written before it was kept. The view that applies the version
+	// learns it (learn).
+	Shell *bool `json:"shell,omitempty"`
 }
 
 // version is a decoded version message.
@@ -153,7 +160,12 @@ func (e *tooLargeError) Error() string {
 // *tooLargeError when the message is over MaxMessage.
 func versionMsg(shard int, snap *changedigest.Snapshot, prior [][]string, matrix int, body []byte, due time.Time) (*nats.Msg, [][]string, error) {
 	history := append([][]string{snap.Hashes()}, prior[:min(len(prior), max(matrix, 1)-1)]...)
-	data, err := encodeVersion(&versionMeta{Snapshot: snap, History: history}, body)
+	meta := &versionMeta{Snapshot: snap, History: history}
+	if snap.Weight != nil {
+		shell := crawl.ShellWeight(*snap.Weight)
+		meta.Shell = &shell
+	}
+	data, err := encodeVersion(meta, body)
 	if err != nil {
 		return nil, nil, fmt.Errorf("cluster: encode a version of watch %d: %w", snap.WatchID, err)
 	}

@@ -95,9 +95,15 @@ func (s Store) UpdateWatch(ctx context.Context, userID, id int64, fn func(*chang
 		return nil, err
 	}
 	s.Node.poke(id)
-	// The schedule state is the view's.
+	// The schedule state is the view's, and so is what checks learned of
+	// the page.
 	if local, lerr := s.Store.Watch(ctx, pet.AnyUser, id); lerr == nil {
 		w.CopySchedule(local)
+		page := ""
+		if snap, err := s.Store.Latest(ctx, id); err == nil && snap != nil {
+			page = snap.Title
+		}
+		w.KeepLearned(local, page)
 	}
 	return w, nil
 }

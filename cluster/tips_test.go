@@ -1,13 +1,6 @@
 package cluster
 
-import (
-	"context"
-	"log/slog"
-	"testing"
-
-	"github.com/changedigest/changedigest"
-	"github.com/changedigest/changedigest/pet"
-)
+import "testing"
 
 // TestViewsPassOwnAppends: a view passes the run of this node's own
 // appends right after its place (those of other shards too, which are
@@ -21,68 +14,34 @@ func TestViewsPassOwnAppends(t *testing.T) {
 		x.heldOwn(int64(100+i), s, 0, 1, uint64(11+i))
 	}
 	x.heldOwn(200, 1, 0, 1, 16)
-	if to, k := x.pass(ownVersions, 10, 1); to != 14 || k != 3 {
+	if to, k := x.pass(10, 1); to != 14 || k != 3 {
 		t.Errorf("shard 1 from 10: to %d past %d of its own, want 14 past 3", to, k)
 	}
-	if to, k := x.pass(ownVersions, 10, 2); to != 14 || k != 1 {
+	if to, k := x.pass(10, 2); to != 14 || k != 1 {
 		t.Errorf("shard 2 from 10: to %d past %d of its own, want 14 past 1", to, k)
 	}
-	if to, k := x.pass(ownVersions, 9, 1); to != 9 || k != 0 {
+	if to, k := x.pass(9, 1); to != 9 || k != 0 {
 		t.Errorf("from 9 (10 unknown): to %d, want 9", to)
 	}
-	if to, _ := x.pass(ownVersions, 15, 1); to != 16 {
+	if to, _ := x.pass(15, 1); to != 16 {
 		t.Errorf("from 15: to %d, want 16", to)
 	}
 	// Shard 2 given up: its append is no longer known to be in the view.
 	x.dropShard(2, 4)
-	if to, k := x.pass(ownVersions, 10, 1); to != 11 || k != 1 {
+	if to, k := x.pass(10, 1); to != 11 || k != 1 {
 		t.Errorf("after shard 2 was dropped, shard 1 from 10: to %d past %d, want 11 past 1", to, k)
 	}
 	// An append stored while its shard's view was being given up (an
 	// older generation) is not known either.
 	x.heldOwn(300, 2, 0, 1, 12)
-	if to, _ := x.pass(ownVersions, 11, 1); to != 11 {
+	if to, _ := x.pass(11, 1); to != 11 {
 		t.Errorf("an append of a dropped generation passed: to %d, want 11", to)
 	}
-	x.forgetOwn(ownVersions, 14)
-	if to, _ := x.pass(ownVersions, 10, 1); to != 10 {
+	x.forgetOwn(14)
+	if to, _ := x.pass(10, 1); to != 10 {
 		t.Errorf("after forgetting up to 14: to %d, want 10", to)
 	}
-	if to, _ := x.pass(ownVersions, 15, 1); to != 16 {
+	if to, _ := x.pass(15, 1); to != 16 {
 		t.Errorf("after forgetting up to 14, from 15: to %d, want 16", to)
-	}
-}
-
-// TestDefineOwnOnlyOnWhatTheViewHolds: a definition a check changed goes
-// into the view at once only when the view has applied the revision it
-// was changed on and not yet the change itself: past it, the view applied
-// the change and what came after (a deletion), which must not be undone.
-func TestDefineOwnOnlyOnWhatTheViewHolds(t *testing.T) {
-	ctx := context.Background()
-	store := pet.New(t.TempDir())
-	store.Logger = slog.New(slog.DiscardHandler)
-	if err := store.Open(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	v := &view{shard: 1}
-	n := &Node{Conn: &Conn{oneCopy: true, Config: Config{Shards: 4}}, Store: store, views: map[int]*view{1: v}}
-	const id = 5 // of shard 1
-	w := &changedigest.Watch{UserID: 1, URL: "https://example.org/", Kind: changedigest.KindPage, Title: "Example"}
-	for _, c := range []struct {
-		wpos uint64
-		want bool
-	}{{9, false}, {12, false}, {8, false}, {10, true}} {
-		v.wpos.Store(c.wpos)
-		got := n.defineOwn(ctx, 1, 0, w, id, revisions{before: 10, after: 12})
-		_, err := store.Watch(ctx, pet.AnyUser, id)
-		if got != c.want || (err == nil) != c.want {
-			t.Errorf("view at %d, the change from revision 10 to 12: put %v (in the view: %v), want %v", c.wpos, got, err, c.want)
-		}
-		if got {
-			if to, _ := n.tips.pass(ownDefinitions, 11, 1); to != 12 {
-				t.Errorf("the view does not pass the change: to %d, want 12", to)
-			}
-		}
 	}
 }

@@ -155,26 +155,16 @@ func (t *checkTrack) AddVersion(ctx context.Context, watchID int64, snap *change
 	return seq, nil
 }
 
-// UpdateWatch changes the watch's definition in the watches bucket (the
-// pipeline records a page's kind and title there).
+// UpdateWatch records nothing: the view of the watch's shard learns what
+// the check learned of the page from the version it applies (learn), and
+// the watches bucket holds what users define.
 func (t *checkTrack) UpdateWatch(ctx context.Context, userID, id int64, fn func(*changedigest.Watch) error) (*changedigest.Watch, error) {
-	return t.c.updateWatch(ctx, id, fn)
+	return nil, nil
 }
 
 // updateWatch reads, changes and writes a watch definition, again when
 // another writer came between.
 func (c *Conn) updateWatch(ctx context.Context, id int64, fn func(*changedigest.Watch) error) (*changedigest.Watch, error) {
-	w, _, err := c.updateWatchAt(ctx, id, fn)
-	return w, err
-}
-
-// revisions are the bucket's revisions of a definition before and after
-// a change: its stream sequences.
-type revisions struct{ before, after uint64 }
-
-// updateWatchAt is updateWatch, which also returns the revisions the
-// change was made on and made.
-func (c *Conn) updateWatchAt(ctx context.Context, id int64, fn func(*changedigest.Watch) error) (*changedigest.Watch, revisions, error) {
 	key := watchKey(ShardOf(id, c.Config.Shards), id)
 	for try := 0; try < 5; try++ {
 		e, err := c.watches.Get(ctx, key)
@@ -184,27 +174,27 @@ func (c *Conn) updateWatchAt(ctx context.Context, id int64, fn func(*changediges
 			continue
 		}
 		if err != nil {
-			return nil, revisions{}, fmt.Errorf("cluster: read watch %d: %w", id, unavailable(err))
+			return nil, fmt.Errorf("cluster: read watch %d: %w", id, unavailable(err))
 		}
 		var w changedigest.Watch
 		if err := json.Unmarshal(e.Value(), &w); err != nil {
-			return nil, revisions{}, fmt.Errorf("cluster: watch %d: %w", id, err)
+			return nil, fmt.Errorf("cluster: watch %d: %w", id, err)
 		}
 		if err := fn(&w); err != nil {
-			return nil, revisions{}, err
+			return nil, err
 		}
 		v, err := json.Marshal(&w)
 		if err != nil {
-			return nil, revisions{}, err
+			return nil, err
 		}
-		if rev, err := c.watches.Update(ctx, key, v, e.Revision()); err == nil {
-			return &w, revisions{e.Revision(), rev}, nil
+		if _, err := c.watches.Update(ctx, key, v, e.Revision()); err == nil {
+			return &w, nil
 		} else if transient(err) && ctx.Err() == nil {
 			try--
 			time.Sleep(250 * time.Millisecond)
 		} else if !conflict(err) {
-			return nil, revisions{}, fmt.Errorf("cluster: write watch %d: %w", id, unavailable(err))
+			return nil, fmt.Errorf("cluster: write watch %d: %w", id, unavailable(err))
 		}
 	}
-	return nil, revisions{}, fmt.Errorf("cluster: watch %d changed under five writes in a row", id)
+	return nil, fmt.Errorf("cluster: watch %d changed under five writes in a row", id)
 }

@@ -20,7 +20,10 @@ type Track interface {
 	Prior(ctx context.Context, watchID int64, m int) (*changedigest.Snapshot, []byte, [][]string, error)
 	// AddVersion stores a version atomically and returns its sequence number.
 	AddVersion(ctx context.Context, watchID int64, snap *changedigest.Snapshot, body []byte) (int, error)
-	// UpdateWatch changes a watch in a transaction.
+	// UpdateWatch records what a check learned of the watch's page (fn
+	// sets its kind, title and whether it looks like a shell), in a
+	// transaction after AddVersion. A track whose store learns it from the
+	// version itself (a cluster node's view) may return nil and no error.
 	UpdateWatch(ctx context.Context, userID, id int64, fn func(*changedigest.Watch) error) (*changedigest.Watch, error)
 }
 
@@ -188,19 +191,22 @@ func (p *Pipeline) Check(ctx context.Context, w *changedigest.Watch) (Outcome, e
 	// The segmenter weighed the page as it read it (only pages have a weight).
 	shell := w.Render != changedigest.RenderBrowser && snap.Weight != nil && ShellWeight(*snap.Weight)
 	if w.Kind != snap.Kind || (w.Title == "" && snap.Title != "") || w.LooksLikeShell != shell {
-		updated, err := p.Track.UpdateWatch(ctx, w.UserID, w.ID, func(x *changedigest.Watch) error {
+		learn := func(x *changedigest.Watch) error {
 			x.Kind = snap.Kind
 			if x.Title == "" {
 				x.Title = snap.Title
 			}
 			x.LooksLikeShell = shell
 			return nil
-		})
+		}
+		updated, err := p.Track.UpdateWatch(ctx, w.UserID, w.ID, learn)
 		if err != nil && !errors.Is(err, context.Canceled) {
 			return Outcome{}, fmt.Errorf("crawl: record the kind of %s: %w", w, err)
 		}
 		if updated != nil {
 			w.Kind, w.Title, w.LooksLikeShell = updated.Kind, updated.Title, updated.LooksLikeShell
+		} else if err == nil {
+			learn(w) // the track's store learns it from the version
 		}
 	}
 	if p.OnVersion != nil {

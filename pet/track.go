@@ -1227,6 +1227,23 @@ func trackOf(tx *bolt.Tx, watchID int64) (trackMeta, error) {
 	return m, nil
 }
 
+// newestTitle is the title of the watch's newest stored version ("" when
+// it has none).
+func newestTitle(tx *bolt.Tx, watchID int64) (string, error) {
+	m, err := trackOf(tx, watchID)
+	if err != nil || m.Latest == 0 {
+		return "", err
+	}
+	rec, err := versionRecord(tx, watchID, m.Latest)
+	if errors.Is(err, ErrNotFound) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	return rec.hdr.Title, nil
+}
+
 // versionRecord decodes the stored record of version seq. Errors:
 // ENOTFOUND when it is not stored; a corrupt record.
 func versionRecord(tx *bolt.Tx, watchID int64, seq int) (*versionRec, error) {

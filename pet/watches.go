@@ -176,7 +176,8 @@ func (s *Store) CreateWatch(ctx context.Context, w *changedigest.Watch) error {
 // PutWatch stores a watch defined elsewhere (another node's copy) under
 // its own ID: a new one as given, due when its NextCheck says (zero: at
 // once); an existing one takes w's definition and keeps the schedule
-// state the crawler saved here (SaveSchedule's fields). The user need not
+// state the crawler saved here (SaveSchedule's fields) and what checks
+// learned of the page (Watch.KeepLearned). The user need not
 // exist in this store. Errors: EINVALID from Watch.Validate or a zero ID;
 // ECONFLICT when another watch of the user has the same URL and zone.
 func (s *Store) PutWatch(ctx context.Context, w *changedigest.Watch) error {
@@ -195,6 +196,13 @@ func (s *Store) PutWatch(ctx context.Context, w *changedigest.Watch) error {
 		nw := *w
 		if old != nil {
 			nw.CopySchedule(old)
+			page := ""
+			if nw.Title == "" && old.Title != "" {
+				if page, err = newestTitle(tx, old.ID); err != nil {
+					return err
+				}
+			}
+			nw.KeepLearned(old, page)
 			if old.UserID != nw.UserID {
 				if err := tx.Bucket(bUserWatch).Delete(id64(old.UserID, old.ID)); err != nil {
 					return err
