@@ -1052,10 +1052,10 @@ func (n *Node) applyVersion(ctx context.Context, m *jetstream.RawStreamMsg) erro
 }
 
 // learn records in the view what a version it applied tells of its
-// watch's page, as the node that ran the check would have had it held
-// the version (the pipeline's UpdateWatch): the page's kind, its title
-// when the watch has none, and whether it looks like a shell. The
-// watches bucket holds what users define, not these.
+// watch's page, as the pipeline's UpdateWatch does when a check stores
+// its version in its own node's view: the page's kind, its title when
+// the watch has none, and whether it looks like a shell. The watches
+// bucket holds what users define, not these.
 func (n *Node) learn(ctx context.Context, id int64, meta *versionMeta) error {
 	snap := meta.Snapshot
 	set := func(w *changedigest.Watch) (changed bool) {
