@@ -198,10 +198,17 @@ func TestCheckStoredOnceAndRebuilt(t *testing.T) {
 		}
 		return nil
 	}
-	for _, w := range ws {
-		if err := learned(n.store, w); err != nil {
-			t.Errorf("watch %d in the view: %v", w.ID, err)
+	// A view learns just after it stores the version.
+	allLearned := func(s *pet.Store) bool {
+		for _, w := range ws {
+			if learned(s, w) != nil {
+				return false
+			}
 		}
+		return true
+	}
+	waitFor(t, "every page's kind and title in the view", func() bool { return allLearned(n.store) })
+	for _, w := range ws {
 		if def, err := n.conn.Definition(ctx, w.ID); err != nil {
 			t.Errorf("watch %d in the bucket: %v", w.ID, err)
 		} else if def.Kind != "" || def.Title != "" {
@@ -221,11 +228,9 @@ func TestCheckStoredOnceAndRebuilt(t *testing.T) {
 		if err != nil || snap.Seq != 1 || len(snap.Segments) == 0 {
 			t.Fatalf("rebuilt view of watch %d: %+v, %v", w.ID, snap, err)
 		}
-		// The rebuilt view learns the pages from their versions.
-		if err := learned(n2.store, w); err != nil {
-			t.Errorf("watch %d in the rebuilt view: %v", w.ID, err)
-		}
 	}
+	// The rebuilt view learns the pages from their versions.
+	waitFor(t, "every page's kind and title in the rebuilt view", func() bool { return allLearned(n2.store) })
 }
 
 // TestSearchAndChangesAcrossNodes runs two nodes on one NATS server, each owning
