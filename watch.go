@@ -393,6 +393,19 @@ func (w *Watch) CopySchedule(src *Watch) {
 	w.Samples = slices.Clone(src.Samples)
 }
 
+// LearnPage records what a stored version of w's page tells of it: the
+// page's kind, its title when w has none, and whether it looks like a
+// shell (shell, as the caller weighed it). It reports whether anything
+// changed.
+func (w *Watch) LearnPage(snap *Snapshot, shell bool) bool {
+	changed := w.Kind != snap.Kind || (w.Title == "" && snap.Title != "") || w.LooksLikeShell != shell
+	w.Kind, w.LooksLikeShell = snap.Kind, shell
+	if w.Title == "" {
+		w.Title = snap.Title
+	}
+	return changed
+}
+
 // KeepLearned sets what checks learned of w's page (Kind, LooksLikeShell,
 // and a title taken from the page) to old's, the stored watch, for a
 // definition that does not carry them (a cluster's watches bucket holds

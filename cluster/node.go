@@ -1063,12 +1063,7 @@ func (n *Node) learn(ctx context.Context, id int64, meta *versionMeta) error {
 		if meta.Shell != nil {
 			shell = *meta.Shell && w.Render != changedigest.RenderBrowser
 		}
-		changed = w.Kind != snap.Kind || (w.Title == "" && snap.Title != "") || w.LooksLikeShell != shell
-		w.Kind, w.LooksLikeShell = snap.Kind, shell
-		if w.Title == "" {
-			w.Title = snap.Title
-		}
-		return changed
+		return w.LearnPage(snap, shell)
 	}
 	w, err := n.Store.Watch(ctx, pet.AnyUser, id)
 	if err != nil || !set(w) {

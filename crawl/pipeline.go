@@ -190,13 +190,9 @@ func (p *Pipeline) Check(ctx context.Context, w *changedigest.Watch) (Outcome, e
 	snap.Seq = seq
 	// The segmenter weighed the page as it read it (only pages have a weight).
 	shell := w.Render != changedigest.RenderBrowser && snap.Weight != nil && ShellWeight(*snap.Weight)
-	if w.Kind != snap.Kind || (w.Title == "" && snap.Title != "") || w.LooksLikeShell != shell {
+	if probe := *w; probe.LearnPage(snap, shell) {
 		learn := func(x *changedigest.Watch) error {
-			x.Kind = snap.Kind
-			if x.Title == "" {
-				x.Title = snap.Title
-			}
-			x.LooksLikeShell = shell
+			x.LearnPage(snap, shell)
 			return nil
 		}
 		updated, err := p.Track.UpdateWatch(ctx, w.UserID, w.ID, learn)
