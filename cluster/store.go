@@ -96,15 +96,9 @@ func (s Store) UpdateWatch(ctx context.Context, userID, id int64, fn func(*chang
 	}
 	s.Node.poke(id)
 	// The schedule state is the view's, and so is what checks learned of
-	// the page.
-	if local, lerr := s.Store.Watch(ctx, pet.AnyUser, id); lerr == nil {
-		w.CopySchedule(local)
-		page := ""
-		if snap, err := s.Store.Latest(ctx, id); err == nil && snap != nil {
-			page = snap.Title
-		}
-		w.KeepLearned(local, page)
-	}
+	// the page (when this node's view holds the watch).
+	w.ID = id
+	_ = s.Store.AsStored(ctx, w) // ENOTFOUND: another node's view holds it
 	return w, nil
 }
 

@@ -195,14 +195,9 @@ func (s *Store) PutWatch(ctx context.Context, w *changedigest.Watch) error {
 		}
 		nw := *w
 		if old != nil {
-			nw.CopySchedule(old)
-			page := ""
-			if nw.Title == "" && old.Title != "" {
-				if page, err = newestTitle(tx, old.ID); err != nil {
-					return err
-				}
+			if err := keepStored(tx, &nw, old); err != nil {
+				return err
 			}
-			nw.KeepLearned(old, page)
 			if old.UserID != nw.UserID {
 				if err := tx.Bucket(bUserWatch).Delete(id64(old.UserID, old.ID)); err != nil {
 					return err
@@ -225,6 +220,36 @@ func (s *Store) PutWatch(ctx context.Context, w *changedigest.Watch) error {
 		return putWatch(tx, &nw, old)
 	})
 	return wrap(err, "put watch %d", w.ID)
+}
+
+// keepStored sets w's schedule state and what checks learned of its page
+// to old's, the stored watch (Watch.CopySchedule, Watch.KeepLearned).
+func keepStored(tx *bolt.Tx, w, old *changedigest.Watch) error {
+	w.CopySchedule(old)
+	page := ""
+	if w.Title == "" && old.Title != "" {
+		var err error
+		if page, err = newestTitle(tx, old.ID); err != nil {
+			return err
+		}
+	}
+	w.KeepLearned(old, page)
+	return nil
+}
+
+// AsStored sets w's schedule state and what checks learned of its page
+// to the stored watch's, as PutWatch would keep them: for a definition
+// changed elsewhere (a cluster's watches bucket) shown before this store
+// takes it. Errors: ENOTFOUND when the store does not hold the watch.
+func (s *Store) AsStored(ctx context.Context, w *changedigest.Watch) error {
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		old, err := getWatch(tx, w.ID)
+		if err != nil {
+			return err
+		}
+		return keepStored(tx, w, old)
+	})
+	return wrap(err, "watch %d as stored", w.ID)
 }
 
 // Watch returns the watch if it is userID's (any user's for AnyUser).
