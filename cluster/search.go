@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -137,12 +136,9 @@ func (n *Node) Search(ctx context.Context, q pet.Query) (*pet.Results, error) {
 			break
 		}
 	}
-	slices.SortStableFunc(merged.Hits, func(a, b pet.Hit) int {
-		if c := b.Time.Compare(a.Time); c != 0 {
-			return c
-		}
-		return cmp.Or(cmp.Compare(a.WatchID, b.WatchID), cmp.Compare(a.Segment, b.Segment))
-	})
+	// In each node's order among a watch's hits of one time, which the
+	// hits do not tell.
+	slices.SortStableFunc(merged.Hits, pet.CompareHits)
 	if q.Offset >= len(merged.Hits) {
 		merged.Hits = nil
 	} else {
@@ -260,12 +256,7 @@ func (n *Node) Changes(ctx context.Context, f pet.ChangeFilter) ([]pet.Event, er
 	if limit <= 0 {
 		limit = 50
 	}
-	return askAll(ctx, n, changesSubject, f, limit, func(a, b pet.Event) int {
-		if c := b.Version.FetchedAt.Compare(a.Version.FetchedAt); c != 0 {
-			return c
-		}
-		return cmp.Or(cmp.Compare(a.Watch.ID, b.Watch.ID), cmp.Compare(b.Version.Seq, a.Version.Seq))
-	})
+	return askAll(ctx, n, changesSubject, f, limit, pet.CompareEvents)
 }
 
 // askAll asks every live node the question, whose answers are lists, and

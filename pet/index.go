@@ -35,11 +35,17 @@ const (
 	fFirst = "first" // buckets of the first version holding it
 	fLast  = "last"  // buckets of the last version holding it; liveTerm while live
 	fSort  = "sort"  // first time as fixed-width digits, for newest-first order (indexes made before fOrder)
-	// fOrder is the first time, then the document's ID (orderKey): newest
-	// first with no two documents alike, so that the order needs no second
-	// key. Sorting on Bleve's _id as the second key made it read every
-	// hit's ID (a tenth of a search over a million segment versions); the
-	// segments of a version share their first time.
+	// fNewest is the first time, then the document's ID (newestKey):
+	// newest first with no two documents alike, so that the order needs
+	// no second key. Sorting on Bleve's _id as the second key made it read
+	// every hit's ID (a tenth of a search over a million segment
+	// versions); the segments of a version share their first time.
+	fNewest = "newest"
+	// fOrder is fNewest as indexes made before it had it, with the time
+	// in eight bytes (orderKey). Bleve's doc values split a term at each
+	// byte 0xFF, and a search sorts by the part before the first one: a
+	// document whose time held that byte (one in forty) sorted as older
+	// than it was, by up to days. Open rebuilds such an index.
 	fOrder = "order"
 )
 
@@ -56,10 +62,10 @@ func indexMapping() mapping.IndexMapping {
 	text.Store, text.IncludeInAll, text.IncludeTermVectors, text.DocValues = false, false, true, false
 	text.SkipFreqNorm = true // hits are ordered by time, not score
 	dm.AddFieldMappingsAt(fText, text)
-	for _, name := range []string{fUser, fWatch, fTypes, fFirst, fLast, fOrder} {
+	for _, name := range []string{fUser, fWatch, fTypes, fFirst, fLast, fNewest} {
 		kw := bleve.NewKeywordFieldMapping()
 		kw.Store, kw.IncludeInAll, kw.IncludeTermVectors = false, false, false
-		kw.DocValues = name == fOrder
+		kw.DocValues = name == fNewest
 		dm.AddFieldMappingsAt(name, kw)
 	}
 	im.DefaultMapping = dm
@@ -187,18 +193,34 @@ var (
 
 func sortKey(t time.Time) string { return fmt.Sprintf("%020d", unixNano(clampTime(t))) }
 
-// orderKey is a document's fOrder: the time as eight bytes, big-endian
-// (which order as the time does), then the document's ID. Every hit's key
-// is read to order the hits, so it is kept short: 20 digits and a
-// separator made the search over a million segment versions slower than
-// reading each hit's ID had been.
+// newestKey is a document's fNewest: the time as nine bytes of seven
+// bits, big-endian (which order as the time does, and none of them 0xFF,
+// where Bleve's doc values split a term), then the document's ID, whose
+// bytes are digits and a slash. Every hit's key is read to order the
+// hits, so it is kept short: 20 digits and a separator made the search
+// over a million segment versions slower than reading each hit's ID had
+// been. Clamped times (1970 to 2099) are below 2⁶³, which nine bytes of
+// seven bits hold.
+func newestKey(t time.Time, id string) string {
+	n := uint64(unixNano(clampTime(t)))
+	b := make([]byte, 9, 9+len(id))
+	for i := len(b) - 1; i >= 0; i-- {
+		b[i] = byte(n & 0x7f)
+		n >>= 7
+	}
+	return string(append(b, id...))
+}
+
+// orderKey is a document's fOrder: the time as eight bytes, big-endian,
+// then the document's ID.
 func orderKey(t time.Time, id string) string {
 	return string(binary.BigEndian.AppendUint64(nil, uint64(unixNano(clampTime(t))))) + id
 }
 
 // document is the index document of a segment record, whose ID is id.
-// It has the order of indexes made before fOrder (fSort) and of those
-// made since; an index keeps the one its mapping names.
+// It has the order of every mapping an index may have been made with
+// (fNewest; fSort of indexes made before fOrder; fOrder of an index
+// whose rebuild failed); an index keeps the one its mapping names.
 func document(id string, userID, watchID int64, r *segRec) map[string]any {
 	last := []string{liveTerm}
 	if !r.Live {
@@ -209,24 +231,35 @@ func document(id string, userID, watchID int64, r *segRec) map[string]any {
 		types = append(types, string(t))
 	}
 	return map[string]any{
-		fText:  r.Text,
-		fUser:  strconv.FormatInt(userID, 10),
-		fWatch: strconv.FormatInt(watchID, 10),
-		fTypes: types,
-		fFirst: buckets(r.FirstTime),
-		fLast:  last,
-		fSort:  sortKey(r.FirstTime),
-		fOrder: orderKey(r.FirstTime, id),
+		fText:   r.Text,
+		fUser:   strconv.FormatInt(userID, 10),
+		fWatch:  strconv.FormatInt(watchID, 10),
+		fTypes:  types,
+		fFirst:  buckets(r.FirstTime),
+		fLast:   last,
+		fSort:   sortKey(r.FirstTime),
+		fOrder:  orderKey(r.FirstTime, id),
+		fNewest: newestKey(r.FirstTime, id),
 	}
 }
 
-// newestFirst is the sort of a search: by fOrder in indexes that have it,
-// else by fSort and the document ID (the same order).
+// newestFirst is the sort of a search: by fNewest in indexes that have
+// it, else by fSort and the document ID (the same order), else by fOrder
+// (an index made with it that could not be rebuilt).
 func newestFirst(m mapping.IndexMapping) []string {
-	if m.FieldMappingForPath(fOrder).Type != "" {
+	switch {
+	case m.FieldMappingForPath(fNewest).Type != "":
+		return []string{"-" + fNewest}
+	case m.FieldMappingForPath(fOrder).Type != "":
 		return []string{"-" + fOrder}
 	}
 	return []string{"-" + fSort, "-_id"}
+}
+
+// misordered reports whether an index was made with fOrder, whose order
+// is wrong for some documents.
+func misordered(m mapping.IndexMapping) bool {
+	return m.FieldMappingForPath(fNewest).Type == "" && m.FieldMappingForPath(fOrder).Type != ""
 }
 
 // addPending records, in the transaction that changed them, the segments
@@ -493,6 +526,16 @@ func (s *Store) openIndex(ctx context.Context) error {
 			return s.syncIndex()
 		}
 	} else {
+		if misordered(idx.Mapping()) {
+			s.Logger.Warn("search index orders some hits by a wrong time; rebuilding it from the store", "path", path)
+			err := s.rebuildIndex(ctx)
+			if err == nil || s.idx == nil {
+				return err
+			}
+			// Still the old index: searched as it is, and rebuilt at the
+			// next opening.
+			s.Logger.Error("search index could not be rebuilt; searching it as it is", "err", err)
+		}
 		if n := s.pendingCount(); n > 0 {
 			s.Logger.Info("replaying pending index updates", "markers", n)
 		}
@@ -679,7 +722,11 @@ func (s *Store) rebuildIndex(ctx context.Context) error {
 			if err := batch.Index(did, document(did, uid, wid, r)); err != nil {
 				return err
 			}
-			if n++; batch.Size() >= 2000 {
+			// Batches bounded as syncSome's: of 2,000 documents, the
+			// rebuild of 10,000 pages of 32 KB under serve's soft memory
+			// limit took 46 s of wall time and a 671 MB peak, against 13 s
+			// and 370 MB.
+			if n++; batch.Size() >= syncBudget || batch.TotalDocsSize() >= syncBytes {
 				if err := ctx.Err(); err != nil {
 					return err
 				}

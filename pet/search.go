@@ -1,6 +1,7 @@
 package pet
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -196,6 +197,22 @@ func (s *Store) Search(ctx context.Context, q Query) (*Results, error) {
 		return nil, wrap(err, "search %q", text)
 	}
 	return out, nil
+}
+
+// CompareHits orders hits as Search lists them: newest first, then by
+// index document ID, descending, which between hits of two watches is
+// their watch IDs' decimal digits, descending. Hits of one watch and one
+// time (segments of one version) it leaves as they are: merging the hits
+// of several stores, each holding its own watches, a stable sort by it
+// gives the list one store holding them all would.
+func CompareHits(a, b Hit) int {
+	if c := clampTime(b.Time).Compare(clampTime(a.Time)); c != 0 || a.WatchID == b.WatchID {
+		return c
+	}
+	var ka, kb [24]byte
+	idA := append(strconv.AppendInt(ka[:0], a.WatchID, 10), '/')
+	idB := append(strconv.AppendInt(kb[:0], b.WatchID, 10), '/')
+	return bytes.Compare(idB, idA)
 }
 
 // fieldTerm is the query for the term value in field.

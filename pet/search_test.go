@@ -26,7 +26,7 @@ func TestSearch(t *testing.T) {
 // document's ID): the hits come in the same order.
 func TestSearchInAnIndexMadeBefore(t *testing.T) {
 	testSearch(t, newFixture(t, func(s *Store) {
-		idx, err := s.newIndex(filepath.Join(s.Dir, indexDir), legacyMapping())
+		idx, err := s.newIndex(filepath.Join(s.Dir, indexDir), legacyMapping(fSort))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -37,8 +37,9 @@ func TestSearchInAnIndexMadeBefore(t *testing.T) {
 	}))
 }
 
-// legacyMapping is indexMapping as it was before fOrder.
-func legacyMapping() mapping.IndexMapping {
+// legacyMapping is indexMapping as it was when order, fSort or fOrder,
+// ordered the hits.
+func legacyMapping(order string) mapping.IndexMapping {
 	im := bleve.NewIndexMapping()
 	im.DefaultAnalyzer = wordsAnalyzer
 	im.IndexDynamic, im.StoreDynamic, im.DocValuesDynamic = false, false, false
@@ -48,10 +49,10 @@ func legacyMapping() mapping.IndexMapping {
 	text.Store, text.IncludeInAll, text.IncludeTermVectors, text.DocValues = false, false, true, false
 	text.SkipFreqNorm = true
 	dm.AddFieldMappingsAt(fText, text)
-	for _, name := range []string{fUser, fWatch, fTypes, fFirst, fLast, fSort} {
+	for _, name := range []string{fUser, fWatch, fTypes, fFirst, fLast, order} {
 		kw := bleve.NewKeywordFieldMapping()
 		kw.Store, kw.IncludeInAll, kw.IncludeTermVectors = false, false, false
-		kw.DocValues = name == fSort
+		kw.DocValues = name == order
 		dm.AddFieldMappingsAt(name, kw)
 	}
 	im.DefaultMapping = dm
@@ -274,7 +275,7 @@ func TestSearchClosed(t *testing.T) {
 // order, ID descending, over pages of hits.
 func TestSearchTiesInOrder(t *testing.T) {
 	legacy := func(s *Store) {
-		idx, err := s.newIndex(filepath.Join(s.Dir, indexDir), legacyMapping())
+		idx, err := s.newIndex(filepath.Join(s.Dir, indexDir), legacyMapping(fSort))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -302,5 +303,125 @@ func TestSearchTiesInOrder(t *testing.T) {
 	}
 	if slices.IsSorted(orders[0]) {
 		t.Errorf("ties in the order segments were stored (%v): the test does not tell orders apart", orders[0])
+	}
+}
+
+// byteTimes are the first times of versions of as many watches, oldest
+// first, whose nanoseconds hold the byte 0xFF in various places: Bleve's
+// doc values split a term at that byte.
+var byteTimes = func() []time.Time {
+	base := int64(0x18d0_0000_0000_0000) // in 2026
+	var ts []time.Time
+	for _, ns := range []int64{0xfe, 0xff, 0x100, 0xff00, 0xff01, 0x1_0000, 0xff_0000_0000, 0x100_0000_0000} {
+		ts = append(ts, time.Unix(0, base+ns))
+	}
+	return ts
+}()
+
+// addAtByteTimes stores a version of a new watch at each of byteTimes and
+// returns the watches newest first.
+func addAtByteTimes(t *testing.T, f *fixture) []int64 {
+	var ids []int64
+	for i, at := range byteTimes {
+		w := f.mustWatch(t, f.user.ID, fmt.Sprintf("https://example.org/%d", i))
+		body := page(fmt.Sprintf("Lantern number %d hangs over the harbour gate", i))
+		snap := snapshotOf([]byte(body))
+		snap.FetchedAt = at
+		if _, err := f.s.AddVersion(context.Background(), w.ID, snap, []byte(body)); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, w.ID)
+	}
+	slices.Reverse(ids)
+	return ids
+}
+
+// searchInPages lists the watches of the hits for "lantern", three hits a
+// page.
+func searchInPages(t *testing.T, f *fixture) []int64 {
+	var got []int64
+	for off := 0; off < len(byteTimes); off += 3 {
+		res, err := f.s.Search(context.Background(), Query{Text: "lantern", UserID: f.user.ID, Limit: 3, Offset: off})
+		if err != nil || res.Total != len(byteTimes) {
+			t.Fatalf("search: %+v, %v", res, err)
+		}
+		for _, h := range res.Hits {
+			got = append(got, h.WatchID)
+		}
+	}
+	return got
+}
+
+// TestSearchNewestFirstWhateverTheTime: hits are newest first, page after
+// page, whatever bytes their times' nanoseconds hold.
+func TestSearchNewestFirstWhateverTheTime(t *testing.T) {
+	f := newFixture(t)
+	want := addAtByteTimes(t, f)
+	if got := searchInPages(t, f); !slices.Equal(got, want) {
+		t.Errorf("watches of the hits %v, want %v", got, want)
+	}
+}
+
+// TestIndexMadeWithOrderRebuilt: an index made with fOrder, which sorted
+// some times wrongly, is rebuilt when opened, and orders every hit.
+func TestIndexMadeWithOrderRebuilt(t *testing.T) {
+	f := newFixture(t, func(s *Store) {
+		idx, err := s.newIndex(filepath.Join(s.Dir, indexDir), legacyMapping(fOrder))
+		if err != nil {
+			t.Fatal(err)
+		}
+		idx.Close()
+		s.DeferIndex = true // the index is opened by the first search
+	})
+	want := addAtByteTimes(t, f)
+	if got := searchInPages(t, f); !slices.Equal(got, want) {
+		t.Errorf("watches of the hits %v, want %v", got, want)
+	}
+	if got := newestFirst(f.s.idx.Mapping()); !slices.Equal(got, []string{"-" + fNewest}) {
+		t.Errorf("the index opened sorts by %v", got)
+	}
+}
+
+// TestCompareHitsMergesStores: the hits of several stores, each holding
+// its own watches, merged by a stable sort on CompareHits, come in the
+// order one store holding them all lists them, ties of one time included
+// (watch IDs of one and two digits, two segments a version).
+func TestCompareHitsMergesStores(t *testing.T) {
+	f := newFixture(t)
+	at := f.clock.Add(time.Hour)
+	for i := range 12 {
+		w := f.mustWatch(t, f.user.ID, fmt.Sprintf("https://example.org/%d", i))
+		body := page(fmt.Sprintf("Lantern number %d hangs over the gate", i), fmt.Sprintf("Lantern %d is lit at dusk", i))
+		snap := snapshotOf([]byte(body))
+		snap.FetchedAt = at
+		if i%3 == 0 {
+			snap.FetchedAt = at.Add(time.Duration(i)) // not all ties
+		}
+		if _, err := f.s.AddVersion(context.Background(), w.ID, snap, []byte(body)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res, err := f.s.Search(context.Background(), Query{Text: "lantern", UserID: f.user.ID, Limit: 100})
+	if err != nil || len(res.Hits) != 24 {
+		t.Fatalf("search: %+v, %v", res, err)
+	}
+	// Two stores: the watches of odd IDs, then those of even ones.
+	var merged []Hit
+	for _, odd := range []int64{1, 0} {
+		for _, h := range res.Hits {
+			if h.WatchID%2 == odd {
+				merged = append(merged, h)
+			}
+		}
+	}
+	slices.SortStableFunc(merged, CompareHits)
+	key := func(hs []Hit) (k []string) {
+		for _, h := range hs {
+			k = append(k, fmt.Sprintf("%d/%d", h.WatchID, h.Segment))
+		}
+		return k
+	}
+	if got, want := key(merged), key(res.Hits); !slices.Equal(got, want) {
+		t.Errorf("merged %v\none store %v", got, want)
 	}
 }

@@ -2,6 +2,7 @@ package pet
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/md5"
 	"crypto/sha256"
@@ -1453,6 +1454,16 @@ func (s *Store) Changes(ctx context.Context, f ChangeFilter) ([]Event, error) {
 		return nil, wrap(err, "list changes")
 	}
 	return out, nil
+}
+
+// CompareEvents orders events as Changes lists them: newest first, then
+// by watch ID and version number, both descending. Merging the lists of
+// several stores by it gives the list one store holding them all would.
+func CompareEvents(a, b Event) int {
+	return cmp.Or(
+		cmp.Compare(timeKey(b.Version.FetchedAt), timeKey(a.Version.FetchedAt)),
+		cmp.Compare(b.Watch.ID, a.Watch.ID),
+		cmp.Compare(b.Version.Seq, a.Version.Seq))
 }
 
 // Prune applies retention to every watch and returns how many versions it

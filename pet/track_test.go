@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -1151,5 +1152,52 @@ func TestPriorParts(t *testing.T) {
 	}
 	if _, err := parts.BodyRange(0, 10); !errors.Is(err, ErrNotFound) {
 		t.Errorf("bytes of a deleted watch's version: %v, want ENOTFOUND", err)
+	}
+}
+
+// TestCompareEventsMergesStores: the change lists of several stores, each
+// holding its own watches, merged by CompareEvents, come in the order one
+// store holding them all lists them, ties of one time included.
+func TestCompareEventsMergesStores(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	at := f.clock.Add(time.Hour)
+	change := changedigest.Change{Segment: 0, Type: changedigest.ChangeContent, Op: changedigest.OpUpdate, NewText: "x"}
+	for i := range 12 {
+		w := f.mustWatch(t, f.user.ID, fmt.Sprintf("https://example.org/%d", i))
+		for v := range 2 {
+			body := page(words(uint64(10*i+v), 4))
+			snap := snapshotOf([]byte(body))
+			snap.FetchedAt = at.Add(time.Duration(v) * time.Minute)
+			if i%4 == 0 {
+				snap.FetchedAt = snap.FetchedAt.Add(time.Duration(i)) // not all ties
+			}
+			snap.Changes = []changedigest.Change{change}
+			if _, err := f.s.AddVersion(ctx, w.ID, snap, []byte(body)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	all, err := f.s.Changes(ctx, ChangeFilter{UserID: f.user.ID, Limit: 100})
+	if err != nil || len(all) != 24 {
+		t.Fatalf("changes: %d, %v", len(all), err)
+	}
+	var merged []Event
+	for _, odd := range []int64{1, 0} {
+		for _, e := range all {
+			if e.Watch.ID%2 == odd {
+				merged = append(merged, e)
+			}
+		}
+	}
+	slices.SortStableFunc(merged, CompareEvents)
+	key := func(es []Event) (k []string) {
+		for _, e := range es {
+			k = append(k, fmt.Sprintf("%d#%d", e.Watch.ID, e.Version.Seq))
+		}
+		return k
+	}
+	if got, want := key(merged), key(all); !slices.Equal(got, want) {
+		t.Errorf("merged %v\none store %v", got, want)
 	}
 }
