@@ -217,11 +217,9 @@ func orderKey(t time.Time, id string) string {
 	return string(binary.BigEndian.AppendUint64(nil, uint64(unixNano(clampTime(t))))) + id
 }
 
-// document is the index document of a segment record, whose ID is id.
-// It has the order of every mapping an index may have been made with
-// (fNewest; fSort of indexes made before fOrder; fOrder of an index
-// whose rebuild failed); an index keeps the one its mapping names.
-func document(id string, userID, watchID int64, r *segRec) map[string]any {
+// document is the index document of a segment record, whose ID is id,
+// for an index ordered by the field order (orderField).
+func document(id string, userID, watchID int64, r *segRec, order string) map[string]any {
 	last := []string{liveTerm}
 	if !r.Live {
 		last = buckets(r.LastTime)
@@ -230,36 +228,45 @@ func document(id string, userID, watchID int64, r *segRec) map[string]any {
 	for _, t := range r.Types.types() {
 		types = append(types, string(t))
 	}
-	return map[string]any{
-		fText:   r.Text,
-		fUser:   strconv.FormatInt(userID, 10),
-		fWatch:  strconv.FormatInt(watchID, 10),
-		fTypes:  types,
-		fFirst:  buckets(r.FirstTime),
-		fLast:   last,
-		fSort:   sortKey(r.FirstTime),
-		fOrder:  orderKey(r.FirstTime, id),
-		fNewest: newestKey(r.FirstTime, id),
+	doc := map[string]any{
+		fText:  r.Text,
+		fUser:  strconv.FormatInt(userID, 10),
+		fWatch: strconv.FormatInt(watchID, 10),
+		fTypes: types,
+		fFirst: buckets(r.FirstTime),
+		fLast:  last,
 	}
+	switch order {
+	case fNewest:
+		doc[fNewest] = newestKey(r.FirstTime, id)
+	case fOrder:
+		doc[fOrder] = orderKey(r.FirstTime, id)
+	default:
+		doc[fSort] = sortKey(r.FirstTime)
+	}
+	return doc
 }
 
-// newestFirst is the sort of a search: by fNewest in indexes that have
-// it, else by fSort and the document ID (the same order), else by fOrder
-// (an index made with it that could not be rebuilt).
+// orderField is the field by which an index made with the mapping m
+// orders its documents: fNewest; fSort in indexes made before fOrder;
+// fOrder in one made with it that could not be rebuilt (see openIndex).
+func orderField(m mapping.IndexMapping) string {
+	for _, f := range []string{fNewest, fOrder} {
+		if m.FieldMappingForPath(f).Type != "" {
+			return f
+		}
+	}
+	return fSort
+}
+
+// newestFirst is the sort of a search in an index made with the mapping
+// m: by its order field, then by the document ID where that field is
+// fSort (the same order).
 func newestFirst(m mapping.IndexMapping) []string {
-	switch {
-	case m.FieldMappingForPath(fNewest).Type != "":
-		return []string{"-" + fNewest}
-	case m.FieldMappingForPath(fOrder).Type != "":
-		return []string{"-" + fOrder}
+	if f := orderField(m); f != fSort {
+		return []string{"-" + f}
 	}
 	return []string{"-" + fSort, "-_id"}
-}
-
-// misordered reports whether an index was made with fOrder, whose order
-// is wrong for some documents.
-func misordered(m mapping.IndexMapping) bool {
-	return m.FieldMappingForPath(fNewest).Type == "" && m.FieldMappingForPath(fOrder).Type != ""
 }
 
 // addPending records, in the transaction that changed them, the segments
@@ -414,6 +421,7 @@ const (
 func (s *Store) syncSome() (more bool, err error) {
 	var done [][]byte
 	batch := s.idx.NewBatch()
+	order := orderField(s.idx.Mapping())
 	err = s.db.View(func(tx *bolt.Tx) error {
 		c := tx.Bucket(bPending).Cursor()
 		for k, v := c.First(); k != nil; k, v = c.Next() {
@@ -429,7 +437,7 @@ func (s *Store) syncSome() (more bool, err error) {
 			for _, id := range ids {
 				set[id] = true
 			}
-			if err := s.batchWatch(tx, batch, wid, set); err != nil {
+			if err := s.batchWatch(tx, batch, wid, set, order); err != nil {
 				return err
 			}
 			done = append(done, bytes.Clone(k))
@@ -465,8 +473,9 @@ func (s *Store) clearPending(done [][]byte) error {
 	})
 }
 
-// batchWatch adds to batch the current state of the watch's segments ids.
-func (s *Store) batchWatch(tx *bolt.Tx, batch *bleve.Batch, wid int64, ids map[uint64]bool) error {
+// batchWatch adds to batch the current state of the watch's segments ids,
+// documents of an index ordered by order.
+func (s *Store) batchWatch(tx *bolt.Tx, batch *bleve.Batch, wid int64, ids map[uint64]bool, order string) error {
 	var uid int64 = -1
 	if w, err := getWatch(tx, wid); err == nil {
 		uid = w.UserID
@@ -485,7 +494,7 @@ func (s *Store) batchWatch(tx *bolt.Tx, batch *bleve.Batch, wid int64, ids map[u
 			return corruptf("segment %d of watch %d: %v", id, wid, err)
 		}
 		did := docID(wid, id)
-		if err := batch.Index(did, document(did, uid, wid, r)); err != nil {
+		if err := batch.Index(did, document(did, uid, wid, r, order)); err != nil {
 			return err
 		}
 	}
@@ -526,7 +535,7 @@ func (s *Store) openIndex(ctx context.Context) error {
 			return s.syncIndex()
 		}
 	} else {
-		if misordered(idx.Mapping()) {
+		if orderField(idx.Mapping()) == fOrder {
 			s.Logger.Warn("search index orders some hits by a wrong time; rebuilding it from the store", "path", path)
 			err := s.rebuildIndex(ctx)
 			if err == nil || s.idx == nil {
@@ -719,7 +728,7 @@ func (s *Store) rebuildIndex(ctx context.Context) error {
 				return corruptf("segment %d of watch %d: %v", id, wid, err)
 			}
 			did := docID(wid, id)
-			if err := batch.Index(did, document(did, uid, wid, r)); err != nil {
+			if err := batch.Index(did, document(did, uid, wid, r, fNewest)); err != nil {
 				return err
 			}
 			// Batches bounded as syncSome's: of 2,000 documents, the
