@@ -56,3 +56,18 @@ func ErrorMessage(err error) string {
 	}
 	return "internal error"
 }
+
+// FormatBytes writes a size of n bytes as a person reads it in a message
+// ("4 MiB", "8.6 MiB", "16 KiB", "300 bytes").
+func FormatBytes(n int64) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	default:
+		return fmt.Sprintf("%d bytes", n)
+	}
+}

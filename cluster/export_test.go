@@ -3,6 +3,10 @@ package cluster
 import (
 	"context"
 	"encoding/json"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go"
 
 	"github.com/changedigest/changedigest"
 )
@@ -19,4 +23,26 @@ func (c *Conn) Definition(ctx context.Context, id int64) (*changedigest.Watch, e
 		return nil, err
 	}
 	return &w, nil
+}
+
+// AppendUnchecked appends a version message to the versions stream as
+// version seq of watch id, past every check a version passes on its way
+// there: snap and body laid out as a version (nil snap: bytes that are
+// none), as a message written by an older release, or damaged, stands in
+// the stream.
+func (c *Conn) AppendUnchecked(ctx context.Context, id int64, seq int, snap *changedigest.Snapshot, body []byte) error {
+	data := []byte("\xff not a version message")
+	if snap != nil {
+		snap.WatchID, snap.Seq = id, seq
+		var err error
+		if data, err = encodeVersion(&versionMeta{Snapshot: snap, History: [][]string{snap.Hashes()}}, body); err != nil {
+			return err
+		}
+	}
+	msg := &nats.Msg{Subject: versionSubject(ShardOf(id, c.Config.Shards), id), Data: data, Header: nats.Header{}}
+	msg.Header.Set(hdrSeq, strconv.Itoa(seq))
+	msg.Header.Set(hdrDue, strconv.FormatInt(time.Now().UnixNano(), 10))
+	msg.Header.Set(hdrEnc, "s2")
+	_, err := c.js.PublishMsg(ctx, msg)
+	return err
 }

@@ -30,8 +30,9 @@ type Imported struct {
 	Users, Sessions, Tokens, Profiles, Channels, Subscriptions, Watches, Versions int
 	// Held counts records and versions the cluster already held.
 	Held int
-	// TooLarge counts versions over MaxMessage: the node's store keeps
-	// them, the versions stream cannot.
+	// TooLarge counts versions over MaxMessage or over a store's limits
+	// (pet.CheckVersion, kept before the limits were): the node's store
+	// keeps them, the versions stream does not.
 	TooLarge int
 }
 
@@ -439,7 +440,7 @@ func (c *Conn) importVersions(ctx context.Context, st *pet.Store, id int64, matr
 		snap.WatchID, snap.Seq = id, seq
 		msg, next, err := versionMsg(shard, snap, history, matrix, body, snap.FetchedAt)
 		var tooLarge *tooLargeError
-		if errors.As(err, &tooLarge) {
+		if errors.As(err, &tooLarge) || errors.Is(err, pet.ErrTooLarge) {
 			im.TooLarge++
 			continue
 		}

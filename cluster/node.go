@@ -1004,7 +1004,7 @@ func (n *Node) applyVersion(ctx context.Context, m *jetstream.RawStreamMsg) erro
 	}
 	v, err := decodeRaw(m)
 	if err != nil {
-		n.logger().Error("skipping a malformed version", "subject", m.Subject, "err", err)
+		n.refuseVersion(ctx, m, err)
 		return nil
 	}
 	id := v.meta.Snapshot.WatchID
@@ -1026,7 +1026,7 @@ func (n *Node) applyVersion(ctx context.Context, m *jetstream.RawStreamMsg) erro
 	}
 	// The view numbers versions as the stream does (a stream trimmed by
 	// retention starts a rebuilt view past 1).
-	if _, err := n.Store.AddVersionAt(ctx, id, v.seq, v.meta.Snapshot, v.body); errors.Is(err, pet.ErrConflict) || errors.Is(err, pet.ErrInvalid) {
+	if _, err := n.Store.AddVersionAt(ctx, id, v.seq, v.meta.Snapshot, v.body); refused(err) {
 		if info, terr := n.Store.Track(ctx, id); errors.Is(err, pet.ErrConflict) && terr == nil && info.Latest >= v.seq {
 			// This node's worker stored it in the view meanwhile.
 			n.tips.set(id, tip{streamSeq: m.Sequence, seq: v.seq})
@@ -1035,7 +1035,7 @@ func (n *Node) applyVersion(ctx context.Context, m *jetstream.RawStreamMsg) erro
 			}
 			return nil
 		}
-		n.logger().Error("skipping a version", "watch", id, "version", v.seq, "err", err)
+		n.refuseVersion(ctx, m, err)
 		return nil
 	} else if err != nil {
 		return fmt.Errorf("apply version %d of watch %d: %w", v.seq, id, err)
@@ -1049,6 +1049,65 @@ func (n *Node) applyVersion(ctx context.Context, m *jetstream.RawStreamMsg) erro
 		n.logger().Warn("recording what a version tells of its page", "watch", id, "version", v.seq, "err", err)
 	}
 	return nil
+}
+
+// refused reports whether the view's store refused a version for what
+// the version holds or for the state of the watch's own track (a version
+// over the store's limits, one that does not follow the view's newest, a
+// damaged record): trying again would fail the same way, so the version
+// is passed (refuseVersion). Other failures (a full disk, a closed store)
+// are the store's, and the version is tried again.
+func refused(err error) bool {
+	return errors.Is(err, pet.ErrInvalid) || errors.Is(err, pet.ErrTooLarge) ||
+		errors.Is(err, pet.ErrConflict) || errors.Is(err, pet.ErrCorrupt)
+}
+
+// refuseVersion passes a version message the view cannot apply (why
+// says why: unreadable, or refused by the store), so that it holds up
+// neither the shard's other watches nor the node's start: the failure is
+// logged and recorded on the watch as its last error. The view keeps its
+// versions numbered as the stream's: when the refused version is the one
+// after the view's newest, the view holds the newest's content again in
+// its place, with no changes (the watch's next version is compared, by
+// its check, against what the stream holds).
+func (n *Node) refuseVersion(ctx context.Context, m *jetstream.RawStreamMsg, why error) {
+	id, seq, ok := versionOf(m)
+	if !ok {
+		n.logger().Error("skipping an unreadable message of the versions stream", "subject", m.Subject, "sequence", m.Sequence, "err", why)
+		return
+	}
+	n.logger().Error("a version of the stream cannot be stored; it is passed", "watch", id, "version", seq, "sequence", m.Sequence, "err", why)
+	reason := fmt.Sprintf("version %d was not stored: %s", seq, changedigest.ErrorMessage(why))
+	if errors.Is(why, errBadVersion) {
+		reason = fmt.Sprintf("version %d was not stored: it is unreadable in the cluster's stream", seq)
+	}
+	if info, err := n.Store.Track(ctx, id); err == nil && info.Latest > 0 && seq == info.Latest+1 {
+		if err := n.standIn(ctx, id, seq, m.Time); err != nil {
+			n.logger().Error("holding the version before in place of a version passed", "watch", id, "version", seq, "err", err)
+		}
+	}
+	at := n.now()
+	if _, err := n.Store.UpdateWatch(ctx, pet.AnyUser, id, func(w *changedigest.Watch) error {
+		w.LastError, w.LastErrorAt = reason, at
+		return nil
+	}); err != nil && !errors.Is(err, pet.ErrNotFound) {
+		n.logger().Error("recording a version passed on its watch", "watch", id, "err", err)
+	}
+}
+
+// standIn stores the view's newest version of the watch again as version
+// seq, fetched at, with no changes: see refuseVersion.
+func (n *Node) standIn(ctx context.Context, id int64, seq int, at time.Time) error {
+	prev, body, _, err := n.Store.Prior(ctx, id, 1)
+	if err != nil || prev == nil {
+		return err
+	}
+	same := *prev
+	same.Seq, same.FetchedAt, same.Changes = seq, at, nil
+	same.Similarity, same.Significance = 1, 0
+	same.Screenshot = nil
+	_, err = n.Store.AddVersionAt(ctx, id, seq, &same, body)
+	return err
 }
 
 // learn records in the view what a version it applied tells of its

@@ -18,6 +18,7 @@ import (
 
 	"github.com/changedigest/changedigest"
 	"github.com/changedigest/changedigest/crawl"
+	"github.com/changedigest/changedigest/pet"
 )
 
 // Headers of the messages.
@@ -157,8 +158,14 @@ func (e *tooLargeError) Error() string {
 // shard, with the signature matrix of the version's hashes followed by
 // prior's newest rows, matrix rows in all, and due, the due time of the
 // check that stored it. It returns the message and that matrix; a
-// *tooLargeError when the message is over MaxMessage.
+// *tooLargeError when the message is over MaxMessage, and the store's
+// own error when snap is over its limits (pet.CheckVersion).
 func versionMsg(shard int, snap *changedigest.Snapshot, prior [][]string, matrix int, body []byte, due time.Time) (*nats.Msg, [][]string, error) {
+	// A version the views' stores would refuse is never kept: it would
+	// stand in the stream for good, ahead of the watch's later versions.
+	if err := pet.CheckVersion(snap, body); err != nil {
+		return nil, nil, err
+	}
 	history := append([][]string{snap.Hashes()}, prior[:min(len(prior), max(matrix, 1)-1)]...)
 	meta := &versionMeta{Snapshot: snap, History: history}
 	if snap.Weight != nil {

@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"github.com/andybalholm/brotli"
+
+	"github.com/changedigest/changedigest"
 )
 
 // acceptEncoding is what Fetch offers; it decodes these itself so that it
@@ -41,7 +43,7 @@ func readCapped(r io.Reader, limit, size int64, what string) ([]byte, error) {
 		return nil, err
 	}
 	if n > limit {
-		return nil, fmt.Errorf("%w: %s is over the %s limit", ErrTooLarge, what, formatBytes(limit))
+		return nil, fmt.Errorf("%w: %s is over the %s limit", ErrTooLarge, what, changedigest.FormatBytes(limit))
 	}
 	return buf.Bytes(), nil
 }
@@ -86,9 +88,9 @@ func decodeContent(body []byte, contentEncoding string, limit int64, maxRatio fl
 		out, err := readCapped(r, ceiling, 0, "decoded body")
 		if errors.Is(err, ErrTooLarge) {
 			if ceiling < limit {
-				return nil, fmt.Errorf("%w: %s body of %s decodes to more than %s", ErrCompressionBomb, codings[i], formatBytes(int64(encoded)), formatBytes(ceiling))
+				return nil, fmt.Errorf("%w: %s body of %s decodes to more than %s", ErrCompressionBomb, codings[i], changedigest.FormatBytes(int64(encoded)), changedigest.FormatBytes(ceiling))
 			}
-			return nil, fmt.Errorf("%w: decoded body is over the %s limit", ErrTooLarge, formatBytes(limit))
+			return nil, fmt.Errorf("%w: decoded body is over the %s limit", ErrTooLarge, changedigest.FormatBytes(limit))
 		}
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s: %w", ErrBadEncoding, codings[i], err)
@@ -96,17 +98,4 @@ func decodeContent(body []byte, contentEncoding string, limit int64, maxRatio fl
 		body = out
 	}
 	return body, nil
-}
-
-func formatBytes(n int64) string {
-	switch {
-	case n >= 1<<20 && n%(1<<20) == 0:
-		return fmt.Sprintf("%d MiB", n>>20)
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10 && n%(1<<10) == 0:
-		return fmt.Sprintf("%d KiB", n>>10)
-	default:
-		return fmt.Sprintf("%d bytes", n)
-	}
 }

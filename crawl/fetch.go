@@ -271,7 +271,7 @@ func (f *Fetcher) Fetch(ctx context.Context, req Request) (*Response, error) {
 	}
 
 	if resp.ContentLength > maxBody {
-		return nil, fmt.Errorf("crawl: GET %s: %w: Content-Length %d is over the %s limit", name, ErrTooLarge, resp.ContentLength, formatBytes(maxBody))
+		return nil, fmt.Errorf("crawl: GET %s: %w: Content-Length %d is over the %s limit", name, ErrTooLarge, resp.ContentLength, changedigest.FormatBytes(maxBody))
 	}
 	wire, err := readCapped(resp.Body, maxBody, resp.ContentLength, "body")
 	if err != nil {

@@ -43,7 +43,7 @@ const (
 // out of order or overlapping; ETOOLARGE for a body over MaxBodySize. On
 // any error nothing is stored.
 func (s *Store) AddVersion(ctx context.Context, watchID int64, snap *changedigest.Snapshot, body []byte) (int, error) {
-	return s.addVersion(ctx, watchID, 0, snap, body)
+	return s.addVersion(ctx, watchID, 0, false, snap, body)
 }
 
 // AddVersionAt is AddVersion for a track kept elsewhere (a cluster's
@@ -55,11 +55,23 @@ func (s *Store) AddVersionAt(ctx context.Context, watchID int64, seq int, snap *
 	if seq <= 0 {
 		return 0, invalidf("version number %d is not positive", seq)
 	}
-	return s.addVersion(ctx, watchID, seq, snap, body)
+	return s.addVersion(ctx, watchID, seq, false, snap, body)
 }
 
-// addVersion stores a version as number want, or (want 0) the next.
-func (s *Store) addVersion(ctx context.Context, watchID int64, want int, snap *changedigest.Snapshot, body []byte) (int, error) {
+// AddVersionPast is AddVersionAt for a track kept elsewhere some of whose
+// versions this store refused (over its limits, or unreadable): seq may
+// be past the version after the track's newest, and the versions between
+// stay missing. ECONFLICT when seq is not past the newest.
+func (s *Store) AddVersionPast(ctx context.Context, watchID int64, seq int, snap *changedigest.Snapshot, body []byte) (int, error) {
+	if seq <= 0 {
+		return 0, invalidf("version number %d is not positive", seq)
+	}
+	return s.addVersion(ctx, watchID, seq, true, snap, body)
+}
+
+// addVersion stores a version as number want, or (want 0) the next; with
+// gap, want may be past the next.
+func (s *Store) addVersion(ctx context.Context, watchID int64, want int, gap bool, snap *changedigest.Snapshot, body []byte) (int, error) {
 	if err := s.ready(ctx); err != nil {
 		return 0, err
 	}
@@ -85,7 +97,7 @@ func (s *Store) addVersion(ctx context.Context, watchID int64, want int, snap *c
 		if err != nil {
 			return err
 		}
-		if seq, err = t.add(want, snap, body, pieces, packed, layout, fetched); err != nil {
+		if seq, err = t.add(want, gap, snap, body, pieces, packed, layout, fetched); err != nil {
 			return err
 		}
 		if err := t.putShot(seq, snap.Screenshot, shotSum); err != nil {
@@ -124,11 +136,21 @@ func wrap(err error, format string, args ...any) error {
 }
 
 func (s *Store) checkSnapshot(snap *changedigest.Snapshot, body []byte) error {
-	if snap == nil {
-		return invalidf("snapshot is missing")
-	}
 	if s.MaxBodySize > 0 && len(body) > s.MaxBodySize {
 		return tooLargef("body of %d bytes is over the limit of %d bytes", len(body), s.MaxBodySize)
+	}
+	return CheckVersion(snap, body)
+}
+
+// CheckVersion applies the limits a store puts on every version (its
+// segments' texts, hashes and paths, its layout, its screenshot, the
+// segments' byte ranges within body) and says which one snap breaks.
+// Whatever else keeps versions on their way to a store (the cluster's
+// versions stream) calls it before it keeps one, so that no version is
+// kept there that a store refuses.
+func CheckVersion(snap *changedigest.Snapshot, body []byte) error {
+	if snap == nil {
+		return invalidf("snapshot is missing")
 	}
 	if len(snap.Layout) > maxLayout {
 		return tooLargef("segment layout of %d bytes is over the limit of %d bytes", len(snap.Layout), maxLayout)
@@ -140,7 +162,7 @@ func (s *Store) checkSnapshot(snap *changedigest.Snapshot, body []byte) error {
 		case len(seg.Hash) > maxHash:
 			return invalidf("segment %d has a hash of %d bytes (at most %d)", i, len(seg.Hash), maxHash)
 		case len(seg.Text) > maxText:
-			return tooLargef("segment %d has %d bytes of text (at most %d)", i, len(seg.Text), maxText)
+			return tooLargef("%s %d has %s of text, over the limit of %s", segmentWord(snap), i, changedigest.FormatBytes(int64(len(seg.Text))), changedigest.FormatBytes(maxText))
 		case len(seg.Path) > maxSegPath:
 			return invalidf("segment %d has a path of %d bytes (at most %d)", i, len(seg.Path), maxSegPath)
 		}
@@ -149,6 +171,15 @@ func (s *Store) checkSnapshot(snap *changedigest.Snapshot, body []byte) error {
 		return err
 	}
 	return checkRanges(snap.Segments, len(body))
+}
+
+// segmentWord names a version's parts as its reader knows them: a feed's
+// are items.
+func segmentWord(snap *changedigest.Snapshot) string {
+	if snap.Kind == changedigest.KindFeed {
+		return "item"
+	}
+	return "segment"
 }
 
 // packed is a new piece encoded before the write transaction.
@@ -405,11 +436,11 @@ func bodySum(body []byte) uint64 {
 }
 
 // add writes version Latest+1 and returns its number.
-func (t *trackTx) add(want int, snap *changedigest.Snapshot, body []byte, pieces []piece, packed []packed, layout packed, fetched time.Time) (int, error) {
+func (t *trackTx) add(want int, gap bool, snap *changedigest.Snapshot, body []byte, pieces []piece, packed []packed, layout packed, fetched time.Time) (int, error) {
 	seq := t.meta.Latest + 1
 	switch {
 	case want == 0 || want == seq:
-	case t.meta.Latest == 0:
+	case t.meta.Latest == 0, gap && want > seq:
 		seq = want
 	default:
 		return 0, conflictf("version %d of watch %d does not follow the newest stored, %d", want, t.watch.ID, t.meta.Latest)
