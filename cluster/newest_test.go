@@ -22,7 +22,7 @@ func TestNewestOnlyKeepsAVersionTheStoreLacks(t *testing.T) {
 	quiet := slog.New(slog.DiscardHandler)
 	snap := func() *changedigest.Snapshot {
 		return &changedigest.Snapshot{FetchedAt: time.Now(), Kind: changedigest.KindPage,
-			Segments: []changedigest.Segment{{Path: "html|body|p", Text: "The weather today"}}}
+			Segments: []changedigest.Segment{{Path: "html|body|p", Hash: "6b3ac12f0a0e4c0a3d2d1c2f7bb1f7e1", Text: "The weather today", Start: -1, End: -1}}}
 	}
 	for _, newestOnly := range []bool{true, false} {
 		conn, err := Dial(ctx, Config{Name: "a", Dir: t.TempDir(), Shards: 2, Logger: quiet, NewestOnly: newestOnly})
