@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Kind says whether a document is an HTML page or a feed.
@@ -237,6 +238,32 @@ func (w *Watch) Validate() error {
 // MaxTagLen is the longest tag a watch may carry, in bytes.
 const MaxTagLen = 64
 
+// Limits on what a user gives a watch, beyond those Validate checks (a
+// watch stored before they were set still validates).
+const (
+	MaxTags     = 20   // tags on one watch
+	MaxTitleLen = 200  // characters of a watch's name
+	MaxURLLen   = 2048 // bytes of a watch's URL
+)
+
+// CheckInput checks what a user gives a watch against MaxTags,
+// MaxTitleLen and MaxURLLen: the URL, name and tags of a new watch (old
+// nil), or those that differ from old, the watch as stored. Stores call
+// it where a user creates a watch or changes its definition, besides
+// Validate.
+func (w *Watch) CheckInput(old *Watch) error {
+	if len(w.URL) > MaxURLLen && (old == nil || w.URL != old.URL) {
+		return Errorf(EINVALID, "watch URL of %d bytes is longer than %d", len(w.URL), MaxURLLen)
+	}
+	if n := utf8.RuneCountInString(w.Title); n > MaxTitleLen && (old == nil || w.Title != old.Title) {
+		return Errorf(EINVALID, "watch name of %d characters is longer than %d", n, MaxTitleLen)
+	}
+	if tags := NormaliseTags(w.Tags); len(tags) > MaxTags && (old == nil || !slices.Equal(tags, old.Tags)) {
+		return Errorf(EINVALID, "%d tags is more than the %d a watch may carry", len(tags), MaxTags)
+	}
+	return nil
+}
+
 // NormaliseTags trims, lower-cases and de-duplicates tags, keeping their order.
 func NormaliseTags(tags []string) []string {
 	var out []string
@@ -401,7 +428,7 @@ func (w *Watch) LearnPage(snap *Snapshot, shell bool) bool {
 	changed := w.Kind != snap.Kind || (w.Title == "" && snap.Title != "") || w.LooksLikeShell != shell
 	w.Kind, w.LooksLikeShell = snap.Kind, shell
 	if w.Title == "" {
-		w.Title = snap.Title
+		w.Title = clipRunes(snap.Title, MaxTitleLen)
 	}
 	return changed
 }
@@ -421,4 +448,13 @@ func (w *Watch) KeepLearned(old *Watch, pageTitle string) {
 	if w.Title == "" && old.Title != "" && old.Title == pageTitle {
 		w.Title = old.Title
 	}
+}
+
+// clipRunes cuts s to at most n characters, with an ellipsis when cut.
+func clipRunes(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return strings.TrimSpace(string(r[:n-1])) + "…"
 }

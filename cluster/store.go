@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -53,6 +54,9 @@ func (s Store) CreateWatch(ctx context.Context, w *changedigest.Watch) error {
 	if err := w.Validate(); err != nil {
 		return err
 	}
+	if err := w.CheckInput(nil); err != nil {
+		return err
+	}
 	if ws, err := s.Watches(ctx, w.UserID, ""); err == nil {
 		for _, x := range ws {
 			if x.URL == w.URL && x.Zone == w.Zone {
@@ -82,11 +86,16 @@ func (s Store) UpdateWatch(ctx context.Context, userID, id int64, fn func(*chang
 		if userID != pet.AnyUser && x.UserID != userID {
 			return changedigest.Errorf(changedigest.ENOTFOUND, "watch %d not found", id)
 		}
+		old := *x
+		old.Tags = slices.Clone(x.Tags)
 		if err := fn(x); err != nil {
 			return err
 		}
 		x.UpdatedAt = time.Now()
-		return x.Validate()
+		if err := x.Validate(); err != nil {
+			return err
+		}
+		return x.CheckInput(&old)
 	})
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return nil, changedigest.Errorf(changedigest.ENOTFOUND, "watch %d not found", id)

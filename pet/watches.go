@@ -147,6 +147,9 @@ func (s *Store) CreateWatch(ctx context.Context, w *changedigest.Watch) error {
 	if err := w.Validate(); err != nil {
 		return domainErr(err)
 	}
+	if err := w.CheckInput(nil); err != nil {
+		return domainErr(err)
+	}
 	err := s.update(ctx, func(tx *bolt.Tx) error {
 		if _, err := getUser(tx, w.UserID); err != nil {
 			return err
@@ -340,6 +343,9 @@ func (s *Store) updateWatch(ctx context.Context, update func(context.Context, fu
 		}
 		w.ID, w.UserID, w.CreatedAt = old.ID, old.UserID, old.CreatedAt
 		if err := w.Validate(); err != nil {
+			return domainErr(err)
+		}
+		if err := w.CheckInput(old); err != nil {
 			return domainErr(err)
 		}
 		if w.URL != old.URL || w.Zone != old.Zone {

@@ -25,6 +25,16 @@ var (
 	ErrTooLarge = errors.New("document too large")
 	// ErrTerm: a term given by hand is empty or too long.
 	ErrTerm = errors.New("bad interest term")
+	// ErrTooMany: a profile would hold more interests than MaxInterests,
+	// or link more pages than MaxLinkedPages.
+	ErrTooMany = errors.New("too many interests")
+)
+
+// Limits on a profile: what a person lists of their interests and pages
+// is far below them.
+const (
+	MaxInterests   = 500
+	MaxLinkedPages = 50
 )
 
 // SyntaxError locates a syntax error in a document.

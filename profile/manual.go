@@ -19,7 +19,8 @@ const MaxTermLength = 100
 // with existing terms ignores case.
 //
 // Errors: an empty term, one longer than MaxTermLength or one holding
-// control characters gives EINVALID (ErrTerm).
+// control characters gives EINVALID (ErrTerm); a term past MaxInterests
+// gives EINVALID (ErrTooMany).
 func AddInterest(p *changedigest.Profile, term string) error {
 	t, err := checkTerm(term)
 	if err != nil {
@@ -32,6 +33,9 @@ func AddInterest(p *changedigest.Profile, term string) error {
 			p.Interests[i].Source, p.Interests[i].Weight = changedigest.SourceManual, 1
 			return nil
 		}
+	}
+	if len(p.Interests) >= MaxInterests {
+		return invalid(ErrTooMany, "the profile holds %d interests, the most it may: remove one before adding %q", len(p.Interests), t)
 	}
 	p.Interests = append(p.Interests, changedigest.Interest{Term: t, Source: changedigest.SourceManual, Weight: 1})
 	return nil
@@ -53,7 +57,8 @@ func RemoveInterest(p *changedigest.Profile, term string) (bool, error) {
 	n := len(p.Interests)
 	p.Interests = slices.DeleteFunc(p.Interests, func(in changedigest.Interest) bool { return termKey(in.Term) == key })
 	if !slices.ContainsFunc(p.Excluded, func(x string) bool { return termKey(x) == key }) {
-		p.Excluded = append(p.Excluded, t)
+		// The oldest exclusions are forgotten past MaxInterests.
+		p.Excluded = append(p.Excluded[max(0, len(p.Excluded)+1-MaxInterests):], t)
 	}
 	return len(p.Interests) < n, nil
 }

@@ -107,6 +107,12 @@ func (b *Builder) Parse(doc Document) (*changedigest.Profile, error) {
 	}
 	b.logger().Debug("profile read", "document", doc.label(), "format", string(f), "statements", len(ts),
 		"person", p.node.String(), "chosen_as", p.chosen, "interests", len(p.interests), "unlabelled_interests", p.skipped, "pages", len(p.pages))
+	if n := len(p.interests); n > MaxInterests {
+		return nil, invalid(ErrTooMany, "%s names %d interests; a profile holds at most %d: keep the ones you care about most", doc.label(), n, MaxInterests)
+	}
+	if n := len(p.pages); n > MaxLinkedPages {
+		return nil, invalid(ErrTooMany, "%s links %d pages (homepage, weblog…); a profile holds at most %d", doc.label(), n, MaxLinkedPages)
+	}
 	pr := p.profile()
 	pr.UpdatedAt = b.now()
 	return pr, nil

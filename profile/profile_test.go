@@ -384,3 +384,40 @@ func TestManualTerms(t *testing.T) {
 		t.Errorf("Merge(nil, fresh) is not fresh")
 	}
 }
+
+// TestProfileBounds: a profile holds at most MaxInterests interests, by
+// hand or from a document, and forgets its oldest exclusions past it.
+func TestProfileBounds(t *testing.T) {
+	p := &changedigest.Profile{}
+	for i := range MaxInterests {
+		if err := AddInterest(p, fmt.Sprintf("topic %d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err := AddInterest(p, "one more")
+	if !errors.Is(err, ErrTooMany) || changedigest.ErrorCode(err) != changedigest.EINVALID ||
+		!strings.Contains(err.Error(), fmt.Sprintf("holds %d interests", MaxInterests)) {
+		t.Errorf("interest %d: %v", MaxInterests+1, err)
+	}
+	if err := AddInterest(p, "topic 7"); err != nil { // held already
+		t.Errorf("an interest held already: %v", err)
+	}
+	for i := range MaxInterests + 10 {
+		if _, err := RemoveInterest(p, fmt.Sprintf("gone %d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(p.Excluded) != MaxInterests || p.Excluded[0] != "gone 10" {
+		t.Errorf("%d exclusions, the oldest %q", len(p.Excluded), p.Excluded[0])
+	}
+	var b strings.Builder
+	b.WriteString("@prefix foaf: <http://xmlns.com/foaf/0.1/> .\n<#me> a foaf:Person ; foaf:name \"Ann\"")
+	for i := range MaxLinkedPages + 1 {
+		fmt.Fprintf(&b, " ;\n foaf:homepage <http://example.org/%d>", i)
+	}
+	b.WriteString(" .\n")
+	_, err = Parse(Document{Body: strings.NewReader(b.String()), Name: "ann.ttl"})
+	if !errors.Is(err, ErrTooMany) || !strings.Contains(err.Error(), fmt.Sprintf("links %d pages", MaxLinkedPages+1)) {
+		t.Errorf("%d linked pages: %v", MaxLinkedPages+1, err)
+	}
+}

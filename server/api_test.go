@@ -18,6 +18,7 @@ import (
 
 	"github.com/changedigest/changedigest"
 	"github.com/changedigest/changedigest/crawl"
+	"github.com/changedigest/changedigest/profile"
 	"github.com/changedigest/changedigest/segmenter"
 )
 
@@ -746,6 +747,8 @@ func TestAPIProfile(t *testing.T) {
 		{"malformed Turtle", "PUT", "/profile", "text/turtle", "<#me> a foaf:Person", 400, "invalid", nil},
 		{"no person", "PUT", "/profile", "text/turtle", "<#x> <http://example.org/p> \"o\" .", 400, "invalid", []string{"no person"}},
 		{"empty FOAF", "PUT", "/profile", "application/rdf+xml", "  ", 400, "invalid", []string{"empty"}},
+		{"too many interests", "PUT", "/profile", "text/turtle", manyInterestsFOAF(profile.MaxInterests + 1), 400, "invalid",
+			[]string{fmt.Sprintf("names %d interests", profile.MaxInterests+1), fmt.Sprintf("at most %d", profile.MaxInterests)}},
 		// Nine levels of nested entities would expand to 3 GB.
 		{"entity bomb", "PUT", "/profile", "application/rdf+xml", mustReadFile(t, "../profile/testdata/bomb/laughs9.rdf"), 400, "invalid",
 			[]string{"entity expansion refused", `"lol6"`}},
@@ -766,6 +769,61 @@ func TestAPIProfile(t *testing.T) {
 	c.call("GET", "/profile", nil, http.StatusOK, &after)
 	if !reflect.DeepEqual(after.Profile, p.Profile) {
 		t.Errorf("profile changed by failed requests:\n%+v\n%+v", after.Profile, p.Profile)
+	}
+}
+
+// manyInterestsFOAF is a FOAF document in Turtle of a person with n
+// interests.
+func manyInterestsFOAF(n int) string {
+	var b strings.Builder
+	b.WriteString("@prefix foaf: <http://xmlns.com/foaf/0.1/> .\n<#me> a foaf:Person ; foaf:name \"Ann\"")
+	for i := range n {
+		fmt.Fprintf(&b, " ;\n  foaf:topic_interest [ foaf:name \"topic %d\" ]", i)
+	}
+	b.WriteString(" .\n")
+	return b.String()
+}
+
+// TestAPIWatchSizeLimits: a watch's tags, name and URL are bounded, on
+// creation and on edits, with an error naming the limit; a watch stored
+// over a limit before it was set is still edited in its other fields.
+func TestAPIWatchSizeLimits(t *testing.T) {
+	e := mustServer(t)
+	ann := e.mustUser("ann", "correct horse")
+	c := e.api(ann)
+	body := func(v map[string]any) []byte {
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	var tags []string
+	for i := range changedigest.MaxTags + 1 {
+		tags = append(tags, fmt.Sprintf("tag%d", i))
+	}
+	c.callErr("POST", "/watches", "application/json", body(map[string]any{"url": "https://example.org/", "tags": tags}),
+		400, "invalid", fmt.Sprintf("%d tags is more than the %d", changedigest.MaxTags+1, changedigest.MaxTags))
+	c.callErr("POST", "/watches", "application/json", body(map[string]any{"url": "https://example.org/", "title": strings.Repeat("é", changedigest.MaxTitleLen+1)}),
+		400, "invalid", fmt.Sprintf("watch name of %d characters is longer than %d", changedigest.MaxTitleLen+1, changedigest.MaxTitleLen))
+	c.callErr("POST", "/watches", "application/json", body(map[string]any{"url": "https://example.org/" + strings.Repeat("a", changedigest.MaxURLLen)}),
+		400, "invalid", "watch URL of")
+	var w apiWatch
+	c.call("POST", "/watches", map[string]any{"url": "https://example.org/", "tags": tags[:changedigest.MaxTags]}, http.StatusCreated, &w)
+	c.callErr("PATCH", fmt.Sprintf("/watches/%d", w.ID), "application/json", body(map[string]any{"tags": tags}), 400, "invalid", "tags is more than")
+	// A watch stored over the limit before it was set (as a view puts
+	// it): its other fields are still edited.
+	stored, err := e.store.Watch(context.Background(), ann.ID, w.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored.Tags = append(tags, "one-more")
+	if err := e.store.PutWatch(context.Background(), stored); err != nil {
+		t.Fatal(err)
+	}
+	c.call("PATCH", fmt.Sprintf("/watches/%d", w.ID), map[string]any{"paused": true}, http.StatusOK, &w)
+	if !w.Paused || len(w.Tags) != changedigest.MaxTags+2 {
+		t.Errorf("after pausing: %+v", w)
 	}
 }
 

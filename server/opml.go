@@ -27,10 +27,11 @@ const (
 	maxOPMLOutlines = 1000
 	// maxOPMLDepth bounds the nesting of outlines.
 	maxOPMLDepth = 32
-	// maxOPMLTitle bounds a watch title taken from an outline, in bytes.
-	maxOPMLTitle = 300
+	// maxOPMLTitle bounds a watch title taken from an outline, in bytes
+	// (as many characters at most: changedigest.MaxTitleLen).
+	maxOPMLTitle = changedigest.MaxTitleLen
 	// maxTagBytes is the longest tag a watch takes (changedigest.Watch.Validate).
-	maxTagBytes = 64
+	maxTagBytes = changedigest.MaxTagLen
 )
 
 // opmlTypes are the media types POST /api/v1/opml takes.
