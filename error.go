@@ -18,7 +18,20 @@ const (
 	EUNAVAILABLE  = "unavailable"  // a remote side failed or refused
 	ERATELIMIT    = "rate_limited" // too many requests
 	EBUSY         = "busy"         // cannot answer now (recovering); try again shortly
+	EFULL         = "storage_full" // the service's storage is full: nothing was stored
 )
+
+// ServiceFault reports whether err is the service's own failure rather
+// than the request's or the page's: its storage is full (EFULL), or it
+// cannot answer for a moment (EBUSY). A check that fails so says nothing
+// of its page.
+func ServiceFault(err error) bool {
+	switch ErrorCode(err) {
+	case EFULL, EBUSY:
+		return true
+	}
+	return false
+}
 
 // Error is an error meant for the user: its Message is safe to show.
 type Error struct {
@@ -58,7 +71,7 @@ func ErrorMessage(err error) string {
 }
 
 // FormatBytes writes a size of n bytes as a person reads it in a message
-// ("4 MiB", "8.6 MiB", "16 KiB", "300 bytes").
+// ("4 MiB", "8.6 MiB", "16 KiB", "672.6 KiB", "300 bytes").
 func FormatBytes(n int64) string {
 	switch {
 	case n >= 1<<20 && n%(1<<20) == 0:
@@ -67,6 +80,8 @@ func FormatBytes(n int64) string {
 		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
 	case n >= 1<<10 && n%(1<<10) == 0:
 		return fmt.Sprintf("%d KiB", n>>10)
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
 	default:
 		return fmt.Sprintf("%d bytes", n)
 	}

@@ -510,10 +510,66 @@ func (s Store) CreateSession(ctx context.Context, userID int64, ttl time.Duratio
 	}
 	rev, err := s.Node.Conn.accounts.Put(ctx, sessionKey(userID, pet.SecretHash(token)), data)
 	if err != nil {
-		return "", fmt.Errorf("cluster: create session: %w", unavailable(err))
+		err = unavailable(err)
+		if errors.Is(err, errFull) && s.Node.holdSession(token, pet.Session{UserID: userID, CreatedAt: now, ExpiresAt: now.Add(ttl)}) {
+			// A login goes on while storage is full: the session lives
+			// in this node's memory until it ends or the node stops.
+			s.Node.logger().Warn("a login session is kept in memory alone: storage is full", "user", userID)
+			return token, nil
+		}
+		return "", fmt.Errorf("cluster: create session: %w", err)
 	}
 	s.Node.awaitAccounts(ctx, rev)
 	return token, nil
+}
+
+// maxHeldSessions bounds the sessions a node holds in memory alone.
+const maxHeldSessions = 10000
+
+// heldSessions are the login sessions a node could not store (its
+// storage full), by the hash of their token.
+type heldSessions struct {
+	mu sync.Mutex
+	m  map[string]pet.Session
+}
+
+// holdSession keeps a session in the node's memory alone; false when the
+// node holds too many already.
+func (n *Node) holdSession(token string, ss pet.Session) bool {
+	h := &n.held
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.m == nil {
+		h.m = map[string]pet.Session{}
+	}
+	now := time.Now()
+	for k, x := range h.m {
+		if !now.Before(x.ExpiresAt) {
+			delete(h.m, k)
+		}
+	}
+	if len(h.m) >= maxHeldSessions {
+		return false
+	}
+	h.m[string(pet.SecretHash(token))] = ss
+	return true
+}
+
+// heldSession returns the live session of this token the node holds in
+// memory alone (nil for none); with end, it ends it too.
+func (n *Node) heldSession(token string, end bool) *pet.Session {
+	h := &n.held
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	k := string(pet.SecretHash(token))
+	ss, ok := h.m[k]
+	if end {
+		delete(h.m, k)
+	}
+	if !ok || !time.Now().Before(ss.ExpiresAt) {
+		return nil
+	}
+	return &ss
 }
 
 // UserByName returns the user with this name: from this node's copy, or
@@ -540,6 +596,9 @@ func (s Store) Session(ctx context.Context, token string) (*pet.Session, error) 
 	ss, err := s.Store.Session(ctx, token)
 	if err == nil || token == "" || !errors.Is(err, pet.ErrNotFound) {
 		return ss, err
+	}
+	if held := s.Node.heldSession(token, false); held != nil {
+		return held, nil
 	}
 	m, ferr := s.Node.Conn.findAccount(ctx, "session.*."+hex.EncodeToString(pet.SecretHash(token)))
 	if transient(ferr) {
@@ -575,6 +634,9 @@ func (n *Node) catchUpAccounts(ctx context.Context) bool {
 // DeleteSession ends the session of this token on every node; an unknown
 // token is not an error.
 func (s Store) DeleteSession(ctx context.Context, token string) error {
+	if s.Node.heldSession(token, true) != nil {
+		return nil
+	}
 	ss, err := s.Store.Session(ctx, token)
 	if err != nil {
 		return nil

@@ -158,6 +158,9 @@ type Conn struct {
 	// by one server, which answers every read of them, so that what it
 	// acknowledged or counted it also gives to a read (see follow).
 	oneCopy bool
+	// room is the space free on the disk holding the embedded server's
+	// streams (nil with an external deployment).
+	room *room
 }
 
 // Dial starts the embedded server (or reaches the external one), waits
@@ -245,6 +248,7 @@ func (c *Conn) connect(ctx context.Context) error {
 			return fmt.Errorf("cluster: start the NATS server: %w", err)
 		}
 		c.server = s
+		c.room = &room{dir: cfg.Dir}
 		if os.Getenv("CHANGEDIGEST_NATS_LOG") != "" {
 			s.ConfigureLogger()
 		}
@@ -288,6 +292,8 @@ func serverOptions(cfg *Config) (*natsserver.Options, error) {
 		ServerName:            cfg.Name,
 		JetStream:             true,
 		StoreDir:              cfg.Dir,
+		JetStreamMaxStore:     serverMaxStore,
+		JetStreamMaxMemory:    serverMaxMemory,
 		MaxPayload:            MaxMessage,
 		NoSigs:                true,
 		NoLog:                 os.Getenv("CHANGEDIGEST_NATS_LOG") == "",

@@ -85,6 +85,8 @@ type Node struct {
 	quiet       int
 	token       atomic.Uint64
 	sub         *nats.Subscription
+	// held are the login sessions made while storage was full.
+	held heldSessions
 }
 
 // view is a shard as its owner keeps it.

@@ -314,14 +314,19 @@ func again(ctx context.Context, fn func() error) error {
 }
 
 // publish publishes to a stream, again after transient failures, until
-// ctx ends; the message ID makes a repeat harmless.
+// ctx ends; the message ID makes a repeat harmless. It refuses while the
+// disk holding the streams is short of the room kept free (roomFor), and
+// a refusal for want of space is an errFull.
 func (c *Conn) publish(ctx context.Context, msg *nats.Msg, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error) {
+	if err := c.roomFor(len(msg.Data)); err != nil {
+		return nil, err
+	}
 	for wait := 100 * time.Millisecond; ; wait = min(2*wait, 2*time.Second) {
 		actx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		ack, err := c.js.PublishMsg(actx, msg, opts...)
 		cancel()
 		if err == nil || !transient(err) || ctx.Err() != nil {
-			return ack, err
+			return ack, c.full(err)
 		}
 		select {
 		case <-ctx.Done():

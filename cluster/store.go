@@ -24,6 +24,16 @@ type Store struct {
 	Node *Node
 }
 
+// StorageFull reports since when the node has been short of space: its
+// view's store, or the disk holding its streams (whichever first).
+func (s Store) StorageFull() (since time.Time, full bool) {
+	since, full = s.Store.StorageFull()
+	if at, short := s.Node.Conn.StorageFull(); short && (!full || at.Before(since)) {
+		since, full = at, true
+	}
+	return since, full
+}
+
 // Search searches every node's view.
 func (s Store) Search(ctx context.Context, q pet.Query) (*pet.Results, error) {
 	return s.Node.Search(ctx, q)

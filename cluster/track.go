@@ -24,10 +24,14 @@ var errRaced = errors.New("cluster: another check stored a version of this watch
 // Retry-After (EBUSY).
 var errUnavailable = changedigest.Errorf(changedigest.EBUSY, "the cluster did not answer in time (it may be replacing a server that stopped); try again in a few seconds")
 
-// unavailable wraps err with errUnavailable when it is transient.
+// unavailable wraps err with errUnavailable when it is transient, and
+// with errFull when it is for want of space.
 func unavailable(err error) error {
-	if transient(err) {
+	switch {
+	case transient(err):
 		return fmt.Errorf("%w: %w", errUnavailable, err)
+	case storageFull(err) && !errors.Is(err, errFull):
+		return fmt.Errorf("%w: %w", errFull, err)
 	}
 	return err
 }

@@ -1,6 +1,7 @@
 package crawl
 
 import (
+	"cmp"
 	"math"
 	"math/rand/v2"
 	"time"
@@ -37,6 +38,11 @@ type Policy struct {
 	// Rand returns a uniform number in [0, 1) for the jitter (default
 	// math/rand/v2's Float64).
 	Rand func() float64
+	// FaultRetry is the longest a watch waits for its next check after
+	// one that failed for the service's own reason (a full disk, a
+	// cluster that did not answer: changedigest.ServiceFault) rather than
+	// its page's (default 15 min; never longer than its interval).
+	FaultRetry time.Duration
 }
 
 // NewPolicy returns the default policy.
@@ -51,6 +57,7 @@ func NewPolicy() Policy {
 		Jitter:         0.1,
 		MaxRetryAfter:  7 * 24 * time.Hour,
 		Rand:           rand.Float64,
+		FaultRetry:     15 * time.Minute,
 	}
 }
 
@@ -129,18 +136,28 @@ func (p *Policy) jitter(d time.Duration) time.Duration {
 // and validators are updated, the error state is cleared, and the next
 // check is due after the jittered Interval. With err != nil (o is
 // ignored): ErrorCount grows, LastError is set and the next check comes
-// after the jittered Backoff. In both cases a Retry-After (from o, or from
-// an *HTTPError in err) later than that is honoured, up to MaxRetryAfter.
+// after the jittered Backoff; an error that is the service's fault
+// (changedigest.ServiceFault) is recorded the same way but leaves
+// ErrorCount, and so the page's back-off, as it was, and the next check
+// comes after at most FaultRetry. In all cases a Retry-After (from o, or
+// from an *HTTPError in err) later than that is honoured, up to
+// MaxRetryAfter.
 func (p *Policy) Apply(w *changedigest.Watch, o Outcome, err error, now time.Time) {
 	var next time.Time
 	retry := o.RetryAfter
-	if err != nil {
+	switch {
+	case err != nil && changedigest.ServiceFault(err):
+		w.LastError = err.Error()
+		w.LastErrorAt = now
+		retry = RetryAfter(err)
+		next = now.Add(p.jitter(min(p.Interval(w), cmp.Or(p.FaultRetry, 15*time.Minute))))
+	case err != nil:
 		w.ErrorCount++
 		w.LastError = err.Error()
 		w.LastErrorAt = now
 		retry = RetryAfter(err)
 		next = now.Add(p.jitter(p.Backoff(w)))
-	} else {
+	default:
 		if !w.LastCheck.IsZero() && o.Result != FirstVersion && now.After(w.LastCheck) {
 			w.Samples = append(w.Samples, changedigest.CheckSample{
 				Interval: now.Sub(w.LastCheck),

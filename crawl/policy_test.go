@@ -198,6 +198,35 @@ func TestApplyBacksOffOnErrors(t *testing.T) {
 	}
 }
 
+// TestApplyLeavesBackoffOnServiceFaults: a check that failed for the
+// service's own reason (a full disk, a cluster that did not answer) is
+// recorded but leaves the page's back-off as it was, and is tried again
+// within FaultRetry, however often it fails so.
+func TestApplyLeavesBackoffOnServiceFaults(t *testing.T) {
+	p := fixedPolicy()
+	for _, fault := range []error{
+		fmt.Errorf("crawl: store a version: %w", changedigest.Errorf(changedigest.EFULL, "storage is full")),
+		fmt.Errorf("crawl: store a version: %w", changedigest.Errorf(changedigest.EBUSY, "the cluster did not answer")),
+	} {
+		for _, w := range []*changedigest.Watch{
+			{Category: changedigest.CategoryPersonal, ErrorCount: 2, Checks: 3, LastCheck: t0},
+			{Interval: 10 * time.Minute, Checks: 3, LastCheck: t0},
+		} {
+			now := t0
+			for range 20 {
+				now = now.Add(time.Minute)
+				p.Apply(w, Outcome{}, fault, now)
+				if d, most := w.NextCheck.Sub(now), min(p.FaultRetry, p.Interval(w)); d != most {
+					t.Errorf("%v: next check in %s, want %s", fault, d, most)
+				}
+			}
+			if w.ErrorCount > 2 || w.LastError != fault.Error() || !w.LastErrorAt.Equal(now) || w.Checks != 3 {
+				t.Errorf("%v: error count %d, last %q at %v, checks %d", fault, w.ErrorCount, w.LastError, w.LastErrorAt, w.Checks)
+			}
+		}
+	}
+}
+
 func TestApplyHonoursRetryAfter(t *testing.T) {
 	h := time.Hour
 	tests := []struct {

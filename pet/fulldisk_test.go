@@ -78,7 +78,7 @@ func TestFullDisk(t *testing.T) {
 			}
 			continue
 		}
-		if !errors.Is(err, ErrNoSpace) || changedigest.ErrorCode(err) != changedigest.EUNAVAILABLE {
+		if !errors.Is(err, ErrNoSpace) || changedigest.ErrorCode(err) != changedigest.EFULL {
 			t.Fatalf("version %d: want a storage-full error, got %v", i, err)
 		}
 		if !strings.Contains(err.Error(), "storage is full") {

@@ -75,7 +75,7 @@ func (s *Store) writeErr(err error) error {
 	}
 	s.full.Store(&fullState{at: s.now(), err: err.Error()})
 	s.Logger.Error("storage is full; nothing was written", "dir", s.Dir, "err", err)
-	return userErr(changedigest.EUNAVAILABLE, ErrNoSpace,
+	return userErr(changedigest.EFULL, ErrNoSpace,
 		"storage is full (no space left on device): nothing was stored; writes resume when space is freed")
 }
 

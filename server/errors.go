@@ -24,6 +24,7 @@ var statusOf = map[string]int{
 	changedigest.ERATELIMIT:    http.StatusTooManyRequests,
 	changedigest.EUNAVAILABLE:  http.StatusBadGateway,
 	changedigest.EBUSY:         http.StatusServiceUnavailable,
+	changedigest.EFULL:         http.StatusInsufficientStorage,
 }
 
 // titleOf names error pages.
@@ -37,6 +38,7 @@ var titleOf = map[int]string{
 	http.StatusTooManyRequests:       "Too many attempts",
 	http.StatusBadGateway:            "The other side failed",
 	http.StatusServiceUnavailable:    "Not available right now",
+	http.StatusInsufficientStorage:   "Storage is full",
 	http.StatusInternalServerError:   "Something went wrong",
 }
 

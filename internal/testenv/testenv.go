@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -118,4 +119,14 @@ func ResizeFS(tb testing.TB, dir string, size int64) {
 	if err != nil {
 		tb.Fatalf("resize the filesystem on %s: %v: %s", dir, err, out)
 	}
+}
+
+// FreeSpace is the bytes free on the filesystem holding dir.
+func FreeSpace(tb testing.TB, dir string) int64 {
+	tb.Helper()
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		tb.Fatal(err)
+	}
+	return int64(st.Bavail) * int64(st.Bsize)
 }
