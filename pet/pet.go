@@ -44,7 +44,6 @@ import (
 
 	"github.com/blevesearch/bleve/v2"
 	bolt "go.etcd.io/bbolt"
-	bolterrors "go.etcd.io/bbolt/errors"
 
 	"github.com/changedigest/changedigest"
 )
@@ -114,6 +113,10 @@ type Store struct {
 	// NoSync skips fsync on commit. A crash of the process still loses
 	// nothing, but a power failure may; for tests and bulk imports only.
 	NoSync bool
+	// CheckPages makes Open walk every page of pet.db first, so that a
+	// damaged page is a clear error at start rather than a crash later
+	// (the service sets it; it reads the whole file).
+	CheckPages bool
 	// CommitDelay is how long a write that may share its commit
 	// (AddVersion, SaveSchedule, index bookkeeping) waits for others to
 	// join it: one commit and its fsyncs then serve them all, and each
@@ -160,6 +163,8 @@ type Store struct {
 	open     atomic.Bool
 	// lists keeps users' watch lists (see WatchPage).
 	lists listCache
+	// damaged notes the records found damaged, each logged once.
+	damaged sync.Map
 
 	// faultMu guards fault and faultCh (see health.go); idxReadOnly is
 	// guarded by idxMu.
@@ -263,11 +268,19 @@ func (s *Store) Open(ctx context.Context) error {
 		return fmt.Errorf("pet: create store directory: %w", err)
 	}
 	path := filepath.Join(s.Dir, dbFile)
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: s.OpenTimeout, NoSync: s.NoSync})
-	if errors.Is(err, bolterrors.ErrTimeout) {
-		return fmt.Errorf("pet: open %s: %w", path, ErrLocked)
-	} else if err != nil {
-		return fmt.Errorf("pet: open %s: %w", path, err)
+	db, err := openFile(path, &bolt.Options{Timeout: s.OpenTimeout, NoSync: s.NoSync})
+	if err != nil {
+		return err
+	}
+	if err := checkSize(db, path); err != nil {
+		db.Close()
+		return err
+	}
+	if s.CheckPages {
+		if err := checkPages(db, path); err != nil {
+			db.Close()
+			return err
+		}
 	}
 	// Batched writes (AddVersion, index bookkeeping) wait at most this
 	// long for company; a lone writer pays it once.
@@ -275,7 +288,25 @@ func (s *Store) Open(ctx context.Context) error {
 	if s.CommitDelay > 0 {
 		db.MaxBatchDelay = s.CommitDelay
 	}
-	err = db.Update(func(tx *bolt.Tx) error {
+	err = guarded(path, func() error { return s.prepare(db) })
+	if err != nil {
+		db.Close()
+		if errors.Is(err, ErrCorrupt) {
+			return err
+		}
+		return fmt.Errorf("pet: open %s: %w", path, err)
+	}
+	s.db = db
+	s.lists.reset() // lists of another opening of the store are not this one's
+	s.idxReady.Store(false)
+	s.open.Store(true)
+	return nil
+}
+
+// prepare makes the buckets a new store lacks and brings the records of
+// an older one up to date.
+func (s *Store) prepare(db *bolt.DB) error {
+	return db.Update(func(tx *bolt.Tx) error {
 		for _, name := range allBuckets {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 				return err
@@ -295,15 +326,6 @@ func (s *Store) Open(ctx context.Context) error {
 		}
 		return nil
 	})
-	if err != nil {
-		db.Close()
-		return fmt.Errorf("pet: open %s: %w", path, err)
-	}
-	s.db = db
-	s.lists.reset() // lists of another opening of the store are not this one's
-	s.idxReady.Store(false)
-	s.open.Store(true)
-	return nil
 }
 
 // ensureIndex opens the search index on first use: a command that reads

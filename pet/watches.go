@@ -7,7 +7,10 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -44,6 +47,35 @@ func getWatch(tx *bolt.Tx, id int64) (*changedigest.Watch, error) {
 		return nil, corruptf("watch %d: %v", id, err)
 	}
 	return &w, nil
+}
+
+// damagedWatch stands for a watch whose stored record cannot be read, in
+// a list of its user's watches: its ID and user, the name its summary
+// kept (sum, nil for none), and the failure as its last error.
+func damagedWatch(userID, id int64, sum *watchSummary, err error) changedigest.Watch {
+	w := changedigest.Watch{ID: id, UserID: userID, Paused: true,
+		LastError: DamagedMessage(err)}
+	if sum != nil {
+		w.Title = string(sum.name)
+	}
+	if w.Title == "" {
+		w.Title = fmt.Sprintf("watch %d", id)
+	}
+	w.URL = "about:damaged"
+	return w
+}
+
+// DamagedMessage is what a user is told of a record the store cannot
+// read: what it is, and what to do.
+func DamagedMessage(err error) string {
+	return "stored record damaged: run changedigest repair while the service is stopped (" + strings.TrimPrefix(err.Error(), "pet: ") + ")"
+}
+
+// noteDamaged logs a damaged record once for each opening of the store.
+func (s *Store) noteDamaged(what string, id int64, err error) {
+	if _, seen := s.damaged.LoadOrStore(what+strconv.FormatInt(id, 10), true); !seen {
+		s.Logger.Error("a stored record is damaged and is passed over; run changedigest repair", "record", what, "id", id, "err", err)
+	}
 }
 
 // getUserWatch returns the watch when it is userID's (any user's for
@@ -114,7 +146,7 @@ func rebuildWatchKeys(tx *bolt.Tx) error {
 	return tx.Bucket(bWatches).ForEach(func(k, v []byte) error {
 		var w changedigest.Watch
 		if err := json.Unmarshal(v, &w); err != nil {
-			return corruptf("watch %x: %v", k, err)
+			return nil // a damaged record, passed over in lists; see Mend
 		}
 		return indexWatchKey(tx, &w, nil)
 	})
@@ -287,6 +319,10 @@ func (s *Store) Watches(ctx context.Context, userID int64, tag string) ([]change
 		if userID == AnyUser {
 			return tx.Bucket(bWatches).ForEach(func(k, _ []byte) error {
 				w, err := getWatch(tx, at(k, 0))
+				if errors.Is(err, ErrCorrupt) {
+					s.noteDamaged("watch", at(k, 0), err)
+					return nil
+				}
 				if err == nil {
 					keep(w)
 				}
@@ -295,9 +331,17 @@ func (s *Store) Watches(ctx context.Context, userID int64, tag string) ([]change
 		}
 		prefix := id64(userID)
 		c := tx.Bucket(bUserWatch).Cursor()
-		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
 			w, err := getWatch(tx, at(k, 1))
-			if err != nil {
+			if errors.Is(err, ErrCorrupt) {
+				s.noteDamaged("watch", at(k, 1), err)
+				sum, ok := decodeSummary(at(k, 1), v)
+				d := damagedWatch(userID, at(k, 1), &sum, err)
+				if !ok {
+					d = damagedWatch(userID, at(k, 1), nil, err)
+				}
+				w = &d
+			} else if err != nil {
 				return err
 			}
 			keep(w)
@@ -461,6 +505,11 @@ func (s *Store) DueWatchesSkipping(ctx context.Context, now time.Time, limit int
 				continue
 			}
 			w, err := getWatch(tx, at(k, 1))
+			if errors.Is(err, ErrCorrupt) {
+				// The others are checked all the same.
+				s.noteDamaged("watch", at(k, 1), err)
+				continue
+			}
 			if err != nil {
 				return err
 			}

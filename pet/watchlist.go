@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/binary"
+	"errors"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -39,6 +40,9 @@ func fillWatchSummaries(tx *bolt.Tx) error {
 	}
 	for _, k := range missing {
 		w, err := getWatch(tx, at(k, 1))
+		if errors.Is(err, ErrNotFound) || errors.Is(err, ErrCorrupt) {
+			continue // a damaged store's: lists pass it over; see Mend
+		}
 		if err != nil {
 			return err
 		}
@@ -320,7 +324,10 @@ func readUserList(tx *bolt.Tx, userID int64) (*userList, error) {
 		id := at(k, 1)
 		if _, ok := decodeSummary(id, v); !ok {
 			w, err := getWatch(tx, id)
-			if err != nil {
+			if errors.Is(err, ErrCorrupt) {
+				d := damagedWatch(userID, id, nil, err)
+				w = &d
+			} else if err != nil {
 				return nil, err
 			}
 			v = summaryOf(w)
@@ -480,7 +487,12 @@ func (s *Store) WatchPage(ctx context.Context, userID int64, q WatchQuery) (*Wat
 		out.Watches = make([]changedigest.Watch, 0, len(page))
 		for _, i := range page {
 			w, err := getWatch(tx, l.sums[i].id)
-			if err != nil {
+			if errors.Is(err, ErrCorrupt) {
+				// Listed as damaged, the others as they are.
+				s.noteDamaged("watch", l.sums[i].id, err)
+				d := damagedWatch(userID, l.sums[i].id, &l.sums[i], err)
+				w = &d
+			} else if err != nil {
 				return err
 			}
 			out.Watches = append(out.Watches, *w)

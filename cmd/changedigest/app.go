@@ -33,6 +33,9 @@ type storeFlags struct {
 	// mayOpenView: the command may open a cluster node's store (its
 	// view of the cluster): it only reads it, or it is the node.
 	mayOpenView bool
+	// checkPages: the store's every page is read once at opening, so
+	// that damage is found then (pet.Store.CheckPages).
+	checkPages bool
 }
 
 // registerBrowser adds the flags of browser rendering, for the commands
@@ -78,6 +81,7 @@ func (f *storeFlags) openStore(ctx context.Context, logger *slog.Logger) (*pet.S
 	s := pet.New(f.data)
 	s.Matrix = f.matrix
 	s.CommitDelay = f.commitDelay
+	s.CheckPages = f.checkPages
 	if logger != nil {
 		s.Logger = logger
 	}

@@ -225,7 +225,7 @@ func (m *Main) Run(ctx context.Context) error {
 	if !c.Cluster.on() && cluster.IsView(c.data) {
 		return viewRefused(c.data)
 	}
-	c.mayOpenView = true
+	c.mayOpenView, c.checkPages = true, true
 	store, err := c.openStore(ctx, log.With("component", "pet"))
 	if err != nil {
 		return err
