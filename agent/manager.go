@@ -32,6 +32,7 @@ import (
 	"time"
 
 	"github.com/changedigest/changedigest"
+	"github.com/changedigest/changedigest/internal/ratelimit"
 )
 
 // Store is the store as the agent manager sees it (userID 0 is any user).
@@ -102,8 +103,8 @@ type Manager struct {
 	setup  sync.Once
 	gz     atomic.Pointer[gzipDigester]
 	queue  *queue
-	addrs  *buckets
-	pages  *buckets
+	addrs  *ratelimit.Buckets
+	pages  *ratelimit.Buckets
 	ignore *ignoreList
 	flight atomic.Int64
 	// mu guards watches and the pages in it; the counts of Stats
@@ -184,8 +185,8 @@ func New(store Store, endpoint string) *Manager {
 func (m *Manager) init() {
 	m.setup.Do(func() {
 		m.queue = newQueue(m.QueueSize)
-		m.addrs = newBuckets(m.AddrPerMinute, m.AddrBurst)
-		m.pages = newBuckets(m.PagePerMinute, m.PageBurst)
+		m.addrs = ratelimit.New(m.AddrPerMinute, m.AddrBurst)
+		m.pages = ratelimit.New(m.PagePerMinute, m.PageBurst)
 		m.ignore = newIgnoreList(m.RefuteLimit, m.IgnoreFor)
 	})
 }
@@ -498,7 +499,7 @@ func (m *Manager) report(ctx context.Context, in ReportIn, now time.Time) error 
 	if until := m.ignore.ignored(reporter, now); !until.IsZero() {
 		return changedigest.Errorf(changedigest.EFORBIDDEN, "reports from %s are ignored until %s: earlier reports were refuted", in.Addr, until.UTC().Format(time.RFC3339))
 	}
-	if !m.addrs.allow(in.Addr, now) {
+	if !m.addrs.Allow(in.Addr, now) {
 		return changedigest.Errorf(changedigest.ERATELIMIT, "too many reports from %s", in.Addr)
 	}
 	id, nonce, err := m.checkToken(in.Token, now)
@@ -526,7 +527,7 @@ func (m *Manager) report(ctx context.Context, in ReportIn, now time.Time) error 
 		m.countRefused(p)
 		return changedigest.Errorf(changedigest.EFORBIDDEN, "%v", ErrReplayed)
 	}
-	if !m.pages.allow(strconv.FormatInt(id, 10), now) {
+	if !m.pages.Allow(strconv.FormatInt(id, 10), now) {
 		m.countRefused(p)
 		return changedigest.Errorf(changedigest.ERATELIMIT, "too many reports for watch %d", id)
 	}
@@ -933,7 +934,7 @@ func (m *Manager) ClientReport(ctx context.Context, reporter string, watchID int
 	if until := m.ignore.ignored(reporter, now); !until.IsZero() {
 		return changedigest.Errorf(changedigest.EFORBIDDEN, "reports from %s are ignored until %s: earlier reports were refuted", reporter, until.UTC().Format(time.RFC3339))
 	}
-	if !m.addrs.allow(reporter, now) || !m.pages.allow(strconv.FormatInt(watchID, 10), now) {
+	if !m.addrs.Allow(reporter, now) || !m.pages.Allow(strconv.FormatInt(watchID, 10), now) {
 		return changedigest.Errorf(changedigest.ERATELIMIT, "too many reports from %s", reporter)
 	}
 	q := &queued{watchID: watchID, at: now, by: changedigest.DetectedByClient, reporters: []string{reporter}, direct: true, base: base}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/changedigest/changedigest"
+	"github.com/changedigest/changedigest/internal/ratelimit"
 )
 
 // memStore is an in-memory Store: watches, and one stored body per watch.
@@ -428,7 +429,7 @@ func TestRateLimits(t *testing.T) {
 		t.Errorf("after %d reports from one address: %v", n-1, err)
 	}
 	f.m.AddrPerMinute = 0
-	f.m.addrs = newBuckets(0, 0)
+	f.m.addrs = ratelimit.New(0, 0)
 	err = nil
 	for n = 0; n < 100 && err == nil; n++ {
 		err = f.report(t, f.token(t), pageV1, fmt.Sprintf("192.0.2.%d", n))
