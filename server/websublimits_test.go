@@ -14,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/changedigest/changedigest"
 )
 
 // callbacks is a WebSub subscriber's callback server that answers every
@@ -69,6 +71,51 @@ func hubAsk(t *testing.T, e *testEnv, ip, mode, topic, callback string) (int, st
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, strings.TrimSpace(string(b)), resp.Header.Get("Retry-After")
+}
+
+// TestWebSubRateLimits: requests are limited per address (30 at once,
+// then 60 a minute) and per feed (30 at once, then 30 a minute, whatever
+// the topic URL under the feed's token); the limited get 429 with a
+// Retry-After, the others go on.
+func TestWebSubRateLimits(t *testing.T) {
+	e := mustServer(t)
+	hub, _ := withHub(e)
+	ann := e.mustUser("ann", "ann-password")
+	bob := e.mustUser("bob", "bob-password")
+	cb := newCallbacks(t)
+	cb.answer = func(w http.ResponseWriter, r *http.Request) { http.NotFound(w, r) }
+	feed := func(u *changedigest.User, path string) string {
+		return e.srv.Render.URL("/feeds/" + u.FeedToken + path)
+	}
+	// Unsubscriptions: no cap applies to them, each costs a verification.
+	for i := range 30 {
+		if st, body, _ := hubAsk(t, e, "127.0.0.40", "unsubscribe", feed(ann, "/atom.xml"), cb.URL+"/?n="+strconv.Itoa(i)); st != http.StatusAccepted {
+			t.Fatalf("request %d from one address: %d %s", i, st, body)
+		}
+	}
+	st, body, after := hubAsk(t, e, "127.0.0.40", "unsubscribe", feed(bob, "/atom.xml"), cb.URL+"/?n=x")
+	if st != http.StatusTooManyRequests || after != "1" || !strings.Contains(body, "from your address") {
+		t.Errorf("the 31st request from one address: %d %q, Retry-After %q; want 429, from your address, 1", st, body, after)
+	}
+	// Another address, the same feed under another topic URL: the feed's
+	// limit holds.
+	st, body, after = hubAsk(t, e, "127.0.0.41", "unsubscribe", feed(ann, "/tags/anything.json"), cb.URL+"/?n=y")
+	if st != http.StatusTooManyRequests || after != "2" || !strings.Contains(body, "for this feed") {
+		t.Errorf("the 31st request for one feed: %d %q, Retry-After %q; want 429, for this feed, 2", st, body, after)
+	}
+	// Another address and another feed go on.
+	if st, body, _ := hubAsk(t, e, "127.0.0.41", "unsubscribe", feed(bob, "/rss.xml"), cb.URL+"/?n=z"); st != http.StatusAccepted {
+		t.Errorf("another feed from another address: %d %s", st, body)
+	}
+	// The limits refill with time.
+	e.setNow(e.clock().Add(2 * time.Second))
+	if st, body, _ := hubAsk(t, e, "127.0.0.40", "unsubscribe", feed(ann, "/atom.xml"), cb.URL+"/?n=later"); st != http.StatusAccepted {
+		t.Errorf("two seconds later: %d %s", st, body)
+	}
+	hub.Wait()
+	if seen, _ := cb.counts(); seen != 32 {
+		t.Errorf("the callback saw %d verifications, want 32 (one per request taken)", seen)
+	}
 }
 
 // TestWebSubCaps: at most 20 live subscriptions per topic and 50 per
@@ -176,6 +223,46 @@ func TestWebSubCapsCountVerificationsUnderWay(t *testing.T) {
 	}
 	if subs, _ := e.store.Subscriptions(context.Background(), ann.ID); len(subs) != 3 {
 		t.Errorf("%d subscriptions stored, want 3", len(subs))
+	}
+}
+
+// TestWebSubVerificationsAreBounded: the hub verifies at most 8 requests
+// at once and lets 64 more wait; beyond them it answers 503 with a
+// Retry-After, and no request makes a connection of its own.
+func TestWebSubVerificationsAreBounded(t *testing.T) {
+	e := mustServer(t)
+	hub, _ := withHub(e)
+	cb := newCallbacks(t)
+	arrived, release := make(chan struct{}, 100), make(chan struct{})
+	cb.answer = func(w http.ResponseWriter, r *http.Request) {
+		arrived <- struct{}{}
+		<-release
+		http.NotFound(w, r)
+	}
+	// 72 unsubscriptions, over three addresses and three feeds (under
+	// their limits), with verifications held by the callback.
+	var users []*changedigest.User
+	for _, name := range []string{"ann", "bob", "cat", "dan"} {
+		users = append(users, e.mustUser(name, name+"-password"))
+	}
+	for i := range 72 {
+		topic := e.srv.Render.URL("/feeds/" + users[i%3].FeedToken + "/atom.xml")
+		ip := "127.0.0." + strconv.Itoa(50+i%3)
+		if st, body, _ := hubAsk(t, e, ip, "unsubscribe", topic, cb.URL+"/?n="+strconv.Itoa(i)); st != http.StatusAccepted {
+			t.Fatalf("request %d: %d %s", i, st, body)
+		}
+	}
+	st, body, after := hubAsk(t, e, "127.0.0.53", "unsubscribe", e.srv.Render.URL("/feeds/"+users[3].FeedToken+"/atom.xml"), cb.URL+"/?n=72")
+	if st != http.StatusServiceUnavailable || after == "" || !strings.Contains(body, "72 subscription requests waiting") {
+		t.Errorf("a request beyond those waiting: %d %q, Retry-After %q; want 503 with a Retry-After", st, body, after)
+	}
+	for range 8 {
+		<-arrived
+	}
+	close(release)
+	hub.Wait()
+	if seen, peak := cb.counts(); seen != 72 || peak != 8 {
+		t.Errorf("the callback saw %d verifications, %d at once; want 72, 8 at once", seen, peak)
 	}
 }
 
