@@ -458,7 +458,7 @@ type ReportIn struct {
 	// Token is the digester's report token, URL the page's address as
 	// the browser has it, Summary the wire form of the summary.
 	Token, URL, Summary string
-	// Origin is the request's Origin header (may be empty).
+	// Origin is the request's Origin header: it must be the page's.
 	Origin string
 	// Addr is the reporting client's address.
 	Addr string
@@ -474,8 +474,8 @@ var (
 // Report takes a report from a digester agent. It returns nil when the
 // report is queued for the change detector; the caller answers 202 at
 // once. Errors: EINVALID for a malformed report; EFORBIDDEN for a forged,
-// expired or replayed token, a URL that is not the watch's page, another
-// origin, or an ignored address; ERATELIMIT over a rate limit;
+// expired or replayed token, a URL that is not the watch's page, no
+// Origin or another one than the page's, or an ignored address; ERATELIMIT over a rate limit;
 // EUNAVAILABLE when the queue is full.
 func (m *Manager) Report(ctx context.Context, in ReportIn) error {
 	m.init()
@@ -518,6 +518,10 @@ func (m *Manager) report(ctx context.Context, in ReportIn, now time.Time) error 
 			m.countRefused(p)
 			return changedigest.Errorf(changedigest.EFORBIDDEN, "the report is for %q, not for the watch's page", clip(in.URL))
 		}
+		if in.Origin == "" {
+			m.countRefused(p)
+			return changedigest.Errorf(changedigest.EFORBIDDEN, "a report must carry the Origin header of the watch's page")
+		}
 		if !samePage(&page{url: pu, origin: po}, in.URL, in.Origin) {
 			m.countRefused(p)
 			return changedigest.Errorf(changedigest.EFORBIDDEN, "a report from origin %q is not from the watch's site", clip(in.Origin))
@@ -540,9 +544,12 @@ func (m *Manager) report(ctx context.Context, in ReportIn, now time.Time) error 
 }
 
 // samePage reports whether a report's URL and origin are the page's.
+// The origin must be there: the digester posts in CORS mode, in which
+// browsers always send the page's origin, whatever its referrer policy
+// (a no-cors post from a page with "no-referrer" says "null").
 func samePage(p *page, rawURL, origin string) bool {
 	u := normalURL(rawURL)
-	return u != "" && u == p.url && (origin == "" || origin == "null" || strings.EqualFold(origin, p.origin))
+	return u != "" && u == p.url && origin != "" && strings.EqualFold(origin, p.origin)
 }
 
 func (m *Manager) countRefused(p *page) {
