@@ -82,7 +82,7 @@ function run() {
       md5(H ? text(H) : ''), md5(B ? text(B) : ''), md5(F ? text(F) : '')].join('.');
     p = new URLSearchParams();
     p.set('t', T); p.set('u', location.href); p.set('s', s);
-    if (!(navigator.sendBeacon && navigator.sendBeacon(E, p))) fetch(E, { method: 'POST', body: p, keepalive: true, mode: 'no-cors', credentials: 'omit' })['catch'](function () {});
+    fetch(E, { method: 'POST', body: p, keepalive: true, mode: 'cors', credentials: 'omit' })['catch'](function () {});
   } catch (err) {}
 }
 function idle() {

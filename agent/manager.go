@@ -32,6 +32,7 @@ import (
 	"time"
 
 	"github.com/changedigest/changedigest"
+	"github.com/changedigest/changedigest/internal/ratelimit"
 )
 
 // Store is the store as the agent manager sees it (userID 0 is any user).
@@ -102,8 +103,8 @@ type Manager struct {
 	setup  sync.Once
 	gz     atomic.Pointer[gzipDigester]
 	queue  *queue
-	addrs  *buckets
-	pages  *buckets
+	addrs  *ratelimit.Buckets
+	pages  *ratelimit.Buckets
 	ignore *ignoreList
 	flight atomic.Int64
 	// mu guards watches and the pages in it; the counts of Stats
@@ -184,8 +185,8 @@ func New(store Store, endpoint string) *Manager {
 func (m *Manager) init() {
 	m.setup.Do(func() {
 		m.queue = newQueue(m.QueueSize)
-		m.addrs = newBuckets(m.AddrPerMinute, m.AddrBurst)
-		m.pages = newBuckets(m.PagePerMinute, m.PageBurst)
+		m.addrs = ratelimit.New(m.AddrPerMinute, m.AddrBurst)
+		m.pages = ratelimit.New(m.PagePerMinute, m.PageBurst)
 		m.ignore = newIgnoreList(m.RefuteLimit, m.IgnoreFor)
 	})
 }
@@ -457,7 +458,7 @@ type ReportIn struct {
 	// Token is the digester's report token, URL the page's address as
 	// the browser has it, Summary the wire form of the summary.
 	Token, URL, Summary string
-	// Origin is the request's Origin header (may be empty).
+	// Origin is the request's Origin header: it must be the page's.
 	Origin string
 	// Addr is the reporting client's address.
 	Addr string
@@ -473,8 +474,8 @@ var (
 // Report takes a report from a digester agent. It returns nil when the
 // report is queued for the change detector; the caller answers 202 at
 // once. Errors: EINVALID for a malformed report; EFORBIDDEN for a forged,
-// expired or replayed token, a URL that is not the watch's page, another
-// origin, or an ignored address; ERATELIMIT over a rate limit;
+// expired or replayed token, a URL that is not the watch's page, no
+// Origin or another one than the page's, or an ignored address; ERATELIMIT over a rate limit;
 // EUNAVAILABLE when the queue is full.
 func (m *Manager) Report(ctx context.Context, in ReportIn) error {
 	m.init()
@@ -498,7 +499,7 @@ func (m *Manager) report(ctx context.Context, in ReportIn, now time.Time) error 
 	if until := m.ignore.ignored(reporter, now); !until.IsZero() {
 		return changedigest.Errorf(changedigest.EFORBIDDEN, "reports from %s are ignored until %s: earlier reports were refuted", in.Addr, until.UTC().Format(time.RFC3339))
 	}
-	if !m.addrs.allow(in.Addr, now) {
+	if !m.addrs.Allow(in.Addr, now) {
 		return changedigest.Errorf(changedigest.ERATELIMIT, "too many reports from %s", in.Addr)
 	}
 	id, nonce, err := m.checkToken(in.Token, now)
@@ -517,6 +518,10 @@ func (m *Manager) report(ctx context.Context, in ReportIn, now time.Time) error 
 			m.countRefused(p)
 			return changedigest.Errorf(changedigest.EFORBIDDEN, "the report is for %q, not for the watch's page", clip(in.URL))
 		}
+		if in.Origin == "" {
+			m.countRefused(p)
+			return changedigest.Errorf(changedigest.EFORBIDDEN, "a report must carry the Origin header of the watch's page")
+		}
 		if !samePage(&page{url: pu, origin: po}, in.URL, in.Origin) {
 			m.countRefused(p)
 			return changedigest.Errorf(changedigest.EFORBIDDEN, "a report from origin %q is not from the watch's site", clip(in.Origin))
@@ -526,7 +531,7 @@ func (m *Manager) report(ctx context.Context, in ReportIn, now time.Time) error 
 		m.countRefused(p)
 		return changedigest.Errorf(changedigest.EFORBIDDEN, "%v", ErrReplayed)
 	}
-	if !m.pages.allow(strconv.FormatInt(id, 10), now) {
+	if !m.pages.Allow(strconv.FormatInt(id, 10), now) {
 		m.countRefused(p)
 		return changedigest.Errorf(changedigest.ERATELIMIT, "too many reports for watch %d", id)
 	}
@@ -539,9 +544,12 @@ func (m *Manager) report(ctx context.Context, in ReportIn, now time.Time) error 
 }
 
 // samePage reports whether a report's URL and origin are the page's.
+// The origin must be there: the digester posts in CORS mode, in which
+// browsers always send the page's origin, whatever its referrer policy
+// (a no-cors post from a page with "no-referrer" says "null").
 func samePage(p *page, rawURL, origin string) bool {
 	u := normalURL(rawURL)
-	return u != "" && u == p.url && (origin == "" || origin == "null" || strings.EqualFold(origin, p.origin))
+	return u != "" && u == p.url && origin != "" && strings.EqualFold(origin, p.origin)
 }
 
 func (m *Manager) countRefused(p *page) {
@@ -933,7 +941,7 @@ func (m *Manager) ClientReport(ctx context.Context, reporter string, watchID int
 	if until := m.ignore.ignored(reporter, now); !until.IsZero() {
 		return changedigest.Errorf(changedigest.EFORBIDDEN, "reports from %s are ignored until %s: earlier reports were refuted", reporter, until.UTC().Format(time.RFC3339))
 	}
-	if !m.addrs.allow(reporter, now) || !m.pages.allow(strconv.FormatInt(watchID, 10), now) {
+	if !m.addrs.Allow(reporter, now) || !m.pages.Allow(strconv.FormatInt(watchID, 10), now) {
 		return changedigest.Errorf(changedigest.ERATELIMIT, "too many reports from %s", reporter)
 	}
 	q := &queued{watchID: watchID, at: now, by: changedigest.DetectedByClient, reporters: []string{reporter}, direct: true, base: base}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/changedigest/changedigest"
+	"github.com/changedigest/changedigest/internal/ratelimit"
 )
 
 // memStore is an in-memory Store: watches, and one stored body per watch.
@@ -239,6 +240,9 @@ func TestReportsForAnotherPageOrOrigin(t *testing.T) {
 		{"http://shop.example/hours", ""},
 		{"javascript:alert(1)", ""},
 		{"https://shop.example/hours", "https://evil.example"},
+		{"https://shop.example/hours", ""},
+		{"https://shop.example/hours", "null"},
+		{"https://shop.example/hours", "http://shop.example"},
 	} {
 		err := f.m.Report(context.Background(), ReportIn{Token: f.token(t), URL: tc.url, Origin: tc.origin, Summary: sum, Addr: "192.0.2.1"})
 		if code(err) != changedigest.EFORBIDDEN {
@@ -384,7 +388,7 @@ func TestQueueCoalescesABurst(t *testing.T) {
 	}
 	ctx := context.Background()
 	for i := range 1000 {
-		in := ReportIn{Token: f.token(t), URL: "https://shop.example/hours", Addr: fmt.Sprintf("10.0.%d.%d", i/250, i%250),
+		in := ReportIn{Token: f.token(t), URL: "https://shop.example/hours", Origin: "https://shop.example", Addr: fmt.Sprintf("10.0.%d.%d", i/250, i%250),
 			Summary: Summarize([]byte(strings.Replace(pageV2, "10 to 6", fmt.Sprint(i), 1)), "").String()}
 		if err := f.m.Report(ctx, in); err != nil {
 			t.Fatalf("report %d: %v", i, err)
@@ -392,12 +396,12 @@ func TestQueueCoalescesABurst(t *testing.T) {
 	}
 	w2 := f.store.watch(2)
 	f.key = w2.AgentKey
-	if err := f.m.Report(ctx, ReportIn{Token: f.token(t), URL: w2.URL, Summary: Summarize([]byte(pageV1), "").String(), Addr: "10.9.9.9"}); err != nil {
+	if err := f.m.Report(ctx, ReportIn{Token: f.token(t), URL: w2.URL, Origin: "https://shop.example", Summary: Summarize([]byte(pageV1), "").String(), Addr: "10.9.9.9"}); err != nil {
 		t.Fatal(err)
 	}
 	w3 := f.store.watch(3)
 	f.key = w3.AgentKey
-	err := f.m.Report(ctx, ReportIn{Token: f.token(t), URL: w3.URL, Summary: Summarize([]byte(pageV1), "").String(), Addr: "10.9.9.9"})
+	err := f.m.Report(ctx, ReportIn{Token: f.token(t), URL: w3.URL, Origin: "https://shop.example", Summary: Summarize([]byte(pageV1), "").String(), Addr: "10.9.9.9"})
 	if code(err) != changedigest.EUNAVAILABLE {
 		t.Errorf("a third page in a queue of two: %v, want unavailable", err)
 	}
@@ -428,7 +432,7 @@ func TestRateLimits(t *testing.T) {
 		t.Errorf("after %d reports from one address: %v", n-1, err)
 	}
 	f.m.AddrPerMinute = 0
-	f.m.addrs = newBuckets(0, 0)
+	f.m.addrs = ratelimit.New(0, 0)
 	err = nil
 	for n = 0; n < 100 && err == nil; n++ {
 		err = f.report(t, f.token(t), pageV1, fmt.Sprintf("192.0.2.%d", n))

@@ -170,7 +170,7 @@ func simulate(t *testing.T, withAgent bool, seed uint64, hours float64) [6]simRe
 					s := string(js)
 					s = s[strings.Index(s, `T = "`)+5:]
 					err = m.Report(ctx, ReportIn{Token: s[:strings.IndexByte(s, '"')], URL: fmt.Sprintf("https://pr%d.example/", r),
-						Summary: Summarize([]byte(simPage(version(r, now))), "").String(), Addr: fmt.Sprintf("10.%d.%d.%d", r, vrng.IntN(256), vrng.IntN(256))})
+						Origin: fmt.Sprintf("https://pr%d.example", r), Summary: Summarize([]byte(simPage(version(r, now))), "").String(), Addr: fmt.Sprintf("10.%d.%d.%d", r, vrng.IntN(256), vrng.IntN(256))})
 					if err != nil {
 						t.Errorf("report for PR %d: %v", r, err)
 					}

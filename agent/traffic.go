@@ -8,56 +8,6 @@ import (
 	"github.com/changedigest/changedigest"
 )
 
-// bucket is a token bucket: rate tokens per second, up to burst.
-type bucket struct {
-	tokens float64
-	at     time.Time
-}
-
-// buckets are token buckets by key, for the per-address and per-page
-// limits of the traffic controller. Idle buckets are dropped.
-type buckets struct {
-	mu    sync.Mutex
-	rate  float64
-	burst float64
-	m     map[string]*bucket
-	swept time.Time
-}
-
-func newBuckets(perMinute, burst int) *buckets {
-	return &buckets{rate: float64(perMinute) / 60, burst: float64(burst), m: map[string]*bucket{}}
-}
-
-// allow takes a token from key's bucket; false when it is empty.
-func (b *buckets) allow(key string, now time.Time) bool {
-	if b.rate <= 0 {
-		return true
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if now.Sub(b.swept) > time.Minute && len(b.m) > 1024 {
-		full := time.Duration(b.burst / b.rate * float64(time.Second))
-		for k, x := range b.m {
-			if now.Sub(x.at) > full {
-				delete(b.m, k)
-			}
-		}
-		b.swept = now
-	}
-	x := b.m[key]
-	if x == nil {
-		x = &bucket{tokens: b.burst, at: now}
-		b.m[key] = x
-	}
-	x.tokens = min(b.burst, x.tokens+now.Sub(x.at).Seconds()*b.rate)
-	x.at = now
-	if x.tokens < 1 {
-		return false
-	}
-	x.tokens--
-	return true
-}
-
 // ignoreList holds the reporters whose reports verification refuted:
 // after limit refutations within the window a reporter is ignored for
 // the window.

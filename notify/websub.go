@@ -56,16 +56,51 @@ type Hub struct {
 	URL string
 	// DefaultLease and MaxLease bound hub.lease_seconds (10 and 30 days).
 	DefaultLease, MaxLease time.Duration
-	Now                    func() time.Time
-	Logger                 *slog.Logger
+	// MaxPerTopic, MaxPerHost and MaxPerUser cap the active
+	// subscriptions to one topic, with callbacks on one host, and to all
+	// the feeds of one user (DefaultMaxPerTopic, DefaultMaxPerHost,
+	// DefaultMaxPerUser); verifications under way count. A host is a
+	// callback's registrable domain (a.example.net and b.example.net are
+	// one), or its IP address (an IPv6 address's /64). 0 is no cap.
+	MaxPerTopic, MaxPerHost, MaxPerUser int
+	// Verifiers bounds the verifications of intent made at once
+	// (DefaultVerifiers), MaxWaiting the requests waiting for one
+	// (DefaultMaxWaiting): a request beyond them is refused as busy.
+	Verifiers, MaxWaiting int
+	// VerifyTimeout bounds a verification (10 s).
+	VerifyTimeout time.Duration
+	// SummaryEvery is how often failed verifications are logged: one
+	// line with their counts by reason (a minute).
+	SummaryEvery time.Duration
+	Now          func() time.Time
+	Logger       *slog.Logger
 
-	wg sync.WaitGroup
+	wg    sync.WaitGroup
+	setup sync.Once
+	ctx   context.Context // ends with Close
+	stop  context.CancelFunc
+	slots chan struct{} // one per verification under way
+
+	mu      sync.Mutex
+	pending map[string]*pendingVerification // subKey → admitted, not yet done
+	fails   failureSummary
 }
+
+// The defaults of the hub's limits.
+const (
+	DefaultMaxPerTopic = 20
+	DefaultMaxPerHost  = 50
+	DefaultMaxPerUser  = 200
+	DefaultVerifiers   = 8
+	DefaultMaxWaiting  = 64
+)
 
 // NewHub returns a hub with defaults, reachable at url.
 func NewHub(store HubStore, n *Notifier, client *http.Client, url string) *Hub {
 	return &Hub{Store: store, Notifier: n, Client: client, URL: url, DefaultLease: 10 * 24 * time.Hour,
-		MaxLease: 30 * 24 * time.Hour, Now: time.Now, Logger: slog.Default()}
+		MaxLease: 30 * 24 * time.Hour, MaxPerTopic: DefaultMaxPerTopic, MaxPerHost: DefaultMaxPerHost,
+		MaxPerUser: DefaultMaxPerUser, Verifiers: DefaultVerifiers, MaxWaiting: DefaultMaxWaiting,
+		VerifyTimeout: 10 * time.Second, SummaryEvery: time.Minute, Now: time.Now, Logger: slog.Default()}
 }
 
 // Topic is a feed of the service as a WebSub topic.
@@ -145,12 +180,15 @@ func (h *Hub) resolve(ctx context.Context, t Topic) (*changedigest.User, *change
 }
 
 // Request handles a subscriber's request (the form fields of POST to the
-// hub). It checks what it can at once (errors: EINVALID, ENOTFOUND for a
-// feed that does not exist), then verifies the intent in the background:
-// a GET to the callback with a challenge, and for a subscription, when
-// the callback echoes it, the subscription is stored with its lease
-// (renewing it when it exists). A subscription to a topic that goes away
-// before verification is answered with hub.mode=denied.
+// hub). It checks what it can at once, then verifies the intent in the
+// background: a GET to the callback with a challenge, and for a
+// subscription, when the callback echoes it, the subscription is stored
+// with its lease (renewing it when it exists). A request for a topic and
+// callback whose verification is under way in the same mode is taken
+// without a second one. Errors: EINVALID; ENOTFOUND for a feed that does
+// not exist; EFORBIDDEN over a cap on subscriptions, naming it;
+// ECONFLICT while a verification in the other mode is under way; EBUSY
+// when as many requests wait as the hub takes.
 func (h *Hub) Request(ctx context.Context, mode, topic, callback string, lease int, secret string) error {
 	if mode != "subscribe" && mode != "unsubscribe" {
 		return changedigest.Errorf(changedigest.EINVALID, "hub.mode %q is not subscribe or unsubscribe", mode)
@@ -186,22 +224,49 @@ func (h *Hub) Request(ctx context.Context, mode, topic, callback string, lease i
 	if w != nil {
 		sub.WatchID = w.ID
 	}
+	p, err := h.admit(ctx, mode, sub)
+	if err != nil || p == nil {
+		return err
+	}
 	h.wg.Add(1)
 	go func() {
 		defer h.wg.Done()
-		vctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer h.done(p)
+		select {
+		case h.slots <- struct{}{}:
+		case <-h.ctx.Done():
+			return
+		}
+		defer func() { <-h.slots }()
+		timeout := h.VerifyTimeout
+		if timeout <= 0 {
+			timeout = 10 * time.Second
+		}
+		vctx, cancel := context.WithTimeout(h.ctx, timeout)
 		defer cancel()
-		if err := h.verify(vctx, mode, sub); err != nil {
-			h.logger().Info("websub intent not verified", "mode", mode, "callback", redact(callback), "err", err)
+		if err := h.verify(vctx, mode, sub); err != nil && h.ctx.Err() == nil {
+			h.failed(p.host, err)
+			h.logger().Debug("websub intent not verified", "mode", mode, "callback", redact(callback), "err", err)
 		}
 	}()
 	return nil
 }
 
-// Wait waits for the verifications in flight (tests, shutdown).
+// Wait waits for the verifications waiting and under way (tests).
 func (h *Hub) Wait() { h.wg.Wait() }
 
+// Close ends the verifications under way, refuses further requests as
+// busy, and logs the failures not yet summarised.
+func (h *Hub) Close() error {
+	h.init()
+	h.stop()
+	h.wg.Wait()
+	h.logFailures()
+	return nil
+}
+
 // verify makes the verification of intent and records its outcome.
+// Errors: a *verifyError saying why the intent is not verified.
 func (h *Hub) verify(ctx context.Context, mode string, sub *changedigest.Subscription) error {
 	challenge := make([]byte, 24)
 	rand.Read(challenge)
@@ -212,16 +277,30 @@ func (h *Hub) verify(ctx context.Context, mode string, sub *changedigest.Subscri
 	}
 	body, status, err := h.get(ctx, sub.Callback, q)
 	if err != nil {
-		return err
+		return &verifyError{reason: transportReason(err), err: err}
 	}
-	if status < 200 || status > 299 || strings.TrimSpace(string(body)) != ch {
-		return fmt.Errorf("the callback answered %d without the challenge", status)
+	if status < 200 || status > 299 {
+		return &verifyError{reason: reasonRefused, err: fmt.Errorf("the callback answered %d", status)}
+	}
+	if strings.TrimSpace(string(body)) != ch {
+		return &verifyError{reason: reasonNoChallenge, err: fmt.Errorf("the callback answered %d without the challenge", status)}
 	}
 	if mode == "unsubscribe" {
-		return h.Store.DeleteSubscription(ctx, sub.Topic, sub.Callback)
+		if err := h.Store.DeleteSubscription(ctx, sub.Topic, sub.Callback); err != nil {
+			return &verifyError{reason: reasonStore, err: err}
+		}
+		return nil
+	}
+	// Verifications under way count against the caps when a request is
+	// taken; this check catches those that ended since.
+	if err := h.checkCaps(ctx, sub); err != nil {
+		return &verifyError{reason: reasonOverCap, err: err}
 	}
 	sub.Expires = h.now().Add(time.Duration(sub.Lease) * time.Second)
-	return h.Store.PutSubscription(ctx, sub)
+	if err := h.Store.PutSubscription(ctx, sub); err != nil {
+		return &verifyError{reason: reasonStore, err: err}
+	}
+	return nil
 }
 
 // get sends a GET with the query added to target's own and returns up to

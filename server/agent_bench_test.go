@@ -232,7 +232,7 @@ func BenchmarkAgentLoad(b *testing.B) {
 		sums[i] = agent.Summarize([]byte(body), "text/html").String()
 	}
 	// Agent requests and reports go as browsers send them (the headers
-	// of a script load and of sendBeacon), through a lean client; the
+	// of a script load and of the digester's CORS fetch), through a lean client; the
 	// feed through net/http's.
 	// Served as the serve command serves: the server's own http.Server
 	// with its timeouts, on a loopback port of its own.
@@ -259,7 +259,7 @@ func BenchmarkAgentLoad(b *testing.B) {
 		return []byte("POST /agent/report HTTP/1.1\r\nHost: " + addr + "\r\n" + browser +
 			"Accept: */*\r\nContent-Type: application/x-www-form-urlencoded;charset=UTF-8\r\n" +
 			"Content-Length: " + strconv.Itoa(len(form)) + "\r\nOrigin: https://site" + strconv.Itoa(i) + ".example.org\r\n" +
-			"Sec-Fetch-Dest: empty\r\nSec-Fetch-Mode: no-cors\r\nSec-Fetch-Site: cross-site\r\n\r\n" + form)
+			"Sec-Fetch-Dest: empty\r\nSec-Fetch-Mode: cors\r\nSec-Fetch-Site: cross-site\r\n\r\n" + form)
 	}
 	// token gets a digester for page i and returns its report token.
 	token := func(wk *loadWorker, i int) (string, error) {
@@ -529,12 +529,18 @@ func BenchmarkAgentHandler(b *testing.B) {
 			t := js[strings.Index(js, `T = "`)+5:]
 			toks = append(toks, t[:strings.IndexByte(t, '"')])
 		}
+		pu, err := url.Parse(w.URL)
+		if err != nil {
+			b.Fatal(err)
+		}
+		origin := pu.Scheme + "://" + pu.Host
 		b.ResetTimer()
 		c0 := cpuTime()
 		for i := range b.N {
 			form := url.Values{"t": {toks[i]}, "u": {w.URL}, "s": {sum}}.Encode()
 			req := httptest.NewRequest("POST", "/agent/report", strings.NewReader(form))
 			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			req.Header.Set("Origin", origin)
 			rec := httptest.NewRecorder()
 			h.ServeHTTP(rec, req)
 			if rec.Code != http.StatusAccepted {

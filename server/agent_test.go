@@ -133,6 +133,15 @@ func TestAgentPublicRoutes(t *testing.T) {
 	if st, body := post(good, "https://evil.example"); st != 403 || !strings.Contains(body, "origin") {
 		t.Errorf("other origin: %d %s", st, body)
 	}
+	// A browser always sends the page's origin with the digester's
+	// report: none (not a browser) or "null" (a sandboxed or no-referrer
+	// page posting without CORS) is refused.
+	if st, body := post(good, ""); st != 403 || !strings.Contains(body, "must carry the Origin header") {
+		t.Errorf("no origin: %d %s", st, body)
+	}
+	if st, body := post(good, "null"); st != 403 || !strings.Contains(body, `origin "null" is not from the watch's site`) {
+		t.Errorf("origin null: %d %s", st, body)
+	}
 	if st, body := post(good, "https://shop.example"); st != 202 {
 		t.Errorf("good report: %d %s", st, body)
 	}
@@ -142,7 +151,7 @@ func TestAgentPublicRoutes(t *testing.T) {
 	if _, js, _ := get("?k=" + url.QueryEscape(v.Key)); !agent.IsVoid([]byte(js)) {
 		t.Errorf("after a report: want the void agent, got %q", js[:min(len(js), 60)])
 	}
-	if st := m.Stats(w.ID); st.Served != 2 || st.Digester != 1 || st.Accepted != 1 || st.Refused != 2 {
+	if st := m.Stats(w.ID); st.Served != 2 || st.Digester != 1 || st.Accepted != 1 || st.Refused != 4 {
 		t.Errorf("stats: %+v", st)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -280,8 +281,8 @@ func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request) error {
 			&loginPage{Name: name, Next: next, Error: "The name or the password is wrong."})
 	}
 	s.logins.succeed(addr, lname)
-	http.SetCookie(w, &http.Cookie{Name: s.cookieName(knownCookie), Value: s.mac("known", lname), Path: "/",
-		HttpOnly: true, Secure: s.secure, SameSite: http.SameSiteStrictMode, MaxAge: 365 * 24 * 3600})
+	http.SetCookie(w, &http.Cookie{Name: s.cookieName(knownCookie), Value: s.knownValue(lname), Path: "/",
+		HttpOnly: true, Secure: s.secure, SameSite: http.SameSiteStrictMode, MaxAge: int(knownFor / time.Second)})
 	token, err := s.Store.CreateSession(r.Context(), u.ID, s.SessionTTL)
 	if err != nil {
 		return err
@@ -398,10 +399,39 @@ func (s *Server) tokenFailed(r *http.Request, notFound error) error {
 	return notFound
 }
 
-// knownBrowser reports whether the browser logged in to the name before:
-// its cookie holds an HMAC of the name under the server's key, which the
-// login guard takes as a known address.
+// knownFor is how long the cookie of a browser that logged in to a name
+// keeps it known.
+const knownFor = 365 * 24 * time.Hour
+
+// knownValue is a new value of the cookie of a browser that logged in to
+// name: a random id of its own, the time it was made, and an HMAC of
+// both and the name under the server's key. Each login makes a new one,
+// so no two browsers share a value, and a copy of one stops counting a
+// year after the login that made it.
+func (s *Server) knownValue(lname string) string {
+	id := make([]byte, 16)
+	rand.Read(id)
+	v := base64.RawURLEncoding.EncodeToString(id) + "." + strconv.FormatInt(s.now().Unix(), 10)
+	return v + "." + s.mac("known", lname+"\x00"+v)
+}
+
+// knownBrowser reports whether the browser logged in to the name before,
+// within knownFor: its cookie is a value knownValue made for the name,
+// which the login guard takes as a known address.
 func (s *Server) knownBrowser(r *http.Request, lname string) bool {
 	c, err := s.cookie(r, knownCookie)
-	return err == nil && hmac.Equal([]byte(c.Value), []byte(s.mac("known", lname)))
+	if err != nil {
+		return false
+	}
+	i := strings.LastIndexByte(c.Value, '.')
+	if i < 0 {
+		return false
+	}
+	v, sig := c.Value[:i], c.Value[i+1:]
+	_, made, ok := strings.Cut(v, ".")
+	unix, err := strconv.ParseInt(made, 10, 64)
+	if !ok || err != nil || s.now().Sub(time.Unix(unix, 0)) > knownFor {
+		return false
+	}
+	return hmac.Equal([]byte(sig), []byte(s.mac("known", lname+"\x00"+v)))
 }

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"net/netip"
 	"slices"
 	"strconv"
 	"sync"
@@ -93,6 +94,23 @@ func (b *backoff) sweep(now time.Time) {
 	if len(b.m) >= maxKeys {
 		clear(b.m)
 	}
+}
+
+// RateLimit is a rate of requests a minute, taken in bursts of up to
+// Burst; PerMinute 0 is no limit.
+type RateLimit struct {
+	PerMinute, Burst int
+}
+
+// addrKey is the key of a client address for the limits per address:
+// the address, or for IPv6 its /64, which one party usually holds whole.
+func addrKey(ip string) string {
+	a, err := netip.ParseAddr(ip)
+	if err != nil || !a.Is6() || a.Is4In6() {
+		return ip
+	}
+	p, _ := a.WithZone("").Prefix(64)
+	return p.String()
 }
 
 // rateLimitedFor is the ERATELIMIT error of a wait, with its Retry-After.

@@ -178,3 +178,77 @@ func TestLoginKnownBrowserOnANewAddress(t *testing.T) {
 		t.Errorf("ann's browser logging in as bob during an attack on bob: status %d, want 429", st)
 	}
 }
+
+// knownCookieOf is the value of the browser's cookie that says it
+// logged in to a name before.
+func (c *client) knownCookieOf() string {
+	u, _ := url.Parse(c.base)
+	for _, k := range c.http.Jar.Cookies(u) {
+		if k.Name == knownCookie {
+			return k.Value
+		}
+	}
+	return ""
+}
+
+// TestLoginKnownBrowserCookieIsPerBrowser: each login gives the browser
+// a cookie of its own, new at every login; a copy does not count once it
+// is a year old, nor when altered, while the browser's own still lets
+// it in during an attack on its name.
+func TestLoginKnownBrowserCookieIsPerBrowser(t *testing.T) {
+	e := mustServer(t)
+	e.fewAttempts(3)
+	e.mustUser("ann", "correct horse")
+	laptop, phone := e.clientFrom("127.0.0.60"), e.clientFrom("127.0.0.61")
+	for _, c := range []*client{laptop, phone} {
+		if st := c.tryLogin("ann", "correct horse"); st != http.StatusSeeOther {
+			t.Fatalf("login: %d", st)
+		}
+	}
+	first, other := laptop.knownCookieOf(), phone.knownCookieOf()
+	if first == "" || first == other {
+		t.Fatalf("two browsers of one user got the cookies %q and %q; want two different ones", first, other)
+	}
+	if st := laptop.tryLogin("ann", "correct horse"); st != http.StatusSeeOther {
+		t.Fatalf("second login: %d", st)
+	}
+	if again := laptop.knownCookieOf(); again == first || again == "" {
+		t.Errorf("a new login kept the cookie %q; want a new one", again)
+	}
+	// An attack on the name from elsewhere.
+	for _, ip := range []string{"127.0.0.62", "127.0.0.63"} {
+		a := e.clientFrom(ip)
+		for range 5 {
+			a.tryLogin("ann", "wrong guess")
+		}
+	}
+	// A copy of the cookie, on a machine that never logged in: altered,
+	// it does not count; as it is, it does.
+	withCookie := func(ip, value string) *client {
+		c := e.clientFrom(ip)
+		u, _ := url.Parse(c.base)
+		c.http.Jar.SetCookies(u, []*http.Cookie{{Name: knownCookie, Value: value, Path: "/"}})
+		return c
+	}
+	altered := "A" + other[1:]
+	if other[0] == 'A' {
+		altered = "B" + other[1:]
+	}
+	if st := withCookie("127.0.0.64", altered).tryLogin("ann", "correct horse"); st != http.StatusTooManyRequests {
+		t.Errorf("an altered cookie during the attack: %d, want 429", st)
+	}
+	if st := withCookie("127.0.0.65", other).tryLogin("ann", "correct horse"); st != http.StatusSeeOther {
+		t.Errorf("the phone's cookie during the attack: %d, want 303", st)
+	}
+	// A year after the login that made it, the cookie no longer counts.
+	e.setNow(e.clock().Add(365*24*time.Hour + time.Minute))
+	for _, ip := range []string{"127.0.0.66", "127.0.0.67"} {
+		a := e.clientFrom(ip)
+		for range 5 {
+			a.tryLogin("ann", "wrong guess")
+		}
+	}
+	if st := withCookie("127.0.0.68", other).tryLogin("ann", "correct horse"); st != http.StatusTooManyRequests {
+		t.Errorf("a cookie over a year old during an attack: %d, want 429", st)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 
 	"github.com/go-chi/chi/v5"
 
@@ -106,15 +107,23 @@ func (s *Server) Handler() http.Handler {
 	return r
 }
 
-// staticFiles serves the embedded style sheets. Links carry a content
-// version, so the files may be cached for a long time.
+// staticFiles serves the embedded style sheets, and 404 for anything
+// else, directories included. Links carry a content version, so the
+// files may be cached for a long time.
 func (s *Server) staticFiles() http.Handler {
 	sub, err := fs.Sub(templates.FS, "static")
 	if err != nil {
 		panic(err) // the embedded tree always has static/
 	}
-	files := http.StripPrefix(s.Render.Path("/static/"), http.FileServerFS(sub))
+	prefix := s.Render.Path("/static/")
+	files := http.StripPrefix(prefix, http.FileServerFS(sub))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// Files only: a directory is not listed.
+		name := strings.TrimPrefix(r.URL.Path, prefix)
+		if fi, err := fs.Stat(sub, name); err != nil || fi.IsDir() {
+			s.pageError(w, r, changedigest.Errorf(changedigest.ENOTFOUND, "there is no file at %s", clip(r.URL.Path)))
+			return
+		}
 		if r.URL.Query().Get("v") != "" {
 			w.Header().Set("Cache-Control", "public, max-age=31536000, immutable")
 		} else {

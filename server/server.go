@@ -20,6 +20,7 @@ import (
 
 	"github.com/changedigest/changedigest/agent"
 	"github.com/changedigest/changedigest/expand"
+	"github.com/changedigest/changedigest/internal/ratelimit"
 	"github.com/changedigest/changedigest/notify"
 	"github.com/changedigest/changedigest/profile"
 	"github.com/changedigest/changedigest/render"
@@ -72,6 +73,13 @@ type Server struct {
 	// is never refused (see loginGuard and tokenFailed).
 	LoginAttempts int
 	LoginWindow   time.Duration
+	// HubPerAddress and HubPerFeed bound the WebSub requests (POST
+	// HubPath) taken from one address (an IPv6 address's /64) and for one
+	// feed (every topic URL under one feed token, its watches' and tags'
+	// feeds included): 60 a minute in bursts of up to 30, and 30 a minute
+	// in bursts of up to 30. Requests beyond them are answered 429 with
+	// a Retry-After.
+	HubPerAddress, HubPerFeed RateLimit
 
 	// Key signs the CSRF tokens of the web forms (at least 32 bytes); a
 	// random key of the process unless set, which makes forms left open
@@ -83,6 +91,9 @@ type Server struct {
 	logins *loginGuard
 	tokens *backoff // failed feed and API tokens per address
 	secure bool     // cookies only over https
+
+	// hubAddrs and hubFeeds count WebSub requests per address and per feed.
+	hubAddrs, hubFeeds *ratelimit.Buckets
 
 	rows rowCache // rendered rows of the watches table (rows.go)
 
@@ -101,6 +112,8 @@ func New() *Server {
 		RequestTimeout: 60 * time.Second,
 		LoginAttempts:  10,
 		LoginWindow:    10 * time.Minute,
+		HubPerAddress:  RateLimit{PerMinute: 60, Burst: 30},
+		HubPerFeed:     RateLimit{PerMinute: 30, Burst: 30},
 	}
 }
 
@@ -139,6 +152,10 @@ func (s *Server) init() {
 	if s.logins == nil {
 		s.logins = newLoginGuard(s.LoginAttempts, s.LoginWindow, s.now)
 		s.tokens = newBackoff(s.LoginAttempts, s.LoginWindow, s.LoginWindow, s.now)
+	}
+	if s.hubAddrs == nil {
+		s.hubAddrs = ratelimit.New(s.HubPerAddress.PerMinute, s.HubPerAddress.Burst)
+		s.hubFeeds = ratelimit.New(s.HubPerFeed.PerMinute, s.HubPerFeed.Burst)
 	}
 	if len(s.Key) == 0 {
 		s.Key = make([]byte, 32)

@@ -111,6 +111,7 @@ func withHub(e *testEnv) (*notify.Hub, *notify.Dispatcher) {
 	h := notify.NewHub(e.store, e.srv.Notify, nil, e.srv.Render.URL(HubPath))
 	h.Now, h.Logger = e.clock, d.Logger
 	d.Hub, e.srv.Hub = h, h
+	e.t.Cleanup(func() { h.Close() })
 	return h, d
 }
 

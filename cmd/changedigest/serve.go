@@ -663,6 +663,9 @@ func (m *Main) Close() error {
 		m.cancel()
 	}
 	m.wg.Wait()
+	if m.Hub != nil {
+		errs = append(errs, m.Hub.Close())
+	}
 	if m.Agent != nil {
 		m.Agent.Stop()
 	}
