@@ -48,9 +48,11 @@ const (
 	// reach 0.90 and stay apart.
 	feedRepublishThreshold = 0.95
 
-	// feedMaxPairs bounds the item pairs scored by similarity; past it
-	// (thousands of unmatched items on both sides) the remaining items
-	// are reported as added and removed rather than compared.
+	// feedMaxPairs bounds the item pairs scored by similarity (of the
+	// pairs that can reach the threshold, see feedPairs); past it (tens of
+	// thousands of unmatched items alike enough on both sides) the
+	// remaining items are reported as added and removed rather than
+	// compared.
 	feedMaxPairs = 1 << 20
 
 	// feedContext is how many words of unchanged text an excerpt of a
@@ -290,35 +292,36 @@ func feedLeftovers(to []int) []int {
 	return out
 }
 
-// similarityPass pairs leftover items by score, best first.
+// similarityPass pairs leftover items by score, best first. Only the
+// pairs feedPairs finds can reach the threshold, and only those are
+// scored.
 func (m *feedMatching) similarityPass() {
 	ou, nu := feedLeftovers(m.oldTo), feedLeftovers(m.newTo)
 	if len(ou) == 0 || len(nu) == 0 {
 		return
 	}
-	if len(ou)*len(nu) > feedMaxPairs {
-		nu = nu[:max(1, feedMaxPairs/len(ou))]
-	}
 	ot := make([]feedTokens, len(ou))
 	for k, i := range ou {
 		ot[k] = feedTokenize(&m.old[i])
+	}
+	nt := make([]feedTokens, len(nu))
+	for k, i := range nu {
+		nt[k] = feedTokenize(&m.new[i])
 	}
 	type cand struct {
 		o, n  int
 		score float64
 	}
 	var cands []cand
-	for _, n := range nu {
-		nt := feedTokenize(&m.new[n])
-		for k, o := range ou {
-			if m.otherDate(o, n) {
-				continue
-			}
-			if s := feedScore(&ot[k], &nt); s >= m.feedPairThreshold(o, n) {
-				cands = append(cands, cand{o, n, s})
-			}
+	feedPairs(ot, nt, func(k, j int) {
+		o, n := ou[k], nu[j]
+		if m.otherDate(o, n) {
+			return
 		}
-	}
+		if s := feedScore(&ot[k], &nt[j]); s >= m.feedPairThreshold(o, n) {
+			cands = append(cands, cand{o, n, s})
+		}
+	})
 	sort.Slice(cands, func(i, j int) bool {
 		a, b := cands[i], cands[j]
 		if a.score != b.score {
