@@ -3,6 +3,7 @@ package segmenter
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -113,5 +114,93 @@ func TestFeedPairsMissNone(t *testing.T) {
 		if want == 0 || len(got) >= len(ot)*len(nt) {
 			t.Errorf("round %d: %d pairs reach the threshold, %d of %d visited: the test does not test", round, want, len(got), len(ot)*len(nt))
 		}
+	}
+}
+
+// TestDetectFeedItemLimit checks a feed past the item limit: a version
+// keeps the newest DefaultMaxItems items, whatever order the feed lists
+// them in, says how many the feed had, and the next version tells the
+// items added and edited among the newest, not the items that only left
+// the kept ones.
+func TestDetectFeedItemLimit(t *testing.T) {
+	s := New()
+	for _, tc := range []struct {
+		name  string
+		cfg   crawltest.BigFeedConfig
+		order func([]crawltest.BigFeedItem) // how the feed lists its items (newest first as made)
+	}{
+		{"rss newest first", crawltest.BigFeedConfig{Items: 40000}, nil},
+		{"atom oldest first", crawltest.BigFeedConfig{Items: 10000, Atom: true}, slices.Reverse[[]crawltest.BigFeedItem]},
+		{"json newest first", crawltest.BigFeedConfig{Items: 10000, JSON: true}, nil},
+		{"rss in no order", crawltest.BigFeedConfig{Items: 10000}, func(items []crawltest.BigFeedItem) {
+			r := rand.New(rand.NewPCG(3, 4))
+			r.Shuffle(len(items), func(i, j int) { items[i], items[j] = items[j], items[i] })
+		}},
+		{"rss without dates", crawltest.BigFeedConfig{Items: 10000, NoDates: true}, nil},
+		{"rss without ids or dates", crawltest.BigFeedConfig{Items: 10000, NoIDs: true, NoDates: true}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := tc.cfg
+			cfg.Added, cfg.Removed, cfg.Edited, cfg.Seed = 30, 40, cfg.Items/100, 11
+			v1, v2 := crawltest.BigFeed(cfg)
+			// The newest DefaultMaxItems of each version: the first ones as made.
+			newest := func(items []crawltest.BigFeedItem) map[int]bool {
+				m := map[int]bool{}
+				for _, it := range items[:DefaultMaxItems] {
+					m[it.ID] = true
+				}
+				return m
+			}
+			kept1, kept2 := newest(v1), newest(v2)
+			wantEdited := 0
+			for _, it := range v2[:DefaultMaxItems] {
+				if it.Edited && kept1[it.ID] {
+					wantEdited++
+				}
+			}
+			if tc.order != nil {
+				tc.order(v1)
+				tc.order(v2)
+			}
+			b1, b2 := crawltest.BigFeedBody(cfg, v1), crawltest.BigFeedBody(cfg, v2)
+			byText := func(items []crawltest.BigFeedItem) map[string]int {
+				m := map[string]int{}
+				for _, it := range items {
+					m[it.Title+"\n"+it.Text] = it.ID
+				}
+				return m
+			}
+			ids1, ids2 := byText(v1), byText(v2)
+			checkKept := func(snap *changedigest.Snapshot, ids map[string]int, kept map[int]bool, total int) {
+				t.Helper()
+				if len(snap.Segments) != DefaultMaxItems || snap.FeedItems != total {
+					t.Fatalf("%d segments, FeedItems %d; want %d of %d", len(snap.Segments), snap.FeedItems, DefaultMaxItems, total)
+				}
+				for _, seg := range snap.Segments {
+					if id, ok := ids[seg.Text]; !ok || !kept[id] {
+						t.Fatalf("segment %d (%q) is not one of the newest items", seg.Index, seg.Text)
+					}
+				}
+			}
+			first, err := s.Detect(Input{Body: b1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkKept(first, ids1, kept1, len(v1))
+			snap, err := s.Detect(Input{Body: b2, Prev: first, PrevBody: b1, History: [][]string{first.Hashes()}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkKept(snap, ids2, kept2, len(v2))
+			ops := bigFeedOps(snap.Changes)
+			if ops[changedigest.OpInsert] != cfg.Added || ops[changedigest.OpUpdate] != wantEdited || ops[changedigest.OpDelete] != 0 {
+				t.Errorf("changes %v, want %d inserts, %d updates, no delete", ops, cfg.Added, wantEdited)
+			}
+			for _, c := range snap.Changes {
+				if c.Op == changedigest.OpInsert && kept1[ids2[c.NewText]] {
+					t.Errorf("item %q, kept before, reported added", c.Title)
+				}
+			}
+		})
 	}
 }

@@ -354,6 +354,11 @@ func feedAbs(x int) int {
 // and insertions in new-item order, then deletions in old-item order. It
 // also returns the similarity of the versions: twice the summed similarity
 // of mapped items over the item count of both (1 for two empty feeds).
+//
+// When a version is the window of a larger feed (feedWindow), an item
+// without a counterpart that the other version's window would have left
+// out (feedOutside) is neither added nor removed, and does not count in
+// the similarity.
 func feedCompare(old, new *Feed) ([]changedigest.Change, float64) {
 	oldTo := feedMatch(old.Items, new.Items)
 	newTo := make([]int, len(new.Items))
@@ -365,12 +370,17 @@ func feedCompare(old, new *Feed) ([]changedigest.Change, float64) {
 			newTo[n] = o
 		}
 	}
+	entered, left := feedOutside(new, old, newTo), feedOutside(old, new, oldTo)
 	changes := []changedigest.Change{}
-	sum := 0.0
+	sum, total := 0.0, len(old.Items)+len(new.Items)
 	for n := range new.Items {
 		ni := &new.Items[n]
 		o := newTo[n]
 		if o < 0 {
+			if entered(n) {
+				total--
+				continue
+			}
 			changes = append(changes, feedChange(changedigest.OpInsert, nil, ni, -1, n, 0))
 			continue
 		}
@@ -385,10 +395,13 @@ func feedCompare(old, new *Feed) ([]changedigest.Change, float64) {
 	}
 	for o := range old.Items {
 		if oldTo[o] < 0 {
+			if left(o) {
+				total--
+				continue
+			}
 			changes = append(changes, feedChange(changedigest.OpDelete, &old.Items[o], nil, o, -1, 0))
 		}
 	}
-	total := len(old.Items) + len(new.Items)
 	if total == 0 {
 		return changes, 1
 	}
@@ -559,13 +572,23 @@ func feedSegments(f *Feed) []changedigest.Segment {
 // returns after dropping out, is no change. Without a previous body only
 // additions are found, by hash. in.Zone does not apply to feeds.
 //
-// The snapshot has Kind feed, the feed title, one segment per item, no
-// Layout, the changes and the similarity to the previous version (0 for a
-// first version). A body that is not a parsable feed gives an error
+// Of a feed with more than DefaultMaxItems items only the newest are kept
+// and compared (Segmenter.MaxItems; see feedWindow): the snapshot's
+// FeedItems then says how many the feed had, and an item that only left
+// the kept ones, or came into them from the older ones, is no change.
+//
+// The snapshot has Kind feed, the feed title, one segment per item kept,
+// no Layout, the changes and the similarity to the previous version (0
+// for a first version). A body that is not a parsable feed gives an error
 // wrapping ErrNotFeed or ErrBadFeed, code EINVALID; a previous body that no
 // longer parses is treated as an empty feed.
 func DetectFeed(in Input) (*changedigest.Snapshot, error) {
-	nf, err := ParseFeed(in.Body)
+	return detectFeed(in, DefaultMaxItems)
+}
+
+// detectFeed is DetectFeed keeping at most maxItems items of a version.
+func detectFeed(in Input, maxItems int) (*changedigest.Snapshot, error) {
+	nf, err := feedWindow(in.Body, maxItems)
 	if err != nil {
 		return nil, err
 	}
@@ -576,6 +599,9 @@ func DetectFeed(in Input) (*changedigest.Snapshot, error) {
 		Size:     len(in.Body),
 		BodyHash: hex.EncodeToString(sum[:]),
 		Segments: feedSegments(nf),
+	}
+	if nf.omitted > 0 {
+		snap.FeedItems = len(nf.Items) + nf.omitted
 	}
 	if in.Prev == nil {
 		return snap, nil
@@ -591,7 +617,7 @@ func DetectFeed(in Input) (*changedigest.Snapshot, error) {
 	}
 	of := &Feed{}
 	if in.PrevBody != nil {
-		if f, err := ParseFeed(in.PrevBody); err == nil {
+		if f, err := feedWindow(in.PrevBody, maxItems); err == nil {
 			of = f
 		}
 	}
