@@ -80,8 +80,8 @@ func feedPairs(ot, nt []feedTokens, visit func(k, j int)) {
 	}
 	ids := map[word]int32{}
 	var df []int32
-	// words returns an item's part as word ids, in first-seen order.
-	words := func(t *feedTokens, s feedShape, count bool) []int32 {
+	// words returns an item's part as word ids, counting them.
+	words := func(t *feedTokens, s feedShape) []int32 {
 		part := s.part(t)
 		out := make([]int32, len(part))
 		var occ int32
@@ -98,9 +98,7 @@ func feedPairs(ot, nt []feedTokens, visit func(k, j int)) {
 				ids[k] = id
 				df = append(df, 0)
 			}
-			if count {
-				df[id]++
-			}
+			df[id]++
 			out[i] = id
 		}
 		return out
@@ -109,12 +107,12 @@ func feedPairs(ot, nt []feedTokens, visit func(k, j int)) {
 	oldWords, newWords := make([][]int32, len(ot)), make([][]int32, len(nt))
 	for k := range ot {
 		if oldShape[k] = feedShapeOf(&ot[k]); oldShape[k] != 0 {
-			oldWords[k] = words(&ot[k], oldShape[k], true)
+			oldWords[k] = words(&ot[k], oldShape[k])
 		}
 	}
 	for j := range nt {
 		if newShape[j] = feedShapeOf(&nt[j]); newShape[j] != 0 {
-			newWords[j] = words(&nt[j], newShape[j], true)
+			newWords[j] = words(&nt[j], newShape[j])
 		}
 	}
 	rarestFirst := func(a, b int32) int {
@@ -123,8 +121,8 @@ func feedPairs(ot, nt []feedTokens, visit func(k, j int)) {
 		}
 		return int(a) - int(b)
 	}
-	index := map[int32][]int32{} // word id → old items with it in their prefix
-	var empty []int32            // old items with neither title nor text
+	index := make([][]int32, len(df)) // word id → old items with it in their prefix
+	var empty []int32                 // old items with neither title nor text
 	for k, ws := range oldWords {
 		if oldShape[k] == 0 {
 			empty = append(empty, int32(k))

@@ -80,8 +80,8 @@ func feedSetKeys(items []FeedItem) {
 
 // feedNewestRanges picks the max newest of a feed's items (ranges, more
 // than max) from the date order of a sample of them: the first max when
-// the feed lists its newest first or has (nearly) no dates, the last max
-// when it lists them oldest first. It returns the indices of the kept
+// the feed lists its newest first or dates fewer than half of the
+// sample, the last max when it lists them oldest first. It returns the indices of the kept
 // ranges, or nil when the sample does not settle it (dates in no order,
 // a sample that does not parse): the feed is then parsed whole.
 func feedNewestRanges(body []byte, ranges [][2]int, max int) []int {
