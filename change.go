@@ -68,8 +68,10 @@ type Change struct {
 	OldLen    int  `json:"old_len,omitempty"`
 	NewLen    int  `json:"new_len,omitempty"`
 
-	// Feed changes only: item positions in each version (-1 where absent),
-	// the item title, link and the old/new item similarity.
+	// Feed changes only: item positions in each version (-1 where absent;
+	// in a stored version of a feed past the item limit, among the items
+	// it kept, its segments), the item title, link and the old/new item
+	// similarity.
 	OldItem    *int     `json:"old_item,omitempty"`
 	NewItem    *int     `json:"new_item,omitempty"`
 	Title      string   `json:"title,omitempty"`

@@ -26,6 +26,10 @@ type Snapshot struct {
 	BodyHash string `json:"body_hash"`
 
 	Segments []Segment `json:"segments"`
+	// FeedItems is set for a feed with more items than a version keeps
+	// (the segmenter's item limit): the number of items it had. Segments
+	// then hold the newest of them.
+	FeedItems int `json:"feed_items,omitempty"`
 	// Layout is the segmenter's serialised segment boundaries of this
 	// version, used to segment the next version along the same boundaries.
 	Layout []byte `json:"layout,omitempty"`

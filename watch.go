@@ -99,6 +99,12 @@ type Watch struct {
 	// LooksLikeShell is set by the crawler when the last fetched version
 	// had little visible text and large scripts: rendering would help.
 	LooksLikeShell bool `json:"looks_like_shell,omitempty"`
+	// FeedItems is set by the crawler when the last fetched version of a
+	// feed had more items than a version keeps (the segmenter's item
+	// limit): the number it had. Only its newest FeedItemsKept were kept
+	// and compared.
+	FeedItems     int `json:"feed_items,omitempty"`
+	FeedItemsKept int `json:"feed_items_kept,omitempty"`
 
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
@@ -421,12 +427,18 @@ func (w *Watch) CopySchedule(src *Watch) {
 }
 
 // LearnPage records what a stored version of w's page tells of it: the
-// page's kind, its title when w has none, and whether it looks like a
-// shell (shell, as the caller weighed it). It reports whether anything
-// changed.
+// page's kind, its title when w has none, whether it looks like a shell
+// (shell, as the caller weighed it), and for a feed past the item limit
+// how many items it had and kept. It reports whether anything changed.
 func (w *Watch) LearnPage(snap *Snapshot, shell bool) bool {
-	changed := w.Kind != snap.Kind || (w.Title == "" && snap.Title != "") || w.LooksLikeShell != shell
+	items, kept := 0, 0
+	if snap.FeedItems > 0 {
+		items, kept = snap.FeedItems, len(snap.Segments)
+	}
+	changed := w.Kind != snap.Kind || (w.Title == "" && snap.Title != "") || w.LooksLikeShell != shell ||
+		w.FeedItems != items || w.FeedItemsKept != kept
 	w.Kind, w.LooksLikeShell = snap.Kind, shell
+	w.FeedItems, w.FeedItemsKept = items, kept
 	if w.Title == "" {
 		w.Title = clipRunes(snap.Title, MaxTitleLen)
 	}
@@ -434,17 +446,18 @@ func (w *Watch) LearnPage(snap *Snapshot, shell bool) bool {
 }
 
 // KeepLearned sets what checks learned of w's page (Kind, LooksLikeShell,
-// and a title taken from the page) to old's, the stored watch, for a
-// definition that does not carry them (a cluster's watches bucket holds
-// what users define; each node's store learns the rest from the versions
-// it holds). pageTitle is the title of old's newest version: old's title
-// is kept when w has none and it is the page's, not one a user gave and
-// has now cleared.
+// FeedItems and FeedItemsKept, and a title taken from the page) to old's,
+// the stored watch, for a definition that does not carry them (a
+// cluster's watches bucket holds what users define; each node's store
+// learns the rest from the versions it holds). pageTitle is the title of
+// old's newest version: old's title is kept when w has none and it is the
+// page's, not one a user gave and has now cleared.
 func (w *Watch) KeepLearned(old *Watch, pageTitle string) {
 	if old.Kind != "" {
 		w.Kind = old.Kind
 	}
 	w.LooksLikeShell = old.LooksLikeShell
+	w.FeedItems, w.FeedItemsKept = old.FeedItems, old.FeedItemsKept
 	if w.Title == "" && old.Title != "" && old.Title == pageTitle {
 		w.Title = old.Title
 	}

@@ -64,3 +64,25 @@ func TestWatchSteps(t *testing.T) {
 		t.Errorf("a wait with text: %v", err)
 	}
 }
+
+// TestLearnPageFeedItems learns a feed past the item limit, then the same
+// feed back under it: the watch says how many items it had and kept, then
+// nothing, and a definition without them keeps the stored watch's.
+func TestLearnPageFeedItems(t *testing.T) {
+	w := &Watch{}
+	big := &Snapshot{Kind: KindFeed, FeedItems: 40000, Segments: make([]Segment, 2000)}
+	if !w.LearnPage(big, false) || w.FeedItems != 40000 || w.FeedItemsKept != 2000 {
+		t.Fatalf("after a big version: %d of %d", w.FeedItemsKept, w.FeedItems)
+	}
+	if w.LearnPage(big, false) {
+		t.Error("the same version again reports a change")
+	}
+	def := &Watch{URL: "https://example.org/feed"}
+	def.KeepLearned(w, "")
+	if def.FeedItems != 40000 || def.FeedItemsKept != 2000 {
+		t.Errorf("a definition keeps %d of %d", def.FeedItemsKept, def.FeedItems)
+	}
+	if !w.LearnPage(&Snapshot{Kind: KindFeed, Segments: make([]Segment, 30)}, false) || w.FeedItems != 0 || w.FeedItemsKept != 0 {
+		t.Errorf("after a version under the limit: %d of %d", w.FeedItemsKept, w.FeedItems)
+	}
+}

@@ -201,6 +201,7 @@ func (p *Pipeline) Check(ctx context.Context, w *changedigest.Watch) (Outcome, e
 		}
 		if updated != nil {
 			w.Kind, w.Title, w.LooksLikeShell = updated.Kind, updated.Title, updated.LooksLikeShell
+			w.FeedItems, w.FeedItemsKept = updated.FeedItems, updated.FeedItemsKept
 		} else if err == nil {
 			learn(w) // the track's store learns it from the version
 		}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/changedigest/changedigest"
 	"github.com/changedigest/changedigest/crawl"
+	"github.com/changedigest/changedigest/crawl/crawltest"
 	"github.com/changedigest/changedigest/internal/testenv"
 	"github.com/changedigest/changedigest/pet"
 	"github.com/changedigest/changedigest/segmenter"
@@ -400,6 +401,54 @@ func TestPipelineScreenshots(t *testing.T) {
 	for _, sg := range snap.Segments {
 		if sg.Path == "html|body|main|p" && shot.Boxes[0].Segment != sg.Index {
 			t.Errorf("the box of segment %d's root is marked %d", sg.Index, shot.Boxes[0].Segment)
+		}
+	}
+}
+
+// TestBigFeedKeepsNewest checks a feed of 40,000 items, a publisher's
+// whole archive: a version keeps its newest items, the watch says how
+// many the feed had and how many were kept, and the next check tells the
+// items added and edited among them, not the ones that only left them.
+func TestBigFeedKeepsNewest(t *testing.T) {
+	ctx := context.Background()
+	e := newTrackEnv(t, "application/rss+xml")
+	cfg := crawltest.BigFeedConfig{Items: 40000, Added: 50, Removed: 50, Edited: 400}
+	v1, v2 := crawltest.BigFeed(cfg)
+	edited := 0
+	for _, it := range v2[cfg.Added:segmenter.DefaultMaxItems] {
+		if it.Edited {
+			edited++
+		}
+	}
+	for i, body := range [][]byte{crawltest.BigFeedBody(cfg, v1), crawltest.BigFeedBody(cfg, v2)} {
+		e.site.set(body)
+		out, err := e.check(t)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, err := e.store.Watch(ctx, e.watch.UserID, e.watch.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		snap, err := e.store.Version(ctx, e.watch.ID, out.Seq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		total := cfg.Items + i*(cfg.Added-cfg.Removed)
+		if w.FeedItems != total || w.FeedItemsKept != segmenter.DefaultMaxItems || e.watch.FeedItems != total ||
+			len(snap.Segments) != segmenter.DefaultMaxItems || snap.FeedItems != total {
+			t.Fatalf("check %d: the watch says %d items, %d kept (the checked watch %d); the version has %d segments of %d items; want %d of %d",
+				i+1, w.FeedItems, w.FeedItemsKept, e.watch.FeedItems, len(snap.Segments), snap.FeedItems, segmenter.DefaultMaxItems, total)
+		}
+		if i == 0 {
+			continue
+		}
+		ops := map[changedigest.Op]int{}
+		for _, c := range snap.Changes {
+			ops[c.Op]++
+		}
+		if out.Result != crawl.Changed || ops[changedigest.OpInsert] != cfg.Added || ops[changedigest.OpUpdate] != edited || ops[changedigest.OpDelete] != 0 {
+			t.Errorf("second check: %v, changes %v; want %d added, %d edited, none removed", out.Result, ops, cfg.Added, edited)
 		}
 	}
 }

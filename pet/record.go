@@ -227,6 +227,7 @@ type versionHeader struct {
 	Similarity   float64
 	Significance float64
 	Print        *changedigest.TextPrint
+	FeedItems    int
 	Changes      []changedigest.Change
 	// CRC is the body's CRC-32C, checked on read when hasCRC. Records
 	// written before it have Sum instead, the first 8 bytes of the body's
@@ -247,6 +248,7 @@ const (
 	hdrSignificance // the significance follows the zone
 	hdrPrint        // the text print follows the significance
 	hdrCRC          // the body's CRC-32C follows its hash, in place of Sum
+	hdrFeedItems    // a feed's item count past the item limit follows the print
 )
 
 // Change flags: which optional fields follow.
@@ -283,6 +285,9 @@ func (h *versionHeader) encode(e *enc) {
 	if h.hasCRC {
 		flags |= hdrCRC
 	}
+	if h.FeedItems > 0 {
+		flags |= hdrFeedItems
+	}
 	e.byte(flags)
 	e.int(h.FetchedAt)
 	e.int(int64(h.Status))
@@ -316,6 +321,9 @@ func (h *versionHeader) encode(e *enc) {
 		e.uint(uint64(p.AllWords))
 		e.b = binary.BigEndian.AppendUint64(e.b, p.MainHash)
 		e.b = binary.BigEndian.AppendUint64(e.b, p.AllHash)
+	}
+	if h.FeedItems > 0 {
+		e.uint(uint64(h.FeedItems))
 	}
 	e.uint(uint64(len(h.Changes)))
 	for _, c := range h.Changes {
@@ -438,6 +446,9 @@ func (h *versionHeader) decode(d *dec) {
 			p.MainHash, p.AllHash = binary.BigEndian.Uint64(b), binary.BigEndian.Uint64(b[8:])
 		}
 		h.Print = p
+	}
+	if flags&hdrFeedItems != 0 {
+		h.FeedItems = int(d.uint())
 	}
 	n := d.count()
 	if n > 0 {

@@ -450,6 +450,7 @@ func (t *trackTx) add(want int, gap bool, snap *changedigest.Snapshot, body []by
 		LastModified: snap.LastModified, ContentType: snap.ContentType, FinalURL: snap.FinalURL,
 		Kind: snap.Kind, Title: snap.Title, Zone: snap.Zone, Size: len(body), BodyHash: snap.BodyHash,
 		Similarity: snap.Similarity, Significance: snap.Significance, Print: snap.Print, Changes: snap.Changes,
+		FeedItems: snap.FeedItems,
 	}}
 	rec.hdr.CRC, rec.hdr.hasCRC = crc32.Checksum(body, castagnoli), true
 	rec.hdr.bodyMD5 = isHexMD5(snap.BodyHash)
@@ -1302,6 +1303,7 @@ func readVersion(tx *bolt.Tx, watchID int64, seq int, full bool) (*changedigest.
 		Status: h.Status, ETag: h.ETag, LastModified: h.LastModified, ContentType: h.ContentType,
 		FinalURL: h.FinalURL, Kind: h.Kind, Title: h.Title, Zone: h.Zone, Size: h.Size, BodyHash: h.BodyHash,
 		Changes: h.Changes, Similarity: h.Similarity, Significance: h.Significance, Print: h.Print,
+		FeedItems: h.FeedItems,
 	}
 	cache := map[uint64]*segRec{}
 	if len(rec.segs) > 0 {

@@ -217,6 +217,28 @@ func TestTextOverride(t *testing.T) {
 	}
 }
 
+// TestFeedItemsKept stores versions of a feed with and without an item
+// count past the item limit: each reads back as stored.
+func TestFeedItemsKept(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	for i, items := range []int{40000, 0, 2500} {
+		body := []byte(page(fmt.Sprintf("version %d", i)))
+		snap := snapshotOf(body)
+		snap.Kind, snap.FeedItems = changedigest.KindFeed, items
+		if _, err := f.s.AddVersion(ctx, f.watch.ID, snap, body); err != nil {
+			t.Fatal(err)
+		}
+		got, err := f.s.Version(ctx, f.watch.ID, i+1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.FeedItems != items || got.Segments[0].Text != snap.Segments[0].Text {
+			t.Errorf("version %d: FeedItems %d, text %q; want %d, %q", i+1, got.FeedItems, got.Segments[0].Text, items, snap.Segments[0].Text)
+		}
+	}
+}
+
 func TestChunkDedup(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()

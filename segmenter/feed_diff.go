@@ -48,9 +48,11 @@ const (
 	// reach 0.90 and stay apart.
 	feedRepublishThreshold = 0.95
 
-	// feedMaxPairs bounds the item pairs scored by similarity; past it
-	// (thousands of unmatched items on both sides) the remaining items
-	// are reported as added and removed rather than compared.
+	// feedMaxPairs bounds the item pairs scored by similarity (of the
+	// pairs that can reach the threshold, see feedPairs); past it (tens of
+	// thousands of unmatched items alike enough on both sides) the
+	// remaining items are reported as added and removed rather than
+	// compared.
 	feedMaxPairs = 1 << 20
 
 	// feedContext is how many words of unchanged text an excerpt of a
@@ -290,35 +292,36 @@ func feedLeftovers(to []int) []int {
 	return out
 }
 
-// similarityPass pairs leftover items by score, best first.
+// similarityPass pairs leftover items by score, best first. Only the
+// pairs feedPairs finds can reach the threshold, and only those are
+// scored.
 func (m *feedMatching) similarityPass() {
 	ou, nu := feedLeftovers(m.oldTo), feedLeftovers(m.newTo)
 	if len(ou) == 0 || len(nu) == 0 {
 		return
 	}
-	if len(ou)*len(nu) > feedMaxPairs {
-		nu = nu[:max(1, feedMaxPairs/len(ou))]
-	}
 	ot := make([]feedTokens, len(ou))
 	for k, i := range ou {
 		ot[k] = feedTokenize(&m.old[i])
+	}
+	nt := make([]feedTokens, len(nu))
+	for k, i := range nu {
+		nt[k] = feedTokenize(&m.new[i])
 	}
 	type cand struct {
 		o, n  int
 		score float64
 	}
 	var cands []cand
-	for _, n := range nu {
-		nt := feedTokenize(&m.new[n])
-		for k, o := range ou {
-			if m.otherDate(o, n) {
-				continue
-			}
-			if s := feedScore(&ot[k], &nt); s >= m.feedPairThreshold(o, n) {
-				cands = append(cands, cand{o, n, s})
-			}
+	feedPairs(ot, nt, func(k, j int) {
+		o, n := ou[k], nu[j]
+		if m.otherDate(o, n) {
+			return
 		}
-	}
+		if s := feedScore(&ot[k], &nt[j]); s >= m.feedPairThreshold(o, n) {
+			cands = append(cands, cand{o, n, s})
+		}
+	})
 	sort.Slice(cands, func(i, j int) bool {
 		a, b := cands[i], cands[j]
 		if a.score != b.score {
@@ -351,6 +354,11 @@ func feedAbs(x int) int {
 // and insertions in new-item order, then deletions in old-item order. It
 // also returns the similarity of the versions: twice the summed similarity
 // of mapped items over the item count of both (1 for two empty feeds).
+//
+// When a version is the window of a larger feed (feedWindow), an item
+// without a counterpart that the other version's window would have left
+// out (feedOutside) is neither added nor removed, and does not count in
+// the similarity.
 func feedCompare(old, new *Feed) ([]changedigest.Change, float64) {
 	oldTo := feedMatch(old.Items, new.Items)
 	newTo := make([]int, len(new.Items))
@@ -362,12 +370,17 @@ func feedCompare(old, new *Feed) ([]changedigest.Change, float64) {
 			newTo[n] = o
 		}
 	}
+	entered, left := feedOutside(new, old, newTo), feedOutside(old, new, oldTo)
 	changes := []changedigest.Change{}
-	sum := 0.0
+	sum, total := 0.0, len(old.Items)+len(new.Items)
 	for n := range new.Items {
 		ni := &new.Items[n]
 		o := newTo[n]
 		if o < 0 {
+			if entered(n) {
+				total--
+				continue
+			}
 			changes = append(changes, feedChange(changedigest.OpInsert, nil, ni, -1, n, 0))
 			continue
 		}
@@ -382,10 +395,13 @@ func feedCompare(old, new *Feed) ([]changedigest.Change, float64) {
 	}
 	for o := range old.Items {
 		if oldTo[o] < 0 {
+			if left(o) {
+				total--
+				continue
+			}
 			changes = append(changes, feedChange(changedigest.OpDelete, &old.Items[o], nil, o, -1, 0))
 		}
 	}
-	total := len(old.Items) + len(new.Items)
 	if total == 0 {
 		return changes, 1
 	}
@@ -556,13 +572,23 @@ func feedSegments(f *Feed) []changedigest.Segment {
 // returns after dropping out, is no change. Without a previous body only
 // additions are found, by hash. in.Zone does not apply to feeds.
 //
-// The snapshot has Kind feed, the feed title, one segment per item, no
-// Layout, the changes and the similarity to the previous version (0 for a
-// first version). A body that is not a parsable feed gives an error
+// Of a feed with more than DefaultMaxItems items only the newest are kept
+// and compared (Segmenter.MaxItems; see feedWindow): the snapshot's
+// FeedItems then says how many the feed had, and an item that only left
+// the kept ones, or came into them from the older ones, is no change.
+//
+// The snapshot has Kind feed, the feed title, one segment per item kept,
+// no Layout, the changes and the similarity to the previous version (0
+// for a first version). A body that is not a parsable feed gives an error
 // wrapping ErrNotFeed or ErrBadFeed, code EINVALID; a previous body that no
 // longer parses is treated as an empty feed.
 func DetectFeed(in Input) (*changedigest.Snapshot, error) {
-	nf, err := ParseFeed(in.Body)
+	return detectFeed(in, DefaultMaxItems)
+}
+
+// detectFeed is DetectFeed keeping at most maxItems items of a version.
+func detectFeed(in Input, maxItems int) (*changedigest.Snapshot, error) {
+	nf, err := feedWindow(in.Body, maxItems)
 	if err != nil {
 		return nil, err
 	}
@@ -573,6 +599,9 @@ func DetectFeed(in Input) (*changedigest.Snapshot, error) {
 		Size:     len(in.Body),
 		BodyHash: hex.EncodeToString(sum[:]),
 		Segments: feedSegments(nf),
+	}
+	if nf.omitted > 0 {
+		snap.FeedItems = len(nf.Items) + nf.omitted
 	}
 	if in.Prev == nil {
 		return snap, nil
@@ -588,7 +617,7 @@ func DetectFeed(in Input) (*changedigest.Snapshot, error) {
 	}
 	of := &Feed{}
 	if in.PrevBody != nil {
-		if f, err := ParseFeed(in.PrevBody); err == nil {
+		if f, err := feedWindow(in.PrevBody, maxItems); err == nil {
 			of = f
 		}
 	}

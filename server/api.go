@@ -273,6 +273,11 @@ type apiWatch struct {
 	// LooksLikeShell: the last fetched version had little visible text
 	// and large scripts, so rendering it in a browser would help.
 	LooksLikeShell bool `json:"looks_like_shell,omitempty"`
+	// FeedItems, for a feed with more items than a version keeps, is
+	// how many items it had at the last check; only the newest
+	// FeedItemsKept were kept and compared.
+	FeedItems     int `json:"feed_items,omitempty"`
+	FeedItemsKept int `json:"feed_items_kept,omitempty"`
 }
 
 func (s *Server) apiWatchOf(u *changedigest.User, w *changedigest.Watch) apiWatch {
@@ -283,7 +288,8 @@ func (s *Server) apiWatchOf(u *changedigest.User, w *changedigest.Watch) apiWatc
 		Checks: w.Checks, ChangeChecks: w.ChangeChecks, FeedURL: s.feedURL(u, fmt.Sprintf("/watches/%d.xml", w.ID)),
 		IgnoreText: w.IgnoreText, TriggerText: w.TriggerText, MinSignificance: w.MinSignificance,
 		NotifyTypes: w.NotifyTypes, OnlyInterests: w.OnlyInterests, ShowNoise: w.ShowNoise,
-		Render: cmp.Or(string(w.Render), "fetch"), WaitFor: w.WaitFor, Steps: w.Steps, LooksLikeShell: w.LooksLikeShell}
+		Render: cmp.Or(string(w.Render), "fetch"), WaitFor: w.WaitFor, Steps: w.Steps, LooksLikeShell: w.LooksLikeShell,
+		FeedItems: w.FeedItems, FeedItemsKept: w.FeedItemsKept}
 	if a.Tags == nil {
 		a.Tags = []string{}
 	}

@@ -57,6 +57,10 @@ type watchRow struct {
 	WaitFor    string // the selector the rendered page must show
 	Steps      []changedigest.Step
 	Shell      bool // fetched, and the page looks like an empty shell built by scripts
+	// FeedItems and FeedItemsKept, for a feed with more items than a
+	// version keeps: how many it has and how many of the newest are
+	// kept, with thousands separated ("40,000"); empty otherwise.
+	FeedItems, FeedItemsKept string
 
 	// Made once per row for the watches table, which would otherwise
 	// call methods through reflection many times a row.
@@ -98,12 +102,29 @@ func tagLinks(tags []string) []tagLink {
 }
 
 func rowOf(w *changedigest.Watch) watchRow {
-	return watchRow{ID: w.ID, Name: w.Name(), URL: w.URL, Kind: w.Kind, Tags: w.Tags, Paused: w.Paused,
+	row := watchRow{ID: w.ID, Name: w.Name(), URL: w.URL, Kind: w.Kind, Tags: w.Tags, Paused: w.Paused,
 		LastCheck: w.LastCheck, LastChange: w.LastChange, NextCheck: w.NextCheck, LastError: w.LastError, Checks: w.Checks,
 		Browser: w.Render == changedigest.RenderBrowser, WaitFor: w.WaitFor, Steps: w.Steps,
 		Shell: w.LooksLikeShell && w.Render != changedigest.RenderBrowser,
 		Path:  "/watches/" + strconv.FormatInt(w.ID, 10), Checked: whenOf(w.LastCheck), Changed: whenOf(w.LastChange),
 		Next: whenOf(w.NextCheck), Tagged: tagLinks(w.Tags)}
+	if w.FeedItems > 0 {
+		row.FeedItems, row.FeedItemsKept = groupDigits(w.FeedItems), groupDigits(w.FeedItemsKept)
+	}
+	return row
+}
+
+// groupDigits writes n with its thousands separated by commas.
+func groupDigits(n int) string {
+	s := strconv.Itoa(n)
+	start := 0
+	if n < 0 {
+		start = 1
+	}
+	for i := len(s) - 3; i > start; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
 }
 
 // feedURL is the absolute address of one of the user's feeds.
