@@ -38,6 +38,10 @@ import (
 //   - repeated edit: the same attribute edit (digits aside) made at many
 //     places of one version, e.g. a table column renamed in every row's
 //     data attribute: the first place is reported, the others point to it.
+//   - counter or relative time: a content update that only moves a count
+//     next to a counter word ("42 Kommentare") or a time told relative to
+//     now ("vor 45 Minuten", "il y a 3 heures"), from the first check
+//     (counters.go);
 //   - volatile location: a location that changed at nearly every recent
 //     check (NoiseVolatileShare of the last NoiseVolatileWindow versions,
 //     at least NoiseVolatileMin of them), when the change is a small edit
@@ -74,6 +78,7 @@ func Classify(d *changedigest.Diff, old, new []byte) {
 	}
 	markGenerated(d.Changes)
 	markRepeated(d.Changes)
+	markCounters(d.Changes)
 	var o, n changedigest.TextPrint
 	if d.Kind == changedigest.KindPage {
 		o, n = pagePrint(nil, old), pagePrint(nil, new)
@@ -90,6 +95,7 @@ func classifySnapshot(snap *changedigest.Snapshot, in Input) error {
 	}
 	markGenerated(snap.Changes)
 	markRepeated(snap.Changes)
+	markCounters(snap.Changes)
 	recent := in.Recent
 	if recent == nil && in.RecentFrom != nil && slices.ContainsFunc(snap.Changes, volatileCandidate) {
 		var err error
