@@ -32,7 +32,7 @@ const (
 		`secondi|minuti|ore|ora|giorni|giorno|settimane|mesi|anni|` +
 		`seconden|minuten|uur|uren|dagen|weken|maanden|jaar)`
 	// countNumber is a count as pages write it: 42, 1.234, 1,2k, einer.
-	countNumber = `(?:\d[\d.,  ]*\s*(?:k|m|mio|tsd)?\.?|an?|one|ein(?:er|em|e)?|une?|uma?|una?)`
+	countNumber  = `(?:\d[\d.,  ]*\s*(?:k|m|mio|tsd)?\.?|an?|one|ein(?:er|em|e)?|une?|uma?|una?)`
 	counterWords = `(?:comments?|replies|reply|views?|likes?|answers?|followers?|reads?|reactions?|visits?|` +
 		`kommentare?|antworten|aufrufe|leser|` +
 		`commentaires?|réponses?|vues?|` +
