@@ -47,8 +47,12 @@ const (
 type Change struct {
 	// Segment is the index of the segment in the new version (in the old
 	// one for a deletion); for feeds the item position.
-	Segment int        `json:"segment"`
-	Path    string     `json:"path"`
+	Segment int    `json:"segment"`
+	Path    string `json:"path"`
+	// Where names the change's place as the page shows it, for people:
+	// "under ‘Opening hours’", "in the navigation" ("" when the page
+	// gives no name to it). Path is for programs.
+	Where   string     `json:"where,omitempty"`
 	Type    ChangeType `json:"type"`
 	Op      Op         `json:"op"`
 	OldText string     `json:"old_text"`

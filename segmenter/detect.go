@@ -483,8 +483,22 @@ func (s *Segmenter) compareVersions(prev *prevSide, cur *pageVersion, flags []bo
 	}
 
 	changes := coarse
+	named := map[*doc]*places{}
+	placeOf := func(n *tnode) string {
+		p := named[n.d]
+		if p == nil {
+			p = &places{d: n.d}
+			named[n.d] = p
+		}
+		return p.placeOf(n)
+	}
 	for _, rc := range df.out {
 		c := changedigest.Change{Type: rc.typ, Op: rc.op, OldText: rc.old, NewText: rc.new, Before: rc.before, After: rc.after}
+		if rc.n != nil {
+			c.Where = placeOf(rc.n)
+		} else if rc.o != nil {
+			c.Where = placeOf(rc.o)
+		}
 		if rc.n != nil {
 			c.Segment, c.Path = rc.n.seg, newSide.path(rc.n)
 			if c.Path == "" && c.Segment < len(cur.segs) {

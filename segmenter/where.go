@@ -1,0 +1,116 @@
+package segmenter
+
+import (
+	"strings"
+	"unicode/utf8"
+)
+
+// Places in people's words.
+//
+// A change's Path ("html|body|div-main|article[2]|p[3]") is for programs;
+// a reader is told where a change is as the page shows it (Change.Where):
+// under the nearest heading before it ("under ‘Opening hours’"), in a
+// part of the page that has a name (an aria-label, a landmark: "in the
+// navigation", "in the footer"), or nothing when the page gives neither.
+
+// maxPlace bounds the characters of a heading or label quoted in a place.
+const maxPlace = 60
+
+// places names the places of changes in one scan of a page, remembering
+// the headings it walked.
+type places struct {
+	d *doc
+	// heading[i] is the element of the last heading that ended before
+	// token i (-1 for none); made on first use.
+	heading []int32
+}
+
+// placeOf names where node n is (a text, or an element) in its page.
+func (p *places) placeOf(n *tnode) string {
+	if n == nil || n.d != p.d || n.tokA < 0 || n.tokA >= len(p.d.toks) {
+		return ""
+	}
+	d := p.d
+	ei := n.elem
+	if ei < 0 {
+		ei = n.encl
+	}
+	// A named part of the page around it.
+	for e, depth := ei, 0; e >= 0 && depth < 256; e, depth = d.elems[e].parent, depth+1 {
+		if d.elems[e].tok < 0 {
+			break // a phantom ancestor of a partial scan
+		}
+		if e != ei {
+			if label, ok := d.attr(&d.elems[e], "aria-label"); ok && strings.TrimSpace(label) != "" {
+				return "in ‘" + clipPlace(label) + "’"
+			}
+		}
+		if name := landmark(d, e); name != "" {
+			return "in the " + name
+		}
+	}
+	if h := p.headingBefore(n.tokA); h >= 0 {
+		e := &d.elems[h]
+		if text := d.visibleText(int(e.tok), int(e.endTok)); text != "" {
+			return "under ‘" + clipPlace(text) + "’"
+		}
+	}
+	return ""
+}
+
+// landmark names the part of a page element e is, for a landmark that
+// repeats across pages (its navigation, header, footer, sidebar); "" for
+// another element.
+func landmark(d *doc, e int32) string {
+	role, _ := d.attr(&d.elems[e], "role")
+	switch tag := d.tagOf(e); {
+	case tag == "nav" || role == "navigation":
+		return "navigation"
+	case tag == "footer" && !inArticle(d, e) || role == "contentinfo":
+		return "footer"
+	case tag == "header" && !inArticle(d, e) || role == "banner":
+		return "page header"
+	case tag == "aside" || role == "complementary":
+		return "sidebar"
+	}
+	return ""
+}
+
+// inArticle reports whether element e is inside an article or main
+// element (whose header and footer are its own, not the page's).
+func inArticle(d *doc, e int32) bool {
+	for p, depth := d.elems[e].parent, 0; p >= 0 && depth < 256; p, depth = d.elems[p].parent, depth+1 {
+		if t := d.tagOf(p); t == "article" || t == "main" {
+			return true
+		}
+	}
+	return false
+}
+
+// headingBefore returns the element of the last heading that ended before
+// token i, -1 for none.
+func (p *places) headingBefore(i int) int32 {
+	if p.heading == nil {
+		d := p.d
+		p.heading = make([]int32, len(d.toks))
+		last := int32(-1)
+		for j := range d.toks {
+			p.heading[j] = last
+			t := &d.toks[j]
+			if t.kind == tEnd && t.elem >= 0 && d.elems[t.elem].info&tiHeading != 0 {
+				last = t.elem
+			}
+		}
+	}
+	return p.heading[i]
+}
+
+// clipPlace collapses s and cuts it to maxPlace characters.
+func clipPlace(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if utf8.RuneCountInString(s) <= maxPlace {
+		return s
+	}
+	r := []rune(s)
+	return strings.TrimSpace(string(r[:maxPlace-1])) + "…"
+}
