@@ -16,7 +16,10 @@ import (
 // every change; only the telling is filtered. In order:
 //
 //   - noise: a change marked noise is not told, unless the watch shows noise;
-//   - change types: only the watch's NotifyTypes, when it lists any;
+//   - change types: only the watch's NotifyTypes, or when it lists none
+//     DefaultNotifyTypes and text moved (the text: what a reader of a
+//     page calls a change; markup, styles and scripts are told when asked
+//     for);
 //   - minimum significance: not when the version's significance is below
 //     the watch's MinSignificance (versions stored before significance was
 //     scored, with 0, pass);
@@ -35,7 +38,10 @@ func Notable(w *Watch, s *Snapshot, c *Change, interest bool) (ok bool, why stri
 	if w == nil {
 		return true, ""
 	}
-	if len(w.NotifyTypes) > 0 && !hasType(w.NotifyTypes, c.Type) {
+	if !hasType(w.ToldTypes(), c.Type) && !(len(w.NotifyTypes) == 0 && movedText(c)) {
+		if len(w.NotifyTypes) == 0 {
+			return false, fmt.Sprintf("%s changes are not told unless the watch asks for them (text changes are)", c.Type)
+		}
 		return false, fmt.Sprintf("%s changes are not told for this watch", c.Type)
 	}
 	if w.MinSignificance > 0 && s != nil && s.Significance > 0 && s.Significance < w.MinSignificance {
@@ -72,6 +78,28 @@ func Notable(w *Watch, s *Snapshot, c *Change, interest bool) (ok bool, why stri
 		return false, "does not match your interests"
 	}
 	return true, ""
+}
+
+// DefaultNotifyTypes are the change types told for a watch that names
+// none: changes of the text a reader sees (and, of the structural ones,
+// text moved: see movedText).
+var DefaultNotifyTypes = []ChangeType{ChangeContent}
+
+// movedText reports whether c moved text a reader sees (a block or an
+// item now elsewhere), which a watch that names no types is told of
+// with its text changes; a moved tag is markup.
+func movedText(c *Change) bool {
+	t := strings.TrimSpace(c.NewText)
+	return c.Type == ChangeStructural && c.Op == OpMove && t != "" && !strings.HasPrefix(t, "<")
+}
+
+// ToldTypes returns the change types told for w: its NotifyTypes, or
+// DefaultNotifyTypes when it names none.
+func (w *Watch) ToldTypes() []ChangeType {
+	if len(w.NotifyTypes) > 0 {
+		return w.NotifyTypes
+	}
+	return DefaultNotifyTypes
 }
 
 // withContext returns the old and new text of c with the words before
@@ -180,9 +208,6 @@ func (w *Watch) validateFilters() error {
 		if !hasType(types, ct) {
 			types = append(types, ct)
 		}
-	}
-	if len(types) == len(ChangeTypes) {
-		types = nil // all of them
 	}
 	w.NotifyTypes = types
 	return nil

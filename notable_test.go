@@ -1,6 +1,7 @@
 package changedigest
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -21,7 +22,9 @@ func TestNotable(t *testing.T) {
 	}{
 		{"plain change", Watch{}, snap, text("a", "b"), false, true, ""},
 		{"noise", Watch{}, snap, &Change{Type: ChangeBehavioural, Op: OpUpdate, Noise: "generated value"}, false, false, "noise: generated value"},
-		{"noise shown", Watch{ShowNoise: true}, snap, &Change{Type: ChangeBehavioural, Op: OpUpdate, Noise: "generated value"}, false, true, ""},
+		{"noise shown", Watch{ShowNoise: true, NotifyTypes: ChangeTypes}, snap, &Change{Type: ChangeBehavioural, Op: OpUpdate, Noise: "generated value"}, false, true, ""},
+		{"markup not told by default", Watch{}, snap, &Change{Type: ChangeStructural, Op: OpUpdate}, false, false, "structural changes are not told unless the watch asks for them"},
+		{"scripts told when asked for", Watch{NotifyTypes: ChangeTypes}, snap, &Change{Type: ChangeBehavioural, Op: OpUpdate}, false, true, ""},
 		{"type not told", Watch{NotifyTypes: []ChangeType{ChangeContent}}, snap, &Change{Type: ChangeCosmetic, Op: OpUpdate}, false, false, "cosmetic changes are not told"},
 		{"type told", Watch{NotifyTypes: []ChangeType{ChangeContent}}, snap, text("a", "b"), false, true, ""},
 		{"minor version", Watch{MinSignificance: 0.1}, snap, text("a", "b"), false, false, "minor version: significance 0.05 < 0.1"},
@@ -75,7 +78,7 @@ func TestWatchFiltersValidate(t *testing.T) {
 	if err := w.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if len(w.IgnoreText) != 2 || w.IgnoreText[0] != "a" || w.NotifyTypes != nil {
-		t.Errorf("normalised filters: ignore %q, types %v; want [a /b+/] and nil (all types)", w.IgnoreText, w.NotifyTypes)
+	if len(w.IgnoreText) != 2 || w.IgnoreText[0] != "a" || !slices.Equal(w.NotifyTypes, ChangeTypes) {
+		t.Errorf("normalised filters: ignore %q, types %v; want [a /b+/] and every type, lower-cased", w.IgnoreText, w.NotifyTypes)
 	}
 }

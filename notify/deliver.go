@@ -267,15 +267,15 @@ func (d *Dispatcher) targets(ctx context.Context, n pet.Notification) ([]changed
 		return nil, err
 	}
 	var ds []changedigest.Delivery
-	if len(chans) > 0 {
-		var matches [][]changedigest.Match
-		if d.Notifier != nil {
-			m, err := d.Notifier.Matcher(ctx, n.UserID)
-			if err != nil {
-				return nil, err
-			}
-			matches = Match(m, snap.Changes)
+	var matches [][]changedigest.Match
+	if d.Notifier != nil && (len(chans) > 0 || d.Hub != nil) {
+		m, err := d.Notifier.Matcher(ctx, n.UserID)
+		if err != nil {
+			return nil, err
 		}
+		matches = Match(m, snap.Changes)
+	}
+	if len(chans) > 0 {
 		for i := range chans {
 			c := &chans[i]
 			if Wants(c, w, snap, matches, d.threshold(w)) {
@@ -284,7 +284,9 @@ func (d *Dispatcher) targets(ctx context.Context, n pet.Notification) ([]changed
 			}
 		}
 	}
-	if d.Hub != nil {
+	// Readers subscribed to a feed get what the feed shows: a version
+	// with nothing told makes no entry, and no distribution.
+	if d.Hub != nil && (render.Event{Watch: w, Snapshot: snap, Matches: matches}).Told() {
 		hs, err := d.Hub.Targets(ctx, w, snap, func(suffix string) string { return DeliveryKey(w.ID, snap.Seq, suffix) })
 		if err != nil {
 			return nil, err
@@ -433,9 +435,20 @@ func (d *Dispatcher) event(ctx context.Context, key string, w *changedigest.Watc
 		if r := d.Notifier.Render; r != nil {
 			ev.watchPage = r.URL("/watches/" + strconv.FormatInt(w.ID, 10))
 			ev.url = ev.watchPage + "/versions/" + strconv.Itoa(snap.Seq)
+			ev.tell(r)
 		}
 	}
 	return ev, nil
+}
+
+// tell makes ev's view, as the feeds tell the version (a version that
+// cannot be viewed is told by counts).
+func (ev *event) tell(r *render.Engine) {
+	v, err := r.View(render.Event{Watch: ev.watch, Snapshot: ev.snap, Matches: ev.matches},
+		render.ViewOptions{Context: r.Context, MaxChars: r.MaxChangeChars})
+	if err == nil {
+		ev.view = &v
+	}
 }
 
 // Test sends a test message to channel c at once, outside the outbox, and
@@ -452,6 +465,7 @@ func (d *Dispatcher) Test(ctx context.Context, c *changedigest.Channel) Result {
 		test: true, watch: w, snap: snap, url: "https://example.org/", watchPage: "https://example.org/"}
 	if d.Notifier != nil && d.Notifier.Render != nil {
 		ev.url, ev.watchPage = d.Notifier.Render.URL("/settings/channels"), d.Notifier.Render.URL("/settings/channels")
+		ev.tell(d.Notifier.Render)
 	}
 	return d.Send(ctx, c, ev)
 }

@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"mime"
 	"net/http"
 	"net/http/httptest"
+	"net/mail"
 	"net/netip"
 	"strings"
 	"sync"
@@ -377,7 +379,7 @@ func TestNtfy(t *testing.T) {
 		t.Errorf("%s %s, want POST /changes", r.method, r.path)
 	}
 	for h, want := range map[string]string{"Priority": "4", "Tags": "bell,news", "Authorization": "Bearer tk_token",
-		"Title": "News: 1 change, matching your interests"} {
+		"Title": "★ football: News: Library hours → The football club won on Sunday"} {
 		if g := r.header.Get(h); g != want {
 			t.Errorf("%s: %q, want %q", h, g, want)
 		}
@@ -385,7 +387,7 @@ func TestNtfy(t *testing.T) {
 	if !strings.HasPrefix(r.header.Get("Click"), "http://cd.example.org/watches/") {
 		t.Errorf("Click %q", r.header.Get("Click"))
 	}
-	if body := string(r.body); !strings.Contains(body, "The football club won on Sunday") || strings.Contains(body, "10:02") {
+	if body := string(r.body); !strings.Contains(body, "{+The **football** club won on Sunday+}") || strings.Contains(body, "10:02") {
 		t.Errorf("body %q: want the change, not the noise", body)
 	}
 }
@@ -628,7 +630,14 @@ func TestEmailPerChange(t *testing.T) {
 	}
 	m := msgs[0]
 	body := string(m.Data)
-	for _, want := range []string{"Subject: News: 1 change, matching your interests", "Message-ID: <" + txnID(ds[0].ID) + "@", "{+The **football** club won on Sunday+}"} {
+	msg, err := mail.ReadMessage(strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if subject, err := new(mime.WordDecoder).DecodeHeader(msg.Header.Get("Subject")); err != nil || subject != "★ football: News: Library hours → The football club won on Sunday" {
+		t.Errorf("subject %q (%v)", subject, err)
+	}
+	for _, want := range []string{"Message-ID: <" + txnID(ds[0].ID) + "@", "{+The **football** club won on Sunday+}"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("the message lacks %q", want)
 		}

@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/changedigest/changedigest"
+	"github.com/changedigest/changedigest/render"
 )
 
 // Limits on what one notification carries: receivers such as Slack and
@@ -101,6 +102,10 @@ type event struct {
 	matches   [][]changedigest.Match
 	watchPage string
 	url       string
+	// view is the version as the feeds and the digest tell it (nil
+	// without a render engine): the title and the lines of a push are
+	// its headline and brief lines.
+	view *render.EventView
 }
 
 // payload builds the webhook document of ev at time now.
@@ -186,18 +191,24 @@ func clip(s string, n int) string {
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
-// title is the one-line headline of ev: "Watch name: 3 changes, …".
+// title is the one-line headline of ev, as the feeds title it ("Watch
+// name: ‘What changed’ +2 more"), or "Watch name: 3 changes, …".
 func (ev *event) title() string {
-	name := oneLine(ev.watch.Name())
 	if ev.test {
 		return "changedigest test message"
 	}
-	return name + ": " + ev.payload(time.Time{}).Summary
+	if ev.view != nil {
+		return ev.view.Title()
+	}
+	return oneLine(ev.watch.Name()) + ": " + ev.payload(time.Time{}).Summary
 }
 
 // lines returns up to n short lines describing the changes that are not
 // noise, and how many were left out.
 func (ev *event) lines(n, width int) ([]string, int) {
+	if ev.view != nil {
+		return ev.briefLines(n, width)
+	}
 	var out []string
 	more := 0
 	for i, c := range ev.snap.Changes {
@@ -221,6 +232,25 @@ func (ev *event) lines(n, width int) ([]string, int) {
 		line := string(c.Op) + " (" + string(c.Type) + "): " + clip(oneLine(text), width)
 		if i < len(ev.matches) && len(ev.matches[i]) > 0 {
 			line += " [" + ev.matches[i][0].Label() + "]"
+		}
+		out = append(out, line)
+	}
+	return out, more
+}
+
+// briefLines are lines as the feeds tell the changes: where, the item,
+// the words changed with [-…-]{+…+} markers, the interest matched.
+func (ev *event) briefLines(n, width int) ([]string, int) {
+	var out []string
+	more := ev.view.Omitted
+	for _, c := range append(append([]render.ChangeView(nil), ev.view.Profile...), ev.view.General...) {
+		if len(out) == n {
+			more++
+			continue
+		}
+		line := clip(render.BriefLine(c), width)
+		if len(c.Labels) > 0 {
+			line += " [" + c.Labels[0] + "]"
 		}
 		out = append(out, line)
 	}

@@ -253,7 +253,8 @@ func (e *errWriter) write(p []byte) {
 }
 
 // feedEvents checks a feed and its events and returns the events it
-// shows: those with changes, newest first, at most MaxEntries.
+// shows: those with a change told (Event.Told), newest first, at most
+// MaxEntries.
 func (e *Engine) feedEvents(feed FeedInfo, events []Event) ([]Event, error) {
 	switch {
 	case feed.ID == "":
@@ -272,7 +273,7 @@ func (e *Engine) feedEvents(feed FeedInfo, events []Event) ([]Event, error) {
 	}
 	evs := make([]Event, 0, len(events))
 	for _, ev := range events {
-		if len(ev.Snapshot.Changes) > 0 {
+		if ev.Told() {
 			evs = append(evs, ev)
 		}
 	}
@@ -303,7 +304,7 @@ func (e *Engine) entry(content *bytes.Buffer, ev Event) (atomEntry, error) {
 	at := atomTime(ev.Snapshot.FetchedAt)
 	entry := atomEntry{
 		ID:        e.EntryID(ev.Watch, ev.Snapshot.Seq),
-		Title:     atomText{Type: "text", Body: v.WatchName + ": " + v.Summary},
+		Title:     atomText{Type: "text", Body: v.Title()},
 		Updated:   at,
 		Published: at,
 		Links:     []atomLink{{Rel: "alternate", Type: "text/html", Href: v.URL}},

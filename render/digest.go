@@ -232,8 +232,10 @@ func (e *Engine) digestText(w io.Writer, v *DigestView) error {
 	return err
 }
 
-// textPieces writes pieces as plain text with wdiff-like markers.
-func textPieces(ps []Piece) string {
+// PiecesText writes pieces as a text-only reader should see them, with
+// wdiff-like markers: kept text as it is, "[-deleted-]", "{+inserted+}",
+// "**matched**", "…" for a cut.
+func PiecesText(ps []Piece) string {
 	var b strings.Builder
 	for _, r := range runs(ps) {
 		switch r.Op {

@@ -67,7 +67,7 @@ func TestDigestGolden(t *testing.T) {
 func TestDigestCaps(t *testing.T) {
 	fx := MustFixture(t)
 	e := MustEngine(t)
-	e.DigestChanges = 2
+	e.DigestChanges = 1
 	e.DigestWatches = 1
 	var page bytes.Buffer
 	if err := e.Digest(&page, fixtureDigest(fx)); err != nil {
@@ -75,7 +75,7 @@ func TestDigestCaps(t *testing.T) {
 	}
 	html := page.String()
 	for _, want := range []string{
-		`href="https://changes.example.org/watches/1">…and 2 more changes on this page</a>`,
+		`href="https://changes.example.org/watches/1">…and 1 more change on this page</a>`,
 		`href="https://changes.example.org/">…and 2 more watches with matching changes</a>`,
 		`href="https://changes.example.org/">…and 1 more watch with changes</a>`,
 	} {
@@ -140,7 +140,7 @@ func TestDigestEmail(t *testing.T) {
 			t.Errorf("%s: %q, want %q", k, got, want)
 		}
 	}
-	if subject != "Your changedigest for Saturday 14 March 2026: 9 changes on 3 watches, 4 matching your interests" {
+	if subject != "Your changedigest for Saturday 14 March 2026: 7 changes on 3 watches, 4 matching your interests" {
 		t.Errorf("subject %q", subject)
 	}
 	mt, params, err := mime.ParseMediaType(m.Header.Get("Content-Type"))

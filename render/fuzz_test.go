@@ -37,7 +37,9 @@ func FuzzRender(f *testing.F) {
 	e := MustEngine(f)
 	user := &changedigest.User{ID: 1, Name: "fuzz", Email: "fuzz@example.org", CreatedAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 	f.Fuzz(func(t *testing.T, title, url, path, oldText, newText, itemTitle, link, interest, term string, start, end int) {
-		w := &changedigest.Watch{ID: 5, URL: url, Title: title, Tags: []string{title, path}, CreatedAt: user.CreatedAt}
+		// The watch asks for changes of the fuzzed type.
+		w := &changedigest.Watch{ID: 5, URL: url, Title: title, Tags: []string{title, path}, CreatedAt: user.CreatedAt,
+			NotifyTypes: []changedigest.ChangeType{changedigest.ChangeType(term)}}
 		s := &changedigest.Snapshot{WatchID: 5, Seq: 3, FetchedAt: time.Date(2026, 3, 14, 10, 0, 0, 0, time.UTC), Kind: changedigest.KindFeed}
 		for _, op := range []changedigest.Op{changedigest.OpUpdate, changedigest.OpInsert, changedigest.OpDelete} {
 			c := changedigest.Change{Path: path, Type: changedigest.ChangeType(term), Op: op, OldText: oldText, NewText: newText, Title: itemTitle, Link: link}

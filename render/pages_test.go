@@ -75,7 +75,7 @@ func TestRenderPages(t *testing.T) {
 		`<div class="flash flash-info" role="status"><p>Watch saved.</p></div>`,
 		`<a href="/watches/1/versions/11" rel="prev">`,
 		`<div class="cd-sbs">`, `<p class="cd-sbs-head">Before</p>`,
-		`<del class="cd-del">football</del>`,
+		`<del class="cd-del"><span class="cd-mk">[-</span>football<span class="cd-mk">-]</span></del>`,
 		`<mark class="cd-mark" title="matches your interest football (synonym: soccer)"><strong>soccer</strong></mark>`,
 	} {
 		if !strings.Contains(diff, want) {

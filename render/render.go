@@ -76,7 +76,7 @@ const (
 	DefaultMaxEntries     = 100
 	DefaultMaxEntryBytes  = 48 << 10
 	DefaultMaxChangeChars = 1500
-	DefaultContext        = 12
+	DefaultContext        = 6
 	// DefaultEntryCacheBytes bounds the memory kept for rendered feed entries.
 	DefaultEntryCacheBytes = 32 << 20
 	DefaultDigestChanges   = 5
@@ -293,7 +293,8 @@ func (e *Engine) textFuncs() texttemplate.FuncMap {
 		"date":   FormatTime,
 		"day":    formatDay,
 		"plural": plural,
-		"pieces": textPieces,
+		"pieces": PiecesText,
+		"brief":  BriefLine,
 		"indent": indent,
 		"rule":   func(s string) string { return strings.Repeat("-", min(72, len([]rune(s)))) },
 	}

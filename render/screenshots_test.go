@@ -19,7 +19,7 @@ func TestFeedEntryMentionsScreenshots(t *testing.T) {
 	if err := e.Atom(&buf, e.UserFeed(fx.User, testSelf), []Event{ev}); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(buf.String(), "side-by-side view&lt;/a&gt; with before and after screenshots") {
+	if !strings.Contains(buf.String(), "Screenshots before and after&lt;/a&gt;") {
 		t.Errorf("the entry of a version with a screenshot does not say so:\n%s", buf.String())
 	}
 	buf.Reset()

@@ -50,6 +50,22 @@ func (ev Event) matches(i int) []changedigest.Match {
 	return nil
 }
 
+// Told reports whether any change of the event is told to the watch's
+// owner (changedigest.Notable): a version whose changes are all noise,
+// markup the watch does not ask for, or left out by its filters makes no
+// feed entry, digest line or push.
+func (ev Event) Told() bool {
+	if ev.Snapshot == nil {
+		return false
+	}
+	for i := range ev.Snapshot.Changes {
+		if ok, _ := changedigest.Notable(ev.Watch, ev.Snapshot, &ev.Snapshot.Changes[i], len(ev.matches(i)) > 0); ok {
+			return true
+		}
+	}
+	return false
+}
+
 // ProfileCount returns how many of the event's changes match the profile.
 func (ev Event) ProfileCount() int {
 	n := 0
@@ -66,8 +82,9 @@ func (ev Event) ProfileCount() int {
 
 // ViewOptions say how much of each change a view shows.
 type ViewOptions struct {
-	// Context is the number of unchanged words kept on each side of a
-	// change or a match; 0 keeps all the text.
+	// Context is the most unchanged words kept on each side of a change
+	// or a match (as many as the change has changed words, at least
+	// one); 0 keeps all the text.
 	Context int
 	// MaxChars caps the bytes of text shown per change; 0 for no cap.
 	MaxChars int
@@ -91,6 +108,9 @@ type EventView struct {
 	Detected  time.Time
 	// Summary reads like "3 changes, 1 matches your interests".
 	Summary string
+	// Headline names the most telling change told, in the page's words,
+	// with "+N more" ("" when none is told); see brief.go.
+	Headline string
 	// Profile and General are the changes with and without a profile
 	// match, in the snapshot's order.
 	Profile []ChangeView
@@ -118,6 +138,9 @@ type ChangeView struct {
 	Type  changedigest.ChangeType
 	Op    changedigest.Op
 	Path  string
+	// Where is the change's place as the page shows it ("under
+	// ‘Opening hours’"), "" when the page gives it no name.
+	Where string
 	// Pieces is the text, word-level: runs kept, inserted, deleted, cut
 	// ("gap") and matched.
 	Pieces []Piece
@@ -294,6 +317,7 @@ func (e *Engine) View(ev Event, o ViewOptions) (EventView, error) {
 	if s.Significance > 0 {
 		v.Summary += " · significance " + strconv.FormatFloat(s.Significance, 'f', 2, 64)
 	}
+	v.Headline = headline(&v)
 	return v, nil
 }
 
@@ -328,6 +352,7 @@ func changeView(i int, c changedigest.Change, ms []changedigest.Match, o ViewOpt
 		Type:       changedigest.ChangeType(oneLine(string(c.Type))),
 		Op:         changedigest.Op(oneLine(string(c.Op))),
 		Path:       oneLine(c.Path),
+		Where:      oneLine(c.Where),
 		SideBySide: o.SideBySide,
 	}
 	if cv.Type == "" {
@@ -348,7 +373,7 @@ func changeView(i int, c changedigest.Change, ms []changedigest.Match, o ViewOpt
 	if feed || c.OldItem != nil || c.NewItem != nil || c.Title != "" || c.Link != "" {
 		it := &ItemView{Title: oneLine(c.Title), Link: safeURL(c.Link)}
 		if it.Title == "" {
-			it.Title = "(untitled item)"
+			it.Title = untitledItem
 		}
 		cv.Item = it
 		if c.Path == c.Link {
@@ -361,6 +386,9 @@ func changeView(i int, c changedigest.Change, ms []changedigest.Match, o ViewOpt
 
 // maxLabels caps the match labels shown per change.
 const maxLabels = 5
+
+// untitledItem stands for the title of a feed item that has none.
+const untitledItem = "(untitled item)"
 
 // markedOld reports whether a change's matches are spans into its old text.
 func markedOld(c changedigest.Change) bool {
@@ -468,7 +496,14 @@ func pieces(c changedigest.Change, ms []changedigest.Match, o ViewOptions) []Pie
 		off = end
 	}
 	if o.Context > 0 {
-		ps = elide(ps, o.Context)
+		// As many unchanged words around as changed, at most Context: a
+		// word inserted is shown between a word on each side, a sentence
+		// rewritten with the words that place it.
+		ctx := o.Context
+		if del, ins := changedWords(ps); del+ins > 0 {
+			ctx = min(ctx, del+ins)
+		}
+		ps = elide(ps, ctx)
 	}
 	if o.MaxChars > 0 {
 		ps = capPieces(ps, o.MaxChars)

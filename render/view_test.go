@@ -79,10 +79,16 @@ func TestPieces(t *testing.T) {
 			labels: 3,
 		},
 		{
-			name:   "unchanged text is shortened around the change",
+			name:   "unchanged text is shortened around the change, as many words as changed",
 			change: changedigest.Change{Op: "update", OldText: long + "old " + long, NewText: long + "new " + long},
 			opt:    ViewOptions{Context: 3},
-			want:   "… word word word [-old-]{+new+} word word word …",
+			want:   "… word word [-old-]{+new+} word word …",
+		},
+		{
+			name:   "at most Context words around a larger change",
+			change: changedigest.Change{Op: "update", OldText: long + "old one " + long, NewText: long + "new two three " + long},
+			opt:    ViewOptions{Context: 3},
+			want:   "… word word word [-old one-]{+new two three+} word word word …",
 			labels: 0,
 		},
 		{
@@ -119,7 +125,7 @@ func TestPieces(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cv := changeView(0, tt.change, tt.ms, tt.opt, false)
-			if got := textPieces(cv.Pieces); got != tt.want {
+			if got := PiecesText(cv.Pieces); got != tt.want {
 				t.Errorf("pieces = %q, want %q", got, tt.want)
 			}
 			if len(cv.Labels) != tt.labels {
@@ -134,10 +140,10 @@ func TestPieces(t *testing.T) {
 
 func TestSides(t *testing.T) {
 	cv := changeView(0, changedigest.Change{Op: "update", OldText: "a b c", NewText: "a x c"}, nil, ViewOptions{}, false)
-	if got := textPieces(cv.OldPieces()); got != "a [-b-] c" {
+	if got := PiecesText(cv.OldPieces()); got != "a [-b-] c" {
 		t.Errorf("old side = %q", got)
 	}
-	if got := textPieces(cv.NewPieces()); got != "a {+x+} c" {
+	if got := PiecesText(cv.NewPieces()); got != "a {+x+} c" {
 		t.Errorf("new side = %q", got)
 	}
 }

@@ -513,6 +513,9 @@ var markupRE = regexp.MustCompile(`^(<|[\w:.-]+=")`)
 // tag, shown whole or as the part that changed between Before and
 // After), not visible text: their words are not words of the page.
 func markupOnly(c changedigest.Change) bool {
+	if c.Type == changedigest.ChangeBehavioural || c.Type == changedigest.ChangeCosmetic {
+		return true // scripts and styles: their source is not text a reader sees
+	}
 	m := func(s string) bool { return s == "" || markupRE.MatchString(c.Before+s+c.After) }
 	return c.Type != changedigest.ChangeContent && m(c.OldText) && m(c.NewText)
 }

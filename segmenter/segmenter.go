@@ -128,6 +128,7 @@ func (s *Segmenter) Detect(in Input) (*changedigest.Snapshot, error) {
 	}
 	if err == nil {
 		s.narrowMarkup(snap.Changes)
+		snap.Changes = s.narrowScripts(snap.Changes)
 	}
 	if err == nil {
 		if err = in.readErr(); err != nil {
@@ -168,6 +169,7 @@ func (s *Segmenter) Diff(old, new []byte, zone string) (*changedigest.Diff, erro
 	if err == nil {
 		Classify(d, old, new) // noise and significance (noise.go)
 		s.narrowMarkup(d.Changes)
+		d.Changes = s.narrowScripts(d.Changes)
 	}
 	return d, err
 }

@@ -300,7 +300,7 @@ func (s *Server) apiWatchOf(u *changedigest.User, w *changedigest.Watch) apiWatc
 		a.TriggerText = []string{}
 	}
 	if a.NotifyTypes == nil {
-		a.NotifyTypes = changedigest.ChangeTypes // empty tells every type
+		a.NotifyTypes = changedigest.DefaultNotifyTypes // none named: the default
 	}
 	if w.Interval > 0 {
 		a.Every = formatInterval(w.Interval)

@@ -85,7 +85,7 @@ func richFeedStore(t *testing.T, e *testEnv) *changedigest.User {
 
 	broken := e.mustWatch(u, "https://gone.example.net/news", "sport")
 	if _, err := e.store.UpdateWatch(ctx, u.ID, broken.ID, func(w *changedigest.Watch) error {
-		w.Title = "Gone \x1b[31m news\u2028 " + strings.Repeat("x", 400)
+		w.Title = "Gone \x1b[31m news\u2028 " + strings.Repeat("x", changedigest.MaxTitleLen-20)
 		w.LastError, w.LastErrorAt, w.ErrorCount = "fetch: 404 Not Found \x00", t0, 3
 		return nil
 	}); err != nil {

@@ -144,7 +144,7 @@ func TestBrowserWatchThroughTheWeb(t *testing.T) {
 	mu.Unlock()
 	resp, _ = c.post(path+"/check", nil)
 	body = c.follow(resp)
-	mustContain(t, body, "Checked: changes found.", "Text changed", `09:<del class="cd-del">40</del><ins class="cd-ins">55</ins> ferry to the mainland`)
+	mustContain(t, body, "Checked: changes found.", `09:<del class="cd-del"><span class="cd-mk">[-</span>40<span class="cd-mk">-]</span></del><ins class="cd-ins"><span class="cd-mk">{+</span>55<span class="cd-mk">+}</span></ins> ferry to the mainland`)
 
 	// The version page shows both screenshots, the changed departure
 	// outlined on each, and the overlay of the pixels that differ.
@@ -239,7 +239,7 @@ func TestBrowserWatchThroughTheWeb(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, feed := e.client().get("/feeds/" + u.FeedToken + "/atom.xml")
-	mustContain(t, feed, `href="`+e.http.URL+path+`/versions/3"`, "side-by-side view&lt;/a&gt; with before and after screenshots")
+	mustContain(t, feed, `href="`+e.http.URL+path+`/versions/3"`, "Screenshots before and after&lt;/a&gt;")
 	// A fetched version has none; another user and a visitor see nothing.
 	if st, _ := shot(c, path+"/versions/1/screenshot.png"); st != http.StatusNotFound {
 		t.Errorf("screenshot of the fetched version: status %d, want 404", st)

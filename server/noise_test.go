@@ -37,8 +37,8 @@ func TestNoiseNotToldInFeeds(t *testing.T) {
 	c := e.client()
 	feed := "/feeds/" + u.FeedToken + fmt.Sprintf("/watches/%d.xml", w.ID)
 	_, body := c.get(feed)
-	if n := strings.Count(body, "<entry>"); n != 1 || !strings.Contains(body, "June") || !strings.Contains(body, "significance") {
-		t.Errorf("feed: %d entries, want only the real edit with its significance:\n%s", n, body)
+	if n := strings.Count(body, "<entry>"); n != 1 || !strings.Contains(body, "June") || !strings.Contains(body, "in May → June.") {
+		t.Errorf("feed: %d entries, want only the real edit, its words in the title:\n%s", n, body)
 	}
 
 	// The version page shows the noise folded, with the reason.
@@ -53,16 +53,17 @@ func TestNoiseNotToldInFeeds(t *testing.T) {
 		t.Errorf("API diff: %+v, want the noise change with its reason", d.Changes)
 	}
 
-	// A watch that shows noise tells version 2 too.
+	// A watch that shows noise, and asks for script changes, tells
+	// version 2 too.
 	if _, err := e.store.UpdateWatch(context.Background(), u.ID, w.ID, func(x *changedigest.Watch) error {
-		x.ShowNoise = true
+		x.ShowNoise, x.NotifyTypes = true, changedigest.ChangeTypes
 		return nil
 	}); err != nil {
 		t.Fatal(err)
 	}
 	_, body = c.get(feed)
 	if n := strings.Count(body, "<entry>"); n != 2 {
-		t.Errorf("feed with noise shown: %d entries, want 2", n)
+		t.Errorf("feed with noise shown: %d entries, want 2\n%s", n, body)
 	}
 }
 
@@ -79,7 +80,7 @@ func TestFilterAPI(t *testing.T) {
 	}
 	var p apiWatch
 	c.call("PATCH", fmt.Sprintf("/watches/%d", w.ID), map[string]any{"trigger_text": []string{"sold out"}, "only_interests": true, "notify_types": []string{}}, http.StatusOK, &p)
-	if !reflect.DeepEqual(p.TriggerText, []string{"sold out"}) || !p.OnlyInterests || len(p.NotifyTypes) != 4 ||
+	if !reflect.DeepEqual(p.TriggerText, []string{"sold out"}) || !p.OnlyInterests || !reflect.DeepEqual(p.NotifyTypes, changedigest.DefaultNotifyTypes) ||
 		!reflect.DeepEqual(p.IgnoreText, w.IgnoreText) || p.MinSignificance != 0.1 {
 		t.Errorf("patched filters: %+v", p)
 	}

@@ -264,7 +264,8 @@ type watchForm struct {
 	KeepVersions string
 	KeepDays     string
 	// Filters (see changedigest.Notable): texts one per line; Types are
-	// the change types told (all of them when the form did not show them).
+	// the change types told (the default when the form did not show them:
+	// changedigest.DefaultNotifyTypes).
 	IgnoreText      string
 	TriggerText     string
 	MinSignificance string
@@ -278,7 +279,12 @@ type watchForm struct {
 }
 
 // Told reports whether changes of type t are told (a checkbox of the form).
-func (f *watchForm) Told(t string) bool { return len(f.Types) == 0 || slices.Contains(f.Types, t) }
+func (f *watchForm) Told(t string) bool {
+	if len(f.Types) == 0 {
+		return slices.Contains(changedigest.DefaultNotifyTypes, changedigest.ChangeType(t))
+	}
+	return slices.Contains(f.Types, t)
+}
 
 func formOf(w *changedigest.Watch) *watchForm {
 	f := &watchForm{ID: w.ID, URL: w.URL, Title: w.Title, Zone: w.Zone, Category: string(w.Category),
