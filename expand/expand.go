@@ -972,8 +972,7 @@ func meaningful(k string) bool {
 // reason says what chose an item's sense, as a ChosenBy… constant and a
 // sentence: the user; else the item's own page, when it supports the
 // chosen sense more than any other; else the other interests, when they
-// moved the choice off the prior's or support it more than any other
-// sense; else the prior.
+// moved the choice off the prior's; else the prior.
 func (st *state) reason(it *item) (by, why string) {
 	c := it.cands[it.best]
 	first := func(f func(cand) float64) bool { // the chosen sense leads on f
@@ -1001,15 +1000,11 @@ func (st *state) reason(it *item) (by, why string) {
 			page = it.in.URI
 		}
 		return ChosenByPage, "sense chosen from the linked page '" + page + "'"
-	case c.ctx > 0 && (it.best != it.prior || first(func(o cand) float64 { return o.ctx })):
+	case it.best != it.prior:
 		if len(it.helpers) == 0 {
 			return ChosenByProfile, "sense chosen from your other interests"
 		}
 		return ChosenByProfile, "sense chosen from your other interests (" + strings.Join(it.helpers, ", ") + ")"
-	}
-	if it.best != it.prior {
-		// The prior lost to context too weak to lead: say so plainly.
-		return ChosenByProfile, "sense chosen from your other interests"
 	}
 	if st.prior != nil && c.kind >= 0.5 {
 		return ChosenByPrior, "the sense people usually mean by " + c.lemma + " as an interest"
