@@ -20,9 +20,9 @@ import (
 // order breaking ties among untagged senses) raised to TagExponent, times
 // the weight of its kind: the heaviest of Kinds that is the sense itself
 // or one of its hypernyms (any number of levels, instance hypernyms
-// included) or whose head word its definition begins with ("the art or
-// sport of fighting with swords" is a sport, though WordNet files fencing
-// under fights), else the weight of its lexicographer file in Lexfiles,
+// included) or, for a noun, whose head word its definition begins with
+// ("the art or sport of fighting with swords" is a sport, though WordNet
+// files fencing under fights), else the weight of its lexicographer file in Lexfiles,
 // else Other. Kinds and files not in the loaded WordNet are ignored.
 type InterestPrior struct {
 	// Kinds are synsets (WordNet 3.0 IDs) whose hyponyms are things people
@@ -167,7 +167,7 @@ func (st *state) kindWeight(s int) float64 {
 		ptrs = ptrs[:start]
 	}
 	walk(s, 0)
-	if best == 0 {
+	if best == 0 && st.t.POS(s) == Noun {
 		for _, g := range genus(st.t.Gloss(s)) {
 			best = max(best, ps.heads[g])
 		}

@@ -214,3 +214,37 @@ func mustExpandProfile(tb testing.TB, e *Expander, p changedigest.Profile) []Exp
 	}
 	return xs
 }
+
+// TestRealBroadTerms checks that broad hypernyms do not match alone
+// (ferry → boat, astronomy → physics) and that narrower terms still do.
+func TestRealBroadTerms(t *testing.T) {
+	e := NewExpander(real(t))
+	m, err := e.Matcher(profile("ferry", "astronomy"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range m.Expansions() {
+		for _, tm := range x.Terms {
+			if tm.Relation == RelHypernym && tm.Level > MaxHypernymLevel {
+				t.Errorf("%s: hypernym %q is %d levels up", x.Interest.Term, tm.Text, tm.Level)
+			}
+		}
+	}
+	tests := []struct{ text, want string }{
+		{"The boat leaves at 8:45.", ""},
+		{"New results in physics this week.", ""},
+		{"The ferry leaves at 8:45.", "ferry"},
+		{"A car-ferry sank.", "car-ferry"},
+		{"Physics of celestial bodies and the universe", "Physics"},
+		{"radio astronomy", "radio astronomy"},
+	}
+	for _, tt := range tests {
+		var got []string
+		for _, mt := range m.Match(tt.text) {
+			got = append(got, tt.text[mt.Start:mt.End])
+		}
+		if strings.Join(got, ",") != tt.want {
+			t.Errorf("Match(%q) = %q, want %q", tt.text, got, tt.want)
+		}
+	}
+}
