@@ -19,9 +19,10 @@ type Matcher struct {
 	phrases []phrase
 	first   map[string][]int32 // first token of a form → phrases
 	wn      *WordNet
-	// evidence holds, per interest, the base forms of the content words
-	// of its sense's definition: what a hypernym needs beside it.
-	evidence map[string]map[string]bool
+	// evidence holds, per interest, the forms of the content words of
+	// its sense's definition (each mapped to its base form): what a
+	// hypernym needs beside it.
+	evidence map[string]map[string]string
 }
 
 // MaxHypernymLevel is the farthest hypernym a Matcher finds: a broader
@@ -83,7 +84,7 @@ func (e *Expander) Matcher(p changedigest.Profile) (*Matcher, error) {
 // phrase of tokens. Where two terms share a form, the heavier wins, and at
 // equal weight the earlier.
 func (wn *WordNet) Compile(exps []Expansion) *Matcher {
-	m := &Matcher{exps: slices.Clone(exps), first: map[string][]int32{}, wn: wn, evidence: map[string]map[string]bool{}}
+	m := &Matcher{exps: slices.Clone(exps), first: map[string][]int32{}, wn: wn, evidence: map[string]map[string]string{}}
 	byForm := map[string]int32{} // form key → entry
 	var forms []phrase
 	var firsts []string
@@ -347,7 +348,6 @@ func (m *Matcher) corroborated(kept []candidate, toks []token) []candidate {
 			other[e.interest] = true
 		}
 	}
-	var bases [][]string // base forms of each token, computed once
 	out := kept[:0]
 	for _, c := range kept {
 		e := m.entries[c.entry]
@@ -356,25 +356,13 @@ func (m *Matcher) corroborated(kept []candidate, toks []token) []candidate {
 			continue
 		}
 		ev := m.evidence[e.interest]
-		if len(ev) == 0 {
-			continue
-		}
-		if bases == nil {
-			bases = make([][]string, len(toks))
-			for i, tk := range toks {
-				bases[i] = append(m.wn.BaseForms(tk.norm, Noun), m.wn.BaseForms(tk.norm, Verb)...)
-				bases[i] = append(bases[i], tk.norm)
-			}
-		}
 		found := map[string]bool{}
-		for i := range toks {
+		for i := 0; i < len(toks) && len(found) < MinEvidence; i++ {
 			if i >= c.first && i < c.last {
 				continue
 			}
-			for _, b := range bases[i] {
-				if ev[b] {
-					found[b] = true
-				}
+			if b, ok := ev[toks[i].norm]; ok {
+				found[b] = true
 			}
 		}
 		if len(found) >= MinEvidence {
@@ -384,33 +372,37 @@ func (m *Matcher) corroborated(kept []candidate, toks []token) []candidate {
 	return out
 }
 
-// definitionWords returns the base forms of the content words of a
-// definition (four letters or more, not stop words, not the interest's
-// own words).
-func (wn *WordNet) definitionWords(gloss, interest string) map[string]bool {
+// definitionWords returns the content words of a definition (four
+// letters or more, not stop words, not the interest's own words) in all
+// their inflections, each mapped to its base form.
+func (wn *WordNet) definitionWords(gloss, interest string) map[string]string {
 	own := map[string]bool{}
 	for _, w := range strings.Fields(normalize(interest)) {
 		own[w] = true
 	}
-	out := map[string]bool{}
+	out := map[string]string{}
 	for _, tk := range tokens(gloss, nil) {
 		w := tk.norm
 		if len(w) < 4 || stopwords()[w] || own[w] {
 			continue
 		}
-		bases := append(wn.BaseForms(w, Noun), wn.BaseForms(w, Verb)...)
-		if len(bases) == 0 {
-			bases = []string{w}
-		}
-		for _, b := range bases {
-			if !own[b] && !stopwords()[b] {
-				out[b] = true
+		out[w] = w
+		for _, pos := range []POS{Noun, Verb} {
+			for _, b := range wn.BaseForms(w, pos) {
+				if own[b] || stopwords()[b] {
+					continue
+				}
+				out[w] = b
+				for _, f := range wn.Inflections(b, pos) {
+					if _, ok := out[fold(f)]; !ok {
+						out[fold(f)] = b
+					}
+				}
 			}
 		}
 	}
 	return out
 }
-
 // extend checks whether phrase pi matches the tokens from i on.
 func (m *Matcher) extend(text string, toks []token, i int, pi int32, end int) (candidate, bool) {
 	ph := m.phrases[pi]
