@@ -304,11 +304,12 @@ type state struct {
 	too   map[int]bool
 	prior *priorState
 	kinds map[int]float64 // kind weight of each synset asked
+	above map[int]float64 // heaviest kind at or above each synset
 }
 
 func (e *Expander) newState() *state {
 	return &state{e: e, wn: e.WordNet, t: e.WordNet.t, feat: map[string]int32{}, stems: map[string]string{}, sigs: map[int][]int32{}, too: map[int]bool{},
-		prior: e.priorState(), kinds: map[int]float64{}}
+		prior: e.priorState(), kinds: map[int]float64{}, above: map[int]float64{}}
 }
 
 // posWeight is the prior weight of a part of speech: interests are mostly

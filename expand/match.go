@@ -403,6 +403,7 @@ func (wn *WordNet) definitionWords(gloss, interest string) map[string]string {
 	}
 	return out
 }
+
 // extend checks whether phrase pi matches the tokens from i on.
 func (m *Matcher) extend(text string, toks []token, i int, pi int32, end int) (candidate, bool) {
 	ph := m.phrases[pi]

@@ -145,28 +145,7 @@ func (st *state) kindWeight(s int) float64 {
 	if w, ok := st.kinds[s]; ok {
 		return w
 	}
-	best := 0.0
-	seen := map[int]bool{}
-	var ptrs []wordnetdata.PointerRef
-	var walk func(x, depth int)
-	walk = func(x, depth int) {
-		if seen[x] || depth > 20 {
-			return
-		}
-		seen[x] = true
-		if w, ok := ps.kinds[x]; ok {
-			best = max(best, w)
-		}
-		start := len(ptrs)
-		ptrs = st.t.Pointers(ptrs, x, 0)
-		for k := start; k < len(ptrs); k++ {
-			if p := ptrs[k]; p.Rel == wordnetdata.Hypernym || p.Rel == wordnetdata.InstanceHypernym {
-				walk(p.Target, depth+1)
-			}
-		}
-		ptrs = ptrs[:start]
-	}
-	walk(s, 0)
+	best := st.kindAbove(s, 0)
 	if best == 0 && st.t.POS(s) == Noun {
 		for _, g := range genus(st.t.Gloss(s)) {
 			best = max(best, ps.heads[g])
@@ -231,4 +210,24 @@ var genusEnd = map[string]bool{
 	"with": true, "by": true, "to": true, "from": true, "as": true, "at": true, "where": true,
 	"when": true, "played": true, "used": true, "made": true, "consisting": true, "resembling": true,
 	"having": true, "usually": true, "especially": true, "typically": true, "between": true,
+}
+
+// kindAbove is the heaviest kind that is synset s or one of its
+// hypernyms, 0 for none; memoised per state.
+func (st *state) kindAbove(s, depth int) float64 {
+	if w, ok := st.above[s]; ok {
+		return w
+	}
+	if depth > 20 { // no WordNet hierarchy is this deep; a cycle
+		return 0
+	}
+	st.above[s] = 0 // a cycle reads 0
+	w := st.prior.kinds[s]
+	for _, p := range st.t.Pointers(nil, s, 0) {
+		if p.Rel == wordnetdata.Hypernym || p.Rel == wordnetdata.InstanceHypernym {
+			w = max(w, st.kindAbove(p.Target, depth+1))
+		}
+	}
+	st.above[s] = w
+	return w
 }
