@@ -1,11 +1,13 @@
 package notify
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/changedigest/changedigest"
 	"github.com/changedigest/changedigest/expand"
+	"github.com/changedigest/changedigest/segmenter"
 )
 
 func mustMatcher(t *testing.T, terms ...string) *expand.Matcher {
@@ -69,5 +71,35 @@ func TestMatchChangeUnits(t *testing.T) {
 	}
 	if got := Match(m, []changedigest.Change{tests[1].change, tests[7].change}); len(got) != 2 || len(got[0]) != 1 || len(got[1]) != 0 {
 		t.Errorf("Match = %+v", got)
+	}
+}
+
+// TestMatchDetectedChanges runs the issue's cases through the segmenter:
+// a price and a departure time change, and the interests kettle and ferry
+// are matched through the sentence or the item the changed numbers are in.
+func TestMatchDetectedChanges(t *testing.T) {
+	page := `<html><head><title>Shop</title></head><body><h1>Kitchen</h1>
+<div class="product"><h3>Blue kettle, 1.7 l</h3><p>Now only 24 euros, delivered free.</p></div>
+<div class="product"><h3>Red toaster</h3><p>Two slots, 800 W. It costs 35 euros.</p></div>
+<h2>Harbour</h2><ul><li>The ferry leaves at 8:15 from pier 3 every morning.</li><li>The bus leaves at 9:00.</li></ul>
+</body></html>`
+	edited := strings.NewReplacer("only 24", "only 29", "8:15", "8:45", "35 euros", "39 euros").Replace(page)
+	d, err := segmenter.New().Diff([]byte(page), []byte(edited), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := mustMatcher(t, "kettle", "ferry")
+	got := map[string][]string{}
+	for i, ms := range Match(m, d.Changes) {
+		for _, mt := range ms {
+			got[d.Changes[i].NewText] = append(got[d.Changes[i].NewText], mt.Label())
+		}
+	}
+	want := map[string][]string{
+		"29": {"matches your interest kettle in the item 'Blue kettle, 1.7 l'"},
+		"45": {"matches your interest ferry in the sentence 'The ferry leaves at 8:45 from pier 3 every morning.'"},
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("labels %v, want %v (changes %+v)", got, want, d.Changes)
 	}
 }
