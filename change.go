@@ -1,6 +1,9 @@
 package changedigest
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // ChangeType classifies a change (Goel and Aggarwal's four classes).
 type ChangeType string
@@ -87,6 +90,21 @@ type Change struct {
 	// check, ...). Noise changes are kept in the track and the API, folded
 	// in the views and left out of feeds and notifications by default.
 	Noise string `json:"noise,omitempty"`
+}
+
+// PlaceName returns the heading or the label that Where quotes, the
+// title of the item or section the change is in ("Opening hours" for
+// "under ‘Opening hours’"); "" for a place named by its kind ("in the
+// navigation") or none.
+func (c Change) PlaceName() string {
+	for _, prefix := range []string{"under ‘", "in ‘"} {
+		if rest, ok := strings.CutPrefix(c.Where, prefix); ok {
+			if name, ok := strings.CutSuffix(rest, "’"); ok {
+				return name
+			}
+		}
+	}
+	return ""
 }
 
 func (c Change) String() string {

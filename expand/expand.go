@@ -3,6 +3,7 @@ package expand
 import (
 	"cmp"
 	"math"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -30,6 +31,21 @@ const (
 	FoundHead  = "head phrase"    // a multi-word term through its longest known ending
 	FoundNone  = "not in WordNet" // kept as a literal phrase, not expanded
 )
+
+// What chose an interest's sense (Expansion.ChosenBy).
+const (
+	ChosenByUser    = "user"    // the user picked it (changedigest.Profile.Senses)
+	ChosenByPage    = "page"    // the interest's own page (Interest.About, its URI)
+	ChosenByProfile = "profile" // the other interests of the profile
+	ChosenByPrior   = "prior"   // what people usually mean by the term as an interest
+	ChosenByOnly    = "only"    // the term has one sense
+)
+
+// Option is one sense of an interest, as offered for choosing.
+type Option struct {
+	Sense
+	Chosen bool `json:"chosen,omitempty"`
+}
 
 // MaxTermBytes bounds the length of an interest term.
 const MaxTermBytes = 200
@@ -79,12 +95,24 @@ type Expander struct {
 	// a hypernym at 9%.
 	MinWeight float64
 	// Context is how much the rest of the profile counts against the
-	// sense frequency when a sense is chosen (0: most frequent sense). A
-	// sense scores log P(sense) + Context·ln(1+overlap). The default, 1.8,
-	// lies in the middle of the range (1.6–2.0) that chose right in most
-	// of two dozen ambiguous profiles tried (cricket among sports, stock
-	// among soups, bank beside river or loan, birds among many sports…).
+	// prior when a sense is chosen (0: the prior alone). A sense scores
+	// log prior + Context·ln(1+overlap). The default, 1.0, chose best on
+	// the profiles of testdata/interests.tsv with the interest prior;
+	// with the frequency prior alone (Prior nil) 1.6–2.0 did, in two
+	// dozen ambiguous profiles (cricket among sports, stock among soups,
+	// bank beside river or loan, birds among many sports…).
 	Context float64
+	// Prior weighs senses by the kind of thing people list as interests
+	// (see InterestPrior); nil takes the senses' frequencies alone.
+	Prior *InterestPrior
+	// PageContext is how much the interest's own page counts (the title
+	// and opening text of the page its URI names, Interest.About, and the
+	// words of the URI itself, such as the qualifier of
+	// .../wiki/Java_(programming_language)): a sense scores
+	// PageContext·ln(1+overlap) more, overlap the number of its
+	// signature's features the page has. The page is about this very
+	// interest, so it counts more than the rest of the profile.
+	PageContext float64
 }
 
 // DefaultTooGeneral are the tops of WordNet's noun hierarchy (the unique
@@ -109,6 +137,7 @@ var DefaultTooGeneral = []string{
 
 // NewExpander returns an Expander over wn with the default knobs.
 func NewExpander(wn *WordNet) *Expander {
+	prior := DefaultInterestPrior
 	return &Expander{
 		WordNet:      wn,
 		Weights:      DefaultWeights,
@@ -117,7 +146,9 @@ func NewExpander(wn *WordNet) *Expander {
 		GeneralLimit: 1500,
 		TooGeneral:   DefaultTooGeneral,
 		MinWeight:    0.15,
-		Context:      1.8,
+		Context:      1.0,
+		Prior:        &prior,
+		PageContext:  2.5,
 	}
 }
 
@@ -148,6 +179,15 @@ type Expansion struct {
 	// many senses were considered.
 	Sense  *Sense `json:"sense,omitempty"`
 	Senses int    `json:"senses"`
+	// ChosenBy says what chose Sense (a Chosen… constant) and Reason
+	// says it for people: "sense chosen from the linked page 'Jazz –
+	// Wikipedia'".
+	ChosenBy string `json:"chosen_by,omitempty"`
+	Reason   string `json:"reason,omitempty"`
+	// Options are all the senses considered, in WordNet's order by part
+	// of speech, the chosen one marked: the meanings a user may pick
+	// instead (changedigest.Profile.Senses).
+	Options []Option `json:"options,omitempty"`
 	// Terms come first the interest itself, then by falling weight.
 	Terms []Term `json:"terms"`
 }
@@ -176,6 +216,15 @@ func (e *Expander) Expand(p changedigest.Profile) ([]Expansion, error) {
 	st := e.newState()
 	for _, it := range items {
 		st.lookup(it)
+		st.pageFeatures(it)
+		it.user = -1
+		if id := p.ChosenSense(it.in.Term); id != "" {
+			for k, c := range it.cands {
+				if st.t.ID(c.synset) == id {
+					it.user = k
+				}
+			}
+		}
 	}
 	st.choose(items)
 	out := make([]Expansion, len(items))
@@ -216,7 +265,17 @@ type item struct {
 	lemma string
 	cands []cand
 	lit   []int32 // features of the term's own words
+	page  []int32 // features of the interest's page and URI
 	best  int     // index into cands, -1 for none
+	// user is the index of the sense the user chose, -1 for none.
+	user int
+	// narrower lists, per candidate, the other candidates below it
+	// (hyponyms up to three levels down, or in its topic domain).
+	narrower [][]int
+	// prior is the index of the best sense by prior alone; helpers
+	// names the items whose words most supported the chosen sense.
+	prior   int
+	helpers []string
 }
 
 // cand is a candidate sense of an item.
@@ -226,8 +285,11 @@ type cand struct {
 	number int
 	tags   int
 	prior  float64 // log prior
+	kind   float64 // the prior's kind weight
 	post   float64 // posterior probability, from the last round
 	score  float64
+	ctx    float64 // what the other items added to score
+	pg     float64 // what the item's page added to score
 	sig    []int32
 }
 
@@ -240,10 +302,14 @@ type state struct {
 	stems map[string]string
 	sigs  map[int][]int32
 	too   map[int]bool
+	prior *priorState
+	kinds map[int]float64 // kind weight of each synset asked
+	above map[int]float64 // heaviest kind at or above each synset
 }
 
 func (e *Expander) newState() *state {
-	return &state{e: e, wn: e.WordNet, t: e.WordNet.t, feat: map[string]int32{}, stems: map[string]string{}, sigs: map[int][]int32{}, too: map[int]bool{}}
+	return &state{e: e, wn: e.WordNet, t: e.WordNet.t, feat: map[string]int32{}, stems: map[string]string{}, sigs: map[int][]int32{}, too: map[int]bool{},
+		prior: e.priorState(), kinds: map[int]float64{}, above: map[int]float64{}}
 }
 
 // posWeight is the prior weight of a part of speech: interests are mostly
@@ -307,11 +373,12 @@ func (st *state) lookup(it *item) {
 			seen[s.Synset] = true
 			// Add-one smoothed tag counts; among untagged senses,
 			// WordNet's order breaks ties.
-			w := posWeight[l.pos] * (float64(s.TagCount) + 1/(1+0.1*float64(s.Number-1)))
+			kind := st.kindWeight(s.Synset)
+			w := posWeight[l.pos] * st.tagPower(float64(s.TagCount)+1/(1+0.1*float64(s.Number-1))) * kind
 			if l.lemma != it.lemma {
 				w *= 0.5
 			}
-			it.cands = append(it.cands, cand{lemma: l.lemma, synset: s.Synset, number: s.Number, tags: s.TagCount, prior: w})
+			it.cands = append(it.cands, cand{lemma: l.lemma, synset: s.Synset, number: s.Number, tags: s.TagCount, prior: w, kind: kind})
 			total += w
 		}
 	}
@@ -321,6 +388,32 @@ func (st *state) lookup(it *item) {
 		c.prior = math.Log(c.post)
 		c.sig = st.signature(c.synset)
 	}
+	it.narrower = make([][]int, len(it.cands))
+	for k, c := range it.cands {
+		for j, d := range it.cands {
+			if j != k && st.below(d.synset, c.synset, 3) {
+				it.narrower[k] = append(it.narrower[k], j)
+			}
+		}
+	}
+}
+
+// below reports whether synset a lies under b through at most depth
+// hypernym (or instance hypernym) links, or belongs to its topic domain
+// (jazz the 1920s dance music is in the domain of jazz the genre).
+func (st *state) below(a, b, depth int) bool {
+	if depth == 0 {
+		return false
+	}
+	for _, p := range st.t.Pointers(nil, a, 0) {
+		if p.Rel != wordnetdata.Hypernym && p.Rel != wordnetdata.InstanceHypernym && p.Rel != wordnetdata.DomainTopic {
+			continue
+		}
+		if p.Target == b || st.below(p.Target, b, depth-1) {
+			return true
+		}
+	}
+	return false
 }
 
 // choose picks each item's sense: the most probable one a priori, moved by
@@ -368,7 +461,22 @@ func (st *state) choose(items []*item) {
 				// Diminishing returns: many interests of one kind
 				// (a dozen sports) should not drown a strong prior
 				// (birds are animals before they are shuttlecocks).
-				c.score = c.prior + st.e.Context*math.Log1p(overlap)
+				c.ctx = st.e.Context * math.Log1p(overlap)
+				c.pg = st.e.PageContext * math.Log1p(float64(overlapCount(c.sig, it.page)))
+			}
+			// What supports a narrower sense supports the broader one
+			// it is a kind of (jazz the 1920s dance music is a kind
+			// of jazz the genre): "music" beside jazz must not pick
+			// the narrow sense over the genre.
+			for k := range it.cands {
+				for _, d := range it.narrower[k] {
+					it.cands[k].ctx = max(it.cands[k].ctx, it.cands[d].ctx)
+					it.cands[k].pg = max(it.cands[k].pg, it.cands[d].pg)
+				}
+			}
+			for k := range it.cands {
+				c := &it.cands[k]
+				c.score = c.prior + c.ctx + c.pg
 			}
 			// Posterior for the next round.
 			hi := math.Inf(-1)
@@ -387,8 +495,138 @@ func (st *state) choose(items []*item) {
 					it.best = k
 				}
 			}
+			if it.user >= 0 {
+				// The user's choice is certain: it is the context
+				// the other items see in the next round.
+				it.best = it.user
+				for k := range it.cands {
+					it.cands[k].post = 0
+				}
+				it.cands[it.user].post = 1
+			}
 		}
 	}
+	for i, it := range items {
+		it.prior = -1
+		for k, c := range it.cands {
+			if it.prior < 0 || c.prior > it.cands[it.prior].prior {
+				it.prior = k
+			}
+		}
+		if it.best >= 0 {
+			it.helpers = st.helpers(items, i)
+		}
+	}
+}
+
+// helpers names up to three other items whose words or senses share the
+// most features with item i's chosen sense.
+func (st *state) helpers(items []*item, i int) []string {
+	sig := items[i].cands[items[i].best].sig
+	type help struct {
+		term string
+		n    int
+	}
+	var hs []help
+	for j, o := range items {
+		if j == i {
+			continue
+		}
+		fs := slices.Clone(o.lit)
+		if o.best >= 0 {
+			fs = append(fs, o.cands[o.best].sig...)
+		}
+		slices.Sort(fs)
+		if n := overlapCount(sig, slices.Compact(fs)); n > 0 {
+			hs = append(hs, help{o.in.Term, n})
+		}
+	}
+	slices.SortStableFunc(hs, func(a, b help) int { return cmp.Compare(b.n, a.n) })
+	var out []string
+	for _, h := range hs {
+		if len(out) == 3 {
+			break
+		}
+		out = append(out, h.term)
+	}
+	return out
+}
+
+// overlapCount counts the features two sorted sets share.
+func overlapCount(a, b []int32) int {
+	n := 0
+	for i, j := 0, 0; i < len(a) && j < len(b); {
+		switch {
+		case a[i] < b[j]:
+			i++
+		case a[i] > b[j]:
+			j++
+		default:
+			n++
+			i++
+			j++
+		}
+	}
+	return n
+}
+
+// pageFeatures reads the features of an item's own page: the title and
+// text of Interest.About and the words of its URI's last path segment and
+// fragment ("Java_(programming_language)"), less the term's own words.
+func (st *state) pageFeatures(it *item) {
+	var text []string
+	if a := it.in.About; a != nil {
+		text = append(text, a.Title, a.Text)
+	}
+	if u := it.in.URI; u != "" {
+		text = append(text, uriWords(u))
+	}
+	if len(text) == 0 {
+		return
+	}
+	fs := st.words(strings.Join(text, " \n "), nil)
+	slices.Sort(fs)
+	fs = slices.Compact(fs)
+	own := slices.Clone(it.lit)
+	slices.Sort(own)
+	it.page = slices.DeleteFunc(fs, func(f int32) bool {
+		_, found := slices.BinarySearch(own, f)
+		return found
+	})
+}
+
+// uriWords returns the last path segment and the fragment of an IRI,
+// percent-decoded, with separators as spaces.
+func uriWords(u string) string {
+	if i := strings.Index(u, "://"); i >= 0 {
+		u = u[i+3:]
+		if j := strings.IndexByte(u, '/'); j >= 0 {
+			u = u[j:]
+		} else {
+			return ""
+		}
+	}
+	frag := ""
+	if i := strings.IndexByte(u, '#'); i >= 0 {
+		u, frag = u[:i], u[i+1:]
+	}
+	if i := strings.IndexByte(u, '?'); i >= 0 {
+		u = u[:i]
+	}
+	u = strings.TrimRight(u, "/")
+	if i := strings.LastIndexByte(u, '/'); i >= 0 {
+		u = u[i+1:]
+	}
+	s := u + " " + frag
+	if d, err := url.PathUnescape(s); err == nil {
+		s = d
+	}
+	return strings.Map(func(r rune) rune {
+		if r == '_' || r == '-' || r == '(' || r == ')' || r == '+' || r == '.' {
+			return ' '
+		}
+		return r
+	}, s)
 }
 
 // litWeight is the extra weight of an interest's own words as context.
@@ -550,6 +788,14 @@ func (st *state) expand(it *item, excluded map[string]bool) Expansion {
 	sense := Sense{Synset: st.wn.synset(c.synset), Lemma: c.lemma, Number: c.number, TagCount: c.tags}
 	x.Sense = &sense
 	id := st.t.ID(c.synset)
+	x.ChosenBy, x.Reason = st.reason(it)
+	for k, o := range it.cands {
+		opt := Option{Sense: sense, Chosen: k == it.best}
+		if k != it.best {
+			opt.Sense = Sense{Synset: st.wn.synset(o.synset), Lemma: o.lemma, Number: o.number, TagCount: o.tags}
+		}
+		x.Options = append(x.Options, opt)
+	}
 
 	terms := map[string]*Term{}
 	var order []string
@@ -722,4 +968,47 @@ func meaningful(k string) bool {
 		}
 	}
 	return letters >= 3 && !stopwords()[k]
+}
+
+// reason says what chose an item's sense, as a ChosenBy… constant and a
+// sentence: the user; else the item's own page, when it supports the
+// chosen sense more than any other; else the other interests, when they
+// moved the choice off the prior's; else the prior.
+func (st *state) reason(it *item) (by, why string) {
+	c := it.cands[it.best]
+	first := func(f func(cand) float64) bool { // the chosen sense leads on f
+		for k, o := range it.cands {
+			if k != it.best && f(o) >= f(c) {
+				return false
+			}
+		}
+		return true
+	}
+	switch {
+	case it.user >= 0:
+		return ChosenByUser, "sense chosen by you"
+	case len(it.cands) == 1:
+		return ChosenByOnly, "the only sense WordNet has for " + c.lemma
+	case c.pg > 0 && first(func(o cand) float64 { return o.pg }):
+		page := ""
+		if a := it.in.About; a != nil {
+			page = a.Title
+			if page == "" {
+				page = a.URL
+			}
+		}
+		if page == "" {
+			page = it.in.URI
+		}
+		return ChosenByPage, "sense chosen from the linked page '" + page + "'"
+	case it.best != it.prior:
+		if len(it.helpers) == 0 {
+			return ChosenByProfile, "sense chosen from your other interests"
+		}
+		return ChosenByProfile, "sense chosen from your other interests (" + strings.Join(it.helpers, ", ") + ")"
+	}
+	if st.prior != nil && c.kind >= 0.5 {
+		return ChosenByPrior, "the sense people usually mean by " + c.lemma + " as an interest"
+	}
+	return ChosenByPrior, "the most common sense of " + c.lemma
 }

@@ -18,7 +18,23 @@ type Matcher struct {
 	entries []entry
 	phrases []phrase
 	first   map[string][]int32 // first token of a form → phrases
+	wn      *WordNet
+	// evidence holds, per interest, the forms of the content words of
+	// its sense's definition (each mapped to its base form): what a
+	// hypernym needs beside it.
+	evidence map[string]map[string]string
 }
+
+// MaxHypernymLevel is the farthest hypernym a Matcher finds: a broader
+// term more than this many levels above the interest never matches.
+const MaxHypernymLevel = 2
+
+// MinEvidence is how many distinct words of an interest's definition a
+// text must hold beside a hypernym for the hypernym to match, when no
+// other term of the interest is in the text: "boat" alone is not about
+// the ferry (a boat that transports people or vehicles across a body of
+// water…), "the boat carries vehicles across the water" is.
+const MinEvidence = 2
 
 // entry is what a match reports.
 type entry struct {
@@ -68,12 +84,18 @@ func (e *Expander) Matcher(p changedigest.Profile) (*Matcher, error) {
 // phrase of tokens. Where two terms share a form, the heavier wins, and at
 // equal weight the earlier.
 func (wn *WordNet) Compile(exps []Expansion) *Matcher {
-	m := &Matcher{exps: slices.Clone(exps), first: map[string][]int32{}}
+	m := &Matcher{exps: slices.Clone(exps), first: map[string][]int32{}, wn: wn, evidence: map[string]map[string]string{}}
 	byForm := map[string]int32{} // form key → entry
 	var forms []phrase
 	var firsts []string
 	for _, x := range exps {
+		if x.Sense != nil {
+			m.evidence[x.Interest.Term] = wn.definitionWords(x.Sense.Gloss, x.Interest.Term)
+		}
 		for _, t := range x.Terms {
+			if t.Relation == RelHypernym && t.Level > MaxHypernymLevel {
+				continue
+			}
 			pos := t.POS
 			if pos == 0 {
 				pos = Noun
@@ -295,10 +317,89 @@ func (m *Matcher) Match(text string) []changedigest.Match {
 		kept = append(kept, c)
 	}
 	slices.SortFunc(kept, func(a, b candidate) int { return cmp.Compare(a.start, b.start) })
+	kept = m.corroborated(kept, toks)
+	if len(kept) == 0 {
+		return nil
+	}
 	out := make([]changedigest.Match, len(kept))
 	for i, c := range kept {
 		e := m.entries[c.entry]
 		out[i] = changedigest.Match{Interest: e.interest, Term: e.term, Relation: e.relation, Weight: e.weight, Start: c.start, End: c.end}
+	}
+	return out
+}
+
+// corroborated drops the hypernym matches that stand alone: a broader
+// term ("boat" for ferry, "physics" for astronomy) says little of the
+// interest by itself, so it matches only where the text also holds
+// another term of the same interest, or MinEvidence words of the
+// interest's definition outside the match.
+func (m *Matcher) corroborated(kept []candidate, toks []token) []candidate {
+	hyper := false
+	for _, c := range kept {
+		hyper = hyper || m.entries[c.entry].relation == RelHypernym
+	}
+	if !hyper {
+		return kept
+	}
+	other := map[string]bool{} // interests matched by a term that is no hypernym
+	for _, c := range kept {
+		if e := m.entries[c.entry]; e.relation != RelHypernym {
+			other[e.interest] = true
+		}
+	}
+	out := kept[:0]
+	for _, c := range kept {
+		e := m.entries[c.entry]
+		if e.relation != RelHypernym || other[e.interest] {
+			out = append(out, c)
+			continue
+		}
+		ev := m.evidence[e.interest]
+		found := map[string]bool{}
+		for i := 0; i < len(toks) && len(found) < MinEvidence; i++ {
+			if i >= c.first && i < c.last {
+				continue
+			}
+			if b, ok := ev[toks[i].norm]; ok {
+				found[b] = true
+			}
+		}
+		if len(found) >= MinEvidence {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// definitionWords returns the content words of a definition (four
+// letters or more, not stop words, not the interest's own words) in all
+// their inflections, each mapped to its base form.
+func (wn *WordNet) definitionWords(gloss, interest string) map[string]string {
+	own := map[string]bool{}
+	for _, w := range strings.Fields(normalize(interest)) {
+		own[w] = true
+	}
+	out := map[string]string{}
+	for _, tk := range tokens(gloss, nil) {
+		w := tk.norm
+		if len(w) < 4 || stopwords()[w] || own[w] {
+			continue
+		}
+		out[w] = w
+		for _, pos := range []POS{Noun, Verb} {
+			for _, b := range wn.BaseForms(w, pos) {
+				if own[b] || stopwords()[b] {
+					continue
+				}
+				out[w] = b
+				for _, f := range wn.Inflections(b, pos) {
+					if _, ok := out[fold(f)]; !ok {
+						out[fold(f)] = b
+					}
+				}
+			}
+		}
 	}
 	return out
 }

@@ -23,12 +23,40 @@ func show(text string, ms []changedigest.Match) string {
 	return strings.Join(b, " ")
 }
 
+// TestMatchHypernymNeedsEvidence checks that a broader term matches only
+// beside another term of the interest or words of its definition.
+func TestMatchHypernymNeedsEvidence(t *testing.T) {
+	wn := fixture(t)
+	ferry := hand("ferry", Term{Text: "ferry", Relation: RelTerm, Weight: 1, POS: Noun},
+		Term{Text: "boat", Relation: RelHypernym, Weight: 0.5, POS: Noun, Level: 1},
+		Term{Text: "craft", Relation: RelHypernym, Weight: 0.5, POS: Noun, Level: 3})
+	ferry.Sense = &Sense{Synset: Synset{ID: "n03329663", Gloss: "a boat that transports people or vehicles across a body of water and operates on a regular schedule"}}
+	m := wn.Compile([]Expansion{ferry, hand("car", Term{Text: "car", Relation: RelTerm, Weight: 1, POS: Noun})})
+	tests := []struct {
+		name, text, want string
+	}{
+		{"alone", "The boat leaves at 8:45.", ""},
+		{"one word of the definition", "The boat leaves on schedule.", ""},
+		{"two words of the definition", "The boat now transports vehicles.", "boat=ferry/hypernym/boat"},
+		{"beside the interest", "The ferry is a boat.", "ferry=ferry/term/ferry boat=ferry/hypernym/boat"},
+		{"another interest is no evidence", "A car on the boat.", "car=car/term/car"},
+		{"more than two levels up never", "a craft that transports vehicles across water", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := show(tt.text, m.Match(tt.text)); got != tt.want {
+				t.Errorf("Match(%q)\n got %s\nwant %s", tt.text, got, tt.want)
+			}
+		})
+	}
+}
+
 func TestMatch(t *testing.T) {
 	wn := fixture(t)
 	m := wn.Compile([]Expansion{
 		hand("car", Term{Text: "car", Relation: RelTerm, Weight: 1, POS: Noun},
 			Term{Text: "automobile", Relation: RelSynonym, Weight: 0.8, POS: Noun},
-			Term{Text: "motor vehicle", Relation: RelHypernym, Weight: 0.5, POS: Noun},
+			Term{Text: "motor vehicle", Relation: RelHyponym, Weight: 0.5, POS: Noun},
 			Term{Text: "S.U.V.", Relation: RelHyponym, Weight: 0.6, POS: Noun}),
 		hand("motors", Term{Text: "motor", Relation: RelTerm, Weight: 1, POS: Noun}),
 		hand("run", Term{Text: "run", Relation: RelTerm, Weight: 1, POS: Verb}),
@@ -48,11 +76,11 @@ func TestMatch(t *testing.T) {
 	}{
 		{"inflection and case", "Cars and AUTOMOBILES", "Cars=car/term/car AUTOMOBILES=car/synonym/automobile"},
 		{"whole words only", "carpet scar cart", ""},
-		{"longest wins over a heavier part", "two motor vehicles", "motor vehicles=car/hypernym/motor vehicle"},
+		{"longest wins over a heavier part", "two motor vehicles", "motor vehicles=car/hyponym/motor vehicle"},
 		{"the part alone", "a motor", "motor=motors/term/motor"},
-		{"phrase over a hyphen", "motor-vehicle", "motor-vehicle=car/hypernym/motor vehicle"},
-		{"phrase over a line break", "motor\n  vehicle", "motor\n  vehicle=car/hypernym/motor vehicle"},
-		{"phrase over an underscore", "motor_vehicle", "motor_vehicle=car/hypernym/motor vehicle"},
+		{"phrase over a hyphen", "motor-vehicle", "motor-vehicle=car/hyponym/motor vehicle"},
+		{"phrase over a line break", "motor\n  vehicle", "motor\n  vehicle=car/hyponym/motor vehicle"},
+		{"phrase over an underscore", "motor_vehicle", "motor_vehicle=car/hyponym/motor vehicle"},
 		{"not over punctuation", "motor. Vehicle", "motor=motors/term/motor"},
 		{"irregular verb", "she ran home", "ran=run/term/run"},
 		{"heavier at equal length", "runs", "runs=run/term/run"},
@@ -60,7 +88,7 @@ func TestMatch(t *testing.T) {
 		{"literal phrase inflects its head", "semantic webs", "semantic webs=semantic web/term/semantic web"},
 		{"literal phrase with a hyphen", "Semantic-Web", "Semantic-Web=semantic web/term/semantic web"},
 		{"possessive", "the car's door, the automobile’s", "car=car/term/car automobile=car/synonym/automobile"},
-		{"possessive phrase", "motor vehicle's", "motor vehicle=car/hypernym/motor vehicle"},
+		{"possessive phrase", "motor vehicle's", "motor vehicle=car/hyponym/motor vehicle"},
 		{"hyphenated term written solid", "email and e-mails", "email=mail/term/e-mail e-mails=mail/term/e-mail"},
 		{"acronym with dots", "an S.U.V. here", "S.U.V=car/hyponym/S.U.V."},
 		{"acronym needs its dots", "S U V, S-U-V", ""},

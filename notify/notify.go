@@ -6,9 +6,11 @@ package notify
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -84,21 +86,100 @@ func (n *Notifier) Matcher(ctx context.Context, userID int64) (*expand.Matcher, 
 	return m, nil
 }
 
-// Match finds the profile terms in each change's text: the new text, or
-// the old text of a deletion. It returns nil for a nil matcher.
+// Match finds the profile terms in each change, on the unit that changed
+// (see MatchChange). It returns nil for a nil matcher.
 func Match(m *expand.Matcher, changes []changedigest.Change) [][]changedigest.Match {
 	if m == nil {
 		return nil
 	}
 	out := make([][]changedigest.Match, len(changes))
 	for i, c := range changes {
-		text := c.NewText
-		if c.Op == changedigest.OpDelete || text == "" {
-			text = c.OldText
-		}
-		out[i] = m.Match(text)
+		out[i] = MatchChange(m, c)
 	}
 	return out
+}
+
+// MatchChange finds the profile terms in a change: in its changed words
+// (the new text, or the old text of a deletion); where they hold none, in
+// the sentence they belong to (the words before and after them, cut at
+// the sentence's ends: "The blue kettle now costs 24 → 29 euros" for
+// the interest kettle); where that holds none either, in the title of the
+// feed item or the heading of the part of the page the change is in.
+// Matches found around the changed words say so (changedigest.Match's
+// Unit and Context, their offsets into Context).
+func MatchChange(m *expand.Matcher, c changedigest.Change) []changedigest.Match {
+	if m == nil {
+		return nil
+	}
+	text := c.NewText
+	if c.Op == changedigest.OpDelete || text == "" {
+		text = c.OldText
+	}
+	if ms := m.Match(text); len(ms) > 0 {
+		return ms
+	}
+	around := func(unit, context string) []changedigest.Match {
+		ms := m.Match(context)
+		for i := range ms {
+			ms[i].Unit, ms[i].Context = unit, context
+		}
+		return ms
+	}
+	if s := sentence(c.Before, text, c.After); s != strings.TrimSpace(text) {
+		if ms := around(changedigest.UnitSentence, s); len(ms) > 0 {
+			return ms
+		}
+	}
+	if item := cmp.Or(c.Title, c.PlaceName()); item != "" {
+		return around(changedigest.UnitItem, item)
+	}
+	return nil
+}
+
+// sentence returns the sentence that holds text, as far as before and
+// after show it: before from its last sentence end on, after up to its
+// first one.
+func sentence(before, text, after string) string {
+	if i := lastSentenceEnd(before); i >= 0 {
+		before = before[i:]
+	}
+	if i := firstSentenceEnd(after); i >= 0 {
+		after = after[:i]
+	}
+	return strings.TrimSpace(strings.Join(strings.Fields(before+text+after), " "))
+}
+
+// lastSentenceEnd returns the offset just past the last sentence end in
+// s (a full stop, question or exclamation mark followed by a space, or a
+// line break, or a CJK full stop), -1 when there is none.
+func lastSentenceEnd(s string) int {
+	for i := len(s) - 1; i >= 0; i-- {
+		switch {
+		case s[i] == '\n':
+			return i + 1
+		case (s[i] == '.' || s[i] == '!' || s[i] == '?') && i+1 < len(s) && (s[i+1] == ' ' || s[i+1] == '\t'):
+			return i + 1
+		case strings.HasPrefix(s[i:], "。") || strings.HasPrefix(s[i:], "！") || strings.HasPrefix(s[i:], "？"):
+			return i + len("。")
+		}
+	}
+	return -1
+}
+
+// firstSentenceEnd returns the offset just past the first sentence end in
+// s, -1 when there is none.
+func firstSentenceEnd(s string) int {
+	for i := 0; i < len(s); i++ {
+		switch {
+		case s[i] == '\n':
+			return i
+		case (s[i] == '.' || s[i] == '!' || s[i] == '?') && (i+1 == len(s) || s[i+1] == ' ' || s[i+1] == '\t'):
+			return i + 1
+		case strings.HasPrefix(s[i:], "。") || strings.HasPrefix(s[i:], "！") || strings.HasPrefix(s[i:], "？"):
+			return i + len("。")
+		}
+	}
+	return -1
 }
 
 // Events lists the change events of f (f.UserID's watches; newest first)

@@ -259,3 +259,27 @@ func TestDecodeHeader(t *testing.T) {
 		}
 	}
 }
+
+// TestChangePlaceRoundTrip checks that the changes' places (Where) are
+// kept, that a record without any reads as before, and that a place
+// beside the other optional fields does not shift them.
+func TestChangePlaceRoundTrip(t *testing.T) {
+	for _, places := range [][]string{{"", ""}, {"under ‘Blue kettle, 1.7 l’", ""}, {"", "in the navigation"}} {
+		item := 3
+		h := versionHeader{Status: 200, Title: "shop", BodyHash: "x", Size: 10, Changes: []changedigest.Change{
+			{Type: changedigest.ChangeContent, Op: changedigest.OpUpdate, OldText: "24", NewText: "29", Before: "costs ", After: " euros", Where: places[0]},
+			{Type: changedigest.ChangeContent, Op: changedigest.OpInsert, NewText: "item", NewItem: &item, Title: "t", Noise: "n", Where: places[1]},
+		}}
+		v, err := (&versionRec{hdr: h, chunks: []uint64{1}}).encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := decodeVersion(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got.hdr.Changes, h.Changes) {
+			t.Errorf("places %q: got %+v, want %+v", places, got.hdr.Changes, h.Changes)
+		}
+	}
+}

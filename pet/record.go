@@ -249,6 +249,8 @@ const (
 	hdrPrint        // the text print follows the significance
 	hdrCRC          // the body's CRC-32C follows its hash, in place of Sum
 	hdrFeedItems    // a feed's item count past the item limit follows the print
+	// bits from the top down for later fields
+	hdrPlaces = 1 << 7 // each change's place (Where) follows the changes
 )
 
 // Change flags: which optional fields follow.
@@ -287,6 +289,11 @@ func (h *versionHeader) encode(e *enc) {
 	}
 	if h.FeedItems > 0 {
 		flags |= hdrFeedItems
+	}
+	for _, c := range h.Changes {
+		if c.Where != "" {
+			flags |= hdrPlaces
+		}
 	}
 	e.byte(flags)
 	e.int(h.FetchedAt)
@@ -384,6 +391,11 @@ func (h *versionHeader) encode(e *enc) {
 		if c.Before != "" || c.After != "" {
 			e.str(c.Before)
 			e.str(c.After)
+		}
+	}
+	if flags&hdrPlaces != 0 {
+		for _, c := range h.Changes {
+			e.str(c.Where)
 		}
 	}
 }
@@ -489,6 +501,11 @@ func (h *versionHeader) decode(d *dec) {
 		}
 		if cf&chContext != 0 {
 			c.Before, c.After = d.str(), d.str()
+		}
+	}
+	if flags&hdrPlaces != 0 {
+		for i := range h.Changes {
+			h.Changes[i].Where = d.str()
 		}
 	}
 }

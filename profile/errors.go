@@ -25,6 +25,8 @@ var (
 	ErrTooLarge = errors.New("document too large")
 	// ErrTerm: a term given by hand is empty or too long.
 	ErrTerm = errors.New("bad interest term")
+	// ErrSense: a sense chosen by hand is not a WordNet synset ID.
+	ErrSense = errors.New("bad sense")
 	// ErrTooMany: a profile would hold more interests than MaxInterests,
 	// or link more pages than MaxLinkedPages.
 	ErrTooMany = errors.New("too many interests")

@@ -65,14 +65,28 @@ func RemoveInterest(p *changedigest.Profile, term string) (bool, error) {
 
 // Merge returns the profile built from a re-uploaded FOAF document
 // (fresh) carrying over what the user did by hand to the old one: its
-// manual interests, its Excluded terms (applied to fresh's interests) and
-// its UserID. fresh is changed and returned; old may be nil.
+// manual interests, its Excluded terms (applied to fresh's interests), the
+// senses chosen by hand (Senses) and its UserID; and the page of an
+// interest (About) that was read before and could not be read now. fresh
+// is changed and returned; old may be nil.
 func Merge(old, fresh *changedigest.Profile) *changedigest.Profile {
 	if old == nil {
 		return fresh
 	}
 	fresh.UserID = old.UserID
 	fresh.Excluded = slices.Clone(old.Excluded)
+	fresh.Senses = slices.Clone(old.Senses)
+	about := map[string]*changedigest.About{}
+	for _, in := range old.Interests {
+		if in.About != nil && in.URI != "" {
+			about[in.URI] = in.About
+		}
+	}
+	for i, in := range fresh.Interests {
+		if in.About == nil && about[in.URI] != nil {
+			fresh.Interests[i].About = about[in.URI]
+		}
+	}
 	excluded := map[string]bool{}
 	for _, x := range fresh.Excluded {
 		excluded[termKey(x)] = true
@@ -95,6 +109,49 @@ func Merge(old, fresh *changedigest.Profile) *changedigest.Profile {
 	}
 	fresh.Interests = append(out, keep...)
 	return fresh
+}
+
+// ChooseSense records that the user means synset (a WordNet 3.0 ID such
+// as "n07062697") by term, replacing an earlier choice for the term; an
+// empty synset forgets the choice, so that the sense is chosen again
+// automatically. The choice is kept across rebuilds of the profile (see
+// Merge).
+//
+// Errors: a term as AddInterest's; a term that is not one of the
+// profile's interests, or a synset that is not a letter n, v, a, s or r
+// and eight digits, gives EINVALID (ErrTerm, ErrSense). Whether the
+// synset is a sense of the term is the caller's to check.
+func ChooseSense(p *changedigest.Profile, term, synset string) error {
+	t, err := checkTerm(term)
+	if err != nil {
+		return err
+	}
+	key := termKey(t)
+	if !slices.ContainsFunc(p.Interests, func(in changedigest.Interest) bool { return termKey(in.Term) == key }) {
+		return invalid(ErrTerm, "%q is not one of your interests", t)
+	}
+	synset = strings.TrimSpace(synset)
+	if synset != "" && !validSynsetID(synset) {
+		return invalid(ErrSense, "%q is not a WordNet sense (want a part of speech letter and eight digits, such as n07062697)", abbreviate(synset, 30))
+	}
+	p.Senses = slices.DeleteFunc(p.Senses, func(c changedigest.SenseChoice) bool { return termKey(c.Term) == key })
+	if synset != "" {
+		p.Senses = append(p.Senses, changedigest.SenseChoice{Term: t, Synset: synset})
+	}
+	return nil
+}
+
+// validSynsetID reports whether s looks like "n07062697".
+func validSynsetID(s string) bool {
+	if len(s) != 9 || !strings.ContainsRune("nvasr", rune(s[0])) {
+		return false
+	}
+	for i := 1; i < 9; i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // Exclude drops the profile's Excluded terms from its interests; Merge

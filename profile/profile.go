@@ -62,8 +62,23 @@ type Builder struct {
 	TermsPerPage int
 	// MaxPages is how many linked pages Build reads at most.
 	MaxPages int
-	Now      func() time.Time
-	Logger   *slog.Logger
+	// Describe reads the page an interest names (foaf:interest
+	// <http://en.wikipedia.org/wiki/Jazz>): its title and the start of its
+	// main text or abstract, which tell which meaning of the term is
+	// meant. When nil, Build reads no interest pages. Like Fetch, it
+	// should honour ctx and bound its own time and size, and refuse the
+	// addresses Fetch refuses.
+	Describe func(ctx context.Context, url string) (changedigest.About, error)
+	// MaxInterestPages is how many interest pages one Build reads at
+	// most; pages read lately (up to AboutCacheSize of them, for
+	// AboutCacheTTL) are taken from a cache and not counted.
+	MaxInterestPages int
+	AboutCacheSize   int
+	AboutCacheTTL    time.Duration
+	Now              func() time.Time
+	Logger           *slog.Logger
+
+	cache aboutCache
 }
 
 // NewBuilder returns a Builder with the defaults and no Fetch.
@@ -130,16 +145,21 @@ func (e *PageError) Unwrap() error { return e.Err }
 // ErrPageEmpty is the PageError cause for a page with no text to read.
 var ErrPageEmpty = errors.New("no text to draw key terms from")
 
-// Build reads a FOAF document as Parse does and then, if Fetch is set,
+// Build reads a FOAF document as Parse does and then, if Describe is
+// set, the pages its interests name (their About), and if Fetch is set,
 // the main text of up to MaxPages linked pages, adding each page's key
 // terms (Source changedigest.SourcePage, URI the page, Weight below 1)
 // unless the document already states the same term. A page that cannot
 // be fetched or has no text is reported in the returned PageErrors and
-// the others are still read. The error is Parse's, or ctx's when it ends.
+// the others are still read; an interest page that cannot be read is
+// only logged. The error is Parse's, or ctx's when it ends.
 func (b *Builder) Build(ctx context.Context, doc Document) (*changedigest.Profile, []PageError, error) {
 	pr, err := b.Parse(doc)
 	if err != nil {
 		return nil, nil, err
+	}
+	if err := b.describeInterests(ctx, pr); err != nil {
+		return nil, nil, fmt.Errorf("profile: reading interest pages: %w", err)
 	}
 	if b.Fetch == nil {
 		return pr, nil, nil

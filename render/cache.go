@@ -65,7 +65,7 @@ func eventKey(ev Event) uint64 {
 
 func matchKey(m changedigest.Match) string {
 	return m.Interest + "\x01" + m.Term + "\x01" + m.Relation + "\x01" + strconv.Itoa(m.Start) + "\x01" + strconv.Itoa(m.End) +
-		"\x01" + strconv.FormatFloat(m.Weight, 'g', -1, 64)
+		"\x01" + strconv.FormatFloat(m.Weight, 'g', -1, 64) + "\x01" + m.Unit + "\x01" + m.Context
 }
 
 func (c *entryCache) get(key uint64) ([]byte, bool) {

@@ -20,7 +20,9 @@ type Event struct {
 	Snapshot *changedigest.Snapshot
 	// Matches holds, per change of Snapshot.Changes (same index), the
 	// profile terms found in the change's text: byte spans into NewText,
-	// or into OldText for a deletion (Op delete, or an empty NewText).
+	// or into OldText for a deletion (Op delete, or an empty NewText), or
+	// for a match with a Unit, into its Context (the sentence or item
+	// around the changed words), which is not highlighted.
 	// It may be shorter than Changes (missing = no match) or nil for a
 	// user without a profile. A change with at least one match is a
 	// profile change; the others are general changes.
@@ -402,11 +404,12 @@ type span struct {
 }
 
 // spans turns matches into sorted, merged ranges that fit text and fall
-// on rune boundaries; the others are dropped.
+// on rune boundaries; the others are dropped, and so are matches found
+// around the changed words (their offsets are into their Context).
 func spans(text string, ms []changedigest.Match) []span {
 	var out []span
 	for _, m := range ms {
-		if m.Start < 0 || m.End > len(text) || m.Start >= m.End ||
+		if m.Unit != "" || m.Start < 0 || m.End > len(text) || m.Start >= m.End ||
 			!utf8.RuneStart(text[m.Start]) || (m.End < len(text) && !utf8.RuneStart(text[m.End])) {
 			continue
 		}

@@ -51,6 +51,14 @@ func TestPieces(t *testing.T) {
 			labels: 1,
 		},
 		{
+			name:   "a match in the sentence around the changed words is told, not marked",
+			change: changedigest.Change{Op: "update", OldText: "24", NewText: "29", Before: "The kettle now costs ", After: " euros."},
+			ms: []changedigest.Match{{Interest: "kettle", Term: "kettle", Relation: "term", Start: 4, End: 10,
+				Unit: changedigest.UnitSentence, Context: "The kettle now costs 29 euros."}},
+			want:   "The kettle now costs [-24-]{+29+} euros.",
+			labels: 1,
+		},
+		{
 			name:   "deletion marks the old text",
 			change: changedigest.Change{Op: "delete", OldText: "ontology tools meetup"},
 			ms:     []changedigest.Match{at("ontology tools meetup", "ontology", "ontology", "term")},

@@ -164,3 +164,14 @@ func isContent(prev, cur, next textBlock) bool {
 	}
 	return next.textDensity > 11
 }
+
+// PageTitle returns the text of an HTML page's title element, its white
+// space collapsed; "" when it has none or the input is not HTML.
+func PageTitle(body []byte) string {
+	if len(body) == 0 || len(body) > DefaultMaxBytes || binaryKind(body) != "" {
+		return ""
+	}
+	d := scan(decode(body), nil, step{})
+	defer d.release()
+	return strings.Join(strings.Fields(d.title), " ")
+}

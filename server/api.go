@@ -94,6 +94,7 @@ func (s *Server) apiRoutes(r chi.Router) {
 	r.With(requireType("a FOAF document", foafTypes...)).Put("/profile", s.api(s.apiPutProfile))
 	r.With(jsonBody).Post("/profile/terms", s.api(s.apiAddTerm))
 	r.Delete("/profile/terms/{term}", s.api(s.apiRemoveTerm))
+	r.With(jsonBody).Post("/profile/senses", s.api(s.apiChooseSense))
 	r.Get("/search", s.api(s.apiSearch))
 	r.Get("/opml", s.api(s.handleExportOPML))
 	r.With(requireType("an OPML document", opmlTypes...)).Post("/opml", s.api(s.apiImportOPML))
@@ -1014,6 +1015,34 @@ func (s *Server) apiPutProfile(w http.ResponseWriter, r *http.Request) error {
 	}
 	for _, pe := range pageErrs {
 		out.PageErrors = append(out.PageErrors, apiPageError{URL: pe.URL, Error: pe.Err.Error()})
+	}
+	return writeJSON(w, http.StatusOK, out)
+}
+
+// apiChooseSense sets the meaning of an interest term, {"term": "jazz",
+// "sense": "n07062697"}, or with "sense": "" lets it be chosen
+// automatically again.
+func (s *Server) apiChooseSense(w http.ResponseWriter, r *http.Request) error {
+	u, err := requestUser(r)
+	if err != nil {
+		return err
+	}
+	var in struct {
+		Term  *string `json:"term"`
+		Sense *string `json:"sense"`
+	}
+	if err := decodeJSON(r, &in); err != nil {
+		return err
+	}
+	if in.Term == nil || in.Sense == nil {
+		return changedigest.Errorf(changedigest.EINVALID, "term and sense: both fields are required (sense \"\" to choose automatically)")
+	}
+	if err := s.chooseSense(r, u, *in.Term, *in.Sense); err != nil {
+		return err
+	}
+	out, err := s.apiProfileOf(r, u)
+	if err != nil {
+		return err
 	}
 	return writeJSON(w, http.StatusOK, out)
 }

@@ -17,9 +17,22 @@ type profilePage struct {
 	Profile    *changedigest.Profile
 	HasFOAF    bool
 	Expansions map[string][]expand.Term
-	Senses     map[string]string
+	// Senses are the meanings of each interest term, by term.
+	Senses     map[string]*senseView
 	PageErrors []string
 	Error      string
+}
+
+// senseView is the meaning chosen for an interest, why, and the others
+// a user may pick instead.
+type senseView struct {
+	Gloss   string
+	Reason  string
+	ByUser  bool
+	Options []expand.Option
+	// Notes say of each option (by synset ID) what kind of thing it is
+	// and its words: "an activity · chess, chess game".
+	Notes map[string]string
 }
 
 // loadProfile returns the user's profile and FOAF document; an empty
@@ -37,7 +50,7 @@ func (s *Server) profilePage(r *http.Request, u *changedigest.User) (*profilePag
 	if err != nil {
 		return nil, err
 	}
-	pp := &profilePage{Profile: p, HasFOAF: len(doc) > 0, Expansions: map[string][]expand.Term{}, Senses: map[string]string{}}
+	pp := &profilePage{Profile: p, HasFOAF: len(doc) > 0, Expansions: map[string][]expand.Term{}, Senses: map[string]*senseView{}}
 	if s.Expander != nil && len(p.Interests) > 0 {
 		exps, err := s.Expander.Expand(*p)
 		if err != nil {
@@ -50,7 +63,12 @@ func (s *Server) profilePage(r *http.Request, u *changedigest.User) (*profilePag
 				}
 			}
 			if x.Sense != nil {
-				pp.Senses[x.Interest.Term] = x.Sense.Gloss
+				sv := &senseView{Gloss: x.Sense.Gloss, Reason: x.Reason, ByUser: x.ChosenBy == expand.ChosenByUser,
+					Options: x.Options, Notes: map[string]string{}}
+				for _, o := range x.Options {
+					sv.Notes[o.ID] = kindOfLexname(o.Lexname) + " · " + strings.Join(o.Words, ", ")
+				}
+				pp.Senses[x.Interest.Term] = sv
 			}
 		}
 	}
@@ -202,6 +220,95 @@ func (s *Server) editProfile(r *http.Request, u *changedigest.User, edit func(*c
 		return err
 	}
 	return s.Store.PutProfile(r.Context(), p, doc)
+}
+
+// handleChooseSense records the meaning the user chose for an interest
+// term (one click on the profile page), or forgets it when sense is empty.
+func (s *Server) handleChooseSense(w http.ResponseWriter, r *http.Request) error {
+	u, err := requestUser(r)
+	if err != nil {
+		return err
+	}
+	term, sense := strings.TrimSpace(r.FormValue("term")), strings.TrimSpace(r.FormValue("sense"))
+	if err := s.chooseSense(r, u, term, sense); err != nil {
+		return s.profileError(w, r, u, err)
+	}
+	msg := "The meaning of " + term + " is chosen automatically again."
+	if sense != "" {
+		msg = "The meaning of " + term + " is set; it stays when the profile is built again."
+	}
+	s.setFlash(w, "info", msg)
+	return s.redirect(w, r, "/profile#interests-h")
+}
+
+// chooseSense sets (or, with an empty sense, forgets) the user's choice
+// of meaning for term, which must be one of the term's WordNet senses.
+// Errors: EINVALID for a term that is not an interest or a sense that is
+// not one of its meanings.
+func (s *Server) chooseSense(r *http.Request, u *changedigest.User, term, sense string) error {
+	return s.editProfile(r, u, func(p *changedigest.Profile) error {
+		if err := profile.ChooseSense(p, term, sense); err != nil {
+			return err
+		}
+		if sense == "" || s.Expander == nil {
+			return nil
+		}
+		exps, err := s.Expander.Expand(*p)
+		if err != nil {
+			return err
+		}
+		for _, x := range exps {
+			if !strings.EqualFold(strings.Join(strings.Fields(x.Interest.Term), " "), strings.Join(strings.Fields(term), " ")) {
+				continue
+			}
+			for _, o := range x.Options {
+				if o.ID == sense {
+					return nil
+				}
+			}
+		}
+		return changedigest.Errorf(changedigest.EINVALID, "%s is not one of the meanings WordNet has for %q", clip(sense), clip(term))
+	})
+}
+
+// kindOfLexname says in words what a lexicographer file holds.
+func kindOfLexname(lex string) string {
+	pos, kind, _ := strings.Cut(lex, ".")
+	switch pos {
+	case "verb":
+		return "a verb"
+	case "adj", "adv":
+		return "an adjective"
+	}
+	switch kind {
+	case "act":
+		return "an activity"
+	case "animal":
+		return "an animal"
+	case "artifact":
+		return "a made thing"
+	case "cognition":
+		return "a field or idea"
+	case "communication":
+		return "a work or genre"
+	case "food":
+		return "food or drink"
+	case "plant":
+		return "a plant"
+	case "person":
+		return "a person"
+	case "location":
+		return "a place"
+	case "group":
+		return "a group"
+	case "object":
+		return "a natural thing"
+	case "event":
+		return "an event"
+	case "substance":
+		return "a substance"
+	}
+	return "a " + kind
 }
 
 func plural(n int, one, many string) string {

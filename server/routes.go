@@ -79,6 +79,7 @@ func (s *Server) Handler() http.Handler {
 			r.Post("/profile/foaf", s.page(s.handleUploadFOAF))
 			r.Post("/profile/terms", s.page(s.handleAddTerm))
 			r.Post("/profile/terms/remove", s.page(s.handleRemoveTerm))
+			r.Post("/profile/senses", s.page(s.handleChooseSense))
 			r.Get("/search", s.page(s.handleSearch))
 			r.Get("/opml", s.page(s.handleExportOPML))
 			r.Post("/opml", s.page(s.handleImportOPML))

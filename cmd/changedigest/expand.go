@@ -85,6 +85,9 @@ func printExpansion(w io.Writer, x expand.Expansion) {
 	}
 	fmt.Fprintf(w, ": %s, sense %d (%s, %s; %s)\n", s.POS, s.Number, s.ID, s.Lexname, considered)
 	fmt.Fprintf(w, "  %s\n", s.Gloss)
+	if x.Reason != "" {
+		fmt.Fprintf(w, "  (%s)\n", x.Reason)
+	}
 	if len(s.Words) > 1 {
 		fmt.Fprintf(w, "  words: %s\n", strings.Join(s.Words, ", "))
 	}

@@ -26,7 +26,7 @@ func init() {
 func runProfile(ctx context.Context, e *env) error {
 	flags := newFlagSet(e, "profile", "FOAF_FILE [--json] [--fetch]")
 	asJSON := flags.Bool("json", false, "print the profile as JSON")
-	fetch := flags.Bool("fetch", false, "also read the linked pages and add their key terms")
+	fetch := flags.Bool("fetch", false, "also read the linked pages and add their key terms, and the pages interests name")
 	allowPrivate := flags.Bool("allow-private", false, "with --fetch: allow private, loopback and link-local addresses")
 	wordnetDir := flags.String("wordnet-dir", "", "read WordNet from these dict files instead of the embedded table (slow)")
 	args, err := e.parse(flags, e.args)
@@ -49,6 +49,7 @@ func runProfile(ctx context.Context, e *env) error {
 		f := crawl.NewFetcher()
 		f.AllowPrivate = *allowPrivate
 		b.Fetch = pageText(f)
+		b.Describe = interestPage(f)
 	}
 	p, pageErrs, err := b.Build(ctx, doc)
 	if err != nil {

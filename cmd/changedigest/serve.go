@@ -346,6 +346,7 @@ func (m *Main) Run(ctx context.Context) error {
 	profiles := profile.NewBuilder()
 	profiles.Logger = log.With("component", "profile")
 	profiles.Fetch = pageText(fetcher)
+	profiles.Describe = interestPage(fetcher)
 
 	srv := server.New()
 	srv.Render = eng
@@ -705,6 +706,25 @@ func pageText(f *crawl.Fetcher) func(ctx context.Context, url string) (string, e
 			return "", err
 		}
 		return segmenter.MainText(res.Body), nil
+	}
+}
+
+// interestPage reads, through the fetcher and its address guard, what the
+// page an interest names says of itself: the label and abstract of an
+// RDF document (a DBpedia resource served as RDF), else the title and
+// main text of an HTML page.
+func interestPage(f *crawl.Fetcher) func(ctx context.Context, url string) (changedigest.About, error) {
+	return func(ctx context.Context, url string) (changedigest.About, error) {
+		res, err := f.Fetch(ctx, crawl.Request{URL: url})
+		if err != nil {
+			return changedigest.About{}, err
+		}
+		if ct := strings.ToLower(res.ContentType); strings.Contains(ct, "rdf") || strings.Contains(ct, "turtle") || strings.Contains(ct, "n-triples") {
+			if a, ok := profile.DescribeRDF(res.Body, res.ContentType, url); ok {
+				return a, nil
+			}
+		}
+		return changedigest.About{URL: url, Title: segmenter.PageTitle(res.Body), Text: segmenter.MainText(res.Body)}, nil
 	}
 }
 
