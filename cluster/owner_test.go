@@ -30,7 +30,7 @@ func TestOwnerMarksVolatileLocations(t *testing.T) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		fmt.Fprintf(w, `<html><body><main><h1>Harbour</h1><p>%s</p>
 <p>The ferry to the islands leaves from the north pier every hour until midnight in summer.</p></main>
-<aside><p>%d views</p></aside></body></html>`, story.Load(), 100+views.Add(1))
+<aside><p>Tickets left: %d</p></aside></body></html>`, story.Load(), 100+views.Add(1))
 	}))
 	defer site.Close()
 	natsDir := t.TempDir()
@@ -107,7 +107,7 @@ func TestAnyNodeMarksVolatileLocations(t *testing.T) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		fmt.Fprintf(w, `<html><body><main><h1>Harbour</h1><p>The harbour festival opens on Friday with music on the quay.</p>
 <p>The ferry to the islands leaves from the north pier every hour until midnight in summer.</p></main>
-<aside><p>%d views</p></aside></body></html>`, 100+views.Add(1))
+<aside><p>Tickets left: %d</p></aside></body></html>`, 100+views.Add(1))
 	}))
 	defer site.Close()
 	client := freeAddr(t)

@@ -314,7 +314,7 @@ func TestVolatileLocation(t *testing.T) {
 	page := func(views int, story string) []byte {
 		return []byte(fmt.Sprintf(`<html><body><main><h1>Harbour</h1><p>%s</p>
 <p>The ferry to the islands leaves from the north pier every hour until midnight in summer.</p></main>
-<aside><p>%d views</p></aside></body></html>`, story, views))
+<aside><p>Tickets left: %d</p></aside></body></html>`, story, views))
 	}
 	story := "The harbour festival opens on Friday with music on the quay."
 	var last *changedigest.Snapshot

@@ -50,18 +50,48 @@ func headline(v *EventView) string {
 // tellingScore ranks changes for the headline: new items and blocks
 // first, then by the words they change.
 func tellingScore(c ChangeView) int {
-	del, ins := changedWords(c.Pieces)
-	score := del + 2*ins
+	// Words of three letters or more tell; numbers, codes and marks less.
+	score := 0
+	for _, p := range c.Pieces {
+		if p.Op == "del" || p.Op == "ins" {
+			for _, w := range wordsIn(p.Text) {
+				if letters(w) >= 3 {
+					score += 3
+					if p.Op == "ins" {
+						score++
+					}
+				} else {
+					score++
+				}
+			}
+		}
+	}
+	score = min(score, 400)
 	if c.Type == changedigest.ChangeContent {
 		score += 1000
 	}
 	if c.Op == changedigest.OpInsert {
-		score += 500
+		score += 200
 	}
 	if c.Item != nil && c.Item.Title != "" {
 		score += 100
 	}
+	switch c.Where {
+	case "in the navigation", "in the footer", "in the page header", "in the sidebar":
+		score /= 2 // the page's frame tells less than its text
+	}
 	return score
+}
+
+// letters counts the letters of w.
+func letters(w string) int {
+	n := 0
+	for _, r := range w {
+		if unicode.IsLetter(r) {
+			n++
+		}
+	}
+	return n
 }
 
 // changedWords counts the words deleted and inserted in pieces.

@@ -74,8 +74,8 @@ const Project = "https://github.com/changedigest/changedigest"
 const (
 	DefaultName           = "changedigest"
 	DefaultMaxEntries     = 100
-	DefaultMaxEntryBytes  = 48 << 10
-	DefaultMaxChangeChars = 1500
+	DefaultMaxEntryBytes  = 96 << 10
+	DefaultMaxChangeChars = 4000
 	DefaultContext        = 6
 	// DefaultEntryCacheBytes bounds the memory kept for rendered feed entries.
 	DefaultEntryCacheBytes = 32 << 20
