@@ -435,3 +435,34 @@ func (s *Server) knownBrowser(r *http.Request, lname string) bool {
 	}
 	return hmac.Equal([]byte(sig), []byte(s.mac("known", lname+"\x00"+v)))
 }
+
+// LoadAuthority returns the tagging authority kept in the file at path
+// (the host name the feeds' entry ids are minted under), writing first
+// when the file does not exist yet: chosen once, from the base URL the
+// service first ran with, so that entry ids stay the same when the
+// service moves to another address (feed readers would show every entry
+// again).
+func LoadAuthority(path, first string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err == nil {
+		if a := strings.TrimSpace(string(b)); a != "" {
+			return a, nil
+		}
+		return "", fmt.Errorf("server: %s is empty: write the host name feed entry ids are minted under into it", path)
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return "", fmt.Errorf("server: read the tagging authority: %w", err)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		return LoadAuthority(path, first)
+	} else if err != nil {
+		return "", fmt.Errorf("server: keep the tagging authority: %w", err)
+	}
+	if _, err := f.WriteString(first + "\n"); err != nil {
+		f.Close()
+		os.Remove(path)
+		return "", fmt.Errorf("server: keep the tagging authority: %w", err)
+	}
+	return first, f.Close()
+}

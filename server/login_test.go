@@ -3,6 +3,7 @@ package server
 import (
 	"net/http"
 	"net/url"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -121,4 +122,19 @@ func FuzzSafeNext(f *testing.F) {
 			t.Fatalf("safeNext(%q) = %q: neither the input nor the dashboard", next, got)
 		}
 	})
+}
+
+// TestTaggingAuthorityKept: the host entry ids are minted under is the
+// first base URL's, kept in the data directory, so that moving the
+// service to another address keeps every entry id.
+func TestTaggingAuthorityKept(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tag-authority")
+	a, err := LoadAuthority(path, "changes.example.org")
+	if err != nil || a != "changes.example.org" {
+		t.Fatalf("first: %q, %v", a, err)
+	}
+	a, err = LoadAuthority(path, "new-host.example.net")
+	if err != nil || a != "changes.example.org" {
+		t.Errorf("after a move: %q, %v", a, err)
+	}
 }

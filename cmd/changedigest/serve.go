@@ -269,6 +269,10 @@ func (m *Main) Run(ctx context.Context) error {
 		return usagef("--base-url: %v", err)
 	}
 	eng.Version = buildVersion()
+	if eng.Authority, err = server.LoadAuthority(filepath.Join(c.data, "tag-authority"), eng.Authority); err != nil {
+		ln.Close()
+		return err
+	}
 
 	fetcher, pipeline, pool := c.pipeline(store)
 	pool.Logger = log.With("component", "browser")
