@@ -17,9 +17,8 @@ import (
 //
 //   - noise: a change marked noise is not told, unless the watch shows noise;
 //   - change types: only the watch's NotifyTypes, or when it lists none
-//     DefaultNotifyTypes and text moved (the text: what a reader of a
-//     page calls a change; markup, styles and scripts are told when asked
-//     for);
+//     DefaultNotifyTypes (the text: what a reader of a page calls a
+//     change; markup, moves, styles and scripts are told when asked for);
 //   - minimum significance: not when the version's significance is below
 //     the watch's MinSignificance (versions stored before significance was
 //     scored, with 0, pass);
@@ -38,7 +37,7 @@ func Notable(w *Watch, s *Snapshot, c *Change, interest bool) (ok bool, why stri
 	if w == nil {
 		return true, ""
 	}
-	if !hasType(w.ToldTypes(), c.Type) && !(len(w.NotifyTypes) == 0 && movedText(c)) {
+	if !hasType(w.ToldTypes(), c.Type) {
 		if len(w.NotifyTypes) == 0 {
 			return false, fmt.Sprintf("%s changes are not told unless the watch asks for them (text changes are)", c.Type)
 		}
@@ -81,17 +80,9 @@ func Notable(w *Watch, s *Snapshot, c *Change, interest bool) (ok bool, why stri
 }
 
 // DefaultNotifyTypes are the change types told for a watch that names
-// none: changes of the text a reader sees (and, of the structural ones,
-// text moved: see movedText).
+// none: changes of the text a reader sees.
 var DefaultNotifyTypes = []ChangeType{ChangeContent}
 
-// movedText reports whether c moved text a reader sees (a block or an
-// item now elsewhere), which a watch that names no types is told of
-// with its text changes; a moved tag is markup.
-func movedText(c *Change) bool {
-	t := strings.TrimSpace(c.NewText)
-	return c.Type == ChangeStructural && c.Op == OpMove && t != "" && !strings.HasPrefix(t, "<")
-}
 
 // ToldTypes returns the change types told for w: its NotifyTypes, or
 // DefaultNotifyTypes when it names none.

@@ -71,10 +71,10 @@ func tellingScore(c ChangeView) int {
 		score += 1000
 	}
 	if c.Op == changedigest.OpInsert {
-		score += 200
+		score += 30
 	}
 	if c.Item != nil && c.Item.Title != "" {
-		score += 100
+		score += 30
 	}
 	switch c.Where {
 	case "in the navigation", "in the footer", "in the page header", "in the sidebar":

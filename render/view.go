@@ -320,6 +320,14 @@ func (e *Engine) View(ev Event, o ViewOptions) (EventView, error) {
 		v.Summary += " · significance " + strconv.FormatFloat(s.Significance, 'f', 2, 64)
 	}
 	v.Headline = headline(&v)
+	// A place is said once for the changes in a row that share it.
+	for _, cs := range [][]ChangeView{v.Profile, v.General} {
+		for i := len(cs) - 1; i > 0; i-- {
+			if cs[i].Where == cs[i-1].Where {
+				cs[i].Where = ""
+			}
+		}
+	}
 	return v, nil
 }
 

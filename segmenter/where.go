@@ -52,10 +52,22 @@ func (p *places) placeOf(n *tnode) string {
 	if h := p.headingBefore(n.tokA); h >= 0 {
 		e := &d.elems[h]
 		if text := d.visibleText(int(e.tok), int(e.endTok)); text != "" {
-			return "under ‘" + clipPlace(text) + "’"
+			return "under ‘" + clipWords(text, maxPlaceWords) + "’"
 		}
 	}
 	return ""
+}
+
+// maxPlaceWords bounds the words of a heading quoted in a place.
+const maxPlaceWords = 5
+
+// clipWords keeps the first n words of s, "…" when there are more.
+func clipWords(s string, n int) string {
+	f := strings.Fields(s)
+	if len(f) > n {
+		return clipPlace(strings.Join(f[:n], " ")) + "…"
+	}
+	return clipPlace(s)
 }
 
 // landmark names the part of a page element e is, for a landmark that
@@ -97,7 +109,8 @@ func (p *places) headingBefore(i int) int32 {
 		for j := range d.toks {
 			p.heading[j] = last
 			t := &d.toks[j]
-			if t.kind == tEnd && t.elem >= 0 && d.elems[t.elem].info&tiHeading != 0 {
+			// The page's own title (h1) names the page, not a part of it.
+			if t.kind == tEnd && t.elem >= 0 && d.elems[t.elem].info&tiHeading != 0 && d.tagOf(t.elem) != "h1" {
 				last = t.elem
 			}
 		}
