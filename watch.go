@@ -2,6 +2,7 @@ package changedigest
 
 import (
 	"fmt"
+	"net"
 	"net/url"
 	"slices"
 	"strings"
@@ -185,6 +186,7 @@ func (w *Watch) Validate() error {
 	if w.URL == "" {
 		return Errorf(EINVALID, "watch URL is required")
 	}
+	w.URL = withScheme(w.URL)
 	u, err := url.Parse(w.URL)
 	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
 		return Errorf(EINVALID, "watch URL %q is not an absolute http or https URL", w.URL)
@@ -239,6 +241,32 @@ func (w *Watch) Validate() error {
 		}
 	}
 	return w.validateFilters()
+}
+
+// withScheme reads a URL written without a scheme, as people write them
+// ("example.org/news"), as https.
+func withScheme(s string) string {
+	if strings.Contains(s, "://") || strings.HasPrefix(s, "/") || strings.ContainsAny(s, " \t") {
+		return s
+	}
+	host, _, _ := strings.Cut(s, "/")
+	host, _, _ = strings.Cut(host, "?")
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	if host == "localhost" || strings.Contains(host, ".") && !strings.HasPrefix(host, ".") && !strings.HasSuffix(host, ".") {
+		return "https://" + s
+	}
+	return s
+}
+
+// LastChecked is when w was last checked, whether the check succeeded
+// (LastCheck) or failed (LastErrorAt); zero when it never was.
+func (w *Watch) LastChecked() time.Time {
+	if w.LastErrorAt.After(w.LastCheck) {
+		return w.LastErrorAt
+	}
+	return w.LastCheck
 }
 
 // MaxTagLen is the longest tag a watch may carry, in bytes.

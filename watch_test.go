@@ -86,3 +86,27 @@ func TestLearnPageFeedItems(t *testing.T) {
 		t.Errorf("after a version under the limit: %d of %d", w.FeedItemsKept, w.FeedItems)
 	}
 }
+
+// TestWatchURLWithoutScheme: a URL written as people write them, without
+// a scheme, is read as https; other schemes and odd text are refused as
+// before.
+func TestWatchURLWithoutScheme(t *testing.T) {
+	for in, want := range map[string]string{
+		"example.org":             "https://example.org",
+		"example.org/news?x=1":    "https://example.org/news?x=1",
+		"www.example.org:8443/a":  "https://www.example.org:8443/a",
+		"http://example.org/":     "http://example.org/",
+		"localhost:8080/feed.xml": "https://localhost:8080/feed.xml",
+	} {
+		w := Watch{URL: in}
+		if err := w.Validate(); err != nil || w.URL != want {
+			t.Errorf("%q: %q, %v; want %q", in, w.URL, err, want)
+		}
+	}
+	for _, in := range []string{"news", "ftp://example.org/", "/local/path", "not a url"} {
+		w := Watch{URL: in}
+		if err := w.Validate(); err == nil {
+			t.Errorf("%q taken as %q", in, w.URL)
+		}
+	}
+}

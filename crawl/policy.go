@@ -2,8 +2,10 @@ package crawl
 
 import (
 	"cmp"
+	"errors"
 	"math"
 	"math/rand/v2"
+	"net/http"
 	"time"
 
 	"github.com/changedigest/changedigest"
@@ -38,6 +40,9 @@ type Policy struct {
 	// Rand returns a uniform number in [0, 1) for the jitter (default
 	// math/rand/v2's Float64).
 	Rand func() float64
+	// FailRetry is the wait after a first failed check (default 5 min);
+	// see Backoff.
+	FailRetry time.Duration
 	// FaultRetry is the longest a watch waits for its next check after
 	// one that failed for the service's own reason (a full disk, a
 	// cluster that did not answer: changedigest.ServiceFault) rather than
@@ -57,6 +62,7 @@ func NewPolicy() Policy {
 		Jitter:         0.1,
 		MaxRetryAfter:  7 * 24 * time.Hour,
 		Rand:           rand.Float64,
+		FailRetry:      5 * time.Minute,
 		FaultRetry:     15 * time.Minute,
 	}
 }
@@ -103,12 +109,29 @@ func (p *Policy) clamp(d time.Duration) time.Duration {
 }
 
 // Backoff is the delay before retrying w after its ErrorCount-th
-// consecutive failure: its normal interval doubled for each failure after
-// the first (1×, 2×, 4×, ...), at most MaxInterval (or the normal interval
-// when that is longer, e.g. an explicit one).
-func (p *Policy) Backoff(w *changedigest.Watch) time.Duration {
+// consecutive failure: FailRetry after the first, three times as long
+// after each next one while that is shorter than its normal interval
+// (5, 15, 45 min… a server down a moment is tried again soon, a first
+// check that failed is not put off for a day), then the normal interval
+// doubled for each failure after that (1×, 2×, 4×, …), at most
+// MaxInterval (or the normal interval when that is longer, e.g. an
+// explicit one).
+func (p *Policy) Backoff(w *changedigest.Watch) time.Duration { return p.backoff(w, true) }
+
+// backoff is Backoff, without the quick retries when quick is false (a
+// server that said it is busy or limits requests: 429, 503).
+func (p *Policy) backoff(w *changedigest.Watch, quick bool) time.Duration {
 	base := p.Interval(w)
 	n := max(w.ErrorCount-1, 0)
+	if quick {
+		d := float64(cmp.Or(p.FailRetry, 5*time.Minute))
+		for ; n > 0 && d < float64(base); n-- {
+			d *= 3
+		}
+		if d < float64(base) {
+			return time.Duration(d)
+		}
+	}
 	limit := max(p.MaxInterval, base)
 	d := float64(base) * math.Pow(2, float64(min(n, 30)))
 	if d > float64(limit) {
@@ -156,7 +179,9 @@ func (p *Policy) Apply(w *changedigest.Watch, o Outcome, err error, now time.Tim
 		w.LastError = err.Error()
 		w.LastErrorAt = now
 		retry = RetryAfter(err)
-		next = now.Add(p.jitter(p.Backoff(w)))
+		var he *HTTPError
+		busy := errors.As(err, &he) && (he.StatusCode == http.StatusTooManyRequests || he.StatusCode == http.StatusServiceUnavailable)
+		next = now.Add(p.jitter(p.backoff(w, !busy)))
 	default:
 		if !w.LastCheck.IsZero() && o.Result != FirstVersion && now.After(w.LastCheck) {
 			w.Samples = append(w.Samples, changedigest.CheckSample{

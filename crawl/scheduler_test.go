@@ -394,13 +394,15 @@ func TestRunErrorsBackOff(t *testing.T) {
 		for _, e := range rec.snapshot() {
 			offsets = append(offsets, e.start.Sub(start).Round(time.Second))
 		}
-		// Failures at 0, then after 1 h, 2 h, 4 h, 8 h.
-		want := []time.Duration{0, time.Hour, 3 * time.Hour, 7 * time.Hour, 15 * time.Hour}
+		// Failures at 0, then after 5, 15 and 45 min, then 1 h, 2 h, 4 h,
+		// 8 h.
+		m := time.Minute
+		want := []time.Duration{0, 5 * m, 20 * m, 65 * m, 125 * m, 245 * m, 485 * m}
 		if fmt.Sprint(offsets) != fmt.Sprint(want) {
 			t.Errorf("checks at %v, want %v", offsets, want)
 		}
 		w := store.Watch(1)
-		if w.ErrorCount != 5 || !strings.Contains(w.LastError, "connection failed") || w.Checks != 0 {
+		if w.ErrorCount != 7 || !strings.Contains(w.LastError, "connection failed") || w.Checks != 0 {
 			t.Errorf("error state: count %d, last %q, checks %d", w.ErrorCount, w.LastError, w.Checks)
 		}
 	})

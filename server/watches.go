@@ -106,7 +106,7 @@ func rowOf(w *changedigest.Watch) watchRow {
 		LastCheck: w.LastCheck, LastChange: w.LastChange, NextCheck: w.NextCheck, LastError: w.LastError, Checks: w.Checks,
 		Browser: w.Render == changedigest.RenderBrowser, WaitFor: w.WaitFor, Steps: w.Steps,
 		Shell: w.LooksLikeShell && w.Render != changedigest.RenderBrowser,
-		Path:  "/watches/" + strconv.FormatInt(w.ID, 10), Checked: whenOf(w.LastCheck), Changed: whenOf(w.LastChange),
+		Path:  "/watches/" + strconv.FormatInt(w.ID, 10), Checked: whenOf(w.LastChecked()), Changed: whenOf(w.LastChange),
 		Next: whenOf(w.NextCheck), Tagged: tagLinks(w.Tags)}
 	if w.FeedItems > 0 {
 		row.FeedItems, row.FeedItemsKept = groupDigits(w.FeedItems), groupDigits(w.FeedItemsKept)

@@ -274,7 +274,7 @@ func runWatchList(ctx context.Context, e *env) error {
 			kind += " (browser)"
 		}
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", w.ID, w.URL, kind, orDash(strings.Join(w.Tags, ",")),
-			when(w.LastCheck), when(w.LastChange), when(w.NextCheck), orDash(oneLine(w.LastError, 60)))
+			when(w.LastChecked()), when(w.LastChange), when(w.NextCheck), orDash(oneLine(w.LastError, 60)))
 	}
 	return tw.Flush()
 }
