@@ -103,7 +103,7 @@ func tagLinks(tags []string) []tagLink {
 
 func rowOf(w *changedigest.Watch) watchRow {
 	row := watchRow{ID: w.ID, Name: w.Name(), URL: w.URL, Kind: w.Kind, Tags: w.Tags, Paused: w.Paused,
-		LastCheck: w.LastCheck, LastChange: w.LastChange, NextCheck: w.NextCheck, LastError: w.LastError, Checks: w.Checks,
+		LastCheck: w.LastChecked(), LastChange: w.LastChange, NextCheck: w.NextCheck, LastError: w.LastError, Checks: w.Checks,
 		Browser: w.Render == changedigest.RenderBrowser, WaitFor: w.WaitFor, Steps: w.Steps,
 		Shell: w.LooksLikeShell && w.Render != changedigest.RenderBrowser,
 		Path:  "/watches/" + strconv.FormatInt(w.ID, 10), Checked: whenOf(w.LastChecked()), Changed: whenOf(w.LastChange),
