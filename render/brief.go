@@ -344,3 +344,22 @@ func (v EventView) Title() string {
 	}
 	return t
 }
+
+// dropTitle takes an item's title off the start of its text, where feeds
+// repeat it.
+func dropTitle(ps []Piece, title string) []Piece {
+	if len(ps) == 0 || title == "" || title == untitledItem {
+		return ps
+	}
+	t := strings.TrimLeftFunc(ps[0].Text, unicode.IsSpace)
+	if !strings.HasPrefix(t, title) {
+		return ps
+	}
+	rest := strings.TrimLeftFunc(t[len(title):], unicode.IsSpace)
+	out := append([]Piece(nil), ps...)
+	out[0].Text = rest
+	if rest == "" {
+		out = out[1:]
+	}
+	return out
+}

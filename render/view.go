@@ -391,6 +391,9 @@ func changeView(i int, c changedigest.Change, ms []changedigest.Match, o ViewOpt
 		}
 	}
 	cv.Pieces = pieces(c, ms, o)
+	if cv.Item != nil && (c.Op == changedigest.OpInsert || c.Op == changedigest.OpDelete) && !o.SideBySide {
+		cv.Pieces = dropTitle(cv.Pieces, cv.Item.Title) // said by the item line
+	}
 	return cv
 }
 

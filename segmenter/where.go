@@ -49,7 +49,9 @@ func (p *places) placeOf(n *tnode) string {
 			return "in the " + name
 		}
 	}
-	if h := p.headingBefore(n.tokA); h >= 0 {
+	if h := p.headingBefore(n.tokA); h >= 0 && p.headingBefore(min(n.tokB, len(d.toks)-1)) == h {
+		// (A change that holds a heading of its own, a story or a
+		// section, is not said to be under the one before it.)
 		e := &d.elems[h]
 		if text := d.visibleText(int(e.tok), int(e.endTok)); text != "" {
 			return "under ‘" + clipWords(text, maxPlaceWords) + "’"
