@@ -83,7 +83,6 @@ func Notable(w *Watch, s *Snapshot, c *Change, interest bool) (ok bool, why stri
 // none: changes of the text a reader sees.
 var DefaultNotifyTypes = []ChangeType{ChangeContent}
 
-
 // ToldTypes returns the change types told for w: its NotifyTypes, or
 // DefaultNotifyTypes when it names none.
 func (w *Watch) ToldTypes() []ChangeType {
