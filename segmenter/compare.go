@@ -954,6 +954,10 @@ func (df *differ) alignGap(O, N []*tnode, gi, gj []int, mo, mn []int, via []uint
 	// Renamed elements: left over, other tag, the same or mostly the
 	// same words (a container rebuilt with another tag keeps its text).
 	scored := len(gi)*len(gj) <= 400
+	if !scored {
+		df.renamedSameWords(O, N, gi, gj, mo, mn, via)
+		return
+	}
 	k := 0
 	for _, i := range gi {
 		x := O[i]
@@ -972,6 +976,67 @@ func (df *differ) alignGap(O, N []*tnode, gi, gj []int, mo, mn []int, via []uint
 			if sameWords(x, y) || (scored && df.textSimilarity(x, y) >= minRenamedSim) {
 				mo[i], mn[j], via[j] = j, i, viaSimilar
 				k = l + 1
+				break
+			}
+		}
+	}
+}
+
+// renamedSameWords is the pass of alignGap that pairs renamed elements,
+// for a gap too large to score by similarity: each old element left over
+// (in order) is paired with the first new one left over after the last
+// pair that has the same words and keeps the pairs in order (inOrder).
+// It finds that one by looking the words up, not by trying each new
+// element, so that a gap of thousands of elements costs their number.
+func (df *differ) renamedSameWords(O, N []*tnode, gi, gj []int, mo, mn []int, via []uint8) {
+	// The pairs made so far in the gap (by alignSame) are in order:
+	// pairing i with j keeps them so when j lies between the new sides
+	// of the pairs before and after i, that is gj[lo] < j < gj[hi].
+	type pairAt struct{ a, l int } // old child, position of its pair in gj
+	var pairs []pairAt
+	pos := make(map[int]int, len(gj))
+	for l, j := range gj {
+		pos[j] = l
+	}
+	for _, a := range gi {
+		if b := mo[a]; b >= 0 {
+			pairs = append(pairs, pairAt{a, pos[b]})
+		}
+	}
+	// the new elements left over that have words, by their words
+	type wordsKey struct{ h, p uint64 }
+	byWords := map[wordsKey][]int{} // positions in gj, ascending
+	for l, j := range gj {
+		y := N[j]
+		if mn[j] >= 0 || y.isText() || !y.hasWords() {
+			continue
+		}
+		h, p, _ := y.words()
+		byWords[wordsKey{h, p}] = append(byWords[wordsKey{h, p}], l)
+	}
+	k, next := 0, 0 // k: first position after the last pair made here
+	for _, i := range gi {
+		for next < len(pairs) && pairs[next].a < i {
+			next++
+		}
+		x := O[i]
+		if mo[i] >= 0 || x.isText() || !x.hasWords() {
+			continue
+		}
+		lo, hi := k, len(gj)
+		if next > 0 {
+			lo = max(lo, pairs[next-1].l+1)
+		}
+		if next < len(pairs) {
+			hi = pairs[next].l
+		}
+		h, p, _ := x.words()
+		ls := byWords[wordsKey{h, p}]
+		at := sort.SearchInts(ls, lo)
+		for ; at < len(ls) && ls[at] < hi; at++ {
+			if j := gj[ls[at]]; mn[j] < 0 {
+				mo[i], mn[j], via[j] = j, i, viaSimilar
+				k = ls[at] + 1
 				break
 			}
 		}
@@ -1162,13 +1227,20 @@ func attrSimilarity(x, y *tnode) float64 {
 	if len(xa)+len(ya) == 0 {
 		return 1
 	}
+	// both sorted by name, each name once
 	same := 0
-	for _, a := range xa {
-		for _, b := range ya {
-			if a.k == b.k && a.v == b.v {
+	for i, j := 0, 0; i < len(xa) && j < len(ya); {
+		switch {
+		case xa[i].k < ya[j].k:
+			i++
+		case xa[i].k > ya[j].k:
+			j++
+		default:
+			if xa[i].v == ya[j].v {
 				same++
-				break
 			}
+			i++
+			j++
 		}
 	}
 	return 2 * float64(same) / float64(len(xa)+len(ya))

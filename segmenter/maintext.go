@@ -131,18 +131,10 @@ func textBlocks(d *doc) []textBlock {
 }
 
 // inBoilerplate reports whether element ei is or lies in a nav, aside,
-// footer, head or an element with a navigation role.
+// footer, head, title or an element with a navigation role (the scanner
+// marks them, eBoiler).
 func inBoilerplate(d *doc, ei int32) bool {
-	for ; ei >= 0; ei = d.elems[ei].parent {
-		switch d.tagOf(ei) {
-		case "nav", "aside", "footer", "head", "title":
-			return true
-		}
-		if role, ok := d.attr(&d.elems[ei], "role"); ok && (role == "navigation" || role == "contentinfo" || role == "banner") {
-			return true
-		}
-	}
-	return false
+	return ei >= 0 && d.elems[ei].flags&eBoiler != 0
 }
 
 // isContent is the densitometric classifier (Kohlschütter, Frankhauser and
