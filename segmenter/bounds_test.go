@@ -44,7 +44,7 @@ func TestAttributesBounded(t *testing.T) {
 				b.WriteString(c.extra + ">text</div><p>one " + word + "</p></body></html>")
 				return []byte(b.String())
 			}
-			d := scan(page("two"), nil, step{})
+			d := scan(nil, page("two"), nil, step{})
 			defer d.release()
 			var div *elem
 			for i := range d.elems {
@@ -112,7 +112,7 @@ func TestDepthBounded(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			old, new := c.page("one"), c.page("two")
-			d := scan([]byte(old), nil, step{})
+			d := scan(nil, []byte(old), nil, step{})
 			defer d.release()
 			deepest := 0
 			for _, x := range depthOf(d) {

@@ -328,6 +328,7 @@ func (sd *side) build(parts []treePart) *tnode {
 			}
 			return root
 		}
+		d.w.add(r.b - r.a)
 		for i := r.a; i < r.b; i++ {
 			t := &d.toks[i]
 			var n *tnode
@@ -413,6 +414,7 @@ var (
 
 // differ compares two treelets and collects typed changes.
 type differ struct {
+	w        *work
 	old, new *side
 	out      []rawChange
 	blocks   []*blockPair
@@ -624,6 +626,7 @@ const (
 // kids matches and compares the children of a matched pair.
 func (df *differ) kids(o, n *tnode, blk *blockPair) {
 	O, N := o.kids, n.kids
+	df.w.add(len(O) + len(N))
 	mo := make([]int, len(O))
 	mn := make([]int, len(N))
 	via := make([]uint8, len(N))
@@ -646,7 +649,7 @@ func (df *differ) kids(o, n *tnode, blk *blockPair) {
 	for j, x := range N {
 		hn[j] = x.h
 	}
-	for _, p := range lcsPairs(ho, hn) {
+	for _, p := range df.lcsPairs(ho, hn) {
 		pair(p[0], p[1], viaLCS)
 	}
 	// 2. Equal subtrees out of order (moves), 3. same id and tag, 4. same
@@ -866,6 +869,7 @@ func (df *differ) added(y *tnode, blk *blockPair) {
 
 // matchBy pairs unmatched children with equal keys, in order of appearance.
 func (df *differ) matchBy(O, N []*tnode, mo, mn []int, via []uint8, how uint8, key func(*tnode) (uint64, bool)) {
+	df.w.add(len(O) + len(N))
 	var byKey map[uint64][]int
 	for i, x := range O {
 		if mo[i] >= 0 {
@@ -1007,6 +1011,7 @@ func (df *differ) renamedSameWords(O, N []*tnode, gi, gj []int, mo, mn []int, vi
 	type wordsKey struct{ h, p uint64 }
 	byWords := map[wordsKey][]int{} // positions in gj, ascending
 	for l, j := range gj {
+		df.w.add(1)
 		y := N[j]
 		if mn[j] >= 0 || y.isText() || !y.hasWords() {
 			continue
@@ -1016,6 +1021,7 @@ func (df *differ) renamedSameWords(O, N []*tnode, gi, gj []int, mo, mn []int, vi
 	}
 	k, next := 0, 0 // k: first position after the last pair made here
 	for _, i := range gi {
+		df.w.add(1)
 		for next < len(pairs) && pairs[next].a < i {
 			next++
 		}
@@ -1034,6 +1040,7 @@ func (df *differ) renamedSameWords(O, N []*tnode, gi, gj []int, mo, mn []int, vi
 		ls := byWords[wordsKey{h, p}]
 		at := sort.SearchInts(ls, lo)
 		for ; at < len(ls) && ls[at] < hi; at++ {
+			df.w.add(1)
 			if j := gj[ls[at]]; mn[j] < 0 {
 				mo[i], mn[j], via[j] = j, i, viaSimilar
 				k = ls[at] + 1
@@ -1091,7 +1098,7 @@ func (df *differ) alignSame(O, N []*tnode, gi, gj []int, mo, mn []int, via []uin
 			}
 			return out
 		}
-		for _, p := range lcsPairs(tags(O, gi), tags(N, gj)) {
+		for _, p := range df.lcsPairs(tags(O, gi), tags(N, gj)) {
 			match(gi[p[0]], gj[p[1]])
 		}
 		return
@@ -1103,6 +1110,7 @@ func (df *differ) alignSame(O, N []*tnode, gi, gj []int, mo, mn []int, via []uin
 		score[i] = make([]float64, m+1)
 	}
 	sim := make([][]float64, n)
+	df.w.add(n * m)
 	for a := range n {
 		sim[a] = make([]float64, m)
 		for b := range m {
@@ -1159,10 +1167,11 @@ func (df *differ) similarity(x, y *tnode) float64 {
 	}
 	bx, by := df.old.bagOf(x), df.new.bagOf(y)
 	as := attrSimilarity(x, y)
+	df.w.add(len(x.attrList()) + len(y.attrList()))
 	if len(bx)+len(by) > 0 {
 		return 0.85*df.textSimilarity(x, y) + 0.15*as
 	}
-	ks := kidTagSimilarity(x, y)
+	ks := df.kidTagSimilarity(x, y)
 	return 0.5*as + 0.5*ks
 }
 
@@ -1171,6 +1180,7 @@ func (df *differ) similarity(x, y *tnode) float64 {
 // diff's cost grows with the square of the differences.
 func (df *differ) textSimilarity(x, y *tnode) float64 {
 	bx, by := df.old.bagOf(x), df.new.bagOf(y)
+	df.w.add(len(bx) + len(by))
 	if len(bx) <= shortText && len(by) <= shortText {
 		return textdiff.Similarity(df.old.textOf(x), df.new.textOf(y))
 	}
@@ -1246,7 +1256,7 @@ func attrSimilarity(x, y *tnode) float64 {
 	return 2 * float64(same) / float64(len(xa)+len(ya))
 }
 
-func kidTagSimilarity(x, y *tnode) float64 {
+func (df *differ) kidTagSimilarity(x, y *tnode) float64 {
 	if len(x.kids)+len(y.kids) == 0 {
 		return 1
 	}
@@ -1258,7 +1268,7 @@ func kidTagSimilarity(x, y *tnode) float64 {
 	for i, k := range y.kids {
 		b[i] = hashString(hashSeed, k.tag)
 	}
-	return 2 * float64(len(lcsPairs(a, b))) / float64(len(a)+len(b))
+	return 2 * float64(len(df.lcsPairs(a, b))) / float64(len(a)+len(b))
 }
 
 // finish pairs deleted and inserted subtrees into moves, types the rest
@@ -1284,6 +1294,7 @@ func (df *differ) finish() {
 		}
 		return false
 	}
+	df.w.add(len(df.del) + len(df.ins) + len(df.blocks))
 	for _, x := range df.del {
 		if x.hasWords() && inChanged(x, changedO) {
 			df.markUp(x)
@@ -1326,6 +1337,7 @@ func (df *differ) finish() {
 		if !b.changed {
 			continue
 		}
+		df.w.add(b.o.tokB - b.o.tokA + b.n.tokB - b.n.tokA)
 		if b.n.tag == "#root" {
 			for _, p := range b.loose {
 				x, y := p[0], p[1]
@@ -1473,8 +1485,13 @@ func changedSpan(a, b string) (prefix, suffix int) {
 	return prefix, suffix
 }
 
-// lcsPairs returns index pairs of a longest common subsequence of a and b.
-func lcsPairs(a, b []uint64) [][2]int {
+// lcsPairs returns index pairs of a longest common subsequence of a and
+// b, counting its work into w.
+func (df *differ) lcsPairs(a, b []uint64) [][2]int { return lcsPairs(df.w, a, b) }
+
+// lcsPairs returns index pairs of a longest common subsequence of a and
+// b, counting its work into w.
+func lcsPairs(w *work, a, b []uint64) [][2]int {
 	var out [][2]int
 	p := 0
 	for p < len(a) && p < len(b) && a[p] == b[p] {
@@ -1487,7 +1504,9 @@ func lcsPairs(a, b []uint64) [][2]int {
 	}
 	ma, mb := a[p:len(a)-s], b[p:len(b)-s]
 	if len(ma) > 0 && len(mb) > 0 {
+		w.add(len(ma) + len(mb))
 		if len(ma)*len(mb) <= 1<<20 {
+			w.add(len(ma) * len(mb))
 			out = append(out, lcsDP(ma, mb, p)...)
 		} else {
 			out = append(out, lcsGreedy(ma, mb, p)...)

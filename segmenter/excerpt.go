@@ -215,9 +215,10 @@ func lastWordsOf(s string, n int) string {
 // present turns the changes found with whole texts into what is reported:
 // content updates split into hunks with context, texts capped at MaxText
 // (saying so). A change's other fields are kept in each of its hunks.
-func (s *Segmenter) present(cs []changedigest.Change) []changedigest.Change {
+func (s *Segmenter) present(w *work, cs []changedigest.Change) []changedigest.Change {
 	out := cs[:0:0]
 	for _, c := range cs {
+		w.add(1 + (len(c.OldText)+len(c.NewText))/64)
 		if c.Type == changedigest.ChangeContent && c.Op == changedigest.OpUpdate && c.OldText != "" && c.NewText != "" &&
 			c.Before == "" && c.After == "" { // not already a hunk of the text pass
 			for _, h := range hunks(c.OldText, c.NewText, s.Context) {
@@ -298,12 +299,13 @@ func sharedAffixes(old, new string, bothSides bool) (before, o, n, after string,
 // `href="…/tree/3.6.5"` is "4" → "5" after `href="…/tree/3.6.`. It runs after the noise marking, which reads
 // whole listings. The change stays an update with both sides: a side
 // that would be empty keeps the shared piece next to it.
-func (s *Segmenter) narrowMarkup(cs []changedigest.Change) {
+func (s *Segmenter) narrowMarkup(w *work, cs []changedigest.Change) {
 	if s.Context < 0 {
 		return
 	}
 	for i := range cs {
 		c := &cs[i]
+		w.add(1 + (len(c.OldText)+len(c.NewText))/64)
 		if c.Type == changedigest.ChangeContent || c.Op != changedigest.OpUpdate || c.Truncated ||
 			c.OldText == "" || c.NewText == "" || c.OldText == c.NewText || c.Before != "" || c.After != "" ||
 			!isAttrListing(c.OldText) || !isAttrListing(c.NewText) {

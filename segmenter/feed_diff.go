@@ -139,6 +139,7 @@ type feedMatching struct {
 	// dated is set when publication dates tell the items of both
 	// versions apart (datesTell).
 	dated bool
+	w     *work
 }
 
 // feedMatch maps the items of two versions of a feed. It returns, for
@@ -150,8 +151,9 @@ type feedMatching struct {
 // content (equal Hash, duplicates in order); then the same title and
 // publication date, unique on both sides; then the best-scoring pairs by
 // feedScore, highest first, whose score reaches feedPairThreshold.
-func feedMatch(old, new []FeedItem) []int {
+func feedMatch(w *work, old, new []FeedItem) []int {
 	m := feedExactMatch(old, new)
+	m.w = w
 	m.similarityPass()
 	return m.oldTo
 }
@@ -310,6 +312,7 @@ func (m *feedMatching) similarityPass() {
 	var cands []cand
 	for _, n := range nu {
 		nt := feedTokenize(&m.new[n])
+		m.w.add(len(ou))
 		for k, o := range ou {
 			if m.otherDate(o, n) {
 				continue
@@ -351,8 +354,8 @@ func feedAbs(x int) int {
 // and insertions in new-item order, then deletions in old-item order. It
 // also returns the similarity of the versions: twice the summed similarity
 // of mapped items over the item count of both (1 for two empty feeds).
-func feedCompare(old, new *Feed) ([]changedigest.Change, float64) {
-	oldTo := feedMatch(old.Items, new.Items)
+func feedCompare(w *work, old, new *Feed) ([]changedigest.Change, float64) {
+	oldTo := feedMatch(w, old.Items, new.Items)
 	newTo := make([]int, len(new.Items))
 	for i := range newTo {
 		newTo[i] = -1
@@ -365,6 +368,7 @@ func feedCompare(old, new *Feed) ([]changedigest.Change, float64) {
 	changes := []changedigest.Change{}
 	sum := 0.0
 	for n := range new.Items {
+		w.add(1)
 		ni := &new.Items[n]
 		o := newTo[n]
 		if o < 0 {
@@ -502,15 +506,21 @@ func feedTrimContext(s string, first, last bool) string {
 // an error wrapping ErrNotFeed or ErrBadFeed with code EINVALID and a
 // one-line message naming the version.
 func DiffFeeds(old, new []byte) (*changedigest.Diff, error) {
+	return diffFeeds(nil, old, new)
+}
+
+func diffFeeds(w *work, old, new []byte) (*changedigest.Diff, error) {
 	of, err := ParseFeed(old)
 	if err != nil {
 		return nil, feedErrorPrefix(err, "old version")
 	}
+	w.check()
 	nf, err := ParseFeed(new)
 	if err != nil {
 		return nil, feedErrorPrefix(err, "new version")
 	}
-	changes, sim := feedCompare(of, nf)
+	w.check()
+	changes, sim := feedCompare(w, of, nf)
 	return &changedigest.Diff{
 		Kind:            changedigest.KindFeed,
 		Old:             changedigest.DocumentStat{Segments: len(of.Items), Bytes: len(old)},
@@ -562,6 +572,10 @@ func feedSegments(f *Feed) []changedigest.Segment {
 // wrapping ErrNotFeed or ErrBadFeed, code EINVALID; a previous body that no
 // longer parses is treated as an empty feed.
 func DetectFeed(in Input) (*changedigest.Snapshot, error) {
+	return detectFeed(nil, in)
+}
+
+func detectFeed(w *work, in Input) (*changedigest.Snapshot, error) {
 	nf, err := ParseFeed(in.Body)
 	if err != nil {
 		return nil, err
@@ -588,11 +602,13 @@ func DetectFeed(in Input) (*changedigest.Snapshot, error) {
 	}
 	of := &Feed{}
 	if in.PrevBody != nil {
+		w.check()
 		if f, err := ParseFeed(in.PrevBody); err == nil {
 			of = f
 		}
 	}
-	changes, sim := feedCompare(of, nf)
+	w.check()
+	changes, sim := feedCompare(w, of, nf)
 	snap.Similarity = sim
 	for _, c := range changes {
 		if c.Op != changedigest.OpDelete && seen[snap.Segments[*c.NewItem].Hash] {

@@ -290,7 +290,7 @@ func TestFeedMatch(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := feedMatch(tt.old, tt.new)
+			got := feedMatch(nil, tt.old, tt.new)
 			if fmt.Sprint(got) != fmt.Sprint(tt.want) {
 				t.Errorf("mapping %v, want %v", got, tt.want)
 			}

@@ -26,7 +26,7 @@ func pageTexts(body []byte) (main, all string) {
 	if len(body) == 0 || len(body) > DefaultMaxBytes || binaryKind(body) != "" {
 		return "", ""
 	}
-	d := scan(decode(body), nil, step{})
+	d := scan(nil, decode(body), nil, step{})
 	defer d.release()
 	return docTexts(d)
 }
@@ -102,6 +102,7 @@ func textBlocks(d *doc) []textBlock {
 		words, chars, links = 0, 0, 0
 		boiler = false
 	}
+	d.w.add(len(d.toks))
 	for i := range d.toks {
 		t := &d.toks[i]
 		switch {

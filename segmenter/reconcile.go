@@ -62,6 +62,7 @@ func (df *differ) reconcile() {
 	nsh := make([]map[uint64]bool, len(content))
 	oall, nall := map[uint64][]int{}, map[uint64][]int{}
 	for k, rc := range content {
+		df.w.add(1 + (len(rc.old)+len(rc.new))/8)
 		osh[k], nsh[k] = shingles(rc.old), shingles(rc.new)
 		for h := range osh[k] {
 			oall[h] = append(oall[h], k)
@@ -152,6 +153,7 @@ func (df *differ) reconcile() {
 	}
 	ot, olds := joinPieces(olds)
 	nt, news := joinPieces(news)
+	df.w.add((len(ot) + len(nt)) / 8)
 	atoms := splitEdits(textdiff.WordDiff(ot, nt), olds, news)
 
 	// Runs of changed atoms within one piece on each side (a change's

@@ -87,6 +87,7 @@ const (
 type attrRec struct{ k0, k1, v0, v1 int32 } // ranges in doc.norm
 
 type doc struct {
+	w     *work // the detection the doc is read for (nil: none)
 	body  []byte
 	toks  []tok
 	elems []elem
@@ -353,15 +354,16 @@ func bucketOf(key uint32) int {
 // kvSpan is an attribute's key and value as spans of scanner.kvBuf.
 type kvSpan struct{ k0, k1, v0, v1 int32 }
 
-// scan tokenizes body into a doc. ancestors, when given, are phantom open
+// scan tokenizes body into a doc, counting its tokens into w. ancestors, when given, are phantom open
 // elements around a partial body (the path of a segment's parent), and
 // first is the tag and index of the first element at that level, so that
 // paths inside the partial body read as they do in the whole page.
 //
 // The doc's buffers come from a pool; release returns them once nothing
 // refers to the doc any more.
-func scan(body []byte, ancestors []step, first step) *doc {
+func scan(w *work, body []byte, ancestors []step, first step) *doc {
 	d := docPool.Get().(*doc)
+	d.w = w
 	d.body = body
 	// Rough sizes: one token per ~25 bytes, one element per ~60.
 	d.toks = reuse(d.toks, len(body)/25+8)
@@ -406,6 +408,7 @@ func (d *doc) release() {
 		return
 	}
 	d.body = nil
+	d.w = nil
 	d.title = ""
 	d.phantoms, d.base = 0, 0
 	docPool.Put(d)
@@ -414,8 +417,10 @@ func (d *doc) release() {
 func (s *scanner) run() {
 	z := &s.z
 	z.Reset(s.d.body)
+	w := s.d.w
 	off := 0
 	for {
+		w.add(1)
 		tt := z.Next()
 		raw := z.Raw()
 		n := len(raw)
@@ -905,6 +910,7 @@ func (s *scanner) place(e *elem) {
 func (s *scanner) counter(parent int32, key uint32) int {
 	cs := int(s.countStart[len(s.countStart)-1])
 	if n := len(s.counts) - cs; n <= linearCounts {
+		s.d.w.add(n)
 		for i := cs; i < len(s.counts); i++ {
 			if s.counts[i].tag == key {
 				return i
@@ -1019,6 +1025,7 @@ func (s *scanner) pushPhantom(a step) {
 
 // pop closes the top element with an end token at [off, end).
 func (s *scanner) pop(off, end int, synthetic bool) {
+	s.d.w.add(1)
 	lv := &s.levels[len(s.levels)-1]
 	ei := lv.elem
 	d := s.d
@@ -1084,6 +1091,7 @@ func (s *scanner) endTag(tag []byte, off, end int) {
 	// The innermost open element of the tag, unless a stop is nearer.
 	stop := s.innermostStop(stops)
 	for l := s.bucket[bucketOf(key)]; l >= stop && l >= 0; l = s.levels[l].below {
+		s.d.w.add(1)
 		if s.d.elems[s.levels[l].elem].tagKey == key {
 			for len(s.levels) > int(l)+1 {
 				s.pop(off, off, true)

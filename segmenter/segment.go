@@ -79,6 +79,7 @@ func (h *hybridState) big(u unit) bool {
 // visit segments the children [a, b) of element e (-1: the document).
 func (h *hybridState) visit(e int32, a, b int) {
 	us := h.units(a, b)
+	h.d.w.add(len(us))
 	anyBig := false
 	for _, u := range us {
 		if h.big(u) {
@@ -146,6 +147,7 @@ func density(words, chars, width int) float64 {
 func (h *hybridState) split(us []unit) {
 	d, s := h.d, h.s
 	minSeg := max(1, s.Delta/2)
+	d.w.add(len(us))
 	curWords, curChars, curSize, curStart := 0, 0, 0, 0
 	for i, u := range us {
 		w := int(d.words[u.b] - d.words[u.a])
@@ -216,6 +218,7 @@ func (h *hybridState) merge(r region) []int32 {
 	keep := make([]int, 0, len(starts))
 	cur, next := 0, 1
 	for {
+		d.w.add(1)
 		end := r.b
 		if next < len(starts) {
 			end = starts[next]
