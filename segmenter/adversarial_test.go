@@ -196,20 +196,24 @@ var adversarialShapes = []adversarialShape{
 	{"feed-rewritten-items", func(size int) ([]byte, []byte) {
 		ot, _ := textPair(8<<10, []string{"lorem", "ipsum", "dolor", "sit", "amet"}, 0, 0)
 		nt, _ := textPair(8<<10, []string{"quick", "brown", "fox", "jumps", "over"}, 0, 0)
-		return feedOf(size, func(b *bytes.Buffer, i int) {
-				fmt.Fprintf(b, "<item><title>Old %d</title><description>%s</description></item>", i, ot)
-			}), feedOf(size, func(b *bytes.Buffer, i int) {
-				fmt.Fprintf(b, "<item><title>New %d</title><description>%s</description></item>", i, nt)
-			})
+		old := feedOf(size, func(b *bytes.Buffer, i int) {
+			fmt.Fprintf(b, "<item><title>Old %d</title><description>%s</description></item>", i, ot)
+		})
+		new := feedOf(size, func(b *bytes.Buffer, i int) {
+			fmt.Fprintf(b, "<item><title>New %d</title><description>%s</description></item>", i, nt)
+		})
+		return old, new
 	}},
 	// a feed of items of 8 KB, each with its id, every fifth word changed
 	{"feed-edited-items", func(size int) ([]byte, []byte) {
 		ot, nt := textPair(8<<10, []string{"lorem", "ipsum", "dolor", "sit", "amet", "elit"}, 5, 0)
-		return feedOf(size, func(b *bytes.Buffer, i int) {
-				fmt.Fprintf(b, "<item><title>Item %d</title><guid>g%d</guid><description>%s</description></item>", i, i, ot)
-			}), feedOf(size, func(b *bytes.Buffer, i int) {
-				fmt.Fprintf(b, "<item><title>Item %d</title><guid>g%d</guid><description>%s</description></item>", i, i, nt)
-			})
+		old := feedOf(size, func(b *bytes.Buffer, i int) {
+			fmt.Fprintf(b, "<item><title>Item %d</title><guid>g%d</guid><description>%s</description></item>", i, i, ot)
+		})
+		new := feedOf(size, func(b *bytes.Buffer, i int) {
+			fmt.Fprintf(b, "<item><title>Item %d</title><guid>g%d</guid><description>%s</description></item>", i, i, nt)
+		})
+		return old, new
 	}},
 	// a feed of one item with a huge description
 	{"feed-huge-item", func(size int) ([]byte, []byte) {

@@ -53,6 +53,15 @@ const (
 	// are reported as added and removed rather than compared.
 	feedMaxPairs = 1 << 20
 
+	// feedMaxWords bounds the words those scores compare, likewise: a
+	// score compares the words of both items, so a thousand leftover
+	// items of 8 KB on each side would compare billions.
+	feedMaxWords = 1 << 25
+
+	// feedSameProbes is how many old items of the same content an item
+	// is paired with at most, the first not dated apart.
+	feedSameProbes = 64
+
 	// feedContext is how many words of unchanged text an excerpt of a
 	// modified item keeps on each side of a change.
 	feedContext = 8
@@ -64,6 +73,9 @@ const (
 type feedTokens struct {
 	title, text []string
 }
+
+// words is the number of words of both parts.
+func (t *feedTokens) words() int { return len(t.title) + len(t.text) }
 
 func feedTokenize(it *FeedItem) feedTokens {
 	return feedTokens{title: feedWordBag(it.Title), text: feedWordBag(it.Text)}
@@ -211,10 +223,17 @@ func feedExactMatch(old, new []FeedItem) *feedMatching {
 		}
 		h := new[n].Hash()
 		q := byHash[h]
-		for k, o := range q {
+		// the first of the same content not dated apart, among the
+		// next few (thousands of items alike would otherwise each be
+		// looked for among all the others)
+		for k, o := range q[:min(len(q), feedSameProbes)] {
 			if !m.otherDate(o, n) {
 				m.oldTo[o], m.newTo[n] = n, o
-				byHash[h] = append(q[:k:k], q[k+1:]...)
+				if k == 0 {
+					byHash[h] = q[1:]
+				} else {
+					byHash[h] = append(q[:k:k], q[k+1:]...)
+				}
 				break
 			}
 		}
@@ -302,17 +321,26 @@ func (m *feedMatching) similarityPass() {
 		nu = nu[:max(1, feedMaxPairs/len(ou))]
 	}
 	ot := make([]feedTokens, len(ou))
+	oldWords := 0
 	for k, i := range ou {
 		ot[k] = feedTokenize(&m.old[i])
+		oldWords += ot[k].words()
 	}
+	m.w.add(oldWords)
+	compared := 0
 	type cand struct {
 		o, n  int
 		score float64
 	}
 	var cands []cand
-	for _, n := range nu {
+	for x, n := range nu {
 		nt := feedTokenize(&m.new[n])
-		m.w.add(len(ou))
+		words := oldWords + len(ou)*nt.words()
+		if x > 0 && compared+words > feedMaxWords {
+			break // the new items left are added
+		}
+		compared += words
+		m.w.add(len(ou) + words)
 		for k, o := range ou {
 			if m.otherDate(o, n) {
 				continue
