@@ -766,10 +766,25 @@ func (s *Segmenter) usableLayout(in Input) ([]bound, bool) {
 // MaxBytes) or an invalid zone gives an EINVALID or ETOOLARGE error
 // naming the document.
 func (s *Segmenter) DiffPages(old, new []byte, zone string) (*changedigest.Diff, error) {
-	return s.diffPages(nil, old, new, zone)
+	return s.diffPages(nil, old, new, zone, nil)
 }
 
-func (s *Segmenter) diffPages(w *work, old, new []byte, zone string) (*changedigest.Diff, error) {
+// diffPages is DiffPages counting its work into w. When prints is set it
+// also fills it with the text prints of old and new (what pagePrint
+// gives), from the scans made here rather than two more.
+func (s *Segmenter) diffPages(w *work, old, new []byte, zone string, prints *[2]changedigest.TextPrint) (*changedigest.Diff, error) {
+	if prints != nil {
+		// pagePrint leaves out bodies past the default limit
+		oldLen, newLen := len(old), len(new)
+		defer func() {
+			if oldLen > DefaultMaxBytes {
+				prints[0] = printOf("", "")
+			}
+			if newLen > DefaultMaxBytes {
+				prints[1] = printOf("", "")
+			}
+		}()
+	}
 	s = s.knobs()
 	if err := s.checkPage(old, "old"); err != nil {
 		return nil, err
@@ -788,6 +803,9 @@ func (s *Segmenter) diffPages(w *work, old, new []byte, zone string) (*changedig
 		return nil, err
 	}
 	defer nd.release()
+	if prints != nil {
+		prints[0], prints[1] = docPrint(od), docPrint(nd)
+	}
 	ov := s.first(od, oregs)
 	nv, flags := s.later(nd, nregs, s.bounds(ov), [][]string{ov.hashes()}, ov.text)
 	changes, sim := s.compareVersions(&prevSide{pv: ov, w: w}, nv, flags)

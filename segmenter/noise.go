@@ -69,10 +69,12 @@ const (
 // Classify marks the noise in a computed diff of old and new (the raw
 // bodies of both versions) and sets its significance.
 func Classify(d *changedigest.Diff, old, new []byte) {
-	classify(nil, d, old, new)
+	classify(nil, d, old, new, nil)
 }
 
-func classify(w *work, d *changedigest.Diff, old, new []byte) {
+// classify is Classify counting its work into w; prints, when set, are
+// the text prints of old and new, made from the scans of the comparison.
+func classify(w *work, d *changedigest.Diff, old, new []byte, prints *[2]changedigest.TextPrint) {
 	if d == nil {
 		return
 	}
@@ -80,7 +82,10 @@ func classify(w *work, d *changedigest.Diff, old, new []byte) {
 	markGenerated(d.Changes)
 	markRepeated(d.Changes)
 	var o, n changedigest.TextPrint
-	if d.Kind == changedigest.KindPage {
+	switch {
+	case d.Kind == changedigest.KindPage && prints != nil:
+		o, n = prints[0], prints[1]
+	case d.Kind == changedigest.KindPage:
 		o, n = pagePrint(w, nil, old), pagePrint(w, nil, new)
 	}
 	d.Significance = significance(o, n, d.Changes, max(d.Old.Segments, d.New.Segments))

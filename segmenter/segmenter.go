@@ -176,13 +176,17 @@ func (s *Segmenter) diff(w *work, old, new []byte, zone string) (d *changedigest
 	if ko != kn {
 		return nil, inputErrorf(ErrNotDocument, "old is a %s and new is a %s: cannot compare them", ko, kn)
 	}
-	diff := func() (*changedigest.Diff, error) { return s.diffPages(w, old, new, zone) }
+	var prints *[2]changedigest.TextPrint
+	diff := func() (*changedigest.Diff, error) {
+		prints = &[2]changedigest.TextPrint{}
+		return s.diffPages(w, old, new, zone, prints)
+	}
 	if ko == changedigest.KindFeed {
 		diff = func() (*changedigest.Diff, error) { return diffFeeds(w, old, new) }
 	}
 	d, err = diff()
 	if err == nil {
-		classify(w, d, old, new) // noise and significance (noise.go)
+		classify(w, d, old, new, prints) // noise and significance (noise.go)
 		s.narrowMarkup(w, d.Changes)
 	}
 	return d, err
