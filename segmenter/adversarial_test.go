@@ -154,6 +154,48 @@ var adversarialShapes = []adversarialShape{
 		}
 		return o.Bytes(), n.Bytes()
 	}},
+	// sections of 50 blocks without text, each of 1,000 empty children
+	// whose tag changed (blocks compared by the tags of their children)
+	{"textless-blocks", func(size int) ([]byte, []byte) {
+		var o, n bytes.Buffer
+		o.WriteString("<html><body>")
+		n.WriteString("<html><body>")
+		for o.Len() < size {
+			o.WriteString("<section>")
+			n.WriteString("<section>")
+			for range 50 {
+				o.WriteString("<div>" + strings.Repeat("<x></x>", 1000) + "</div>")
+				n.WriteString("<div>" + strings.Repeat("<y></y>", 1000) + "</div>")
+			}
+			o.WriteString("</section>")
+			n.WriteString("</section>")
+		}
+		return o.Bytes(), n.Bytes()
+	}},
+	// sections of 50 paragraphs of 100 words, all rewritten (each old
+	// paragraph is compared with each new one, word by word)
+	{"rewritten-paragraphs", func(size int) ([]byte, []byte) {
+		var o, n bytes.Buffer
+		o.WriteString("<html><body>")
+		n.WriteString("<html><body>")
+		for k := 0; o.Len() < size; k++ {
+			o.WriteString("<section>")
+			n.WriteString("<section>")
+			for i := range 50 {
+				o.WriteString("<p>")
+				n.WriteString("<p>")
+				for j := range 100 {
+					fmt.Fprintf(&o, "w%d ", (i*7+j*13+k)%97)
+					fmt.Fprintf(&n, "v%d ", (i*11+j*5+k)%89)
+				}
+				o.WriteString("</p>")
+				n.WriteString("</p>")
+			}
+			o.WriteString("</section>")
+			n.WriteString("</section>")
+		}
+		return o.Bytes(), n.Bytes()
+	}},
 	// a table whose rows lose their first cell and gain one at the end
 	{"table-column-moved", func(size int) ([]byte, []byte) {
 		var o, n bytes.Buffer

@@ -60,6 +60,7 @@ type tnode struct {
 	nwords int    // visible words
 	txt    *string
 	bag    []uint64 // sorted hashes of the visible words, for similarity
+	toks   []string // the word tokens of the visible text, for similarity
 }
 
 const (
@@ -1181,14 +1182,37 @@ func (df *differ) similarity(x, y *tnode) float64 {
 func (df *differ) textSimilarity(x, y *tnode) float64 {
 	bx, by := df.old.bagOf(x), df.new.bagOf(y)
 	df.w.add(len(bx) + len(by))
-	if len(bx) <= shortText && len(by) <= shortText {
-		return textdiff.Similarity(df.old.textOf(x), df.new.textOf(y))
+	if len(bx) <= shortText && len(by) <= shortText && df.w.budget().Left() != 0 {
+		// textdiff.Similarity, with each node's words read once
+		tx, ty := df.old.wordsOf(x), df.new.wordsOf(y)
+		if len(tx)+len(ty) == 0 {
+			return 1
+		}
+		df.w.add(len(tx) + len(ty))
+		return 2 * float64(df.w.budget().Common(tx, ty)) / float64(len(tx)+len(ty))
 	}
 	return dice(bx, by)
 }
 
 // shortText is the number of words up to which texts are compared in order.
 const shortText = 100
+
+// wordsOf returns the word tokens of a node's visible text (as
+// textdiff.Similarity reads them: whitespace left out).
+func (sd *side) wordsOf(n *tnode) []string {
+	if n.toks == nil {
+		t := sd.textOf(n)
+		n.toks = make([]string, 0, len(t)/6+1)
+		for i := 0; i < len(t); {
+			j := textdiff.TokenEnd(t, i)
+			if !textdiff.IsSpace(t[i:j]) {
+				n.toks = append(n.toks, t[i:j])
+			}
+			i = j
+		}
+	}
+	return n.toks
+}
 
 // bagOf returns the sorted hashes of a node's visible words.
 func (sd *side) bagOf(n *tnode) []uint64 {
@@ -1268,8 +1292,20 @@ func (df *differ) kidTagSimilarity(x, y *tnode) float64 {
 	for i, k := range y.kids {
 		b[i] = hashString(hashSeed, k.tag)
 	}
+	df.w.add(len(a) + len(b))
+	if len(a)*len(b) > maxKidPairs {
+		// Long lists of children, as many pairs of them as a gap has
+		// (thousands): their tags compared as multisets, not in order.
+		slices.Sort(a)
+		slices.Sort(b)
+		return 2 * float64(common(a, b)) / float64(len(a)+len(b))
+	}
 	return 2 * float64(len(df.lcsPairs(a, b))) / float64(len(a)+len(b))
 }
+
+// maxKidPairs bounds the pairs of children (32 × 32) whose tags
+// kidTagSimilarity compares in order.
+const maxKidPairs = 1024
 
 // finish pairs deleted and inserted subtrees into moves, types the rest
 // and reports the text changes of blocks.
@@ -1421,11 +1457,11 @@ func isUTF8Start(c byte) bool { return c&0xC0 != 0x80 }
 // with some context, so that each is still a substring of its text. The
 // changed words are found with the word diff when the texts are not too
 // long, else as the longest common prefix and suffix.
-func window(a, b string, n int) (string, string) {
+func window(bu *textdiff.Budget, a, b string, n int) (string, string) {
 	if n <= 0 || (len(a) <= n && len(b) <= n) {
 		return a, b
 	}
-	p, s := changedSpan(a, b)
+	p, s := changedSpan(bu, a, b)
 	ctx := n / 4
 	cut := func(t string) string {
 		lo := max(0, p-ctx)
@@ -1457,11 +1493,11 @@ func window(a, b string, n int) (string, string) {
 
 // changedSpan returns the length in bytes of the common start and end of
 // two texts outside the words that differ.
-func changedSpan(a, b string) (prefix, suffix int) {
+func changedSpan(bu *textdiff.Budget, a, b string) (prefix, suffix int) {
 	// the word diff costs the square of the differences: only for texts
 	// that are mostly alike
 	if len(a)+len(b) <= 64<<10 && dice(wordBag(a, nil), wordBag(b, nil)) >= 0.8 {
-		edits := textdiff.WordDiff(a, b)
+		edits := bu.WordDiff(a, b)
 		for _, e := range edits {
 			if e.Op != textdiff.Equal {
 				break
@@ -1505,7 +1541,7 @@ func lcsPairs(w *work, a, b []uint64) [][2]int {
 	ma, mb := a[p:len(a)-s], b[p:len(b)-s]
 	if len(ma) > 0 && len(mb) > 0 {
 		w.add(len(ma) + len(mb))
-		if len(ma)*len(mb) <= 1<<20 {
+		if len(ma)*len(mb) <= 1<<20 && w.takeCells(len(ma)*len(mb)) {
 			w.add(len(ma) * len(mb))
 			out = append(out, lcsDP(ma, mb, p)...)
 		} else {

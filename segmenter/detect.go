@@ -7,7 +7,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/changedigest/changedigest"
-	"github.com/changedigest/changedigest/internal/textdiff"
 )
 
 // pageVersion is a scanned version of a page cut into segments.
@@ -546,7 +545,7 @@ func (s *Segmenter) coarse(prev *prevSide, cur *pageVersion, g group) ([]changed
 		c.Type = changedigest.ChangeContent
 		c.OldText, c.NewText = ot, nt
 	}
-	return []changedigest.Change{c}, textdiff.Similarity(ot, nt)
+	return []changedigest.Change{c}, prev.w.budget().Similarity(ot, nt)
 }
 
 // segmentPath is the readable path of a segment's boundary element, or of

@@ -132,11 +132,11 @@ func feedScore(a, b *feedTokens) float64 {
 
 // feedSimilarity is the similarity reported for two mapped items: the same
 // weighting over textdiff.Similarity, which also counts moved words.
-func feedSimilarity(a, b *FeedItem) float64 {
+func feedSimilarity(bu *textdiff.Budget, a, b *FeedItem) float64 {
 	if a.Title == b.Title && a.Text == b.Text {
 		return 1
 	}
-	return feedWeigh(textdiff.Similarity(a.Title, b.Title), textdiff.Similarity(a.Text, b.Text),
+	return feedWeigh(bu.Similarity(a.Title, b.Title), bu.Similarity(a.Text, b.Text),
 		a.Title != "" || b.Title != "", a.Text != "" || b.Text != "")
 }
 
@@ -400,7 +400,7 @@ func feedCompare(w *work, old, new *Feed) ([]changedigest.Change, float64) {
 		ni := &new.Items[n]
 		o := newTo[n]
 		if o < 0 {
-			changes = append(changes, feedChange(changedigest.OpInsert, nil, ni, -1, n, 0))
+			changes = append(changes, feedChange(nil, changedigest.OpInsert, nil, ni, -1, n, 0))
 			continue
 		}
 		oi := &old.Items[o]
@@ -408,13 +408,14 @@ func feedCompare(w *work, old, new *Feed) ([]changedigest.Change, float64) {
 			sum++
 			continue
 		}
-		sim := feedSimilarity(oi, ni)
+		w.add(1 + (len(oi.Text)+len(ni.Text))/8)
+		sim := feedSimilarity(w.budget(), oi, ni)
 		sum += sim
-		changes = append(changes, feedChange(changedigest.OpUpdate, oi, ni, o, n, sim))
+		changes = append(changes, feedChange(w.budget(), changedigest.OpUpdate, oi, ni, o, n, sim))
 	}
 	for o := range old.Items {
 		if oldTo[o] < 0 {
-			changes = append(changes, feedChange(changedigest.OpDelete, &old.Items[o], nil, o, -1, 0))
+			changes = append(changes, feedChange(nil, changedigest.OpDelete, &old.Items[o], nil, o, -1, 0))
 		}
 	}
 	total := len(old.Items) + len(new.Items)
@@ -425,7 +426,7 @@ func feedCompare(w *work, old, new *Feed) ([]changedigest.Change, float64) {
 }
 
 // feedChange builds the change record of one item.
-func feedChange(op changedigest.Op, oi, ni *FeedItem, o, n int, sim float64) changedigest.Change {
+func feedChange(bu *textdiff.Budget, op changedigest.Op, oi, ni *FeedItem, o, n int, sim float64) changedigest.Change {
 	c := changedigest.Change{
 		Type:       changedigest.ChangeContent,
 		Op:         op,
@@ -445,7 +446,7 @@ func feedChange(op changedigest.Op, oi, ni *FeedItem, o, n int, sim float64) cha
 		if feedNormSpace(oi.Title) == feedNormSpace(ni.Title) && feedNormSpace(oi.Text) == feedNormSpace(ni.Text) {
 			c.Type = changedigest.ChangeStructural
 		}
-		c.OldText, c.NewText = feedExcerpts(oi, ni)
+		c.OldText, c.NewText = feedExcerpts(bu, oi, ni)
 	}
 	return c
 }
@@ -453,9 +454,9 @@ func feedChange(op changedigest.Op, oi, ni *FeedItem, o, n int, sim float64) cha
 // feedExcerpts says what changed in a modified item: the changed words of
 // its title and text with a few words of context on each side ("…" where
 // text was left out), and the old and new link when it changed.
-func feedExcerpts(oi, ni *FeedItem) (string, string) {
+func feedExcerpts(bu *textdiff.Budget, oi, ni *FeedItem) (string, string) {
 	var ob, nb strings.Builder
-	edits := textdiff.WordDiff(oi.SearchText(), ni.SearchText())
+	edits := bu.WordDiff(oi.SearchText(), ni.SearchText())
 	changed := false
 	for _, e := range edits {
 		if e.Op != textdiff.Equal {

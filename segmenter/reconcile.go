@@ -154,7 +154,7 @@ func (df *differ) reconcile() {
 	ot, olds := joinPieces(olds)
 	nt, news := joinPieces(news)
 	df.w.add((len(ot) + len(nt)) / 8)
-	atoms := splitEdits(textdiff.WordDiff(ot, nt), olds, news)
+	atoms := splitEdits(df.w.budget().WordDiff(ot, nt), olds, news)
 
 	// Runs of changed atoms within one piece on each side (a change's
 	// text is one stretch of the page), one-word gaps folded in.
@@ -180,7 +180,7 @@ func (df *differ) reconcile() {
 			}
 			if a.op == textdiff.Equal {
 				// fold a short gap only when changes of this run follow
-				if wordCount(a.text) > hunkGap || j+1 == len(atoms) || atoms[j+1].op == textdiff.Equal || !inRun(atoms[j+1]) {
+				if moreWords(a.text, hunkGap) || j+1 == len(atoms) || atoms[j+1].op == textdiff.Equal || !inRun(atoms[j+1]) {
 					break
 				}
 			}

@@ -111,6 +111,13 @@ func (s *Segmenter) DetectContext(ctx context.Context, in Input) (*changedigest.
 // detect is Detect counting its work into w.
 func (s *Segmenter) detect(w *work, in Input) (snap *changedigest.Snapshot, err error) {
 	defer w.catch(&err)
+	if w.texts == nil {
+		size := len(in.Body)
+		if in.Prev != nil {
+			size += max(in.Prev.Size, len(in.PrevBody))
+		}
+		w.texts, w.cells = textBudget(size), cellBudget(size)
+	}
 	w.check()
 	if err := s.checkSize(in.Body, ""); err != nil {
 		return nil, err
@@ -158,6 +165,9 @@ func (s *Segmenter) DiffContext(ctx context.Context, old, new []byte, zone strin
 // diff is Diff counting its work into w.
 func (s *Segmenter) diff(w *work, old, new []byte, zone string) (d *changedigest.Diff, err error) {
 	defer w.catch(&err)
+	if w.texts == nil {
+		w.texts, w.cells = textBudget(len(old)+len(new)), cellBudget(len(old)+len(new))
+	}
 	w.check()
 	if err := s.checkSize(old, "old"); err != nil {
 		return nil, err

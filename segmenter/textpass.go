@@ -191,13 +191,13 @@ func (gt *groupText) loose(i, j int) int {
 }
 
 // prepare diffs the group's texts once.
-func (g *textGroup) prepare() bool {
+func (g *textGroup) prepare(bu *textdiff.Budget) bool {
 	if g.done {
 		return !g.skip
 	}
 	g.done = true
 	g.old, g.new = newGroupText(g.oparts), newGroupText(g.nparts)
-	g.script = textdiff.Script(g.old.toks, g.new.toks)
+	g.script = bu.Script(g.old.toks, g.new.toks)
 	edits := 0
 	for _, r := range g.script {
 		switch r.Op {
@@ -272,7 +272,7 @@ func (df *differ) textPass(ctx int) {
 		if !g.done {
 			df.w.add(g.size())
 		}
-		if !g.prepare() {
+		if !g.prepare(df.w.budget()) {
 			return nil
 		}
 		return g
@@ -797,7 +797,7 @@ func (df *differ) containerPass(oldDoc func() *doc, newDoc *doc) {
 			continue
 		}
 		edits := 0
-		for _, r := range textdiff.Script(bx.old.toks, bx.new.toks) {
+		for _, r := range df.w.budget().Script(bx.old.toks, bx.new.toks) {
 			if r.Op != textdiff.Equal {
 				edits += r.N
 			}

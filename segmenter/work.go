@@ -3,6 +3,8 @@ package segmenter
 import (
 	"context"
 	"fmt"
+
+	"github.com/changedigest/changedigest/internal/textdiff"
 )
 
 // work paces one detection or comparison under its context. The loops
@@ -20,6 +22,49 @@ type work struct {
 	ctx   context.Context
 	steps int64
 	poll  int64 // steps at which ctx is looked at next
+	// texts bounds the word-by-word comparisons of texts (edit scripts):
+	// past it, texts that differ are compared as wholes.
+	texts *textdiff.Budget
+	// cells bounds the cells of the longest-common-subsequence tables
+	// of children (lcsPairs): past it, lists are matched greedily.
+	cells int64
+}
+
+// textBudget is the work the edit scripts of a detection may spend on
+// documents of size bytes in all: far more than real pages ask (a
+// rewritten article of some thousand words is a few million), while a
+// page of thousands of rewritten blocks, each compared word by word with
+// its neighbours, stays within a second.
+func textBudget(size int) *textdiff.Budget {
+	return textdiff.NewBudget(1<<25 + 4*int64(size))
+}
+
+// cellBudget is the cells the tables of children of a detection may
+// take on documents of size bytes, in all (a table of two lists of a
+// thousand children is a million).
+func cellBudget(size int) int64 {
+	return 1<<25 + 4*int64(size)
+}
+
+// takeCells reports whether n more cells fit the budget, and takes them.
+// Without a budget (nil) they always do.
+func (w *work) takeCells(n int) bool {
+	if w == nil || w.cells < 0 {
+		return true
+	}
+	if int64(n) > w.cells {
+		return false
+	}
+	w.cells -= int64(n)
+	return true
+}
+
+// budget is the edit-script budget of the detection (nil: none).
+func (w *work) budget() *textdiff.Budget {
+	if w == nil {
+		return nil
+	}
+	return w.texts
 }
 
 // pollSteps is how many steps pass between two looks at the context:
@@ -30,7 +75,7 @@ const pollSteps = 1 << 14
 type stopped struct{ err error }
 
 func newWork(ctx context.Context) *work {
-	return &work{ctx: ctx}
+	return &work{ctx: ctx, cells: -1}
 }
 
 // add counts n steps, stopping the detection when its context is done.
