@@ -110,7 +110,7 @@ func (s *Segmenter) DetectContext(ctx context.Context, in Input) (*changedigest.
 
 // detect is Detect counting its work into w.
 func (s *Segmenter) detect(w *work, in Input) (snap *changedigest.Snapshot, err error) {
-	defer w.catch(&err)
+	defer catch(&snap, &err)
 	if w.texts == nil {
 		size := len(in.Body)
 		if in.Prev != nil {
@@ -164,7 +164,7 @@ func (s *Segmenter) DiffContext(ctx context.Context, old, new []byte, zone strin
 
 // diff is Diff counting its work into w.
 func (s *Segmenter) diff(w *work, old, new []byte, zone string) (d *changedigest.Diff, err error) {
-	defer w.catch(&err)
+	defer catch(&d, &err)
 	if w.texts == nil {
 		w.texts, w.cells = textBudget(len(old)+len(new)), cellBudget(len(old)+len(new))
 	}

@@ -101,8 +101,9 @@ func (w *work) check() {
 }
 
 // catch turns the panic of a stopped detection into its error, set in
-// *err; other panics go on. It is deferred by the entry points.
-func (w *work) catch(err *error) {
+// *err, with no result (*res zeroed); other panics go on. It is deferred
+// by the entry points.
+func catch[T any](res *T, err *error) {
 	r := recover()
 	if r == nil {
 		return
@@ -111,5 +112,7 @@ func (w *work) catch(err *error) {
 	if !ok {
 		panic(r)
 	}
+	var zero T
+	*res = zero
 	*err = fmt.Errorf("segmenter: segmentation and comparison stopped: %w", st.err)
 }

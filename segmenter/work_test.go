@@ -60,14 +60,23 @@ func TestCancelStopsAtOnce(t *testing.T) {
 		}
 		for _, done := range []int{1, 2, whole.calls / 2} {
 			ctx := &pollContext{Context: context.Background(), done: done}
-			w := newWork(ctx)
-			d, err := s.diff(w, old, new, "")
+			d, err := s.diff(newWork(ctx), old, new, "")
 			if !errors.Is(err, context.Canceled) || d != nil {
 				t.Fatalf("%s, done at look %d: got %v, %v; want a context.Canceled error", name, done, d, err)
 			}
 			if ctx.calls != done {
 				t.Errorf("%s, done at look %d: looked %d times", name, done, ctx.calls)
 			}
+		}
+		// a check: the new version against the stored previous one
+		prev, err := s.Detect(Input{Body: old})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		in := Input{Body: new, Prev: prev, PrevBody: old, History: [][]string{prev.Hashes()}}
+		ctx := &pollContext{Context: context.Background(), done: 2}
+		if snap, err := s.detect(newWork(ctx), in); !errors.Is(err, context.Canceled) || snap != nil || ctx.calls != 2 {
+			t.Fatalf("%s, a check done at look 2: got %v, %v after %d looks", name, snap, err, ctx.calls)
 		}
 	}
 }
