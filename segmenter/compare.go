@@ -417,6 +417,10 @@ var (
 type differ struct {
 	w        *work
 	old, new *side
+	// raw counts the changes found so far (texts marked in blocks
+	// included); past maxChanges the comparison stops (full).
+	raw      int
+	full     bool
 	out      []rawChange
 	blocks   []*blockPair
 	ins, del []*tnode
@@ -470,7 +474,16 @@ func (blk *blockPair) mark(x, y *tnode) {
 	}
 }
 
+// maxChanges is the number of changes past which a comparison stops
+// telling them one by one: a page rebuilt or rewritten in more places is
+// told group by group, as its old and new text (compareVersions). Real
+// pages stay far below it (a few thousand changes for a page rebuilt
+// whole), and each change costs some microseconds more to tell, store
+// and show.
+const maxChanges = 20_000
+
 func (df *differ) emit(typ changedigest.ChangeType, op changedigest.Op, o, n *tnode, old, new string) {
+	df.raw++
 	df.out = append(df.out, rawChange{typ: typ, op: op, o: o, n: n, old: old, new: new})
 }
 
@@ -626,6 +639,12 @@ const (
 
 // kids matches and compares the children of a matched pair.
 func (df *differ) kids(o, n *tnode, blk *blockPair) {
+	if df.raw > maxChanges {
+		df.full = true
+	}
+	if df.full {
+		return
+	}
 	O, N := o.kids, n.kids
 	df.w.add(len(O) + len(N))
 	mo := make([]int, len(O))
@@ -733,6 +752,7 @@ func (df *differ) kids(o, n *tnode, blk *blockPair) {
 		x := O[mn[j]]
 		if !inRun[k] {
 			if y.isText() {
+				df.raw++
 				blk.mark(x, y)
 			} else {
 				df.emit(changedigest.ChangeStructural, changedigest.OpMove, x, y, df.old.label(x), df.new.label(y))
@@ -744,6 +764,7 @@ func (df *differ) kids(o, n *tnode, blk *blockPair) {
 		switch {
 		case x.isText():
 			if x.visible || y.visible {
+				df.raw++
 				blk.mark(x, y)
 			}
 		case x.tag != y.tag:
@@ -759,6 +780,9 @@ func (df *differ) kids(o, n *tnode, blk *blockPair) {
 				df.markUp(y)
 			}
 		}
+	}
+	if df.raw > maxChanges {
+		df.full = true
 	}
 }
 
@@ -849,6 +873,7 @@ func (df *differ) markUp(x *tnode) {
 }
 
 func (df *differ) gone(x *tnode, blk *blockPair) {
+	df.raw++
 	if x.isText() {
 		if x.visible {
 			blk.mark(x, nil)
@@ -859,6 +884,7 @@ func (df *differ) gone(x *tnode, blk *blockPair) {
 }
 
 func (df *differ) added(y *tnode, blk *blockPair) {
+	df.raw++
 	if y.isText() {
 		if y.visible {
 			blk.mark(nil, y)

@@ -429,8 +429,8 @@ func (s *Segmenter) compareVersions(prev *prevSide, cur *pageVersion, flags []bo
 		}
 		todo = append(todo, g)
 	}
-	for _, g := range todo {
-		df.w.add(1)
+	// tell a group as its old and new text, without comparing its nodes
+	groupCoarse := func(g group) {
 		ob := 0
 		for i := g.o0; i < g.o1; i++ {
 			a, b := prev.byteRange(i)
@@ -440,10 +440,23 @@ func (s *Segmenter) compareVersions(prev *prevSide, cur *pageVersion, flags []bo
 		for j := g.n0; j < g.n1; j++ {
 			nb += cur.segs[j].end - cur.segs[j].start
 		}
+		c, sim := s.coarse(prev, cur, g)
+		coarse = append(coarse, c...)
+		loss += (1 - sim) * float64(ob+nb)
+	}
+	defer func() {
+		for _, d := range prev.scans {
+			d.release()
+		}
+		prev.scans = nil
+	}()
+	for _, g := range todo {
+		df.w.add(1)
+		if df.full {
+			break
+		}
 		if !prev.canTree() {
-			c, sim := s.coarse(prev, cur, g)
-			coarse = append(coarse, c...)
-			loss += (1 - sim) * float64(ob+nb)
+			groupCoarse(g)
 			continue
 		}
 		oparts := prev.parts(g.o0, g.o1)
@@ -461,6 +474,17 @@ func (s *Segmenter) compareVersions(prev *prevSide, cur *pageVersion, flags []bo
 		df.compare(or, nr)
 		df.groups = append(df.groups, &textGroup{or: or, nr: nr, oparts: oparts, nparts: nparts})
 	}
+	if df.full {
+		// More changes than are worth telling one by one (a page
+		// rebuilt or rewritten in tens of thousands of places): each
+		// group is told as its old and new text instead.
+		coarse, loss = nil, 0
+		df = &differ{w: df.w, old: oldSide, new: newSide}
+		for _, g := range todo {
+			df.w.add(1)
+			groupCoarse(g)
+		}
+	}
 	df.finish()
 	df.textPass(s.Context)
 	df.containerPass(func() *doc {
@@ -476,12 +500,6 @@ func (s *Segmenter) compareVersions(prev *prevSide, cur *pageVersion, flags []bo
 		return d
 	}, cur.d)
 	df.reconcile()
-	defer func() {
-		for _, d := range prev.scans {
-			d.release()
-		}
-		prev.scans = nil
-	}()
 	for _, rc := range df.out {
 		loss += rc.weight()
 	}
