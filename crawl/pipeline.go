@@ -163,8 +163,11 @@ func (p *Pipeline) Check(ctx context.Context, w *changedigest.Watch) (Outcome, e
 			}
 		}
 	}
-	snap, err := p.Segmenter.Detect(in)
+	snap, err := p.Segmenter.DetectContext(ctx, in)
 	if err != nil {
+		if ctx.Err() != nil {
+			return Outcome{}, fmt.Errorf("crawl: check of %s stopped while comparing its versions: %w", w, err)
+		}
 		return Outcome{}, err
 	}
 	snap.WatchID = w.ID

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/md5"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -450,5 +451,50 @@ func TestBigFeedKeepsNewest(t *testing.T) {
 		if out.Result != crawl.Changed || ops[changedigest.OpInsert] != cfg.Added || ops[changedigest.OpUpdate] != edited || ops[changedigest.OpDelete] != 0 {
 			t.Errorf("second check: %v, changes %v; want %d added, %d edited, none removed", out.Result, ops, cfg.Added, edited)
 		}
+	}
+}
+
+// cancelOnPrior is a track that ends the check's context when the check
+// reads the previous version, which it does once the new one is fetched:
+// the time limit runs out while the versions are compared.
+type cancelOnPrior struct {
+	*pet.Store
+	cancel context.CancelFunc
+}
+
+func (c cancelOnPrior) PriorParts(ctx context.Context, id int64, m int) (*changedigest.Snapshot, changedigest.VersionParts, [][]string, error) {
+	c.cancel()
+	return c.Store.PriorParts(context.WithoutCancel(ctx), id, m)
+}
+
+// TestCheckStopsWhileComparing: a check whose context ends while its
+// versions are compared stops there (the comparison used to run on,
+// minutes past the limit), says so, and stores nothing.
+func TestCheckStopsWhileComparing(t *testing.T) {
+	e := newTrackEnv(t, "text/html")
+	page := func(word string) []byte {
+		var b bytes.Buffer
+		b.WriteString("<html><body>")
+		for i := range 20000 {
+			fmt.Fprintf(&b, "<p>paragraph %d %s</p>", i, word)
+		}
+		b.WriteString("</body></html>")
+		return b.Bytes()
+	}
+	e.site.set(page("one"))
+	if _, err := e.check(t); err != nil {
+		t.Fatal(err)
+	}
+	e.site.set(page("two"))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	p := *e.pipeline
+	p.Track = cancelOnPrior{Store: e.store, cancel: cancel}
+	_, err := p.Check(ctx, e.watch)
+	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "stopped while comparing its versions") {
+		t.Fatalf("got %v, want the check stopped while comparing", err)
+	}
+	if info, _ := e.store.Track(context.Background(), e.watch.ID); info.Versions != 1 {
+		t.Errorf("%d versions stored, want the first one only", info.Versions)
 	}
 }

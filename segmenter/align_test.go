@@ -64,7 +64,7 @@ func TestAlignLookups(t *testing.T) {
 				if j >= len(files) {
 					continue
 				}
-				d, regs, err := s.scanPage(mustRead(t, files[j]), "")
+				d, regs, err := s.scanPage(nil, mustRead(t, files[j]), "")
 				if err != nil {
 					continue
 				}

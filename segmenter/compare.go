@@ -60,6 +60,7 @@ type tnode struct {
 	nwords int    // visible words
 	txt    *string
 	bag    []uint64 // sorted hashes of the visible words, for similarity
+	toks   []string // the word tokens of the visible text, for similarity
 }
 
 const (
@@ -328,6 +329,7 @@ func (sd *side) build(parts []treePart) *tnode {
 			}
 			return root
 		}
+		d.w.add(r.b - r.a)
 		for i := r.a; i < r.b; i++ {
 			t := &d.toks[i]
 			var n *tnode
@@ -413,7 +415,12 @@ var (
 
 // differ compares two treelets and collects typed changes.
 type differ struct {
+	w        *work
 	old, new *side
+	// raw counts the changes found so far (texts marked in blocks
+	// included); past maxChanges the comparison stops (full).
+	raw      int
+	full     bool
 	out      []rawChange
 	blocks   []*blockPair
 	ins, del []*tnode
@@ -467,7 +474,16 @@ func (blk *blockPair) mark(x, y *tnode) {
 	}
 }
 
+// maxChanges is the number of changes past which a comparison stops
+// telling them one by one: a page rebuilt or rewritten in more places is
+// told group by group, as its old and new text (compareVersions). Real
+// pages stay far below it (a few thousand changes for a page rebuilt
+// whole), and each change costs some microseconds more to tell, store
+// and show.
+const maxChanges = 20_000
+
 func (df *differ) emit(typ changedigest.ChangeType, op changedigest.Op, o, n *tnode, old, new string) {
+	df.raw++
 	df.out = append(df.out, rawChange{typ: typ, op: op, o: o, n: n, old: old, new: new})
 }
 
@@ -623,7 +639,14 @@ const (
 
 // kids matches and compares the children of a matched pair.
 func (df *differ) kids(o, n *tnode, blk *blockPair) {
+	if df.raw > maxChanges {
+		df.full = true
+	}
+	if df.full {
+		return
+	}
 	O, N := o.kids, n.kids
+	df.w.add(len(O) + len(N))
 	mo := make([]int, len(O))
 	mn := make([]int, len(N))
 	via := make([]uint8, len(N))
@@ -646,7 +669,7 @@ func (df *differ) kids(o, n *tnode, blk *blockPair) {
 	for j, x := range N {
 		hn[j] = x.h
 	}
-	for _, p := range lcsPairs(ho, hn) {
+	for _, p := range df.lcsPairs(ho, hn) {
 		pair(p[0], p[1], viaLCS)
 	}
 	// 2. Equal subtrees out of order (moves), 3. same id and tag, 4. same
@@ -729,6 +752,7 @@ func (df *differ) kids(o, n *tnode, blk *blockPair) {
 		x := O[mn[j]]
 		if !inRun[k] {
 			if y.isText() {
+				df.raw++
 				blk.mark(x, y)
 			} else {
 				df.emit(changedigest.ChangeStructural, changedigest.OpMove, x, y, df.old.label(x), df.new.label(y))
@@ -740,6 +764,7 @@ func (df *differ) kids(o, n *tnode, blk *blockPair) {
 		switch {
 		case x.isText():
 			if x.visible || y.visible {
+				df.raw++
 				blk.mark(x, y)
 			}
 		case x.tag != y.tag:
@@ -755,6 +780,9 @@ func (df *differ) kids(o, n *tnode, blk *blockPair) {
 				df.markUp(y)
 			}
 		}
+	}
+	if df.raw > maxChanges {
+		df.full = true
 	}
 }
 
@@ -845,6 +873,7 @@ func (df *differ) markUp(x *tnode) {
 }
 
 func (df *differ) gone(x *tnode, blk *blockPair) {
+	df.raw++
 	if x.isText() {
 		if x.visible {
 			blk.mark(x, nil)
@@ -855,6 +884,7 @@ func (df *differ) gone(x *tnode, blk *blockPair) {
 }
 
 func (df *differ) added(y *tnode, blk *blockPair) {
+	df.raw++
 	if y.isText() {
 		if y.visible {
 			blk.mark(nil, y)
@@ -866,6 +896,7 @@ func (df *differ) added(y *tnode, blk *blockPair) {
 
 // matchBy pairs unmatched children with equal keys, in order of appearance.
 func (df *differ) matchBy(O, N []*tnode, mo, mn []int, via []uint8, how uint8, key func(*tnode) (uint64, bool)) {
+	df.w.add(len(O) + len(N))
 	var byKey map[uint64][]int
 	for i, x := range O {
 		if mo[i] >= 0 {
@@ -954,6 +985,10 @@ func (df *differ) alignGap(O, N []*tnode, gi, gj []int, mo, mn []int, via []uint
 	// Renamed elements: left over, other tag, the same or mostly the
 	// same words (a container rebuilt with another tag keeps its text).
 	scored := len(gi)*len(gj) <= 400
+	if !scored {
+		df.renamedSameWords(O, N, gi, gj, mo, mn, via)
+		return
+	}
 	k := 0
 	for _, i := range gi {
 		x := O[i]
@@ -972,6 +1007,70 @@ func (df *differ) alignGap(O, N []*tnode, gi, gj []int, mo, mn []int, via []uint
 			if sameWords(x, y) || (scored && df.textSimilarity(x, y) >= minRenamedSim) {
 				mo[i], mn[j], via[j] = j, i, viaSimilar
 				k = l + 1
+				break
+			}
+		}
+	}
+}
+
+// renamedSameWords is the pass of alignGap that pairs renamed elements,
+// for a gap too large to score by similarity: each old element left over
+// (in order) is paired with the first new one left over after the last
+// pair that has the same words and keeps the pairs in order (inOrder).
+// It finds that one by looking the words up, not by trying each new
+// element, so that a gap of thousands of elements costs their number.
+func (df *differ) renamedSameWords(O, N []*tnode, gi, gj []int, mo, mn []int, via []uint8) {
+	// The pairs made so far in the gap (by alignSame) are in order:
+	// pairing i with j keeps them so when j lies between the new sides
+	// of the pairs before and after i, that is gj[lo] < j < gj[hi].
+	type pairAt struct{ a, l int } // old child, position of its pair in gj
+	var pairs []pairAt
+	pos := make(map[int]int, len(gj))
+	for l, j := range gj {
+		pos[j] = l
+	}
+	for _, a := range gi {
+		if b := mo[a]; b >= 0 {
+			pairs = append(pairs, pairAt{a, pos[b]})
+		}
+	}
+	// the new elements left over that have words, by their words
+	type wordsKey struct{ h, p uint64 }
+	byWords := map[wordsKey][]int{} // positions in gj, ascending
+	for l, j := range gj {
+		df.w.add(1)
+		y := N[j]
+		if mn[j] >= 0 || y.isText() || !y.hasWords() {
+			continue
+		}
+		h, p, _ := y.words()
+		byWords[wordsKey{h, p}] = append(byWords[wordsKey{h, p}], l)
+	}
+	k, next := 0, 0 // k: first position after the last pair made here
+	for _, i := range gi {
+		df.w.add(1)
+		for next < len(pairs) && pairs[next].a < i {
+			next++
+		}
+		x := O[i]
+		if mo[i] >= 0 || x.isText() || !x.hasWords() {
+			continue
+		}
+		lo, hi := k, len(gj)
+		if next > 0 {
+			lo = max(lo, pairs[next-1].l+1)
+		}
+		if next < len(pairs) {
+			hi = pairs[next].l
+		}
+		h, p, _ := x.words()
+		ls := byWords[wordsKey{h, p}]
+		at := sort.SearchInts(ls, lo)
+		for ; at < len(ls) && ls[at] < hi; at++ {
+			df.w.add(1)
+			if j := gj[ls[at]]; mn[j] < 0 {
+				mo[i], mn[j], via[j] = j, i, viaSimilar
+				k = ls[at] + 1
 				break
 			}
 		}
@@ -1026,7 +1125,7 @@ func (df *differ) alignSame(O, N []*tnode, gi, gj []int, mo, mn []int, via []uin
 			}
 			return out
 		}
-		for _, p := range lcsPairs(tags(O, gi), tags(N, gj)) {
+		for _, p := range df.lcsPairs(tags(O, gi), tags(N, gj)) {
 			match(gi[p[0]], gj[p[1]])
 		}
 		return
@@ -1038,6 +1137,7 @@ func (df *differ) alignSame(O, N []*tnode, gi, gj []int, mo, mn []int, via []uin
 		score[i] = make([]float64, m+1)
 	}
 	sim := make([][]float64, n)
+	df.w.add(n * m)
 	for a := range n {
 		sim[a] = make([]float64, m)
 		for b := range m {
@@ -1094,10 +1194,11 @@ func (df *differ) similarity(x, y *tnode) float64 {
 	}
 	bx, by := df.old.bagOf(x), df.new.bagOf(y)
 	as := attrSimilarity(x, y)
+	df.w.add(len(x.attrList()) + len(y.attrList()))
 	if len(bx)+len(by) > 0 {
 		return 0.85*df.textSimilarity(x, y) + 0.15*as
 	}
-	ks := kidTagSimilarity(x, y)
+	ks := df.kidTagSimilarity(x, y)
 	return 0.5*as + 0.5*ks
 }
 
@@ -1106,14 +1207,38 @@ func (df *differ) similarity(x, y *tnode) float64 {
 // diff's cost grows with the square of the differences.
 func (df *differ) textSimilarity(x, y *tnode) float64 {
 	bx, by := df.old.bagOf(x), df.new.bagOf(y)
-	if len(bx) <= shortText && len(by) <= shortText {
-		return textdiff.Similarity(df.old.textOf(x), df.new.textOf(y))
+	df.w.add(len(bx) + len(by))
+	if len(bx) <= shortText && len(by) <= shortText && df.w.budget().Left() != 0 {
+		// textdiff.Similarity, with each node's words read once
+		tx, ty := df.old.wordsOf(x), df.new.wordsOf(y)
+		if len(tx)+len(ty) == 0 {
+			return 1
+		}
+		df.w.add(len(tx) + len(ty))
+		return 2 * float64(df.w.budget().Common(tx, ty)) / float64(len(tx)+len(ty))
 	}
 	return dice(bx, by)
 }
 
 // shortText is the number of words up to which texts are compared in order.
 const shortText = 100
+
+// wordsOf returns the word tokens of a node's visible text (as
+// textdiff.Similarity reads them: whitespace left out).
+func (sd *side) wordsOf(n *tnode) []string {
+	if n.toks == nil {
+		t := sd.textOf(n)
+		n.toks = make([]string, 0, len(t)/6+1)
+		for i := 0; i < len(t); {
+			j := textdiff.TokenEnd(t, i)
+			if !textdiff.IsSpace(t[i:j]) {
+				n.toks = append(n.toks, t[i:j])
+			}
+			i = j
+		}
+	}
+	return n.toks
+}
 
 // bagOf returns the sorted hashes of a node's visible words.
 func (sd *side) bagOf(n *tnode) []uint64 {
@@ -1162,19 +1287,26 @@ func attrSimilarity(x, y *tnode) float64 {
 	if len(xa)+len(ya) == 0 {
 		return 1
 	}
+	// both sorted by name, each name once
 	same := 0
-	for _, a := range xa {
-		for _, b := range ya {
-			if a.k == b.k && a.v == b.v {
+	for i, j := 0, 0; i < len(xa) && j < len(ya); {
+		switch {
+		case xa[i].k < ya[j].k:
+			i++
+		case xa[i].k > ya[j].k:
+			j++
+		default:
+			if xa[i].v == ya[j].v {
 				same++
-				break
 			}
+			i++
+			j++
 		}
 	}
 	return 2 * float64(same) / float64(len(xa)+len(ya))
 }
 
-func kidTagSimilarity(x, y *tnode) float64 {
+func (df *differ) kidTagSimilarity(x, y *tnode) float64 {
 	if len(x.kids)+len(y.kids) == 0 {
 		return 1
 	}
@@ -1186,8 +1318,20 @@ func kidTagSimilarity(x, y *tnode) float64 {
 	for i, k := range y.kids {
 		b[i] = hashString(hashSeed, k.tag)
 	}
-	return 2 * float64(len(lcsPairs(a, b))) / float64(len(a)+len(b))
+	df.w.add(len(a) + len(b))
+	if len(a)*len(b) > maxKidPairs {
+		// Long lists of children, as many pairs of them as a gap has
+		// (thousands): their tags compared as multisets, not in order.
+		slices.Sort(a)
+		slices.Sort(b)
+		return 2 * float64(common(a, b)) / float64(len(a)+len(b))
+	}
+	return 2 * float64(len(df.lcsPairs(a, b))) / float64(len(a)+len(b))
 }
+
+// maxKidPairs bounds the pairs of children (32 × 32) whose tags
+// kidTagSimilarity compares in order.
+const maxKidPairs = 1024
 
 // finish pairs deleted and inserted subtrees into moves, types the rest
 // and reports the text changes of blocks.
@@ -1212,6 +1356,7 @@ func (df *differ) finish() {
 		}
 		return false
 	}
+	df.w.add(len(df.del) + len(df.ins) + len(df.blocks))
 	for _, x := range df.del {
 		if x.hasWords() && inChanged(x, changedO) {
 			df.markUp(x)
@@ -1254,6 +1399,7 @@ func (df *differ) finish() {
 		if !b.changed {
 			continue
 		}
+		df.w.add(b.o.tokB - b.o.tokA + b.n.tokB - b.n.tokA)
 		if b.n.tag == "#root" {
 			for _, p := range b.loose {
 				x, y := p[0], p[1]
@@ -1337,11 +1483,11 @@ func isUTF8Start(c byte) bool { return c&0xC0 != 0x80 }
 // with some context, so that each is still a substring of its text. The
 // changed words are found with the word diff when the texts are not too
 // long, else as the longest common prefix and suffix.
-func window(a, b string, n int) (string, string) {
+func window(bu *textdiff.Budget, a, b string, n int) (string, string) {
 	if n <= 0 || (len(a) <= n && len(b) <= n) {
 		return a, b
 	}
-	p, s := changedSpan(a, b)
+	p, s := changedSpan(bu, a, b)
 	ctx := n / 4
 	cut := func(t string) string {
 		lo := max(0, p-ctx)
@@ -1373,11 +1519,11 @@ func window(a, b string, n int) (string, string) {
 
 // changedSpan returns the length in bytes of the common start and end of
 // two texts outside the words that differ.
-func changedSpan(a, b string) (prefix, suffix int) {
+func changedSpan(bu *textdiff.Budget, a, b string) (prefix, suffix int) {
 	// the word diff costs the square of the differences: only for texts
 	// that are mostly alike
 	if len(a)+len(b) <= 64<<10 && dice(wordBag(a, nil), wordBag(b, nil)) >= 0.8 {
-		edits := textdiff.WordDiff(a, b)
+		edits := bu.WordDiff(a, b)
 		for _, e := range edits {
 			if e.Op != textdiff.Equal {
 				break
@@ -1401,8 +1547,13 @@ func changedSpan(a, b string) (prefix, suffix int) {
 	return prefix, suffix
 }
 
-// lcsPairs returns index pairs of a longest common subsequence of a and b.
-func lcsPairs(a, b []uint64) [][2]int {
+// lcsPairs returns index pairs of a longest common subsequence of a and
+// b, counting its work into w.
+func (df *differ) lcsPairs(a, b []uint64) [][2]int { return lcsPairs(df.w, a, b) }
+
+// lcsPairs returns index pairs of a longest common subsequence of a and
+// b, counting its work into w.
+func lcsPairs(w *work, a, b []uint64) [][2]int {
 	var out [][2]int
 	p := 0
 	for p < len(a) && p < len(b) && a[p] == b[p] {
@@ -1415,7 +1566,9 @@ func lcsPairs(a, b []uint64) [][2]int {
 	}
 	ma, mb := a[p:len(a)-s], b[p:len(b)-s]
 	if len(ma) > 0 && len(mb) > 0 {
-		if len(ma)*len(mb) <= 1<<20 {
+		w.add(len(ma) + len(mb))
+		if len(ma)*len(mb) <= 1<<20 && w.takeCells(len(ma)*len(mb)) {
+			w.add(len(ma) * len(mb))
 			out = append(out, lcsDP(ma, mb, p)...)
 		} else {
 			out = append(out, lcsGreedy(ma, mb, p)...)

@@ -7,7 +7,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/changedigest/changedigest"
-	"github.com/changedigest/changedigest/internal/textdiff"
 )
 
 // pageVersion is a scanned version of a page cut into segments.
@@ -53,13 +52,13 @@ func (s *Segmenter) bounds(pv *pageVersion) []bound {
 	return bs
 }
 
-func (s *Segmenter) scanPage(body []byte, zone string) (*doc, []region, error) {
+func (s *Segmenter) scanPage(w *work, body []byte, zone string) (*doc, []region, error) {
 	if zone != "" {
 		if _, err := compileZone(zone); err != nil {
 			return nil, nil, err
 		}
 	}
-	d := scan(body, nil, step{})
+	d := scan(w, body, nil, step{})
 	regs, err := regions(d, zone)
 	if err != nil {
 		d.release()
@@ -159,6 +158,7 @@ func (s *Segmenter) later(d *doc, regs []region, prev []bound, history [][]strin
 			from++
 		}
 		for i := from; i < sg.b; i++ {
+			d.w.add(1)
 			t := &d.toks[i]
 			if t.kind != tStart {
 				continue
@@ -167,6 +167,7 @@ func (s *Segmenter) later(d *doc, regs []region, prev []bound, history [][]strin
 			if int(e.endTok) >= sg.b || !kinds[e.kind] || d.size(i, int(e.endTok)+1) < s.Delta {
 				continue
 			}
+			d.w.add(int(e.endTok) + 1 - i)
 			bag := wordBag(d.visibleText(i, int(e.endTok)+1), nil)
 			if old == nil {
 				old = wordBag(prevText(pv.prev[j]), []uint64{})
@@ -174,6 +175,7 @@ func (s *Segmenter) later(d *doc, regs []region, prev []bound, history [][]strin
 			if len(bag) == 0 || 2*common(bag, old) >= len(bag) {
 				continue // an existing block (perhaps edited), not a new one
 			}
+			d.w.add(len(prev))
 			if movedHere(d.visibleText(i, int(e.endTok)+1), prevText, len(prev)) {
 				continue // a block moved from elsewhere: its move must show
 			}
@@ -210,6 +212,7 @@ type prevSide struct {
 	stored []changedigest.Segment
 	bounds []bound
 	scans  []*doc // partial scans, released after the comparison
+	w      *work  // the detection's work, for the partial scans
 	// reads, when set, reads the stored segments' texts and the body
 	// (of bodySize bytes) as they are needed; body is then nil.
 	reads    *prevReads
@@ -337,7 +340,7 @@ func (p *prevSide) parts(o0, o1 int) []treePart {
 				anc, fs = st[:len(st)-1], st[len(st)-1]
 			}
 		}
-		d := scan(p.bodyBytes(a, b), anc, fs)
+		d := scan(p.w, p.bodyBytes(a, b), anc, fs)
 		d.base = a
 		p.scans = append(p.scans, d)
 		out = append(out, treePart{d: d, a: 0, b: len(d.toks)})
@@ -399,7 +402,7 @@ func (s *Segmenter) compareVersions(prev *prevSide, cur *pageVersion, flags []bo
 		newSide.idx = append(newSide.idx, j)
 	}
 	oldSide := prev.side()
-	df := &differ{old: oldSide, new: newSide}
+	df := &differ{w: cur.d.w, old: oldSide, new: newSide}
 	total := float64(prev.size() + len(cur.d.body))
 	loss := 0.0
 	var coarse []changedigest.Change
@@ -426,7 +429,8 @@ func (s *Segmenter) compareVersions(prev *prevSide, cur *pageVersion, flags []bo
 		}
 		todo = append(todo, g)
 	}
-	for _, g := range todo {
+	// tell a group as its old and new text, without comparing its nodes
+	groupCoarse := func(g group) {
 		ob := 0
 		for i := g.o0; i < g.o1; i++ {
 			a, b := prev.byteRange(i)
@@ -436,10 +440,23 @@ func (s *Segmenter) compareVersions(prev *prevSide, cur *pageVersion, flags []bo
 		for j := g.n0; j < g.n1; j++ {
 			nb += cur.segs[j].end - cur.segs[j].start
 		}
+		c, sim := s.coarse(prev, cur, g)
+		coarse = append(coarse, c...)
+		loss += (1 - sim) * float64(ob+nb)
+	}
+	defer func() {
+		for _, d := range prev.scans {
+			d.release()
+		}
+		prev.scans = nil
+	}()
+	for _, g := range todo {
+		df.w.add(1)
+		if df.full {
+			break
+		}
 		if !prev.canTree() {
-			c, sim := s.coarse(prev, cur, g)
-			coarse = append(coarse, c...)
-			loss += (1 - sim) * float64(ob+nb)
+			groupCoarse(g)
 			continue
 		}
 		oparts := prev.parts(g.o0, g.o1)
@@ -457,6 +474,17 @@ func (s *Segmenter) compareVersions(prev *prevSide, cur *pageVersion, flags []bo
 		df.compare(or, nr)
 		df.groups = append(df.groups, &textGroup{or: or, nr: nr, oparts: oparts, nparts: nparts})
 	}
+	if df.full {
+		// More changes than are worth telling one by one (a page
+		// rebuilt or rewritten in tens of thousands of places): each
+		// group is told as its old and new text instead.
+		coarse, loss = nil, 0
+		df = &differ{w: df.w, old: oldSide, new: newSide}
+		for _, g := range todo {
+			df.w.add(1)
+			groupCoarse(g)
+		}
+	}
 	df.finish()
 	df.textPass(s.Context)
 	df.containerPass(func() *doc {
@@ -467,17 +495,11 @@ func (s *Segmenter) compareVersions(prev *prevSide, cur *pageVersion, flags []bo
 		if body == nil {
 			return nil
 		}
-		d := scan(body, nil, step{})
+		d := scan(cur.d.w, body, nil, step{})
 		prev.scans = append(prev.scans, d)
 		return d
 	}, cur.d)
 	df.reconcile()
-	defer func() {
-		for _, d := range prev.scans {
-			d.release()
-		}
-		prev.scans = nil
-	}()
 	for _, rc := range df.out {
 		loss += rc.weight()
 	}
@@ -493,6 +515,7 @@ func (s *Segmenter) compareVersions(prev *prevSide, cur *pageVersion, flags []bo
 		return p.placeOf(n)
 	}
 	for _, rc := range df.out {
+		df.w.add(1)
 		c := changedigest.Change{Type: rc.typ, Op: rc.op, OldText: rc.old, NewText: rc.new, Before: rc.before, After: rc.after}
 		if rc.n != nil {
 			c.Where = placeOf(rc.n)
@@ -513,7 +536,7 @@ func (s *Segmenter) compareVersions(prev *prevSide, cur *pageVersion, flags []bo
 		changes = append(changes, c)
 	}
 	sort.SliceStable(changes, func(i, j int) bool { return changes[i].Segment < changes[j].Segment })
-	changes = s.present(changes)
+	changes = s.present(df.w, changes)
 	if changes == nil {
 		changes = []changedigest.Change{}
 	}
@@ -554,7 +577,7 @@ func (s *Segmenter) coarse(prev *prevSide, cur *pageVersion, g group) ([]changed
 		c.Type = changedigest.ChangeContent
 		c.OldText, c.NewText = ot, nt
 	}
-	return []changedigest.Change{c}, textdiff.Similarity(ot, nt)
+	return []changedigest.Change{c}, prev.w.budget().Similarity(ot, nt)
 }
 
 // segmentPath is the readable path of a segment's boundary element, or of
@@ -574,6 +597,7 @@ func segmentPath(d *doc, sg segment) string {
 func (s *Segmenter) segments(pv *pageVersion) []changedigest.Segment {
 	out := make([]changedigest.Segment, len(pv.segs))
 	for i, sg := range pv.segs {
+		pv.d.w.add(sg.b - sg.a)
 		out[i] = changedigest.Segment{
 			Index: i,
 			Hash:  sg.hash,
@@ -600,11 +624,15 @@ func (s *Segmenter) segments(pv *pageVersion) []changedigest.Segment {
 // bad input gives an EINVALID or ETOOLARGE error. The snapshot's fetch
 // fields and BodyHash are left to the caller, which holds the raw body.
 func (s *Segmenter) DetectPage(in Input) (*changedigest.Snapshot, error) {
+	return s.detectPage(nil, in)
+}
+
+func (s *Segmenter) detectPage(w *work, in Input) (*changedigest.Snapshot, error) {
 	s = s.knobs()
 	if err := s.checkPage(in.Body, ""); err != nil {
 		return nil, err
 	}
-	d, regs, err := s.scanPage(in.Body, in.Zone)
+	d, regs, err := s.scanPage(w, in.Body, in.Zone)
 	if err != nil {
 		return nil, err
 	}
@@ -633,20 +661,20 @@ func (s *Segmenter) DetectPage(in Input) (*changedigest.Snapshot, error) {
 			if len(hist) == 0 {
 				hist = [][]string{in.Prev.Hashes()}
 			}
-			prev = &prevSide{body: in.PrevBody, stored: in.Prev.Segments, bounds: bs}
+			prev = &prevSide{body: in.PrevBody, stored: in.Prev.Segments, bounds: bs, w: w}
 			if in.lazy() {
 				prev.reads, prev.bodySize = in.reads, in.Prev.Size
 			}
 			pv, flags = s.later(d, regs, bs, hist, prev.storedText)
 		} else if len(in.PrevBody) > 0 && s.checkPage(in.PrevBody, "") == nil {
-			od, oregs, err := s.scanPage(in.PrevBody, in.Zone)
+			od, oregs, err := s.scanPage(w, in.PrevBody, in.Zone)
 			if err != nil {
 				return nil, err
 			}
 			defer od.release()
 			ov := s.first(od, oregs)
 			pv, flags = s.later(d, regs, s.bounds(ov), [][]string{ov.hashes()}, ov.text)
-			prev = &prevSide{pv: ov}
+			prev = &prevSide{pv: ov, w: w}
 		}
 	}
 	if pv == nil {
@@ -710,7 +738,7 @@ func (s *Segmenter) compareTexts(old, new []changedigest.Segment) ([]changediges
 		c.Path = new[at].Path
 	}
 	c.OldText, c.NewText = ot, nt
-	return s.present([]changedigest.Change{c}), dice(wordBag(ot, nil), wordBag(nt, nil))
+	return s.present(nil, []changedigest.Change{c}), dice(wordBag(ot, nil), wordBag(nt, nil))
 }
 
 // usableLayout decodes the previous version's layout and checks that it
@@ -769,6 +797,25 @@ func (s *Segmenter) usableLayout(in Input) ([]bound, bool) {
 // MaxBytes) or an invalid zone gives an EINVALID or ETOOLARGE error
 // naming the document.
 func (s *Segmenter) DiffPages(old, new []byte, zone string) (*changedigest.Diff, error) {
+	return s.diffPages(nil, old, new, zone, nil)
+}
+
+// diffPages is DiffPages counting its work into w. When prints is set it
+// also fills it with the text prints of old and new (what pagePrint
+// gives), from the scans made here rather than two more.
+func (s *Segmenter) diffPages(w *work, old, new []byte, zone string, prints *[2]changedigest.TextPrint) (*changedigest.Diff, error) {
+	if prints != nil {
+		// pagePrint leaves out bodies past the default limit
+		oldLen, newLen := len(old), len(new)
+		defer func() {
+			if oldLen > DefaultMaxBytes {
+				prints[0] = printOf("", "")
+			}
+			if newLen > DefaultMaxBytes {
+				prints[1] = printOf("", "")
+			}
+		}()
+	}
 	s = s.knobs()
 	if err := s.checkPage(old, "old"); err != nil {
 		return nil, err
@@ -777,19 +824,22 @@ func (s *Segmenter) DiffPages(old, new []byte, zone string) (*changedigest.Diff,
 		return nil, err
 	}
 	old, new = decode(old), decode(new)
-	od, oregs, err := s.scanPage(old, zone)
+	od, oregs, err := s.scanPage(w, old, zone)
 	if err != nil {
 		return nil, err
 	}
 	defer od.release()
-	nd, nregs, err := s.scanPage(new, zone)
+	nd, nregs, err := s.scanPage(w, new, zone)
 	if err != nil {
 		return nil, err
 	}
 	defer nd.release()
+	if prints != nil {
+		prints[0], prints[1] = docPrint(od), docPrint(nd)
+	}
 	ov := s.first(od, oregs)
 	nv, flags := s.later(nd, nregs, s.bounds(ov), [][]string{ov.hashes()}, ov.text)
-	changes, sim := s.compareVersions(&prevSide{pv: ov}, nv, flags)
+	changes, sim := s.compareVersions(&prevSide{pv: ov, w: w}, nv, flags)
 	segs := map[[2]int]bool{}
 	for _, c := range changes {
 		k := [2]int{0, c.Segment}

@@ -48,14 +48,14 @@ type hunk struct {
 // up to ctx words of context on each side. Runs whose words do not differ
 // (spacing only) are left out. ctx < 0 gives one hunk with both texts
 // whole.
-func hunks(old, new string, ctx int) []hunk {
+func hunks(bu *textdiff.Budget, old, new string, ctx int) []hunk {
 	if ctx < 0 {
 		if sameWordTokens(old, new) {
 			return nil
 		}
 		return []hunk{{old: old, new: new}}
 	}
-	edits := textdiff.WordDiff(old, new)
+	edits := bu.WordDiff(old, new)
 	// runs of changes: [i, j) ranges of edits that are not Equal, with
 	// short equal runs between them folded in
 	type run struct{ i, j int }
@@ -69,7 +69,7 @@ func hunks(old, new string, ctx int) []hunk {
 		for j < len(edits) && edits[j].Op != textdiff.Equal {
 			j++
 		}
-		if n := len(runs); n > 0 && runs[n-1].j == i-1 && wordCount(edits[i-1].Text) <= hunkGap {
+		if n := len(runs); n > 0 && runs[n-1].j == i-1 && !moreWords(edits[i-1].Text, hunkGap) {
 			runs[n-1].j = j
 		} else {
 			runs = append(runs, run{i, j})
@@ -87,7 +87,7 @@ func hunks(old, new string, ctx int) []hunk {
 		}
 		a := r.i
 		for b := r.i; b < r.j; b++ {
-			if edits[b].Op == textdiff.Equal && wordCount(edits[b].Text) > 0 {
+			if edits[b].Op == textdiff.Equal && moreWords(edits[b].Text, 0) {
 				if a < b {
 					split = append(split, run{a, b})
 				}
@@ -146,34 +146,43 @@ func sameWordTokens(a, b string) bool {
 	if a == b {
 		return true
 	}
-	ta, tb := textdiff.Words(a), textdiff.Words(b)
 	i, j := 0, 0
 	for {
-		for i < len(ta) && textdiff.IsSpace(ta[i]) {
-			i++
+		i, j = nextWord(a, i), nextWord(b, j)
+		if i == len(a) || j == len(b) {
+			return i == len(a) && j == len(b)
 		}
-		for j < len(tb) && textdiff.IsSpace(tb[j]) {
-			j++
-		}
-		if i == len(ta) || j == len(tb) {
-			return i == len(ta) && j == len(tb)
-		}
-		if ta[i] != tb[j] {
+		ei, ej := textdiff.TokenEnd(a, i), textdiff.TokenEnd(b, j)
+		if a[i:ei] != b[j:ej] {
 			return false
 		}
-		i++
-		j++
+		i, j = ei, ej
 	}
 }
 
-func wordCount(s string) int {
-	n := 0
-	for _, t := range textdiff.Words(s) {
-		if !textdiff.IsSpace(t) {
-			n++
+// nextWord is where the first token of s from byte i on that is not
+// whitespace starts (len(s): none).
+func nextWord(s string, i int) int {
+	for i < len(s) {
+		j := textdiff.TokenEnd(s, i)
+		if !textdiff.IsSpace(s[i:j]) {
+			return i
 		}
+		i = j
 	}
-	return n
+	return len(s)
+}
+
+// moreWords reports whether s has more than n tokens that are not
+// whitespace, reading no further than the (n+1)-th.
+func moreWords(s string, n int) bool {
+	for i := nextWord(s, 0); i < len(s); i = nextWord(s, textdiff.TokenEnd(s, i)) {
+		if n == 0 {
+			return true
+		}
+		n--
+	}
+	return false
 }
 
 // firstWordsOf is the start of s up to the end of its n-th
@@ -215,12 +224,13 @@ func lastWordsOf(s string, n int) string {
 // present turns the changes found with whole texts into what is reported:
 // content updates split into hunks with context, texts capped at MaxText
 // (saying so). A change's other fields are kept in each of its hunks.
-func (s *Segmenter) present(cs []changedigest.Change) []changedigest.Change {
+func (s *Segmenter) present(w *work, cs []changedigest.Change) []changedigest.Change {
 	out := cs[:0:0]
 	for _, c := range cs {
+		w.add(1 + (len(c.OldText)+len(c.NewText))/64)
 		if c.Type == changedigest.ChangeContent && c.Op == changedigest.OpUpdate && c.OldText != "" && c.NewText != "" &&
 			c.Before == "" && c.After == "" { // not already a hunk of the text pass
-			for _, h := range hunks(c.OldText, c.NewText, s.Context) {
+			for _, h := range hunks(w.budget(), c.OldText, c.NewText, s.Context) {
 				d := c
 				d.OldText, d.NewText, d.Before, d.After = h.old, h.new, h.before, h.after
 				switch {
@@ -232,14 +242,14 @@ func (s *Segmenter) present(cs []changedigest.Change) []changedigest.Change {
 				if s.Context >= 0 {
 					narrow(&d)
 				}
-				out = append(out, s.capped(d))
+				out = append(out, s.capped(w.budget(), d))
 			}
 			continue
 		}
 		if c.Type == changedigest.ChangeContent && c.Op == changedigest.OpUpdate && s.Context >= 0 && (c.Before != "" || c.After != "") {
 			narrow(&c) // a run of the text pass
 		}
-		out = append(out, s.capped(c))
+		out = append(out, s.capped(w.budget(), c))
 	}
 	return out
 }
@@ -275,20 +285,123 @@ func narrow(c *changedigest.Change) {
 // (with bothSides, either) would be empty, or when a middle starts or
 // ends with a space (a change of spacing next to the shared part).
 func sharedAffixes(old, new string, bothSides bool) (before, o, n, after string, ok bool) {
-	po, pn := pieces(old), pieces(new)
-	p, q := textdiff.Affixes(po, pn)
-	if bothSides && p > 0 && (p == len(po)-q || p == len(pn)-q) {
-		p--
+	decided := false
+	if len(old)+len(new) >= longAffixes {
+		before, o, n, after, ok, decided = sharedAffixesLong(old, new, bothSides)
 	}
-	if p == 0 && q == 0 {
-		return "", "", "", "", false
+	if !decided {
+		po, pn := pieces(old), pieces(new)
+		p, q := textdiff.Affixes(po, pn)
+		if bothSides && p > 0 && (p == len(po)-q || p == len(pn)-q) {
+			p--
+		}
+		before, after = strings.Join(po[:p], ""), strings.Join(po[len(po)-q:], "")
+		o, n = strings.Join(po[p:len(po)-q], ""), strings.Join(pn[p:len(pn)-q], "")
+		ok = p > 0 || q > 0
 	}
-	o, n = strings.Join(po[p:len(po)-q], ""), strings.Join(pn[p:len(pn)-q], "")
-	if o == "" && n == "" || bothSides && (o == "" || n == "") ||
+	if !ok || o == "" && n == "" || bothSides && (o == "" || n == "") ||
 		strings.TrimSpace(o) != o || strings.TrimSpace(n) != n {
 		return "", "", "", "", false
 	}
-	return strings.Join(po[:p], ""), o, n, strings.Join(po[len(po)-q:], ""), true
+	return before, o, n, after, true
+}
+
+// longAffixes is the length of two texts from which sharedAffixes cuts
+// only the parts around their first and last difference into pieces.
+const longAffixes = 4 << 10
+
+// sharedAffixesLong is what sharedAffixes finds (ok: old and new share a
+// piece at the start or the end), for long texts whose first and last
+// difference are apart: only the pieces around those are cut, the rest
+// being the same bytes in both, so a change at each end of a megabyte of
+// text does not cut the megabyte into pieces. decided is false when that
+// does not apply; the pieces of both are then to be cut whole.
+func sharedAffixesLong(old, new string, bothSides bool) (before, o, n, after string, ok, decided bool) {
+	if !utf8.ValidString(old) || !utf8.ValidString(new) {
+		return // pieces of invalid text do not join back to it
+	}
+	short := min(len(old), len(new))
+	pre := 0 // bytes the same at the start
+	for pre < short && old[pre] == new[pre] {
+		pre++
+	}
+	suf := 0 // and at the end
+	for suf < short && old[len(old)-1-suf] == new[len(new)-1-suf] {
+		suf++
+	}
+	if pre+suf+16 > short {
+		return // the shared start and end meet: cut the pieces whole
+	}
+	// Pieces start and end between a space and what is not one (pieceCut).
+	// The pieces before a cut that both texts have at the same place are
+	// the same, so are those after a cut at the same distance from the
+	// end, and only the windows between such a cut and the first (last)
+	// difference are cut into pieces.
+	dn := len(new) - len(old)
+	from := pre // the window of the start: old[from:oe], new[from:ne]
+	for from > 0 && !(pieceCut(old, from) && pieceCut(new, from)) {
+		from--
+	}
+	oe, ne := pre+1, pre+1
+	for oe < len(old) && !pieceCut(old, oe) {
+		oe++
+	}
+	for ne < len(new) && !pieceCut(new, ne) {
+		ne++
+	}
+	to := len(old) - suf // the window of the end: old[os:to], new[ns:to+dn]
+	for to < len(old) && !(pieceCut(old, to) && pieceCut(new, to+dn)) {
+		to++
+	}
+	os, ns := len(old)-suf-1, len(new)-suf-1
+	for os > 0 && !pieceCut(old, os) {
+		os--
+	}
+	for ns > 0 && !pieceCut(new, ns) {
+		ns--
+	}
+	if oe > os || ne > ns {
+		return // the windows meet
+	}
+	po, pn := pieces(old[from:oe]), pieces(new[from:ne])
+	p, pb, last := 0, from, 0 // shared pieces of the window, bytes of the shared start
+	for p < len(po) && p < len(pn) && po[p] == pn[p] {
+		pb += len(po[p])
+		last = len(po[p])
+		p++
+	}
+	qo, qn := pieces(old[os:to]), pieces(new[ns:to+dn])
+	q, sb := 0, len(old)-to
+	for q < len(qo) && q < len(qn) && qo[len(qo)-1-q] == qn[len(qn)-1-q] {
+		sb += len(qo[len(qo)-1-q])
+		q++
+	}
+	if p == len(po) || p == len(pn) || q == len(qo) || q == len(qn) {
+		return // a window shared whole: the difference is not in it
+	}
+	if bothSides && pb > 0 && (pb == len(old)-sb || pb == len(new)-sb) {
+		if p == 0 {
+			return // the shared piece to give back is before the window
+		}
+		pb -= last
+	}
+	ok = pb > 0 || sb > 0
+	return old[:pb], old[pb : len(old)-sb], new[pb : len(new)-sb], old[len(old)-sb:], ok, true
+}
+
+// pieceCut reports whether pieces of s (as pieces cuts them) may start at
+// byte i: at either end, or between a space and a character that is not
+// one.
+func pieceCut(s string, i int) bool {
+	if i <= 0 || i >= len(s) {
+		return true
+	}
+	if !utf8.RuneStart(s[i]) {
+		return false
+	}
+	r1, _ := utf8.DecodeLastRuneInString(s[:i])
+	r2, _ := utf8.DecodeRuneInString(s[i:])
+	return unicode.IsSpace(r1) != unicode.IsSpace(r2)
 }
 
 // narrowMarkup shows an edit of attributes (a change whose texts list
@@ -298,12 +411,13 @@ func sharedAffixes(old, new string, bothSides bool) (before, o, n, after string,
 // `href="…/tree/3.6.5"` is "4" → "5" after `href="…/tree/3.6.`. It runs after the noise marking, which reads
 // whole listings. The change stays an update with both sides: a side
 // that would be empty keeps the shared piece next to it.
-func (s *Segmenter) narrowMarkup(cs []changedigest.Change) {
+func (s *Segmenter) narrowMarkup(w *work, cs []changedigest.Change) {
 	if s.Context < 0 {
 		return
 	}
 	for i := range cs {
 		c := &cs[i]
+		w.add(1 + (len(c.OldText)+len(c.NewText))/64)
 		if c.Type == changedigest.ChangeContent || c.Op != changedigest.OpUpdate || c.Truncated ||
 			c.OldText == "" || c.NewText == "" || c.OldText == c.NewText || c.Before != "" || c.After != "" ||
 			!isAttrListing(c.OldText) || !isAttrListing(c.NewText) {
@@ -357,14 +471,14 @@ func pieces(s string) []string {
 }
 
 // capped cuts the texts of c to MaxText bytes when that is set, and says so.
-func (s *Segmenter) capped(c changedigest.Change) changedigest.Change {
+func (s *Segmenter) capped(bu *textdiff.Budget, c changedigest.Change) changedigest.Change {
 	n := s.MaxText
 	if n <= 0 || (len(c.OldText) <= n && len(c.NewText) <= n) {
 		return c
 	}
 	c.Truncated, c.OldLen, c.NewLen = true, len(c.OldText), len(c.NewText)
 	if c.Op == changedigest.OpUpdate && c.Type == changedigest.ChangeContent {
-		c.OldText, c.NewText = window(c.OldText, c.NewText, n)
+		c.OldText, c.NewText = window(bu, c.OldText, c.NewText, n)
 	} else {
 		c.OldText, c.NewText = clip(c.OldText, n), clip(c.NewText, n)
 	}

@@ -122,7 +122,7 @@ func checkFeedChanges(t *testing.T, old, new feedVersion, changes []changedigest
 				break
 			}
 		}
-		if self, sim := feedCompare(v.feed, v.feed); len(self) != 0 || sim != 1 {
+		if self, sim := feedCompare(nil, v.feed, v.feed); len(self) != 0 || sim != 1 {
 			t.Errorf("%s against itself: %d changes, similarity %v", v.name, len(self), sim)
 		}
 	}
@@ -156,7 +156,7 @@ func checkFeedSeries(t *testing.T, files []string, viaDiffFeeds int) feedDiffTal
 		if i < viaDiffFeeds {
 			checkFeedDiff(t, prev, cur, &tally)
 		} else {
-			changes, _ := feedCompare(prev.feed, cur.feed)
+			changes, _ := feedCompare(nil, prev.feed, cur.feed)
 			checkFeedChanges(t, prev, cur, changes, &tally)
 		}
 		prev = cur

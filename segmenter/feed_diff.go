@@ -55,6 +55,15 @@ const (
 	// compared.
 	feedMaxPairs = 1 << 20
 
+	// feedMaxWords bounds the words those scores compare, likewise: a
+	// score compares the words of both items, so a thousand leftover
+	// items of 8 KB on each side would compare billions.
+	feedMaxWords = 1 << 25
+
+	// feedSameProbes is how many old items of the same content an item
+	// is paired with at most, the first not dated apart.
+	feedSameProbes = 64
+
 	// feedContext is how many words of unchanged text an excerpt of a
 	// modified item keeps on each side of a change.
 	feedContext = 8
@@ -66,6 +75,9 @@ const (
 type feedTokens struct {
 	title, text []string
 }
+
+// words is the number of words of both parts.
+func (t *feedTokens) words() int { return len(t.title) + len(t.text) }
 
 func feedTokenize(it *FeedItem) feedTokens {
 	return feedTokens{title: feedWordBag(it.Title), text: feedWordBag(it.Text)}
@@ -122,11 +134,11 @@ func feedScore(a, b *feedTokens) float64 {
 
 // feedSimilarity is the similarity reported for two mapped items: the same
 // weighting over textdiff.Similarity, which also counts moved words.
-func feedSimilarity(a, b *FeedItem) float64 {
+func feedSimilarity(bu *textdiff.Budget, a, b *FeedItem) float64 {
 	if a.Title == b.Title && a.Text == b.Text {
 		return 1
 	}
-	return feedWeigh(textdiff.Similarity(a.Title, b.Title), textdiff.Similarity(a.Text, b.Text),
+	return feedWeigh(bu.Similarity(a.Title, b.Title), bu.Similarity(a.Text, b.Text),
 		a.Title != "" || b.Title != "", a.Text != "" || b.Text != "")
 }
 
@@ -141,6 +153,7 @@ type feedMatching struct {
 	// dated is set when publication dates tell the items of both
 	// versions apart (datesTell).
 	dated bool
+	w     *work
 }
 
 // feedMatch maps the items of two versions of a feed. It returns, for
@@ -152,8 +165,9 @@ type feedMatching struct {
 // content (equal Hash, duplicates in order); then the same title and
 // publication date, unique on both sides; then the best-scoring pairs by
 // feedScore, highest first, whose score reaches feedPairThreshold.
-func feedMatch(old, new []FeedItem) []int {
+func feedMatch(w *work, old, new []FeedItem) []int {
 	m := feedExactMatch(old, new)
+	m.w = w
 	m.similarityPass()
 	return m.oldTo
 }
@@ -211,10 +225,17 @@ func feedExactMatch(old, new []FeedItem) *feedMatching {
 		}
 		h := new[n].Hash()
 		q := byHash[h]
-		for k, o := range q {
+		// the first of the same content not dated apart, among the
+		// next few (thousands of items alike would otherwise each be
+		// looked for among all the others)
+		for k, o := range q[:min(len(q), feedSameProbes)] {
 			if !m.otherDate(o, n) {
 				m.oldTo[o], m.newTo[n] = n, o
-				byHash[h] = append(q[:k:k], q[k+1:]...)
+				if k == 0 {
+					byHash[h] = q[1:]
+				} else {
+					byHash[h] = append(q[:k:k], q[k+1:]...)
+				}
 				break
 			}
 		}
@@ -301,13 +322,18 @@ func (m *feedMatching) similarityPass() {
 		return
 	}
 	ot := make([]feedTokens, len(ou))
+	oldWords := 0
 	for k, i := range ou {
 		ot[k] = feedTokenize(&m.old[i])
+		oldWords += ot[k].words()
 	}
 	nt := make([]feedTokens, len(nu))
 	for k, i := range nu {
 		nt[k] = feedTokenize(&m.new[i])
+		oldWords += nt[k].words()
 	}
+	m.w.add(oldWords)
+	compared := 0
 	type cand struct {
 		o, n  int
 		score float64
@@ -318,6 +344,12 @@ func (m *feedMatching) similarityPass() {
 		if m.otherDate(o, n) {
 			return
 		}
+		words := ot[k].words() + nt[j].words()
+		if compared+words > feedMaxWords {
+			return // past the bound, the items left unpaired are added and removed
+		}
+		compared += words
+		m.w.add(words)
 		if s := feedScore(&ot[k], &nt[j]); s >= m.feedPairThreshold(o, n) {
 			cands = append(cands, cand{o, n, s})
 		}
@@ -359,8 +391,8 @@ func feedAbs(x int) int {
 // without a counterpart that the other version's window would have left
 // out (feedOutside) is neither added nor removed, and does not count in
 // the similarity.
-func feedCompare(old, new *Feed) ([]changedigest.Change, float64) {
-	oldTo := feedMatch(old.Items, new.Items)
+func feedCompare(w *work, old, new *Feed) ([]changedigest.Change, float64) {
+	oldTo := feedMatch(w, old.Items, new.Items)
 	newTo := make([]int, len(new.Items))
 	for i := range newTo {
 		newTo[i] = -1
@@ -374,6 +406,7 @@ func feedCompare(old, new *Feed) ([]changedigest.Change, float64) {
 	changes := []changedigest.Change{}
 	sum, total := 0.0, len(old.Items)+len(new.Items)
 	for n := range new.Items {
+		w.add(1)
 		ni := &new.Items[n]
 		o := newTo[n]
 		if o < 0 {
@@ -381,7 +414,7 @@ func feedCompare(old, new *Feed) ([]changedigest.Change, float64) {
 				total--
 				continue
 			}
-			changes = append(changes, feedChange(changedigest.OpInsert, nil, ni, -1, n, 0))
+			changes = append(changes, feedChange(nil, changedigest.OpInsert, nil, ni, -1, n, 0))
 			continue
 		}
 		oi := &old.Items[o]
@@ -389,9 +422,10 @@ func feedCompare(old, new *Feed) ([]changedigest.Change, float64) {
 			sum++
 			continue
 		}
-		sim := feedSimilarity(oi, ni)
+		w.add(1 + (len(oi.Text)+len(ni.Text))/8)
+		sim := feedSimilarity(w.budget(), oi, ni)
 		sum += sim
-		changes = append(changes, feedChange(changedigest.OpUpdate, oi, ni, o, n, sim))
+		changes = append(changes, feedChange(w.budget(), changedigest.OpUpdate, oi, ni, o, n, sim))
 	}
 	for o := range old.Items {
 		if oldTo[o] < 0 {
@@ -399,7 +433,7 @@ func feedCompare(old, new *Feed) ([]changedigest.Change, float64) {
 				total--
 				continue
 			}
-			changes = append(changes, feedChange(changedigest.OpDelete, &old.Items[o], nil, o, -1, 0))
+			changes = append(changes, feedChange(nil, changedigest.OpDelete, &old.Items[o], nil, o, -1, 0))
 		}
 	}
 	if total == 0 {
@@ -409,7 +443,7 @@ func feedCompare(old, new *Feed) ([]changedigest.Change, float64) {
 }
 
 // feedChange builds the change record of one item.
-func feedChange(op changedigest.Op, oi, ni *FeedItem, o, n int, sim float64) changedigest.Change {
+func feedChange(bu *textdiff.Budget, op changedigest.Op, oi, ni *FeedItem, o, n int, sim float64) changedigest.Change {
 	c := changedigest.Change{
 		Type:       changedigest.ChangeContent,
 		Op:         op,
@@ -429,7 +463,7 @@ func feedChange(op changedigest.Op, oi, ni *FeedItem, o, n int, sim float64) cha
 		if feedNormSpace(oi.Title) == feedNormSpace(ni.Title) && feedNormSpace(oi.Text) == feedNormSpace(ni.Text) {
 			c.Type = changedigest.ChangeStructural
 		}
-		c.OldText, c.NewText = feedExcerpts(oi, ni)
+		c.OldText, c.NewText = feedExcerpts(bu, oi, ni)
 	}
 	return c
 }
@@ -437,9 +471,9 @@ func feedChange(op changedigest.Op, oi, ni *FeedItem, o, n int, sim float64) cha
 // feedExcerpts says what changed in a modified item: the changed words of
 // its title and text with a few words of context on each side ("…" where
 // text was left out), and the old and new link when it changed.
-func feedExcerpts(oi, ni *FeedItem) (string, string) {
+func feedExcerpts(bu *textdiff.Budget, oi, ni *FeedItem) (string, string) {
 	var ob, nb strings.Builder
-	edits := textdiff.WordDiff(oi.SearchText(), ni.SearchText())
+	edits := bu.WordDiff(oi.SearchText(), ni.SearchText())
 	changed := false
 	for _, e := range edits {
 		if e.Op != textdiff.Equal {
@@ -518,15 +552,21 @@ func feedTrimContext(s string, first, last bool) string {
 // an error wrapping ErrNotFeed or ErrBadFeed with code EINVALID and a
 // one-line message naming the version.
 func DiffFeeds(old, new []byte) (*changedigest.Diff, error) {
+	return diffFeeds(nil, old, new)
+}
+
+func diffFeeds(w *work, old, new []byte) (*changedigest.Diff, error) {
 	of, err := ParseFeed(old)
 	if err != nil {
 		return nil, feedErrorPrefix(err, "old version")
 	}
+	w.check()
 	nf, err := ParseFeed(new)
 	if err != nil {
 		return nil, feedErrorPrefix(err, "new version")
 	}
-	changes, sim := feedCompare(of, nf)
+	w.check()
+	changes, sim := feedCompare(w, of, nf)
 	return &changedigest.Diff{
 		Kind:            changedigest.KindFeed,
 		Old:             changedigest.DocumentStat{Segments: len(of.Items), Bytes: len(old)},
@@ -583,11 +623,12 @@ func feedSegments(f *Feed) []changedigest.Segment {
 // wrapping ErrNotFeed or ErrBadFeed, code EINVALID; a previous body that no
 // longer parses is treated as an empty feed.
 func DetectFeed(in Input) (*changedigest.Snapshot, error) {
-	return detectFeed(in, DefaultMaxItems)
+	return detectFeed(nil, in, DefaultMaxItems)
 }
 
-// detectFeed is DetectFeed keeping at most maxItems items of a version.
-func detectFeed(in Input, maxItems int) (*changedigest.Snapshot, error) {
+// detectFeed is DetectFeed keeping at most maxItems items of a version,
+// its work counted in w (nil: unbounded, never stopped).
+func detectFeed(w *work, in Input, maxItems int) (*changedigest.Snapshot, error) {
 	nf, err := feedWindow(in.Body, maxItems)
 	if err != nil {
 		return nil, err
@@ -617,11 +658,13 @@ func detectFeed(in Input, maxItems int) (*changedigest.Snapshot, error) {
 	}
 	of := &Feed{}
 	if in.PrevBody != nil {
+		w.check()
 		if f, err := feedWindow(in.PrevBody, maxItems); err == nil {
 			of = f
 		}
 	}
-	changes, sim := feedCompare(of, nf)
+	w.check()
+	changes, sim := feedCompare(w, of, nf)
 	snap.Similarity = sim
 	for _, c := range changes {
 		if c.Op != changedigest.OpDelete && seen[snap.Segments[*c.NewItem].Hash] {

@@ -290,7 +290,7 @@ func TestFeedMatch(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := feedMatch(tt.old, tt.new)
+			got := feedMatch(nil, tt.old, tt.new)
 			if fmt.Sprint(got) != fmt.Sprint(tt.want) {
 				t.Errorf("mapping %v, want %v", got, tt.want)
 			}
@@ -341,7 +341,7 @@ func TestFeedExcerpts(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			o, n := feedExcerpts(&tt.old, &tt.new)
+			o, n := feedExcerpts(nil, &tt.old, &tt.new)
 			if o != tt.wantOld || n != tt.wantNew {
 				t.Errorf("got\n%q\n%q\nwant\n%q\n%q", o, n, tt.wantOld, tt.wantNew)
 			}

@@ -308,15 +308,15 @@ func TestColumnDroppedAndAdded(t *testing.T) {
 // two deletions, the kept words shown as context only; a run that
 // replaces words keeps a short gap in one hunk.
 func TestHunksOnlyDeleted(t *testing.T) {
-	hs := hunks("gall fly </i>Urophora cardui</i> on a thistle", "gall fly Urophora cardui on a thistle", 4)
+	hs := hunks(nil, "gall fly </i>Urophora cardui</i> on a thistle", "gall fly Urophora cardui on a thistle", 4)
 	if len(hs) != 2 || hs[0].old != "</i>" || hs[1].old != "</i>" || hs[0].new != "" || hs[1].new != "" {
 		t.Errorf("hunks %+v, want two deletions of </i>", hs)
 	}
-	hs = hunks("the old cat sat on the old mat", "the new cat sat on the new mat", 4)
+	hs = hunks(nil, "the old cat sat on the old mat", "the new cat sat on the new mat", 4)
 	if len(hs) != 2 {
 		t.Errorf("hunks %+v, want two updates", hs)
 	}
-	hs = hunks("a red cat and dog", "a blue cat and fox", 3)
+	hs = hunks(nil, "a red cat and dog", "a blue cat and fox", 3)
 	if len(hs) != 1 || hs[0].old != "red cat and dog" || hs[0].new != "blue cat and fox" {
 		t.Errorf("hunks %+v, want one update across the short gap", hs)
 	}

@@ -234,6 +234,7 @@ func (s *Segmenter) align(d *doc, bs []bound, regions []region) []int32 {
 	var byCascade, byFull, byLoose map[uint64][]int32
 	index := func() {
 		byCascade, byFull, byLoose = map[uint64][]int32{}, map[uint64][]int32{}, map[uint64][]int32{}
+		d.w.add(len(d.elems))
 		for i := d.phantoms; i < len(d.elems); i++ {
 			e := &d.elems[i]
 			if _, ok := c.kinds[e.kind]; !ok || d.toks[e.tok].kind != tStart {
@@ -250,6 +251,7 @@ func (s *Segmenter) align(d *doc, bs []bound, regions []region) []int32 {
 	first := func(list []int32, prev int, ok func(int32) bool) int32 {
 		from := sort.Search(len(list), func(k int) bool { return int(d.elems[list[k]].tok) > prev })
 		for k := range list {
+			d.w.add(1)
 			if ei := list[(from+k)%len(list)]; ok(ei) {
 				return ei
 			}
@@ -258,6 +260,7 @@ func (s *Segmenter) align(d *doc, bs []bound, regions []region) []int32 {
 	}
 	prev := -1 // token of the last guess
 	for i, b := range bs {
+		d.w.add(1)
 		if b.docStart {
 			match[i] = -1
 			continue
@@ -337,6 +340,7 @@ func newAlignCands(d *doc, bs []bound, regions []region) *alignCands {
 			c.isRegion[r.elem] = true
 		}
 	}
+	d.w.add(len(d.elems))
 	for i := d.phantoms; i < len(d.elems); i++ {
 		e := &d.elems[i]
 		if d.toks[e.tok].kind != tStart {
@@ -375,6 +379,7 @@ func (c *alignCands) fits(b bound, ei int32) bool {
 // start) that holds boundary b, in four passes: 1, cascade and path; 2,
 // cascade; 3, path; 4, the same id path (ids are unique). -1: none.
 func (c *alignCands) scan(b bound, cands []int32, from int, casc func(int32) uint64) int32 {
+	c.d.w.add(4 * len(cands))
 	for pass := range 4 {
 		for k := range cands {
 			ei := cands[(from+k)%len(cands)]
@@ -476,6 +481,7 @@ type segment struct {
 func (d *doc) cut(starts []int32, regionStart map[int32]bool, regions []region) []segment {
 	segs := make([]segment, 0, len(starts))
 	for k, ei := range starts {
+		d.w.add(1)
 		sg := segment{elem: ei, region: regionStart[ei]}
 		if ei < 0 {
 			sg.a = 0
@@ -518,6 +524,7 @@ func (d *doc) cut(starts []int32, regionStart map[int32]bool, regions []region) 
 // out end tags of elements opened before a (they belong to the enclosing
 // structure, not to the segment).
 func (d *doc) segmentHash(a, b int) string {
+	d.w.add(b - a)
 	h := md5.New()
 	run := a
 	for i := a; i < b; i++ {

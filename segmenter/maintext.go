@@ -26,7 +26,7 @@ func pageTexts(body []byte) (main, all string) {
 	if len(body) == 0 || len(body) > DefaultMaxBytes || binaryKind(body) != "" {
 		return "", ""
 	}
-	d := scan(decode(body), nil, step{})
+	d := scan(nil, decode(body), nil, step{})
 	defer d.release()
 	return docTexts(d)
 }
@@ -102,6 +102,7 @@ func textBlocks(d *doc) []textBlock {
 		words, chars, links = 0, 0, 0
 		boiler = false
 	}
+	d.w.add(len(d.toks))
 	for i := range d.toks {
 		t := &d.toks[i]
 		switch {
@@ -131,18 +132,10 @@ func textBlocks(d *doc) []textBlock {
 }
 
 // inBoilerplate reports whether element ei is or lies in a nav, aside,
-// footer, head or an element with a navigation role.
+// footer, head, title or an element with a navigation role (the scanner
+// marks them, eBoiler).
 func inBoilerplate(d *doc, ei int32) bool {
-	for ; ei >= 0; ei = d.elems[ei].parent {
-		switch d.tagOf(ei) {
-		case "nav", "aside", "footer", "head", "title":
-			return true
-		}
-		if role, ok := d.attr(&d.elems[ei], "role"); ok && (role == "navigation" || role == "contentinfo" || role == "banner") {
-			return true
-		}
-	}
-	return false
+	return ei >= 0 && d.elems[ei].flags&eBoiler != 0
 }
 
 // isContent is the densitometric classifier (Kohlschütter, Frankhauser and
@@ -171,7 +164,7 @@ func PageTitle(body []byte) string {
 	if len(body) == 0 || len(body) > DefaultMaxBytes || binaryKind(body) != "" {
 		return ""
 	}
-	d := scan(decode(body), nil, step{})
+	d := scan(nil, decode(body), nil, step{})
 	defer d.release()
 	return strings.Join(strings.Fields(d.title), " ")
 }

@@ -73,15 +73,25 @@ const (
 // Classify marks the noise in a computed diff of old and new (the raw
 // bodies of both versions) and sets its significance.
 func Classify(d *changedigest.Diff, old, new []byte) {
+	classify(nil, d, old, new, nil)
+}
+
+// classify is Classify counting its work into w; prints, when set, are
+// the text prints of old and new, made from the scans of the comparison.
+func classify(w *work, d *changedigest.Diff, old, new []byte, prints *[2]changedigest.TextPrint) {
 	if d == nil {
 		return
 	}
+	w.add(changeSteps(d.Changes))
 	markGenerated(d.Changes)
 	markRepeated(d.Changes)
 	markCounters(d.Changes)
 	var o, n changedigest.TextPrint
-	if d.Kind == changedigest.KindPage {
-		o, n = pagePrint(nil, old), pagePrint(nil, new)
+	switch {
+	case d.Kind == changedigest.KindPage && prints != nil:
+		o, n = prints[0], prints[1]
+	case d.Kind == changedigest.KindPage:
+		o, n = pagePrint(w, nil, old), pagePrint(w, nil, new)
 	}
 	d.Significance = significance(o, n, d.Changes, max(d.Old.Segments, d.New.Segments))
 }
@@ -89,10 +99,11 @@ func Classify(d *changedigest.Diff, old, new []byte) {
 // classifySnapshot marks the noise of a new version's changes, learning
 // volatile locations from in.Recent (or in.RecentFrom), and sets its
 // significance.
-func classifySnapshot(snap *changedigest.Snapshot, in Input) error {
+func classifySnapshot(w *work, snap *changedigest.Snapshot, in Input) error {
 	if snap == nil || len(snap.Changes) == 0 {
 		return nil
 	}
+	w.add(changeSteps(snap.Changes))
 	markGenerated(snap.Changes)
 	markRepeated(snap.Changes)
 	markCounters(snap.Changes)
@@ -110,9 +121,9 @@ func classifySnapshot(snap *changedigest.Snapshot, in Input) error {
 			o = stored
 		} else {
 			in = in.whole()
-			o = pagePrint(in.Prev, in.PrevBody)
+			o = pagePrint(w, in.Prev, in.PrevBody)
 		}
-		n = pagePrint(snap, in.Body)
+		n = pagePrint(w, snap, in.Body)
 		snap.Print = &n
 	} else {
 		o, n = printOf(segmentText(in.whole().Prev), ""), printOf(segmentText(snap), "")
@@ -121,20 +132,29 @@ func classifySnapshot(snap *changedigest.Snapshot, in Input) error {
 	return nil
 }
 
+// changeSteps is the work of looking at the texts of changes, in steps.
+func changeSteps(cs []changedigest.Change) int {
+	n := 0
+	for i := range cs {
+		n += 1 + (len(cs[i].OldText)+len(cs[i].NewText))/64
+	}
+	return n
+}
+
 // printVersion numbers the rules of printOf: a stored print made by other
 // rules is made again from the body.
 const printVersion = 1
 
 // pagePrint returns the text print of a page version: the one it carries
 // when made by the current rules, else one made from its body.
-func pagePrint(s *changedigest.Snapshot, body []byte) changedigest.TextPrint {
+func pagePrint(w *work, s *changedigest.Snapshot, body []byte) changedigest.TextPrint {
 	if p, ok := storedPrint(s); ok {
 		return p
 	}
 	if len(body) == 0 || len(body) > DefaultMaxBytes || binaryKind(body) != "" {
 		return printOf("", "")
 	}
-	d := scan(decode(body), nil, step{})
+	d := scan(w, decode(body), nil, step{})
 	defer d.release()
 	return docPrint(d)
 }

@@ -626,7 +626,7 @@ func TestTextPrinterMatchesWords(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		d := scan(decode(src), nil, step{})
+		d := scan(nil, decode(src), nil, step{})
 		blocks := textBlocks(d)
 		texts, main := make([]string, len(blocks)), make([]bool, len(blocks))
 		for i := range blocks {

@@ -62,6 +62,7 @@ func (df *differ) reconcile() {
 	nsh := make([]map[uint64]bool, len(content))
 	oall, nall := map[uint64][]int{}, map[uint64][]int{}
 	for k, rc := range content {
+		df.w.add(1 + (len(rc.old)+len(rc.new))/8)
 		osh[k], nsh[k] = shingles(rc.old), shingles(rc.new)
 		for h := range osh[k] {
 			oall[h] = append(oall[h], k)
@@ -152,7 +153,8 @@ func (df *differ) reconcile() {
 	}
 	ot, olds := joinPieces(olds)
 	nt, news := joinPieces(news)
-	atoms := splitEdits(textdiff.WordDiff(ot, nt), olds, news)
+	df.w.add((len(ot) + len(nt)) / 8)
+	atoms := splitEdits(df.w.budget().WordDiff(ot, nt), olds, news)
 
 	// Runs of changed atoms within one piece on each side (a change's
 	// text is one stretch of the page), one-word gaps folded in.
@@ -178,7 +180,7 @@ func (df *differ) reconcile() {
 			}
 			if a.op == textdiff.Equal {
 				// fold a short gap only when changes of this run follow
-				if wordCount(a.text) > hunkGap || j+1 == len(atoms) || atoms[j+1].op == textdiff.Equal || !inRun(atoms[j+1]) {
+				if moreWords(a.text, hunkGap) || j+1 == len(atoms) || atoms[j+1].op == textdiff.Equal || !inRun(atoms[j+1]) {
 					break
 				}
 			}

@@ -2,6 +2,8 @@ package segmenter
 
 import (
 	"bytes"
+	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"unicode"
@@ -62,6 +64,7 @@ type elem struct {
 	tagKey uint32 // atom of a known tag, else a hash with the top bit set
 	info   tagInfo
 	ck     uint8 // close kind
+	flags  uint8 // eBoiler
 	parent int32 // -1 at top level
 	tok    int32 // start token; -1 for a phantom ancestor of a partial scan
 	endTok int32 // end token (== tok for a void element)
@@ -76,9 +79,15 @@ type elem struct {
 	kind, loose, full uint64
 }
 
+// Element flags.
+const (
+	eBoiler uint8 = 1 << iota // is or lies in a nav, aside, footer, head, title or navigation role
+)
+
 type attrRec struct{ k0, k1, v0, v1 int32 } // ranges in doc.norm
 
 type doc struct {
+	w     *work // the detection the doc is read for (nil: none)
 	body  []byte
 	toks  []tok
 	elems []elem
@@ -208,8 +217,8 @@ const (
 	tiTablePart // tr, td, th, tbody, thead, tfoot, caption, colgroup
 )
 
-// Kinds of elements a later start tag can close implicitly; the scanner
-// counts the open ones so the stack is only searched when one is open.
+// Kinds of elements a later start tag can close implicitly; each level
+// of the scanner's stack knows the innermost open one of each kind.
 const (
 	ckNone uint8 = iota
 	ckP
@@ -275,10 +284,14 @@ func buildTagInfos() map[string]tagInfo {
 
 type scanner struct {
 	d          *doc
-	stack      []int32 // open elements
+	levels     []level // open elements, innermost last
+	bucket     [256]int32
 	counts     []tagCount
 	countStart []int32 // per stack level, start of its children's counts; [0] is the top level
-	open       [ckCount]int32
+	// bigCounts finds the counter of a tag among the children of an
+	// element with many distinct child tags: parent<<32 | tag key →
+	// position in counts.
+	bigCounts  map[uint64]int32
 	foreign    int  // open svg/math elements
 	invisible  int  // open elements whose text is not shown
 	links      int  // open a elements
@@ -299,18 +312,58 @@ type scanner struct {
 	z          htmltoken.Tokenizer
 }
 
+// Limits of the light DOM, so that hostile markup costs time in
+// proportion to its size.
+const (
+	// maxDepth is the deepest an element may nest. A start tag that
+	// would nest deeper closes the innermost open element first and
+	// becomes its sibling, as browsers flatten trees past 512 levels
+	// (Blink's parser attaches such elements to the parent of the
+	// innermost one).
+	maxDepth = 512
+	// maxAttrs is the number of attributes of a tag that the normalised
+	// form keeps, the first ones in the source; the rest are neither
+	// hashed nor compared. Real pages stay far below it.
+	maxAttrs = 256
+)
+
+// level is an open element on the scanner's stack with where, at or
+// below it, the elements are that end tags and implied closes look for,
+// so that neither searches the stack: the innermost element of each
+// stop flag and of each close kind, and the next element down whose tag
+// falls in the same bucket (bucket holds the innermost one of each).
+type level struct {
+	elem  int32
+	below int32
+	stop  [len(stopFlags)]int32
+	kind  [ckCount]int32
+}
+
+// stopFlags are the flags of elements that end tags and implied closes
+// do not close across.
+var stopFlags = [...]tagInfo{tiRoot, tiTable, tiBlock, tiScope, tiList, tiDL, tiTR, tiSelect, tiButtonScope}
+
+// bucketSeed scatters tag keys over the buckets of open elements, so that
+// a page cannot choose tag names that all share one.
+var bucketSeed = rand.Uint64() | 1
+
+func bucketOf(key uint32) int {
+	return int(((uint64(key) ^ bucketSeed) * 0x9E3779B97F4A7C15) >> 56)
+}
+
 // kvSpan is an attribute's key and value as spans of scanner.kvBuf.
 type kvSpan struct{ k0, k1, v0, v1 int32 }
 
-// scan tokenizes body into a doc. ancestors, when given, are phantom open
+// scan tokenizes body into a doc, counting its tokens into w. ancestors, when given, are phantom open
 // elements around a partial body (the path of a segment's parent), and
 // first is the tag and index of the first element at that level, so that
 // paths inside the partial body read as they do in the whole page.
 //
 // The doc's buffers come from a pool; release returns them once nothing
 // refers to the doc any more.
-func scan(body []byte, ancestors []step, first step) *doc {
+func scan(w *work, body []byte, ancestors []step, first step) *doc {
 	d := docPool.Get().(*doc)
+	d.w = w
 	d.body = body
 	// Rough sizes: one token per ~25 bytes, one element per ~60.
 	d.toks = reuse(d.toks, len(body)/25+8)
@@ -319,8 +372,12 @@ func scan(body []byte, ancestors []step, first step) *doc {
 	d.norm = reuse(d.norm, len(body)/2+64)
 	d.indexed = false
 	s := &d.sc
-	kv, kvCopy, stack, counts, cs, name := s.kv[:0], s.kvCopy[:0], s.stack[:0], s.counts[:0], s.countStart[:0], s.name[:0]
-	*s = scanner{d: d, kv: kv, kvCopy: kvCopy, stack: stack, counts: counts, countStart: append(cs, 0), name: name, z: s.z}
+	kv, kvCopy, levels, counts, cs, name, big := s.kv[:0], s.kvCopy[:0], s.levels[:0], s.counts[:0], s.countStart[:0], s.name[:0], s.bigCounts
+	clear(big)
+	*s = scanner{d: d, kv: kv, kvCopy: kvCopy, levels: levels, counts: counts, countStart: append(cs, 0), name: name, bigCounts: big, z: s.z}
+	for i := range s.bucket {
+		s.bucket[i] = -1
+	}
 	for _, a := range ancestors {
 		s.pushPhantom(a)
 	}
@@ -351,6 +408,7 @@ func (d *doc) release() {
 		return
 	}
 	d.body = nil
+	d.w = nil
 	d.title = ""
 	d.phantoms, d.base = 0, 0
 	docPool.Put(d)
@@ -359,8 +417,10 @@ func (d *doc) release() {
 func (s *scanner) run() {
 	z := &s.z
 	z.Reset(s.d.body)
+	w := s.d.w
 	off := 0
 	for {
+		w.add(1)
 		tt := z.Next()
 		raw := z.Raw()
 		n := len(raw)
@@ -393,26 +453,7 @@ func (s *scanner) run() {
 			// stays one text.
 		case htmltoken.StartTagToken, htmltoken.SelfClosingTagToken:
 			s.flushText()
-			var tag []byte
-			if bytes.IndexByte(raw, '&') >= 0 || bytes.IndexByte(raw, 0) >= 0 {
-				// character references or NULs: let the tokenizer decode
-				name, hasAttr := z.TagName()
-				tag = name
-				s.kv = s.kv[:0]
-				s.kvCopy = s.kvCopy[:0]
-				for hasAttr {
-					var k, v []byte
-					k, v, hasAttr = z.TagAttr()
-					k0 := int32(len(s.kvCopy))
-					s.kvCopy = append(s.kvCopy, k...)
-					v0 := int32(len(s.kvCopy))
-					s.kvCopy = append(s.kvCopy, v...)
-					s.kv = append(s.kv, kvSpan{k0, v0, v0, int32(len(s.kvCopy))})
-				}
-				s.kvBuf = s.kvCopy
-			} else {
-				tag = s.parseTag(raw)
-			}
+			tag := s.readTag(raw)
 			if tt == htmltoken.StartTagToken {
 				s.weighStart(tag)
 			}
@@ -469,6 +510,16 @@ func unseenTag(name []byte) bool {
 	return false
 }
 
+// boilerTag reports whether elements of this name, and all they hold,
+// are boilerplate to the main text (see textBlocks).
+func boilerTag(name []byte) bool {
+	switch string(name) {
+	case "nav", "aside", "footer", "head", "title":
+		return true
+	}
+	return false
+}
+
 // weighText counts the non-space characters of a text outside unseen
 // tags into the weight (the text right after a script start tag is its
 // source, counted by run).
@@ -514,100 +565,49 @@ func lowerName(buf *[]byte, b []byte) []byte {
 	return out
 }
 
-// parseTag reads the name and attributes of a raw start tag free of
-// character references and NULs, as the tokenizer does (keys lower-cased,
-// the first of duplicate keys kept, empty keys dropped), into s.kv.
-func (s *scanner) parseTag(raw []byte) []byte {
-	tag := lowerName(&s.name, raw[1:])
+// readTag reads the name and the first maxAttrs attributes of a start
+// tag into s.kv, as the tokenizer gives them (keys lower-cased, the first
+// of repeated keys kept, empty keys dropped). A tag free of character
+// references and NULs is read in place, its keys lower-cased in the
+// tokenizer's buffer (as TagAttr does); any other through TagAttr, which
+// decodes them.
+func (s *scanner) readTag(raw []byte) []byte {
+	z := &s.z
+	n := min(z.NumAttr(), maxAttrs)
 	s.kv = s.kv[:0]
+	if bytes.IndexByte(raw, '&') >= 0 || bytes.IndexByte(raw, 0) >= 0 {
+		tag, _ := z.TagName()
+		s.kvCopy = s.kvCopy[:0]
+		for range n {
+			k, v, _ := z.TagAttr()
+			k0 := int32(len(s.kvCopy))
+			s.kvCopy = append(s.kvCopy, k...)
+			v0 := int32(len(s.kvCopy))
+			s.kvCopy = append(s.kvCopy, v...)
+			s.kv = append(s.kv, kvSpan{k0, v0, v0, int32(len(s.kvCopy))})
+		}
+		s.kvBuf = s.kvCopy
+		return tag
+	}
+	tag := lowerName(&s.name, raw[1:])
+	for i := range n {
+		k0, k1, v0, v1 := z.AttrSpan(i)
+		for x := k0; x < k1; x++ {
+			if c := raw[x]; 'A' <= c && c <= 'Z' {
+				raw[x] = c + 'a' - 'A'
+			}
+		}
+		s.kv = append(s.kv, kvSpan{int32(k0), int32(k1), int32(v0), int32(v1)})
+	}
 	s.kvBuf = raw
-	i := 1 + len(s.name)
-	n := len(raw)
-	if n > 0 && raw[n-1] == '>' {
-		n--
-	}
-	isWS := func(c byte) bool { return c == ' ' || c == '\n' || c == '\r' || c == '\t' || c == '\f' }
-	for {
-		for i < n && isWS(raw[i]) {
-			i++
-		}
-		if i >= n {
-			break
-		}
-		// key
-		k0 := i
-		for i < n {
-			c := raw[i]
-			if (c == '=' && i > k0) || isWS(c) || c == '/' || c == '>' {
-				break
-			}
-			i++
-		}
-		key := raw[k0:i]
-		// value
-		var v0, v1 int
-		j := i
-		for j < n && isWS(raw[j]) {
-			j++
-		}
-		switch {
-		case j < n && raw[j] == '/':
-			i = j + 1
-		case j < n && raw[j] == '=':
-			j++
-			for j < n && isWS(raw[j]) {
-				j++
-			}
-			if j < n && (raw[j] == '"' || raw[j] == '\'') {
-				q := raw[j]
-				v0 = j + 1
-				j = v0
-				for j < n && raw[j] != q {
-					j++
-				}
-				v1 = j
-				if j < n {
-					j++
-				}
-			} else {
-				v0 = j
-				for j < n && !isWS(raw[j]) {
-					j++
-				}
-				v1 = j
-			}
-			i = j
-		}
-		if len(key) == 0 {
-			if i == k0 {
-				i++ // a stray character: skip it
-			}
-			continue
-		}
-		for x, c := range key {
-			if 'A' <= c && c <= 'Z' {
-				key[x] = c + 'a' - 'A' // the tokenizer's buffer: lower-cased in place, as it does
-			}
-		}
-		dup := false
-		for _, p := range s.kv {
-			if bytes.Equal(raw[p.k0:p.k1], key) {
-				dup = true
-				break
-			}
-		}
-		if !dup {
-			s.kv = append(s.kv, kvSpan{int32(k0), int32(k0 + len(key)), int32(v0), int32(v1)})
-		}
-	}
 	return tag
 }
 
 func (s *scanner) top() int32 {
-	if len(s.stack) == 0 {
+	if len(s.levels) == 0 {
 		return -1
 	}
-	return s.stack[len(s.stack)-1]
+	return s.levels[len(s.levels)-1].elem
 }
 
 // rawText reports whether the text being read is the source of a script,
@@ -802,6 +802,9 @@ func (s *scanner) startTag(tag []byte, selfClosing bool, off, end int) {
 		if len(tag) == 2 && tag[0] == 't' && tag[1] == 'r' {
 			s.impliedTBody(off)
 		}
+		if len(s.levels) >= maxDepth {
+			s.pop(off, off, true)
+		}
 	}
 	d := s.d
 	parent := s.top()
@@ -809,12 +812,17 @@ func (s *scanner) startTag(tag []byte, selfClosing bool, off, end int) {
 	ti := int32(len(d.toks))
 	normStart := int32(len(d.norm))
 
-	// Sort attributes by name (insertion sort: tags have few).
+	// Sort attributes by name (the keys are distinct).
 	kv, kb := s.kv, s.kvBuf
-	for i := 1; i < len(kv); i++ {
-		for j := i; j > 0 && bytes.Compare(kb[kv[j].k0:kv[j].k1], kb[kv[j-1].k0:kv[j-1].k1]) < 0; j-- {
-			kv[j], kv[j-1] = kv[j-1], kv[j]
-		}
+	if len(kv) > 1 {
+		slices.SortFunc(kv, func(a, b kvSpan) int { return bytes.Compare(kb[a.k0:a.k1], kb[b.k0:b.k1]) })
+	}
+	var fl0 uint8
+	if parent >= 0 {
+		fl0 = d.elems[parent].flags & eBoiler
+	}
+	if boilerTag(tag) {
+		fl0 |= eBoiler
 	}
 	d.norm = append(d.norm, '<')
 	d.norm = append(d.norm, tag...)
@@ -836,6 +844,12 @@ func (s *scanner) startTag(tag []byte, selfClosing bool, off, end int) {
 		if v1 > v0 && len(key) == 2 && key[0] == 'i' && key[1] == 'd' {
 			id0, id1 = v0, v1
 		}
+		if string(key) == "role" {
+			switch string(d.norm[v0:v1]) {
+			case "navigation", "contentinfo", "banner":
+				fl0 |= eBoiler
+			}
+		}
 	}
 	d.norm = append(d.norm, '>')
 
@@ -848,7 +862,7 @@ func (s *scanner) startTag(tag []byte, selfClosing bool, off, end int) {
 		fl |= fBreak
 	}
 	d.toks = append(d.toks, tok{kind: kind, flags: fl, elem: ei, off: int32(off), end: int32(end), norm: normStart})
-	e := elem{tagKey: tagKeyOf(tag), info: info, parent: parent, tok: ti, endTok: ti, tag0: normStart + 1, tag1: tag1,
+	e := elem{tagKey: tagKeyOf(tag), info: info, flags: fl0, parent: parent, tok: ti, endTok: ti, tag0: normStart + 1, tag1: tag1,
 		id0: id0, id1: id1, attr0: a0, nattr: int32(len(d.attrs)) - a0}
 	if !void && info&tiCloseKind != 0 {
 		e.ck = closeKinds[string(tag)]
@@ -877,19 +891,9 @@ func (s *scanner) impliedTBody(off int) {
 // place sets the sibling index and path keys of e, a new child of the top
 // of the stack.
 func (s *scanner) place(e *elem) {
-	cs := s.countStart[len(s.countStart)-1]
-	var idx int32
-	for i := int(cs); i < len(s.counts); i++ {
-		if s.counts[i].tag == e.tagKey {
-			s.counts[i].n++
-			idx = s.counts[i].n
-			break
-		}
-	}
-	if idx == 0 {
-		s.counts = append(s.counts, tagCount{tag: e.tagKey, n: 1})
-		idx = 1
-	}
+	c := &s.counts[s.counter(e.parent, e.tagKey)]
+	c.n++
+	idx := c.n
 	e.index = idx
 	var pk, pl, pf uint64 = hashSeed, hashSeed, hashSeed
 	if e.parent >= 0 {
@@ -898,6 +902,45 @@ func (s *scanner) place(e *elem) {
 	}
 	e.kind, e.loose, e.full = pathKeys(pk, pl, pf, e.tagKey, s.d.norm[e.id0:e.id1], int(idx))
 }
+
+// counter is the position in s.counts of the count of the children of
+// parent (the top of the stack) with tag key, added at 0 when missing.
+// The counts of a parent's children are searched one by one while they
+// are few, then through bigCounts.
+func (s *scanner) counter(parent int32, key uint32) int {
+	cs := int(s.countStart[len(s.countStart)-1])
+	if n := len(s.counts) - cs; n <= linearCounts {
+		s.d.w.add(n)
+		for i := cs; i < len(s.counts); i++ {
+			if s.counts[i].tag == key {
+				return i
+			}
+		}
+		s.counts = append(s.counts, tagCount{tag: key})
+		if n == linearCounts {
+			if s.bigCounts == nil {
+				s.bigCounts = map[uint64]int32{}
+			}
+			for i := cs; i < len(s.counts); i++ {
+				s.bigCounts[countKey(parent, s.counts[i].tag)] = int32(i)
+			}
+		}
+		return len(s.counts) - 1
+	}
+	k := countKey(parent, key)
+	if i, ok := s.bigCounts[k]; ok {
+		return int(i)
+	}
+	s.counts = append(s.counts, tagCount{tag: key})
+	s.bigCounts[k] = int32(len(s.counts) - 1)
+	return len(s.counts) - 1
+}
+
+// linearCounts is the number of distinct child tags up to which counter
+// searches a parent's counts one by one.
+const linearCounts = 16
+
+func countKey(parent int32, key uint32) uint64 { return uint64(uint32(parent))<<32 | uint64(key) }
 
 // pathKeys extends the three path keys of a parent by one step.
 func pathKeys(pk, pl, pf uint64, tagKey uint32, id []byte, index int) (kind, loose, full uint64) {
@@ -909,10 +952,32 @@ func pathKeys(pk, pl, pf uint64, tagKey uint32, id []byte, index int) (kind, loo
 }
 
 func (s *scanner) push(ei int32) {
-	s.stack = append(s.stack, ei)
-	s.countStart = append(s.countStart, int32(len(s.counts)))
 	e := &s.d.elems[ei]
-	s.open[e.ck]++
+	n := int32(len(s.levels))
+	lv := level{elem: ei}
+	if n > 0 {
+		up := &s.levels[n-1]
+		lv.stop, lv.kind = up.stop, up.kind
+	} else {
+		for i := range lv.stop {
+			lv.stop[i] = -1
+		}
+		for i := range lv.kind {
+			lv.kind[i] = -1
+		}
+	}
+	for i, f := range stopFlags {
+		if e.info&f != 0 {
+			lv.stop[i] = n
+		}
+	}
+	if e.ck != ckNone {
+		lv.kind[e.ck] = n
+	}
+	b := bucketOf(e.tagKey)
+	lv.below, s.bucket[b] = s.bucket[b], n
+	s.levels = append(s.levels, lv)
+	s.countStart = append(s.countStart, int32(len(s.counts)))
 	switch {
 	case e.info&tiForeign != 0:
 		s.foreign++
@@ -934,17 +999,18 @@ func (s *scanner) pushPhantom(a step) {
 	d.norm = append(d.norm, a.ID...)
 	e := elem{tagKey: tagKeyOf([]byte(a.Tag)), info: tagInfos[a.Tag], ck: closeKinds[a.Tag], parent: s.top(),
 		tok: -1, endTok: -1, tag0: t0, tag1: i0, id0: i0, id1: int32(len(d.norm))}
+	if e.parent >= 0 {
+		e.flags = d.elems[e.parent].flags & eBoiler
+	}
+	if boilerTag([]byte(a.Tag)) {
+		e.flags |= eBoiler
+	}
 	s.place(&e)
 	if a.Index > 0 {
 		// keep the index the page gave the ancestor, and count its
 		// later siblings of the same tag from it (the next row of a
 		// piece that starts inside row 8 is row 9, not row 2)
-		for i := int(s.countStart[len(s.countStart)-1]); i < len(s.counts); i++ {
-			if s.counts[i].tag == e.tagKey {
-				s.counts[i].n = int32(a.Index)
-				break
-			}
-		}
+		s.counts[s.counter(e.parent, e.tagKey)].n = int32(a.Index)
 		e.index = int32(a.Index)
 		var pk, pl, pf uint64 = hashSeed, hashSeed, hashSeed
 		if e.parent >= 0 {
@@ -959,13 +1025,15 @@ func (s *scanner) pushPhantom(a step) {
 
 // pop closes the top element with an end token at [off, end).
 func (s *scanner) pop(off, end int, synthetic bool) {
-	ei := s.stack[len(s.stack)-1]
-	s.stack = s.stack[:len(s.stack)-1]
-	s.counts = s.counts[:s.countStart[len(s.countStart)-1]]
-	s.countStart = s.countStart[:len(s.countStart)-1]
+	s.d.w.add(1)
+	lv := &s.levels[len(s.levels)-1]
+	ei := lv.elem
 	d := s.d
 	e := &d.elems[ei]
-	s.open[e.ck]--
+	s.bucket[bucketOf(e.tagKey)] = lv.below
+	s.levels = s.levels[:len(s.levels)-1]
+	s.counts = s.counts[:s.countStart[len(s.countStart)-1]]
+	s.countStart = s.countStart[:len(s.countStart)-1]
 	switch {
 	case e.info&tiForeign != 0:
 		s.foreign--
@@ -995,7 +1063,7 @@ func (s *scanner) pop(off, end int, synthetic bool) {
 }
 
 func (s *scanner) closeAll(at int) {
-	for len(s.stack) > 0 {
+	for len(s.levels) > 0 {
 		s.pop(at, at, true)
 	}
 }
@@ -1020,19 +1088,34 @@ func (s *scanner) endTag(tag []byte, off, end int) {
 	default:
 		stops = tiScope
 	}
-	for i := len(s.stack) - 1; i >= 0; i-- {
-		e := &s.d.elems[s.stack[i]]
-		if e.tagKey == key {
-			for len(s.stack) > i+1 {
+	// The innermost open element of the tag, unless a stop is nearer.
+	stop := s.innermostStop(stops)
+	for l := s.bucket[bucketOf(key)]; l >= stop && l >= 0; l = s.levels[l].below {
+		s.d.w.add(1)
+		if s.d.elems[s.levels[l].elem].tagKey == key {
+			for len(s.levels) > int(l)+1 {
 				s.pop(off, off, true)
 			}
 			s.pop(off, end, false)
 			return
 		}
-		if e.info&stops != 0 {
-			return
+	}
+}
+
+// innermostStop is the level of the innermost open element with one of
+// the stop flags (-1: none).
+func (s *scanner) innermostStop(stops tagInfo) int32 {
+	if len(s.levels) == 0 {
+		return -1
+	}
+	lv := &s.levels[len(s.levels)-1]
+	at := int32(-1)
+	for i, f := range stopFlags {
+		if stops&f != 0 {
+			at = max(at, lv.stop[i])
 		}
 	}
+	return at
 }
 
 // impliedClose closes the elements a start tag ends implicitly.
@@ -1073,20 +1156,19 @@ func (s *scanner) impliedClose(tag []byte, info tagInfo, off int) {
 // closeIn closes the innermost open element of close kind k1 or k2, and
 // everything above it, unless an element with a stop flag comes first.
 func (s *scanner) closeIn(off int, k1, k2 uint8, stops tagInfo) {
-	if s.open[k1] == 0 && (k2 == ckNone || s.open[k2] == 0) {
+	if len(s.levels) == 0 {
 		return
 	}
-	for i := len(s.stack) - 1; i >= 0; i-- {
-		e := &s.d.elems[s.stack[i]]
-		if e.ck == k1 || (k2 != ckNone && e.ck == k2) {
-			for len(s.stack) > i {
-				s.pop(off, off, true)
-			}
-			return
-		}
-		if e.info&stops != 0 {
-			return
-		}
+	lv := &s.levels[len(s.levels)-1]
+	at := lv.kind[k1]
+	if k2 != ckNone {
+		at = max(at, lv.kind[k2])
+	}
+	if at < 0 || at < s.innermostStop(stops) {
+		return
+	}
+	for len(s.levels) > int(at) {
+		s.pop(off, off, true)
 	}
 }
 

@@ -52,7 +52,7 @@ func BenchmarkScan(b *testing.B) {
 	b.Run("scan", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			scan(src, nil, step{}).release()
+			scan(nil, src, nil, step{}).release()
 		}
 	})
 }

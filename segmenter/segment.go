@@ -79,6 +79,7 @@ func (h *hybridState) big(u unit) bool {
 // visit segments the children [a, b) of element e (-1: the document).
 func (h *hybridState) visit(e int32, a, b int) {
 	us := h.units(a, b)
+	h.d.w.add(len(us))
 	anyBig := false
 	for _, u := range us {
 		if h.big(u) {
@@ -146,6 +147,7 @@ func density(words, chars, width int) float64 {
 func (h *hybridState) split(us []unit) {
 	d, s := h.d, h.s
 	minSeg := max(1, s.Delta/2)
+	d.w.add(len(us))
 	curWords, curChars, curSize, curStart := 0, 0, 0, 0
 	for i, u := range us {
 		w := int(d.words[u.b] - d.words[u.a])
@@ -186,44 +188,66 @@ func slope(a, b float64) float64 {
 
 // merge drops boundaries that would leave a segment smaller than δ/2
 // nodes, merging it with its predecessor (the region's first segment,
-// which has none, takes its successor instead).
+// which has none, takes its successor instead). A segment of nothing but
+// opening tags (wrappers around the next block) keeps its start and
+// takes the next block in. Segments are looked at in order, each once
+// more after it took its successor in: merging never makes a segment
+// before the one looked at smaller.
 func (h *hybridState) merge(r region) []int32 {
 	d := h.d
 	minSeg := max(1, h.s.Delta/2)
 	bs := h.bounds
-	for changed := true; changed && len(bs) > 0; {
-		changed = false
-		starts := make([]int, 0, len(bs)+1)
-		if r.elem < 0 {
-			starts = append(starts, r.a)
+	if len(bs) == 0 {
+		return bs
+	}
+	// starts: the token where each segment starts; the first one (the
+	// region's element, or the start of the page) is never dropped
+	starts := make([]int, 0, len(bs)+1)
+	if r.elem < 0 {
+		starts = append(starts, r.a)
+	}
+	for _, b := range bs {
+		starts = append(starts, int(d.elems[b].tok))
+	}
+	skip := 0
+	if r.elem < 0 {
+		skip = 1 // starts[0] is no boundary
+	}
+	// keep: the segments kept so far, each by its index in starts; cur
+	// the one looked at, next the index of the start after it
+	keep := make([]int, 0, len(starts))
+	cur, next := 0, 1
+	for {
+		d.w.add(1)
+		end := r.b
+		if next < len(starts) {
+			end = starts[next]
 		}
-		for _, b := range bs {
-			starts = append(starts, int(d.elems[b].tok))
-		}
-		for i := range starts {
-			end := r.b
-			if i+1 < len(starts) {
-				end = starts[i+1]
+		left := len(keep) + 1 + len(starts) - next // segments left
+		if d.size(starts[cur], end) >= minSeg || left == 1 {
+			keep = append(keep, cur)
+			if next == len(starts) {
+				break
 			}
-			if d.size(starts[i], end) >= minSeg || len(starts) == 1 {
+			cur, next = next, next+1
+			continue
+		}
+		if len(keep) == 0 || onlyOpening(d, starts[cur], end) {
+			if next < len(starts) {
+				next++ // cur takes its successor in
 				continue
 			}
-			// index in bs of the boundary to drop: a segment of nothing but
-			// opening tags (wrappers around the next block) keeps its start
-			// and takes the next block in; any other merges backwards
-			k := i
-			if r.elem < 0 {
-				k = i - 1
-			}
-			if k < 0 || (r.elem >= 0 && k == 0) || onlyOpening(d, starts[i], end) {
-				k++
-			}
-			bs = append(bs[:k], bs[k+1:]...)
-			changed = true
-			break
+		}
+		// merged with its predecessor
+		cur, keep = keep[len(keep)-1], keep[:len(keep)-1]
+	}
+	out := bs[:0]
+	for _, k := range keep {
+		if k >= skip {
+			out = append(out, bs[k-skip])
 		}
 	}
-	return bs
+	return out
 }
 
 // onlyOpening reports whether tokens [a, b) are all start tags.

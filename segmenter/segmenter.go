@@ -1,6 +1,8 @@
 package segmenter
 
 import (
+	"context"
+
 	"github.com/changedigest/changedigest"
 )
 
@@ -106,8 +108,31 @@ func (s *Segmenter) knobs() *Segmenter {
 
 // Detect segments a new version of a page or feed and finds its changes
 // against in.Prev, dispatching on Sniff to DetectPage or DetectFeed. Bad
-// input gives an EINVALID or ETOOLARGE error (see Sniff).
+// input gives an EINVALID or ETOOLARGE error (see Sniff). It is
+// DetectContext without a context.
 func (s *Segmenter) Detect(in Input) (*changedigest.Snapshot, error) {
+	return s.DetectContext(context.Background(), in)
+}
+
+// DetectContext is Detect under ctx: segmentation and comparison look at
+// ctx as they go, and once it is done the detection stops within a few
+// milliseconds with an error wrapping ctx's (context.Canceled or
+// context.DeadlineExceeded). A check's time limit so holds for any page.
+func (s *Segmenter) DetectContext(ctx context.Context, in Input) (*changedigest.Snapshot, error) {
+	return s.detect(newWork(ctx), in)
+}
+
+// detect is Detect counting its work into w.
+func (s *Segmenter) detect(w *work, in Input) (snap *changedigest.Snapshot, err error) {
+	defer catch(&snap, &err)
+	if w.texts == nil {
+		size := len(in.Body)
+		if in.Prev != nil {
+			size += max(in.Prev.Size, len(in.PrevBody))
+		}
+		w.texts, w.cells = textBudget(size), cellBudget(size)
+	}
+	w.check()
 	if err := s.checkSize(in.Body, ""); err != nil {
 		return nil, err
 	}
@@ -115,19 +140,19 @@ func (s *Segmenter) Detect(in Input) (*changedigest.Snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
-	detect := s.DetectPage
+	detect := func(in Input) (*changedigest.Snapshot, error) { return s.detectPage(w, in) }
 	if kind == changedigest.KindFeed {
 		maxItems := s.knobs().MaxItems
-		detect = func(in Input) (*changedigest.Snapshot, error) { return detectFeed(in, maxItems) }
+		detect = func(in Input) (*changedigest.Snapshot, error) { return detectFeed(w, in, maxItems) }
 		in = in.whole() // a feed's items are compared whole
 	}
 	in.lazy()
-	snap, err := detect(in)
+	snap, err = detect(in)
 	if err == nil {
-		err = classifySnapshot(snap, in) // noise and significance (noise.go)
+		err = classifySnapshot(w, snap, in) // noise and significance (noise.go)
 	}
 	if err == nil {
-		s.narrowMarkup(snap.Changes)
+		s.narrowMarkup(w, snap.Changes)
 		snap.Changes = s.narrowScripts(snap.Changes)
 	}
 	if err == nil {
@@ -142,8 +167,24 @@ func (s *Segmenter) Detect(in Input) (*changedigest.Snapshot, error) {
 // command), dispatching on Sniff to DiffPages or DiffFeeds; both must be of
 // the same kind. Bodies that are not UTF-8 are decoded from the charset
 // they declare. Bad input gives an EINVALID or ETOOLARGE error naming
-// which document it is about.
+// which document it is about. It is DiffContext without a context.
 func (s *Segmenter) Diff(old, new []byte, zone string) (*changedigest.Diff, error) {
+	return s.DiffContext(context.Background(), old, new, zone)
+}
+
+// DiffContext is Diff under ctx: once ctx is done the comparison stops
+// within a few milliseconds with an error wrapping ctx's.
+func (s *Segmenter) DiffContext(ctx context.Context, old, new []byte, zone string) (*changedigest.Diff, error) {
+	return s.diff(newWork(ctx), old, new, zone)
+}
+
+// diff is Diff counting its work into w.
+func (s *Segmenter) diff(w *work, old, new []byte, zone string) (d *changedigest.Diff, err error) {
+	defer catch(&d, &err)
+	if w.texts == nil {
+		w.texts, w.cells = textBudget(len(old)+len(new)), cellBudget(len(old)+len(new))
+	}
+	w.check()
 	if err := s.checkSize(old, "old"); err != nil {
 		return nil, err
 	}
@@ -161,14 +202,18 @@ func (s *Segmenter) Diff(old, new []byte, zone string) (*changedigest.Diff, erro
 	if ko != kn {
 		return nil, inputErrorf(ErrNotDocument, "old is a %s and new is a %s: cannot compare them", ko, kn)
 	}
-	diff := func() (*changedigest.Diff, error) { return s.DiffPages(old, new, zone) }
-	if ko == changedigest.KindFeed {
-		diff = func() (*changedigest.Diff, error) { return DiffFeeds(old, new) }
+	var prints *[2]changedigest.TextPrint
+	diff := func() (*changedigest.Diff, error) {
+		prints = &[2]changedigest.TextPrint{}
+		return s.diffPages(w, old, new, zone, prints)
 	}
-	d, err := diff()
+	if ko == changedigest.KindFeed {
+		diff = func() (*changedigest.Diff, error) { return diffFeeds(w, old, new) }
+	}
+	d, err = diff()
 	if err == nil {
-		Classify(d, old, new) // noise and significance (noise.go)
-		s.narrowMarkup(d.Changes)
+		classify(w, d, old, new, prints) // noise and significance (noise.go)
+		s.narrowMarkup(w, d.Changes)
 		d.Changes = s.narrowScripts(d.Changes)
 	}
 	return d, err

@@ -191,13 +191,13 @@ func (gt *groupText) loose(i, j int) int {
 }
 
 // prepare diffs the group's texts once.
-func (g *textGroup) prepare() bool {
+func (g *textGroup) prepare(bu *textdiff.Budget) bool {
 	if g.done {
 		return !g.skip
 	}
 	g.done = true
 	g.old, g.new = newGroupText(g.oparts), newGroupText(g.nparts)
-	g.script = textdiff.Script(g.old.toks, g.new.toks)
+	g.script = bu.Script(g.old.toks, g.new.toks)
 	edits := 0
 	for _, r := range g.script {
 		switch r.Op {
@@ -221,6 +221,18 @@ func (g *textGroup) prepare() bool {
 	}
 	g.skip = edits >= textdiff.MaxEdits
 	return !g.skip
+}
+
+// size is the number of tokens the group's texts are read from.
+func (g *textGroup) size() int {
+	n := 0
+	for _, p := range g.oparts {
+		n += p.b - p.a
+	}
+	for _, p := range g.nparts {
+		n += p.b - p.a
+	}
+	return n
 }
 
 // rootOf is the treelet root above n.
@@ -254,13 +266,20 @@ func (df *differ) textPass(ctx int) {
 			}
 			g = h
 		}
-		if g == nil || !g.prepare() {
+		if g == nil {
+			return nil
+		}
+		if !g.done {
+			df.w.add(g.size())
+		}
+		if !g.prepare(df.w.budget()) {
 			return nil
 		}
 		return g
 	}
 	// mark notes that the changed tokens of [i, j) are shown by runs at n.
 	mark := func(gt *groupText, i, j int, n *tnode) {
+		df.w.add(j - i)
 		for k := i; k < j; k++ {
 			if gt.changed[k] && gt.report[k] == nil {
 				gt.report[k] = n
@@ -279,6 +298,7 @@ func (df *differ) textPass(ctx int) {
 	out := df.out[:0]
 	touched := map[*textGroup]bool{}
 	for i := range df.out {
+		df.w.add(1)
 		rc := df.out[i]
 		textful := func(n *tnode) bool { return n != nil && (n.hasWords() || (n.isText() && n.visible)) }
 		switch {
@@ -382,6 +402,7 @@ func (df *differ) textPass(ctx int) {
 			continue
 		}
 		if i, j, ok := gt.nodeTokens(n); ok {
+			df.w.add(j - i)
 			for k := i; k < j; k++ {
 				gt.shown[k] = true
 			}
@@ -389,6 +410,7 @@ func (df *differ) textPass(ctx int) {
 	}
 	for _, g := range df.groups {
 		if touched[g] {
+			df.w.add(len(g.script))
 			df.out = append(df.out, g.runs(ctx)...)
 		}
 	}
@@ -577,6 +599,7 @@ func (df *differ) containerPass(oldDoc func() *doc, newDoc *doc) {
 	}
 	ins := map[string]bool{}
 	for i := range df.out {
+		df.w.add(1)
 		rc := &df.out[i]
 		if !newCand(rc) && !isMove(rc) {
 			continue
@@ -595,6 +618,7 @@ func (df *differ) containerPass(oldDoc func() *doc, newDoc *doc) {
 	}
 	any := false
 	for i := range df.out {
+		df.w.add(1)
 		rc := &df.out[i]
 		if !oldCand(rc) && !isMove(rc) {
 			continue
@@ -689,6 +713,7 @@ func (df *differ) containerPass(oldDoc func() *doc, newDoc *doc) {
 	newChains := make([][]int32, len(df.out))
 	oldEl, newEl := map[string]int32{}, map[string]int32{}
 	for i := range df.out {
+		df.w.add(1)
 		rc := &df.out[i]
 		if newCand(rc) || isMove(rc) {
 			newChains[i] = chain(newDoc, container(newDoc, rc.n))
@@ -740,6 +765,7 @@ func (df *differ) containerPass(oldDoc func() *doc, newDoc *doc) {
 		if (ow+nw)*max(1, abs(ow-nw)) > maxContainerWork {
 			continue
 		}
+		df.w.add(ow + nw)
 		bx.old, bx.new = textOf(od, oe), textOf(newDoc, ne)
 		if bx.old == nil || bx.new == nil {
 			continue
@@ -771,7 +797,7 @@ func (df *differ) containerPass(oldDoc func() *doc, newDoc *doc) {
 			continue
 		}
 		edits := 0
-		for _, r := range textdiff.Script(bx.old.toks, bx.new.toks) {
+		for _, r := range df.w.budget().Script(bx.old.toks, bx.new.toks) {
 			if r.Op != textdiff.Equal {
 				edits += r.N
 			}
@@ -784,6 +810,7 @@ func (df *differ) containerPass(oldDoc func() *doc, newDoc *doc) {
 		if b <= a {
 			return nil
 		}
+		df.w.add(b - a)
 		var ws []string
 		for _, t := range textdiff.Words(d.visibleText(a, b)) {
 			if !textdiff.IsSpace(t) {

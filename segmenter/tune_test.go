@@ -32,13 +32,13 @@ func TestTune(t *testing.T) {
 	var pages []*doc
 	for _, f := range rfs {
 		b, _ := os.ReadFile(f)
-		d := scan(b, nil, step{})
+		d := scan(nil, b, nil, step{})
 		d.index()
 		pages = append(pages, d)
 	}
 	var pdocs []*doc
 	for _, b := range pandas {
-		d := scan(b, nil, step{})
+		d := scan(nil, b, nil, step{})
 		d.index()
 		pdocs = append(pdocs, d)
 	}

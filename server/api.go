@@ -856,7 +856,7 @@ func (s *Server) apiDiff(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	d, err := s.Segmenter.Diff(crawl.ToUTF8(bf, vf.ContentType), crawl.ToUTF8(bt, vt.ContentType), cmp.Or(vt.Zone, wt.Zone))
+	d, err := s.Segmenter.DiffContext(r.Context(), crawl.ToUTF8(bf, vf.ContentType), crawl.ToUTF8(bt, vt.ContentType), cmp.Or(vt.Zone, wt.Zone))
 	if err != nil {
 		return err
 	}

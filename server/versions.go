@@ -202,7 +202,7 @@ func (s *Server) handleCompare(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	d, err := s.Segmenter.Diff(crawl.ToUTF8(bf, vf.ContentType), crawl.ToUTF8(bt, vt.ContentType), vt.Zone)
+	d, err := s.Segmenter.DiffContext(r.Context(), crawl.ToUTF8(bf, vf.ContentType), crawl.ToUTF8(bt, vt.ContentType), vt.Zone)
 	if err != nil {
 		return err
 	}

@@ -45,7 +45,7 @@ func runDiff(ctx context.Context, e *env) error {
 	if err != nil {
 		return err
 	}
-	d, err := s.Diff(old, new, *zone)
+	d, err := s.DiffContext(ctx, old, new, *zone)
 	if err != nil {
 		return err
 	}

@@ -50,39 +50,47 @@ const MaxEdits = 1000
 func Words(s string) []string {
 	var out []string
 	for i := 0; i < len(s); {
-		r, n := utf8.DecodeRuneInString(s[i:])
-		j := i + n
-		switch {
-		case isWord(r):
-			for j < len(s) {
-				r2, n2 := utf8.DecodeRuneInString(s[j:])
-				if isWord(r2) {
-					j += n2
-					continue
-				}
-				// keep "don't" and "3.14" in one token
-				if (r2 == '\'' || r2 == '’' || r2 == '.' || r2 == ',') && j+n2 < len(s) {
-					r3, _ := utf8.DecodeRuneInString(s[j+n2:])
-					if isWord(r3) && (r2 == '\'' || r2 == '’' || unicode.IsDigit(r3)) {
-						j += n2
-						continue
-					}
-				}
-				break
-			}
-		case unicode.IsSpace(r):
-			for j < len(s) {
-				r2, n2 := utf8.DecodeRuneInString(s[j:])
-				if !unicode.IsSpace(r2) {
-					break
-				}
-				j += n2
-			}
-		}
+		j := TokenEnd(s, i)
 		out = append(out, s[i:j])
 		i = j
 	}
 	return out
+}
+
+// TokenEnd returns the end of the token of Words that starts at byte i of
+// s (i < len(s)), for reading the tokens of a long text one at a time:
+// s[i:TokenEnd(s, i)] is the token.
+func TokenEnd(s string, i int) int {
+	r, n := utf8.DecodeRuneInString(s[i:])
+	j := i + n
+	switch {
+	case isWord(r):
+		for j < len(s) {
+			r2, n2 := utf8.DecodeRuneInString(s[j:])
+			if isWord(r2) {
+				j += n2
+				continue
+			}
+			// keep "don't" and "3.14" in one token
+			if (r2 == '\'' || r2 == '’' || r2 == '.' || r2 == ',') && j+n2 < len(s) {
+				r3, _ := utf8.DecodeRuneInString(s[j+n2:])
+				if isWord(r3) && (r2 == '\'' || r2 == '’' || unicode.IsDigit(r3)) {
+					j += n2
+					continue
+				}
+			}
+			break
+		}
+	case unicode.IsSpace(r):
+		for j < len(s) {
+			r2, n2 := utf8.DecodeRuneInString(s[j:])
+			if !unicode.IsSpace(r2) {
+				break
+			}
+			j += n2
+		}
+	}
+	return j
 }
 
 func isWord(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.IsMark(r) }
@@ -95,13 +103,45 @@ func IsSpace(tok string) bool {
 
 // WordDiff compares two texts word by word.
 func WordDiff(old, new string) []Edit {
-	return Diff(Words(old), Words(new))
+	return (*Budget)(nil).WordDiff(old, new)
+}
+
+// A Budget bounds the work of the edit scripts drawn on it, so that a
+// caller comparing many texts (a page's blocks, a feed's items) spends
+// time in proportion to what it set aside rather than to the number of
+// texts times their lengths and differences. A script's work is the
+// tokens its search visits; one that would spend more than the budget
+// has left gives up, as one past MaxEdits does: the middle part that
+// differs is one deletion and one insertion (Common keeps nothing of it),
+// and the budget is spent. A nil *Budget is unlimited. A Budget is not
+// safe for concurrent use.
+type Budget struct{ left int64 }
+
+// NewBudget returns a budget of work token visits.
+func NewBudget(work int64) *Budget { return &Budget{left: work} }
+
+// Left is the work the budget has left (-1 when unlimited).
+func (bu *Budget) Left() int64 {
+	if bu == nil {
+		return -1
+	}
+	return bu.left
+}
+
+// WordDiff is WordDiff drawing on bu.
+func (bu *Budget) WordDiff(old, new string) []Edit {
+	return bu.Diff(Words(old), Words(new))
 }
 
 // Diff returns an edit script turning a into b, with adjacent tokens of the
 // same operation joined into one Edit. Within a changed run deletions come
 // before insertions.
 func Diff(a, b []string) []Edit {
+	return (*Budget)(nil).Diff(a, b)
+}
+
+// Diff is Diff drawing on bu.
+func (bu *Budget) Diff(a, b []string) []Edit {
 	var edits []Edit
 	emit := func(op Op, toks []string) {
 		if len(toks) == 0 {
@@ -117,7 +157,7 @@ func Diff(a, b []string) []Edit {
 	// Common prefix and suffix first: most versions differ in a small middle.
 	p, s := Affixes(a, b)
 	emit(Equal, a[:p])
-	for _, e := range myers(a[p:len(a)-s], b[p:len(b)-s]) {
+	for _, e := range bu.myers(a[p:len(a)-s], b[p:len(b)-s]) {
 		switch e.op {
 		case Equal:
 			emit(Equal, a[p+e.ai:p+e.ai+e.n])
@@ -143,6 +183,11 @@ type Run struct {
 // indices, in order (up to MaxEdits: past it the middle part that differs
 // is one deletion and one insertion, as in Diff).
 func Script(a, b []string) []Run {
+	return (*Budget)(nil).Script(a, b)
+}
+
+// Script is Script drawing on bu.
+func (bu *Budget) Script(a, b []string) []Run {
 	var out []Run
 	add := func(op Op, i, j, n int) {
 		if n == 0 {
@@ -157,7 +202,7 @@ func Script(a, b []string) []Run {
 	p, s := Affixes(a, b)
 	add(Equal, 0, 0, p)
 	i, j := p, p
-	for _, e := range myers(a[p:len(a)-s], b[p:len(b)-s]) {
+	for _, e := range bu.myers(a[p:len(a)-s], b[p:len(b)-s]) {
 		switch e.op {
 		case Equal:
 			add(Equal, i, j, e.n)
@@ -194,7 +239,7 @@ type span struct {
 
 // myers finds a shortest edit script between a and b (Myers 1986),
 // keeping the V array of every step to trace the path back.
-func myers(a, b []string) []span {
+func (bu *Budget) myers(a, b []string) []span {
 	n, m := len(a), len(b)
 	if n == 0 && m == 0 {
 		return nil
@@ -206,7 +251,7 @@ func myers(a, b []string) []span {
 		return []span{{op: Delete, n: n}}
 	}
 	var trace [][]int
-	found := forward(a, b, func(d int, frontier []int) {
+	found := bu.forward(a, b, func(d int, frontier []int) {
 		trace = append(trace, slices.Clone(frontier))
 	})
 	if found < 0 {
@@ -257,18 +302,28 @@ func myers(a, b []string) []span {
 // texts, where E counts the words the diff keeps: 1 for equal texts, 0 for
 // texts with no word in common. Two empty texts are equal.
 func Similarity(a, b string) float64 {
+	return (*Budget)(nil).Similarity(a, b)
+}
+
+// Similarity is Similarity drawing on bu.
+func (bu *Budget) Similarity(a, b string) float64 {
 	wa, wb := nonSpace(Words(a)), nonSpace(Words(b))
 	if len(wa)+len(wb) == 0 {
 		return 1
 	}
-	return 2 * float64(Common(wa, wb)) / float64(len(wa)+len(wb))
+	return 2 * float64(bu.Common(wa, wb)) / float64(len(wa)+len(wb))
 }
 
 // Common counts the tokens a shortest edit script keeps from a and b (the
 // length of their longest common subsequence, up to MaxEdits).
 func Common(a, b []string) int {
+	return (*Budget)(nil).Common(a, b)
+}
+
+// Common is Common drawing on bu.
+func (bu *Budget) Common(a, b []string) int {
 	p, s := Affixes(a, b)
-	return p + s + commonLen(a[p:len(a)-s], b[p:len(b)-s])
+	return p + s + bu.commonLen(a[p:len(a)-s], b[p:len(b)-s])
 }
 
 // commonLen is the number of tokens myers keeps from a and b, found with
@@ -276,11 +331,11 @@ func Common(a, b []string) int {
 // deletions keeps (len(a)+len(b)-d)/2 tokens, so the count needs neither
 // the pass's trace (a copy of its frontier at every step) nor the script.
 // Past MaxEdits nothing is kept, as myers gives then.
-func commonLen(a, b []string) int {
+func (bu *Budget) commonLen(a, b []string) int {
 	if len(a) == 0 || len(b) == 0 {
 		return 0
 	}
-	if d := forward(a, b, nil); d >= 0 {
+	if d := bu.forward(a, b, nil); d >= 0 {
 		return (len(a) + len(b) - d) / 2
 	}
 	return 0
@@ -288,15 +343,24 @@ func commonLen(a, b []string) int {
 
 // forward is the forward pass of Myers's algorithm on a and b (both not
 // empty): the number of insertions and deletions of a shortest edit
-// script, -1 past MaxEdits. Before step d, atStep (when not nil) is given
-// the frontier the step starts from, the furthest x on diagonals -d-1 to
-// d+1 (to be copied: it changes).
-func forward(a, b []string, atStep func(d int, frontier []int)) int {
+// script, -1 past MaxEdits or past what bu has left (which it then
+// spends). Before step d, atStep (when not nil) is given the frontier the
+// step starts from, the furthest x on diagonals -d-1 to d+1 (to be
+// copied: it changes).
+func (bu *Budget) forward(a, b []string, atStep func(d int, frontier []int)) int {
 	n, m := len(a), len(b)
 	limit := min(n+m, MaxEdits)
 	off := limit + 1
 	v := make([]int, 2*limit+3)
+	var work int64 // diagonals visited and tokens compared
+	if bu != nil {
+		defer func() { bu.left = max(0, bu.left-work) }()
+	}
 	for d := 0; d <= limit; d++ {
+		if bu != nil && work > bu.left {
+			return -1
+		}
+		work += int64(d + 1)
 		if atStep != nil {
 			atStep(d, v[off-d-1:off+d+2])
 		}
@@ -308,10 +372,12 @@ func forward(a, b []string, atStep func(d int, frontier []int)) int {
 				x = v[off+k-1] + 1
 			}
 			y := x - k
+			x0 := x
 			for x < n && y < m && a[x] == b[y] {
 				x++
 				y++
 			}
+			work += int64(x - x0)
 			v[off+k] = x
 			if x >= n && y >= m {
 				return d

@@ -179,7 +179,7 @@ func TestCommonLen(t *testing.T) {
 	}
 	kept := func(a, b []string) int {
 		eq := 0
-		for _, sp := range myers(a, b) {
+		for _, sp := range (*Budget)(nil).myers(a, b) {
 			if sp.op == Equal {
 				eq += sp.n
 			}
@@ -188,7 +188,7 @@ func TestCommonLen(t *testing.T) {
 	}
 	for range 2000 {
 		a, b := text(rng.IntN(40)), text(rng.IntN(40))
-		if got, want := commonLen(a, b), kept(a, b); got != want {
+		if got, want := (*Budget)(nil).commonLen(a, b), kept(a, b); got != want {
 			t.Fatalf("commonLen(%q, %q) = %d, myers keeps %d", a, b, got, want)
 		}
 	}
@@ -197,7 +197,41 @@ func TestCommonLen(t *testing.T) {
 		a[i], b[i] = fmt.Sprint("a", i), fmt.Sprint("b", i)
 	}
 	a[400] = b[0]
-	if got, want := commonLen(a, b), kept(a, b); got != want || got != 0 {
+	if got, want := (*Budget)(nil).commonLen(a, b), kept(a, b); got != want || got != 0 {
 		t.Errorf("past MaxEdits: commonLen %d, myers keeps %d, want 0", got, want)
+	}
+}
+
+// TestBudget: scripts drawn on a budget are the scripts of Script while it
+// lasts, and give up (the differing middle deleted and inserted whole) once
+// what is left would not do; a nil budget is unlimited.
+func TestBudget(t *testing.T) {
+	a := Words("the quick brown fox jumps over the lazy dog, the end")
+	b := Words("the quick red fox leaps over the lazy cat, the end")
+	want := fmt.Sprint(Script(a, b))
+	bu := NewBudget(1 << 20)
+	if got := fmt.Sprint(bu.Script(a, b)); got != want {
+		t.Fatalf("with a budget: %s, want %s", got, want)
+	}
+	if bu.Left() >= 1<<20 || bu.Left() <= 0 {
+		t.Fatalf("left %d of %d", bu.Left(), 1<<20)
+	}
+	if (*Budget)(nil).Left() != -1 || fmt.Sprint((*Budget)(nil).Script(a, b)) != want {
+		t.Fatal("a nil budget is not unlimited")
+	}
+	small := NewBudget(3)
+	runs := small.Script(a, b)
+	var ops []Op
+	for _, r := range runs {
+		ops = append(ops, r.Op)
+	}
+	if fmt.Sprint(ops) != fmt.Sprint([]Op{Equal, Delete, Insert, Equal}) {
+		t.Fatalf("past the budget: %v, want the middle deleted and inserted whole", runs)
+	}
+	if small.Left() != 0 {
+		t.Fatalf("left %d, want 0", small.Left())
+	}
+	if p, q := Affixes(a, b); NewBudget(0).Common(a, b) != p+q {
+		t.Fatalf("Common with nothing left: %d, want the shared start and end (%d)", NewBudget(0).Common(a, b), p+q)
 	}
 }

@@ -6,6 +6,7 @@ package htmltoken
 
 import (
 	"bytes"
+	"hash/maphash"
 	"io"
 	"strconv"
 	"strings"
@@ -84,6 +85,16 @@ type Tokenizer struct {
 	pendingAttr   [2]span
 	attr          [][2]span
 	nAttrReturned int
+	// attrIndex finds a repeated key among the saved attributes of a tag
+	// that has more than a few (see seenAttr): an open-addressing table of
+	// positions in attr plus one (0 is an empty slot), keyed by a hash of
+	// the key without case. indexed is how many of attr it holds for the
+	// current tag (0: none, the table is to be cleared before use).
+	attrIndex []int32
+	indexed   int
+	keyBuf    []byte // scratch for foldHash
+	// probes counts the keys compared by seenAttr, for tests.
+	probes int
 	// rawTag is the "script" in "</script>" that closes the next token. If
 	// non-empty, the subsequent call to Next will return a raw or RCDATA text
 	// token: one that treats "<p>" as text instead of an element.
@@ -749,6 +760,7 @@ func (z *Tokenizer) readStartTag() TokenType {
 func (z *Tokenizer) readTag(saveAttr bool) {
 	z.attr = z.attr[:0]
 	z.nAttrReturned = 0
+	z.indexed = 0
 	// Read the tag name and attribute key/value pairs.
 	z.readTagName()
 	if z.skipWhiteSpace(); z.err != nil {
@@ -775,16 +787,82 @@ func (z *Tokenizer) readTag(saveAttr bool) {
 // seenAttr reports whether a saved attribute of the tag has the key of
 // span k, ASCII letters compared without case (a repeated key is left
 // out, as the parser does). Keys are compared in place: a tag has few
-// attributes, and most tags none to compare.
+// attributes, and most tags none to compare. Past linearAttrs saved
+// attributes, the keys are found through attrIndex, so that a tag with
+// many thousands of attributes costs time in proportion to their number,
+// not its square.
 func (z *Tokenizer) seenAttr(k span) bool {
 	key := z.buf[k.start:k.end]
-	for _, a := range z.attr {
+	if len(z.attr) <= linearAttrs {
+		for _, a := range z.attr {
+			z.probes++
+			if asciiFoldEqual(z.buf[a[0].start:a[0].end], key) {
+				return true
+			}
+		}
+		return false
+	}
+	z.indexAttrs()
+	mask := len(z.attrIndex) - 1
+	for i := int(z.foldHash(key)) & mask; ; i = (i + 1) & mask {
+		x := z.attrIndex[i]
+		if x == 0 {
+			return false
+		}
+		z.probes++
+		a := z.attr[x-1]
 		if asciiFoldEqual(z.buf[a[0].start:a[0].end], key) {
 			return true
 		}
 	}
-	return false
 }
+
+// linearAttrs is the number of saved attributes up to which seenAttr
+// compares a key with each of them.
+const linearAttrs = 8
+
+// indexAttrs adds the saved attributes attrIndex lacks, sizing it for
+// the tag when it starts and growing it to keep it at most half full.
+func (z *Tokenizer) indexAttrs() {
+	if n := len(z.attr); z.indexed == 0 || 2*n > len(z.attrIndex) {
+		size := 64
+		for size < 2*n {
+			size *= 2
+		}
+		if cap(z.attrIndex) < size {
+			z.attrIndex = make([]int32, size)
+		} else {
+			z.attrIndex = z.attrIndex[:size]
+			clear(z.attrIndex)
+		}
+		z.indexed = 0
+	}
+	mask := len(z.attrIndex) - 1
+	for ; z.indexed < len(z.attr); z.indexed++ {
+		a := z.attr[z.indexed]
+		i := int(z.foldHash(z.buf[a[0].start:a[0].end])) & mask
+		for z.attrIndex[i] != 0 {
+			i = (i + 1) & mask
+		}
+		z.attrIndex[i] = int32(z.indexed + 1)
+	}
+}
+
+// foldHash is a seeded hash of b with its A-Z bytes lower-cased (seeded,
+// so that a page cannot pick keys that all fall in one slot).
+func (z *Tokenizer) foldHash(b []byte) uint64 {
+	k := z.keyBuf[:0]
+	for _, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		k = append(k, c)
+	}
+	z.keyBuf = k
+	return maphash.Bytes(attrSeed, k)
+}
+
+var attrSeed = maphash.MakeSeed()
 
 // asciiFoldEqual reports whether a and b are equal once their A-Z bytes
 // are lower-cased (what lower does).
@@ -1145,6 +1223,27 @@ func (z *Tokenizer) TagAttr() (key, val []byte, moreAttr bool) {
 	return nil, nil, false
 }
 
+// NumAttr returns the number of attributes of the current start or
+// self-closing tag token, repeated keys left out (TagAttr returns them in
+// turn).
+func (z *Tokenizer) NumAttr() int {
+	switch z.tt {
+	case StartTagToken, SelfClosingTagToken:
+		return len(z.attr)
+	}
+	return 0
+}
+
+// AttrSpan returns where attribute i (0 <= i < NumAttr) of the current
+// tag lies in the slice Raw returns: its key is raw[k0:k1] and its value,
+// without quotes, raw[v0:v1], both as in the input (not lower-cased, not
+// unescaped). It reads the attributes without the copies TagAttr makes.
+func (z *Tokenizer) AttrSpan(i int) (k0, k1, v0, v1 int) {
+	a := z.attr[i]
+	s := z.raw.start
+	return a[0].start - s, a[0].end - s, a[1].start - s, a[1].end - s
+}
+
 // NewTokenizer returns a new HTML Tokenizer for b, which it copies (Text
 // and TagAttr unescape in place). The input is assumed to be UTF-8 encoded.
 func NewTokenizer(b []byte) *Tokenizer {
@@ -1156,5 +1255,5 @@ func NewTokenizer(b []byte) *Tokenizer {
 // Reset makes z a tokenizer of b, as NewTokenizer does, reusing its
 // buffers.
 func (z *Tokenizer) Reset(b []byte) {
-	*z = Tokenizer{buf: append(z.buf[:0], b...), attr: z.attr[:0]}
+	*z = Tokenizer{buf: append(z.buf[:0], b...), attr: z.attr[:0], attrIndex: z.attrIndex, keyBuf: z.keyBuf[:0]}
 }

@@ -261,3 +261,63 @@ func BenchmarkTokenizer(b *testing.B) {
 		}
 	})
 }
+
+// manyAttrs is a start tag with n attributes whose keys repeat every
+// distinct keys, in mixed case, followed by text.
+func manyAttrs(n, distinct int) []byte {
+	var b bytes.Buffer
+	b.WriteString("<div")
+	for i := range n {
+		k := fmt.Sprintf("k%d", i%distinct)
+		if i%3 == 1 {
+			k = strings.ToUpper(k)
+		}
+		fmt.Fprintf(&b, " %s=v%d", k, i)
+	}
+	b.WriteString(">text</div>")
+	return b.Bytes()
+}
+
+// TestManyAttributesAsUpstream: tags with many attributes, many of them
+// repeated, read as x/net/html reads them (the first of repeated keys
+// kept, keys compared without case), tags of few attributes after them.
+func TestManyAttributesAsUpstream(t *testing.T) {
+	for _, c := range [][2]int{{9, 9}, {20, 7}, {300, 300}, {3000, 1000}, {3000, 1}} {
+		b := append(manyAttrs(c[0], c[1]), "<p a=1 A=2 b=3 a=4>x<p>"...)
+		sameTokens(t, fmt.Sprintf("%d attributes, %d keys", c[0], c[1]), b)
+	}
+}
+
+// TestRepeatedKeysCostLinear: finding repeated keys costs key comparisons
+// in proportion to a tag's attributes, not to their square (one tag of
+// 25,000 attributes took seconds).
+func TestRepeatedKeysCostLinear(t *testing.T) {
+	for _, c := range [][2]int{{4000, 4000}, {8000, 8000}, {8000, 100}, {8000, 1}} {
+		z := NewTokenizer(manyAttrs(c[0], c[1]))
+		if tt := z.Next(); tt != StartTagToken {
+			t.Fatalf("got %v, want a start tag", tt)
+		}
+		if z.NumAttr() != c[1] {
+			t.Errorf("%d attributes, %d keys: NumAttr %d", c[0], c[1], z.NumAttr())
+		}
+		if z.probes > 4*c[0] {
+			t.Errorf("%d attributes, %d keys: %d key comparisons, want at most %d", c[0], c[1], z.probes, 4*c[0])
+		}
+	}
+}
+
+// TestAttrSpan: AttrSpan locates each kept attribute in Raw as written.
+func TestAttrSpan(t *testing.T) {
+	z := NewTokenizer([]byte(`<P Class="a b" id=x CLASS=y data-x='1&amp;2' e>`))
+	z.Next()
+	raw := z.Raw()
+	var got []string
+	for i := range z.NumAttr() {
+		k0, k1, v0, v1 := z.AttrSpan(i)
+		got = append(got, fmt.Sprintf("%s=%s", raw[k0:k1], raw[v0:v1]))
+	}
+	want := []string{"Class=a b", "id=x", "data-x=1&amp;2", "e="}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+}
