@@ -253,7 +253,8 @@ func (e *errWriter) write(p []byte) {
 }
 
 // feedEvents checks a feed and its events and returns the events it
-// shows: those with changes, newest first, at most MaxEntries.
+// shows: those with changes (or to be loaded), newest first, at most
+// MaxEntries.
 func (e *Engine) feedEvents(feed FeedInfo, events []Event) ([]Event, error) {
 	switch {
 	case feed.ID == "":
@@ -272,7 +273,7 @@ func (e *Engine) feedEvents(feed FeedInfo, events []Event) ([]Event, error) {
 	}
 	evs := make([]Event, 0, len(events))
 	for _, ev := range events {
-		if len(ev.Snapshot.Changes) > 0 {
+		if len(ev.Snapshot.Changes) > 0 || ev.loads() {
 			evs = append(evs, ev)
 		}
 	}
