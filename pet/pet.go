@@ -47,6 +47,7 @@ import (
 	bolterrors "go.etcd.io/bbolt/errors"
 
 	"github.com/changedigest/changedigest"
+	"github.com/changedigest/changedigest/internal/memo"
 )
 
 // Sentinel errors. Errors returned for user input or missing records match
@@ -160,6 +161,11 @@ type Store struct {
 	open     atomic.Bool
 	// lists keeps users' watch lists (see WatchPage).
 	lists listCache
+	// events and watches keep the version rows and watches of change
+	// events (see Changes).
+	events  memo.Cache[eventRef, eventRow]
+	watches memo.Cache[int64, decodedWatch]
+	refs    memo.Cache[refQuery, refList]
 
 	// faultMu guards fault and faultCh (see health.go); idxReadOnly is
 	// guarded by idxMu.
@@ -301,6 +307,9 @@ func (s *Store) Open(ctx context.Context) error {
 	}
 	s.db = db
 	s.lists.reset() // lists of another opening of the store are not this one's
+	s.events = memo.Cache[eventRef, eventRow]{Max: DefaultEventCacheBytes}
+	s.watches = memo.Cache[int64, decodedWatch]{Max: watchCacheBytes}
+	s.refs = memo.Cache[refQuery, refList]{Max: refListsBytes}
 	s.idxReady.Store(false)
 	s.open.Store(true)
 	return nil

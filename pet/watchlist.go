@@ -100,6 +100,8 @@ type WatchQuery struct {
 
 // WatchPage is a page of a user's watches with what a list shows around it.
 type WatchPage struct {
+	// Watches may share their slices with other calls: read them, do not
+	// change them.
 	Watches []changedigest.Watch
 	Total   int      // watches matching the query's tag
 	Failing int      // of those, how many failed at their last check
@@ -479,7 +481,7 @@ func (s *Store) WatchPage(ctx context.Context, userID int64, q WatchQuery) (*Wat
 		page := idx[q.Offset:min(len(idx), q.Offset+q.Limit)]
 		out.Watches = make([]changedigest.Watch, 0, len(page))
 		for _, i := range page {
-			w, err := getWatch(tx, l.sums[i].id)
+			w, err := s.keptWatch(tx, l.sums[i].id)
 			if err != nil {
 				return err
 			}
