@@ -10,6 +10,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"html/template"
 	"log/slog"
 	"net"
 	"net/http"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/changedigest/changedigest/agent"
 	"github.com/changedigest/changedigest/expand"
+	"github.com/changedigest/changedigest/internal/memo"
 	"github.com/changedigest/changedigest/notify"
 	"github.com/changedigest/changedigest/profile"
 	"github.com/changedigest/changedigest/render"
@@ -85,6 +87,8 @@ type Server struct {
 	secure bool     // cookies only over https
 
 	rows rowCache // rendered rows of the watches table (rows.go)
+	// panels keeps the dashboard's rendered recent changes by panelKey.
+	panels memo.Cache[panelKey, template.HTML]
 
 	overlaysOnce sync.Once
 	overlays     *overlayCache
@@ -140,6 +144,7 @@ func (s *Server) init() {
 		s.logins = newLoginGuard(s.LoginAttempts, s.LoginWindow, s.now)
 		s.tokens = newBackoff(s.LoginAttempts, s.LoginWindow, s.LoginWindow, s.now)
 	}
+	s.panels.Max = panelCacheBytes
 	if len(s.Key) == 0 {
 		s.Key = make([]byte, 32)
 		rand.Read(s.Key)
