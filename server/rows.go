@@ -73,10 +73,8 @@ func (s *Server) renderRows(rows []watchRow) {
 // panelCacheBytes bounds the memory of the dashboard panels kept.
 const panelCacheBytes = 4 << 20
 
-// panelKey names a rendered recent change of the dashboard: its event's
-// key (render.EventKey: everything the view shows) and whether it is the
-// open one.
-type panelKey struct {
-	event uint64
-	first bool
+// panel is a recent change of the dashboard rendered both ways: open
+// (the newest) and folded.
+type panel struct {
+	open, folded template.HTML
 }

@@ -10,7 +10,6 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"html/template"
 	"log/slog"
 	"net"
 	"net/http"
@@ -87,8 +86,9 @@ type Server struct {
 	secure bool     // cookies only over https
 
 	rows rowCache // rendered rows of the watches table (rows.go)
-	// panels keeps the dashboard's rendered recent changes by panelKey.
-	panels memo.Cache[panelKey, template.HTML]
+	// panels keeps the dashboard's rendered recent changes by their
+	// event's key (render.EventKey: everything the view shows).
+	panels memo.Cache[uint64, panel]
 
 	overlaysOnce sync.Once
 	overlays     *overlayCache

@@ -147,33 +147,42 @@ type recentEvent struct {
 
 // recentEvents renders the dashboard's recent changes, or takes them
 // from the panels kept: a version's changes are viewed (word diffs of
-// every change) and rendered once, not at every look at the dashboard.
+// every change) and rendered once, open and folded (a new version moves
+// the one before it down, folded), not at every look at the dashboard.
 func (s *Server) recentEvents(evs []render.Event) ([]recentEvent, error) {
 	out := make([]recentEvent, len(evs))
 	for i, ev := range evs {
-		first := i == 0
-		key := panelKey{event: ev.Key, first: first}
-		if ev.Key == 0 {
-			key.event = render.EventKey(ev)
+		key := ev.Key
+		if key == 0 {
+			key = render.EventKey(ev)
 		}
-		h, err := s.panels.Do(key, func() (template.HTML, int, error) {
+		p, err := s.panels.Do(key, func() (panel, int, error) {
 			if ev.Load != nil {
 				var err error
 				if ev, err = ev.Load(); err != nil {
-					return "", 0, err
+					return panel{}, 0, err
 				}
 			}
 			v, err := s.Render.View(ev, render.ViewOptions{Context: s.Render.Context, MaxChars: s.Render.MaxChangeChars})
 			if err != nil {
-				return "", 0, err
+				return panel{}, 0, err
 			}
-			h, err := s.Render.Component("recent-event", &recentEvent{Event: v, First: first})
-			return h, len(h), err
+			var p panel
+			if p.open, err = s.Render.Component("recent-event", &recentEvent{Event: v, First: true}); err != nil {
+				return panel{}, 0, err
+			}
+			if p.folded, err = s.Render.Component("recent-event", &recentEvent{Event: v}); err != nil {
+				return panel{}, 0, err
+			}
+			return p, len(p.open) + len(p.folded), nil
 		})
 		if err != nil {
 			return nil, err
 		}
-		out[i] = recentEvent{First: first, HTML: h}
+		out[i] = recentEvent{First: i == 0, HTML: p.folded}
+		if i == 0 {
+			out[i].HTML = p.open
+		}
 	}
 	return out, nil
 }
