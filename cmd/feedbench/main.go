@@ -95,7 +95,12 @@ func main() {
 		fmt.Fprintf(os.Stderr, "feedbench: %s not found (apt-get install wrk)\n", cfg.wrk)
 		os.Exit(2)
 	}
-	if err := run(&cfg); err != nil {
+	// An interrupt stops the phase running, and the service with it.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	cfg.ctx = ctx
+	err := run(&cfg)
+	stop()
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "feedbench:", err)
 		os.Exit(1)
 	}
@@ -108,6 +113,7 @@ type config struct {
 	threads, runs              int
 	every, duration            time.Duration
 	hold                       bool
+	ctx                        context.Context // ends at an interrupt
 }
 
 // setup is what the prepared store holds, written next to it.
@@ -178,7 +184,7 @@ type farm struct {
 var versionFile = regexp.MustCompile(`^\d{4}_.*\.html$`)
 
 // newFarm serves the histories in dir, on addrs when given (one per
-// history), else on new loopback ports.
+// history), else on port 8080 of 127.77.0.1, 127.77.0.2 …
 func newFarm(dir string, addrs []string) (*farm, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -207,7 +213,9 @@ func newFarm(dir string, addrs []string) (*farm, error) {
 		return nil, fmt.Errorf("the store was prepared with %d histories, %s has %d", len(addrs), dir, len(f.histories))
 	}
 	for h := range f.histories {
-		addr := "127.0.0.1:0"
+		// Each history on a loopback address of its own (a host for the
+		// fetcher's politeness), away from the ports other programs get.
+		addr := fmt.Sprintf("127.77.0.%d:8080", h+1)
 		if addrs != nil {
 			addr = addrs[h]
 		}
@@ -418,7 +426,8 @@ func measure(cfg *config, f *farm, template string, su *setup, bin string, run i
 		return nil, err
 	}
 	defer logf.Close()
-	cmd := exec.Command(bin, "serve", "--data", dir, "--addr", addr, "--allow-private")
+	cmd := exec.CommandContext(cfg.ctx, bin, "serve", "--data", dir, "--addr", addr, "--allow-private")
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		return nil, err
@@ -436,7 +445,7 @@ func measure(cfg *config, f *farm, template string, su *setup, bin string, run i
 	}()
 	base := "http://" + addr
 	feedURL := base + "/feeds/" + su.FeedToken + "/atom.xml"
-	if err := waitFor(feedURL, 60*time.Second); err != nil {
+	if err := waitFor(feedURL, 2*time.Minute); err != nil {
 		return nil, fmt.Errorf("%s serve: %w (log in %s)", bin, err, logf.Name())
 	}
 	// One request at a time, before the load: the first after start-up
@@ -454,9 +463,7 @@ func measure(cfg *config, f *farm, template string, su *setup, bin string, run i
 		addr, entries, size>>10, took[0].Round(time.Millisecond), took[1:])
 	if cfg.hold {
 		fmt.Printf("feed: %s\ndashboard: %s/ with Cookie: %s\nlog: %s\nwaiting for an interrupt\n", feedURL, base, su.Cookie, logf.Name())
-		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-		defer stop()
-		<-ctx.Done()
+		<-cfg.ctx.Done()
 		return nil, nil
 	}
 	var out []result
@@ -574,7 +581,7 @@ func wrk(cfg *config, pid int, f *farm, url string, headers []string, script str
 	load, _ := os.ReadFile("/proc/loadavg")
 	cpu0 := procCPU(pid)
 	gets0 := f.gets.Load()
-	out, err := exec.Command(cfg.wrk, args...).CombinedOutput()
+	out, err := exec.CommandContext(cfg.ctx, cfg.wrk, args...).CombinedOutput()
 	if err != nil {
 		return result{}, fmt.Errorf("wrk: %w: %s", err, out)
 	}
