@@ -22,9 +22,9 @@ type eventKey struct {
 // the store keeps (or reads again) as long as it is needed.
 type compiled struct {
 	key eventKey
-	// hits are the profile matches of the changes that have some, of
-	// lists (one per change, the most often empty); nil without a
-	// profile.
+	// hits are the profile matches of the changes that have some; lists
+	// is how many lists Match gave (one per change, most of them empty;
+	// 0 without a profile).
 	hits   []changeHits
 	lists  int
 	render uint64 // render.EventKey of the event with every change

@@ -138,8 +138,8 @@ func Match(m *expand.Matcher, changes []changedigest.Change) [][]changedigest.Ma
 // worked out of a version (its matches, what is told, the keys) is kept
 // by the version, the user's profile and the watch's fields that telling
 // and rendering read (DefaultEventCacheBytes of it): a version is
-// matched once, not at every request. The events' snapshots and matches are shared with
-// later calls: read them, do not change them.
+// matched once, not at every request. The events' snapshots and
+// matches are shared with later calls: read them, do not change them.
 func (n *Notifier) Events(ctx context.Context, f pet.ChangeFilter) ([]render.Event, error) {
 	return n.events(ctx, f, false)
 }
