@@ -227,7 +227,7 @@ func (n *Notifier) lazy(ctx context.Context, f pet.ChangeFilter, told bool) ([]r
 	if err != nil {
 		return nil, err
 	}
-	made, err := n.worked(ctx, f, refs, m)
+	made, rows, err := n.worked(ctx, f, refs, m)
 	if err != nil {
 		return nil, err
 	}
@@ -236,15 +236,18 @@ func (n *Notifier) lazy(ctx context.Context, f pet.ChangeFilter, told bool) ([]r
 		if x == nil || told && !x.told {
 			continue
 		}
-		ref, key := &refs[i], x.render
+		ref, key, row := &refs[i], x.render, rows[i]
 		if told {
 			key = x.toldRender
 		}
 		out = append(out, render.Event{Watch: &ref.Watch, Snapshot: &ref.Version, Key: key,
 			Load: func() (render.Event, error) {
-				row, err := n.row(ctx, f.UserID, ref)
-				if err != nil {
-					return render.Event{}, err
+				// A version read to work it out is at hand.
+				if row == nil {
+					var err error
+					if row, err = n.row(ctx, f.UserID, ref); err != nil {
+						return render.Event{}, err
+					}
 				}
 				if row == nil {
 					return render.Event{}, changedigest.Errorf(changedigest.ENOTFOUND, "version %d of watch %d was removed", ref.Version.Seq, ref.Watch.ID)
@@ -284,39 +287,98 @@ const listsBytes = 8 << 20
 
 // worked returns what is worked out of each event of the listing refs
 // (f's), from what is kept of it or worked out now (reading its version);
-// nil for an event whose version is gone. A listing the store gives
-// again (it shares one until its next write: pet.ChangeFilter.Refs) is
-// not looked through again.
-func (n *Notifier) worked(ctx context.Context, f pet.ChangeFilter, refs []pet.Event, m *matcher) ([]*compiled, error) {
+// nil for an event whose version is gone. The versions it read are
+// returned by their place in refs, for the caller to render from. A
+// listing the store gives again (it shares one until its next write:
+// pet.ChangeFilter.Refs) is not looked through again.
+func (n *Notifier) worked(ctx context.Context, f pet.ChangeFilter, refs []pet.Event, m *matcher) ([]*compiled, map[int]*changedigest.Snapshot, error) {
 	q := listQuery{userID: f.UserID, watchID: f.WatchID, tag: f.Tag, since: f.Since.UnixNano(), until: f.Until.UnixNano(), limit: f.Limit}
 	if l, ok := n.lists.Get(q); ok && l.gen == m.gen && sameListing(l.refs, refs) {
-		return l.made, nil
+		return l.made, nil, nil
 	}
 	watchKeys := map[int64]uint64{}
+	keys := make([]eventKey, len(refs))
 	made := make([]*compiled, len(refs))
+	var missing []int
 	for i := range refs {
-		w, ref := &refs[i].Watch, &refs[i]
+		w := &refs[i].Watch
 		wk, ok := watchKeys[w.ID]
 		if !ok {
 			wk = render.WatchKey(w)
 			watchKeys[w.ID] = wk
 		}
-		k := keyOf(w, &ref.Version, m, wk)
+		keys[i] = keyOf(w, &refs[i].Version, m, wk)
+		var ok2 bool
+		if made[i], ok2 = n.kept.Get(keys[i]); !ok2 {
+			missing = append(missing, i)
+		}
+	}
+	rows, err := n.rows(ctx, f.UserID, refs, missing)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, i := range missing {
+		w, ref, k := &refs[i].Watch, &refs[i], keys[i]
 		x, err := n.kept.Do(k, func() (*compiled, int, error) {
-			row, err := n.row(ctx, f.UserID, ref)
-			if row == nil || err != nil {
-				return nil, -1, err // nil, nil: removed since the list was read
+			row := rows[i]
+			if row == nil {
+				var err error
+				if row, err = n.row(ctx, f.UserID, ref); row == nil || err != nil {
+					return nil, -1, err // nil, nil: removed since the list was read
+				}
+				rows[i] = row
 			}
 			x := work(k, w, row, m)
 			return x, x.size, nil
 		})
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		made[i] = x
 	}
 	n.lists.Put(q, workedList{refs: refs, gen: m.gen, made: made}, len(refs)*eventSize)
-	return made, nil
+	return made, rows, nil
+}
+
+// rows reads the versions of the events at the places missing of refs
+// (listed without their versions) in one listing of the time they span,
+// rather than one read each (on a cluster, each a question to the nodes):
+// the first poll of a feed after a start reads its hundreds of versions.
+// Versions the listing does not hold (more events in their span than a
+// listing gives) are left out, for row.
+func (n *Notifier) rows(ctx context.Context, userID int64, refs []pet.Event, missing []int) (map[int]*changedigest.Snapshot, error) {
+	rows := map[int]*changedigest.Snapshot{}
+	if len(missing) == 0 {
+		return rows, nil
+	}
+	since, until := refs[missing[0]].Version.FetchedAt, refs[missing[0]].Version.FetchedAt
+	for _, i := range missing {
+		at := refs[i].Version.FetchedAt
+		if at.Before(since) {
+			since = at
+		}
+		if at.After(until) {
+			until = at
+		}
+	}
+	evs, err := n.Store.Changes(ctx, pet.ChangeFilter{UserID: userID, Since: since, Until: until, Limit: 1000})
+	if err != nil {
+		return nil, err
+	}
+	type ref struct {
+		watchID int64
+		seq     int
+	}
+	at := make(map[ref]int, len(missing))
+	for _, i := range missing {
+		at[ref{refs[i].Watch.ID, refs[i].Version.Seq}] = i
+	}
+	for j := range evs {
+		if i, ok := at[ref{evs[j].Watch.ID, evs[j].Version.Seq}]; ok {
+			rows[i] = &evs[j].Version
+		}
+	}
+	return rows, nil
 }
 
 // eventSize is about the memory of a pet.Event and what is kept with it.
