@@ -20,8 +20,10 @@
 //
 // Before them it times single feed requests. For each phase it prints
 // wrk's requests/s and latency percentiles, the statuses, the server's
-// CPU per request and resident memory (from /proc), the checks made
-// during the phase, and the machine's load average before it.
+// CPU per request (all of the process's CPU over the phase, the checks'
+// included, divided by the requests answered) and resident memory (from
+// /proc), the checks made during the phase, and the machine's load
+// average before it.
 //
 //	go build -o /tmp/changedigest ./cmd/changedigest
 //	go run ./cmd/feedbench -bin /tmp/changedigest
@@ -489,7 +491,7 @@ func measure(cfg *config, f *farm, template string, su *setup, bin string, run i
 			return nil, err
 		}
 		r.bin, r.phase = bin, phase
-		fmt.Printf("  %-12s %7.0f req/s  p50 %6.1f ms  p90 %6.1f ms  p99 %6.1f ms  server CPU %.2f ms/req  %s  checks %d  RSS %d MB (peak %d)  load %s\n",
+		fmt.Printf("  %-12s %7.1f req/s  p50 %6.1f ms  p90 %6.1f ms  p99 %6.1f ms  server CPU %.2f ms/req  %s  checks %d  RSS %d MB (peak %d)  load %s\n",
 			phase, r.reqs, r.p50, r.p90, r.p99, r.cpuReq, r.statuses, r.checks, r.rss, r.peak, r.load)
 		out = append(out, r)
 	}
@@ -685,7 +687,7 @@ func summarise(rs []result) {
 			loads = append(loads, strings.Fields(r.load)[0])
 		}
 		fmt.Fprintf(w, "  %s %-12s %s req/s, p50 %s ms, p99 %s ms, server CPU %s ms/req (load %s)\n", k.bin, k.phase,
-			span(rs, func(r result) float64 { return r.reqs }, 0), span(rs, func(r result) float64 { return r.p50 }, 1),
+			span(rs, func(r result) float64 { return r.reqs }, 1), span(rs, func(r result) float64 { return r.p50 }, 1),
 			span(rs, func(r result) float64 { return r.p99 }, 1), span(rs, func(r result) float64 { return r.cpuReq }, 2),
 			strings.Join(loads, ", "))
 	}
