@@ -1,4 +1,4 @@
-// Command feedbench measures a user's feed and dashboard under load while
+// Command feedloadbench measures a user's feed and dashboard under load while
 // checks store new versions: what feed readers and a user see of a
 // running service.
 //
@@ -26,7 +26,7 @@
 // average before it.
 //
 //	go build -o /tmp/changedigest ./cmd/changedigest
-//	go run ./cmd/feedbench -bin /tmp/changedigest
+//	go run ./cmd/feedloadbench -bin /tmp/changedigest
 //
 // -store DIR keeps the prepared store in DIR and reuses it on later runs
 // (each run works on a copy), so that binaries can be compared on the
@@ -90,11 +90,11 @@ func main() {
 	}
 	if len(cfg.bins) == 0 || cfg.watches < 1 || cfg.rounds < 2 || cfg.duration <= 0 || cfg.runs < 1 ||
 		(cfg.every != 0 && cfg.every < time.Minute) {
-		fmt.Fprintln(os.Stderr, "feedbench: give -bin, -watches ≥ 1, -rounds ≥ 2, -every 0 or ≥ 1m, -duration and -runs")
+		fmt.Fprintln(os.Stderr, "feedloadbench: give -bin, -watches ≥ 1, -rounds ≥ 2, -every 0 or ≥ 1m, -duration and -runs")
 		os.Exit(2)
 	}
 	if _, err := exec.LookPath(cfg.wrk); err != nil {
-		fmt.Fprintf(os.Stderr, "feedbench: %s not found (apt-get install wrk)\n", cfg.wrk)
+		fmt.Fprintf(os.Stderr, "feedloadbench: %s not found (apt-get install wrk)\n", cfg.wrk)
 		os.Exit(2)
 	}
 	// An interrupt stops the phase running, and the service with it.
@@ -103,7 +103,7 @@ func main() {
 	err := run(&cfg)
 	stop()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "feedbench:", err)
+		fmt.Fprintln(os.Stderr, "feedloadbench:", err)
 		os.Exit(1)
 	}
 }
@@ -128,7 +128,7 @@ type setup struct {
 func run(cfg *config) error {
 	template := cfg.store
 	if template == "" {
-		tmp, err := os.MkdirTemp("", "feedbench-store-")
+		tmp, err := os.MkdirTemp("", "feedloadbench-store-")
 		if err != nil {
 			return err
 		}
@@ -341,7 +341,7 @@ func prepare(cfg *config, f *farm, dir string) (*setup, error) {
 		su.Farm = append(su.Farm, strings.TrimPrefix(u, "http://"))
 	}
 	text := su.FeedToken + "\n" + su.Cookie + "\n" + strings.Join(su.Farm, " ") + "\n"
-	if err := os.WriteFile(filepath.Join(dir, "feedbench.txt"), []byte(text), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "feedloadbench.txt"), []byte(text), 0o600); err != nil {
 		return nil, err
 	}
 	fmt.Printf("prepare: store %s: %d watches, %d versions with changes, in %s\n", dir, len(ws), len(evs),
@@ -350,13 +350,13 @@ func prepare(cfg *config, f *farm, dir string) (*setup, error) {
 }
 
 func loadSetup(dir string) (*setup, error) {
-	b, err := os.ReadFile(filepath.Join(dir, "feedbench.txt"))
+	b, err := os.ReadFile(filepath.Join(dir, "feedloadbench.txt"))
 	if err != nil {
 		return nil, err
 	}
 	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
 	if len(lines) != 3 {
-		return nil, errors.New("feedbench.txt: want three lines")
+		return nil, errors.New("feedloadbench.txt: want three lines")
 	}
 	return &setup{FeedToken: lines[0], Cookie: lines[1], Farm: strings.Fields(lines[2])}, nil
 }
@@ -406,7 +406,7 @@ type result struct {
 }
 
 func measure(cfg *config, f *farm, template string, su *setup, bin string, run int) ([]result, error) {
-	dir, err := os.MkdirTemp("", "feedbench-run-")
+	dir, err := os.MkdirTemp("", "feedloadbench-run-")
 	if err != nil {
 		return nil, err
 	}
@@ -423,7 +423,7 @@ func measure(cfg *config, f *farm, template string, su *setup, bin string, run i
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	logf, err := os.Create(filepath.Join(os.TempDir(), fmt.Sprintf("feedbench-serve-%d.log", run)))
+	logf, err := os.Create(filepath.Join(os.TempDir(), fmt.Sprintf("feedloadbench-serve-%d.log", run)))
 	if err != nil {
 		return nil, err
 	}
@@ -567,7 +567,7 @@ var (
 )
 
 func wrk(cfg *config, pid int, f *farm, url string, headers []string, script string) (result, error) {
-	sf, err := os.CreateTemp("", "feedbench-*.lua")
+	sf, err := os.CreateTemp("", "feedloadbench-*.lua")
 	if err != nil {
 		return result{}, err
 	}
