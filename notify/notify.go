@@ -12,10 +12,12 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/changedigest/changedigest"
 	"github.com/changedigest/changedigest/expand"
+	"github.com/changedigest/changedigest/internal/memo"
 	"github.com/changedigest/changedigest/pet"
 	"github.com/changedigest/changedigest/render"
 )
@@ -44,26 +46,55 @@ type Notifier struct {
 	Logger      *slog.Logger
 
 	mu       sync.Mutex
-	matchers map[int64]cachedMatcher
+	matchers map[int64]*matcher
+	// lists keeps the last worked list per filter (see worked).
+	lists memo.Cache[listQuery, workedList]
+	// kept holds what is worked out of each change event (see
+	// compiled): a stored version never changes, so what is worked out
+	// of it depends only on the user's profile and on the watch's fields
+	// that telling and rendering read, and both are in the key. Feed
+	// readers and dashboards ask for the same events at every request,
+	// and each version is matched against the profile once, not per
+	// request.
+	kept memo.Cache[eventKey, *compiled]
 }
 
-type cachedMatcher struct {
+// matcher is a user's compiled profile. gen tells one compilation from
+// every other (0: no profile), so events matched against it are kept
+// by it.
+type matcher struct {
 	updated time.Time
 	m       *expand.Matcher
+	gen     uint64
 }
+
+// noMatcher is the matcher of a user without a profile.
+var noMatcher = &matcher{}
+
+// matcherGen numbers the compiled matchers.
+var matcherGen atomic.Uint64
 
 // New returns a notifier with defaults.
 func New(store Store, ex *expand.Expander, r *render.Engine) *Notifier {
 	return &Notifier{Store: store, Expander: ex, Render: r, Location: time.Local, DigestLimit: 1000,
-		Now: time.Now, Logger: slog.Default()}
+		Now: time.Now, Logger: slog.Default(), kept: memo.Cache[eventKey, *compiled]{Max: DefaultEventCacheBytes},
+		lists: memo.Cache[listQuery, workedList]{Max: listsBytes}}
 }
 
 // Matcher returns the compiled matcher of a user's profile, nil when the
 // user has no profile. It is rebuilt when the profile changes.
 func (n *Notifier) Matcher(ctx context.Context, userID int64) (*expand.Matcher, error) {
+	m, err := n.matcher(ctx, userID)
+	if err != nil {
+		return nil, err
+	}
+	return m.m, nil
+}
+
+func (n *Notifier) matcher(ctx context.Context, userID int64) (*matcher, error) {
 	p, _, err := n.Store.Profile(ctx, userID)
 	if changedigest.ErrorCode(err) == changedigest.ENOTFOUND {
-		return nil, nil
+		return noMatcher, nil
 	} else if err != nil {
 		return nil, fmt.Errorf("notify: profile of user %d: %w", userID, err)
 	}
@@ -71,19 +102,20 @@ func (n *Notifier) Matcher(ctx context.Context, userID int64) (*expand.Matcher, 
 	c, ok := n.matchers[userID]
 	n.mu.Unlock()
 	if ok && c.updated.Equal(p.UpdatedAt) {
-		return c.m, nil
+		return c, nil
 	}
 	m, err := n.Expander.Matcher(*p)
 	if err != nil {
 		return nil, fmt.Errorf("notify: expand the profile of user %d: %w", userID, err)
 	}
+	c = &matcher{updated: p.UpdatedAt, m: m, gen: matcherGen.Add(1)}
 	n.mu.Lock()
 	if n.matchers == nil {
-		n.matchers = map[int64]cachedMatcher{}
+		n.matchers = map[int64]*matcher{}
 	}
-	n.matchers[userID] = cachedMatcher{updated: p.UpdatedAt, m: m}
+	n.matchers[userID] = c
 	n.mu.Unlock()
-	return m, nil
+	return c, nil
 }
 
 // Match finds the profile terms in each change, on the unit that changed
@@ -183,23 +215,278 @@ func firstSentenceEnd(s string) int {
 }
 
 // Events lists the change events of f (f.UserID's watches; newest first)
-// with the user's profile matches.
+// with the user's profile matches, each with its render key. What is
+// worked out of a version (its matches, what is told, the keys) is kept
+// by the version, the user's profile and the watch's fields that telling
+// and rendering read (DefaultEventCacheBytes of it): a version is
+// matched once, not at every request. The events' snapshots and
+// matches are shared with later calls: read them, do not change them.
 func (n *Notifier) Events(ctx context.Context, f pet.ChangeFilter) ([]render.Event, error) {
+	return n.events(ctx, f, false)
+}
+
+// ToldEvents is Told(Events(ctx, f)), worked out once per version as
+// Events is: what feeds and digests tell.
+func (n *Notifier) ToldEvents(ctx context.Context, f pet.ChangeFilter) ([]render.Event, error) {
+	return n.events(ctx, f, true)
+}
+
+func (n *Notifier) events(ctx context.Context, f pet.ChangeFilter, told bool) ([]render.Event, error) {
 	evs, err := n.Store.Changes(ctx, f)
 	if err != nil {
 		return nil, err
 	}
-	var m *expand.Matcher
+	m := noMatcher
 	if f.UserID != pet.AnyUser {
-		if m, err = n.Matcher(ctx, f.UserID); err != nil {
+		if m, err = n.matcher(ctx, f.UserID); err != nil {
 			return nil, err
 		}
 	}
-	out := make([]render.Event, len(evs))
+	out := make([]render.Event, 0, len(evs))
+	if len(f.Types) > 0 {
+		// The versions come with some of their changes: not what is kept.
+		for i := range evs {
+			out = append(out, render.Event{Watch: &evs[i].Watch, Snapshot: &evs[i].Version, Matches: Match(m.m, evs[i].Version.Changes)})
+		}
+		if told {
+			out = Told(out)
+		}
+		return out, nil
+	}
+	watchKeys := map[int64]uint64{}
 	for i := range evs {
-		out[i] = render.Event{Watch: &evs[i].Watch, Snapshot: &evs[i].Version, Matches: Match(m, evs[i].Version.Changes)}
+		w, s := &evs[i].Watch, &evs[i].Version
+		wk, ok := watchKeys[w.ID]
+		if !ok {
+			wk = render.WatchKey(w)
+			watchKeys[w.ID] = wk
+		}
+		x := n.compile(w, s, m, wk)
+		if !told {
+			out = append(out, render.Event{Watch: w, Snapshot: s, Matches: x.matches(), Key: x.render})
+		} else if ev, ok := x.toldEvent(w, s); ok {
+			out = append(out, ev)
+		}
 	}
 	return out, nil
+}
+
+// FeedEvents lists what ToldEvents does, for the feed writers: each
+// event comes with its Key and a Load function, and with a Snapshot that
+// holds only WatchID, Seq and FetchedAt. The store lists the events
+// without their versions; a version is read (and matched against the
+// profile) when it is first seen, and again only when the feed writer
+// asks for the whole event (Load) to render an entry it does not keep.
+// A feed reader's poll then costs the list of events, not their
+// versions. Load reads with ctx.
+func (n *Notifier) FeedEvents(ctx context.Context, f pet.ChangeFilter) ([]render.Event, error) {
+	if len(f.Types) > 0 || f.UserID == pet.AnyUser {
+		return n.ToldEvents(ctx, f)
+	}
+	return n.lazy(ctx, f, true)
+}
+
+// LazyEvents lists what Events does as FeedEvents lists what ToldEvents
+// does: each event with its Key, a Load function that gives the whole
+// event (with every change and its matches), and a Snapshot with only
+// WatchID, Seq and FetchedAt. For callers that keep what they render of
+// an event by its Key.
+func (n *Notifier) LazyEvents(ctx context.Context, f pet.ChangeFilter) ([]render.Event, error) {
+	if len(f.Types) > 0 || f.UserID == pet.AnyUser {
+		return n.Events(ctx, f)
+	}
+	return n.lazy(ctx, f, false)
+}
+
+func (n *Notifier) lazy(ctx context.Context, f pet.ChangeFilter, told bool) ([]render.Event, error) {
+	f.Refs = true
+	refs, err := n.Store.Changes(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	m, err := n.matcher(ctx, f.UserID)
+	if err != nil {
+		return nil, err
+	}
+	made, rows, err := n.worked(ctx, f, refs, m)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]render.Event, 0, len(made))
+	for i, x := range made {
+		if x == nil || told && !x.told {
+			continue
+		}
+		ref, key, row := &refs[i], x.render, rows[i]
+		if told {
+			key = x.toldRender
+		}
+		out = append(out, render.Event{Watch: &ref.Watch, Snapshot: &ref.Version, Key: key,
+			Load: func() (render.Event, error) {
+				// A version read to work it out is at hand.
+				if row == nil {
+					var err error
+					if row, err = n.row(ctx, f.UserID, ref); err != nil {
+						return render.Event{}, err
+					}
+				}
+				if row == nil {
+					return render.Event{}, changedigest.Errorf(changedigest.ENOTFOUND, "version %d of watch %d was removed", ref.Version.Seq, ref.Watch.ID)
+				}
+				if !told {
+					return render.Event{Watch: &ref.Watch, Snapshot: row, Matches: x.matches(), Key: x.render}, nil
+				}
+				ev, ok := x.toldEvent(&ref.Watch, row)
+				if !ok {
+					return render.Event{}, fmt.Errorf("notify: version %d of watch %d tells nothing now", ref.Version.Seq, ref.Watch.ID)
+				}
+				return ev, nil
+			}})
+	}
+	return out, nil
+}
+
+// workedList is what worked found in a listing of the store, for a
+// matcher.
+type workedList struct {
+	refs []pet.Event
+	gen  uint64
+	made []*compiled
+}
+
+// listQuery is a ChangeFilter with Refs, comparable.
+type listQuery struct {
+	userID, watchID int64
+	tag             string
+	since, until    int64
+	limit           int
+}
+
+// listsBytes bounds the memory of the worked lists kept (each holds on
+// to its listing, which the store may have let go).
+const listsBytes = 8 << 20
+
+// worked returns what is worked out of each event of the listing refs
+// (f's), from what is kept of it or worked out now (reading its version);
+// nil for an event whose version is gone. The versions it read are
+// returned by their place in refs, for the caller to render from. A
+// listing the store gives again (it shares one until its next write:
+// pet.ChangeFilter.Refs) is not looked through again.
+func (n *Notifier) worked(ctx context.Context, f pet.ChangeFilter, refs []pet.Event, m *matcher) ([]*compiled, map[int]*changedigest.Snapshot, error) {
+	q := listQuery{userID: f.UserID, watchID: f.WatchID, tag: f.Tag, since: f.Since.UnixNano(), until: f.Until.UnixNano(), limit: f.Limit}
+	if l, ok := n.lists.Get(q); ok && l.gen == m.gen && sameListing(l.refs, refs) {
+		return l.made, nil, nil
+	}
+	watchKeys := map[int64]uint64{}
+	keys := make([]eventKey, len(refs))
+	made := make([]*compiled, len(refs))
+	var missing []int
+	for i := range refs {
+		w := &refs[i].Watch
+		wk, ok := watchKeys[w.ID]
+		if !ok {
+			wk = render.WatchKey(w)
+			watchKeys[w.ID] = wk
+		}
+		keys[i] = keyOf(w, &refs[i].Version, m, wk)
+		var ok2 bool
+		if made[i], ok2 = n.kept.Get(keys[i]); !ok2 {
+			missing = append(missing, i)
+		}
+	}
+	rows, err := n.rows(ctx, f.UserID, refs, missing)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, i := range missing {
+		w, ref, k := &refs[i].Watch, &refs[i], keys[i]
+		x, err := n.kept.Do(k, func() (*compiled, int, error) {
+			row := rows[i]
+			if row == nil {
+				var err error
+				if row, err = n.row(ctx, f.UserID, ref); row == nil || err != nil {
+					return nil, -1, err // nil, nil: removed since the list was read
+				}
+				rows[i] = row
+			}
+			x := work(k, w, row, m)
+			return x, x.size, nil
+		})
+		if err != nil {
+			return nil, nil, err
+		}
+		made[i] = x
+	}
+	n.lists.Put(q, workedList{refs: refs, gen: m.gen, made: made}, len(refs)*eventSize)
+	return made, rows, nil
+}
+
+// rows reads the versions of the events at the places missing of refs
+// (listed without their versions) in one listing of the time they span,
+// rather than one read each (on a cluster, each a question to the nodes):
+// the first poll of a feed after a start reads its hundreds of versions.
+// Versions the listing does not hold (more events in their span than a
+// listing gives) are left out, for row.
+func (n *Notifier) rows(ctx context.Context, userID int64, refs []pet.Event, missing []int) (map[int]*changedigest.Snapshot, error) {
+	rows := map[int]*changedigest.Snapshot{}
+	if len(missing) == 0 {
+		return rows, nil
+	}
+	since, until := refs[missing[0]].Version.FetchedAt, refs[missing[0]].Version.FetchedAt
+	for _, i := range missing {
+		at := refs[i].Version.FetchedAt
+		if at.Before(since) {
+			since = at
+		}
+		if at.After(until) {
+			until = at
+		}
+	}
+	evs, err := n.Store.Changes(ctx, pet.ChangeFilter{UserID: userID, Since: since, Until: until, Limit: 1000})
+	if err != nil {
+		return nil, err
+	}
+	type ref struct {
+		watchID int64
+		seq     int
+	}
+	at := make(map[ref]int, len(missing))
+	for _, i := range missing {
+		at[ref{refs[i].Watch.ID, refs[i].Version.Seq}] = i
+	}
+	for j := range evs {
+		if i, ok := at[ref{evs[j].Watch.ID, evs[j].Version.Seq}]; ok {
+			rows[i] = &evs[j].Version
+		}
+	}
+	return rows, nil
+}
+
+// eventSize is about the memory of a pet.Event and what is kept with it.
+const eventSize = 1024
+
+// sameListing reports whether a and b are the same listing of the store
+// (not only equal ones): the same elements of the same array.
+func sameListing(a, b []pet.Event) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+}
+
+// row reads the version of an event listed without it (pet.ChangeFilter
+// Refs); nil when it is no longer stored.
+func (n *Notifier) row(ctx context.Context, userID int64, ref *pet.Event) (*changedigest.Snapshot, error) {
+	at := ref.Version.FetchedAt
+	evs, err := n.Store.Changes(ctx, pet.ChangeFilter{UserID: userID, WatchID: ref.Watch.ID, Since: at, Until: at, Limit: 1000})
+	if changedigest.ErrorCode(err) == changedigest.ENOTFOUND {
+		return nil, nil
+	} else if err != nil {
+		return nil, err
+	}
+	for i := range evs {
+		if evs[i].Version.Seq == ref.Version.Seq {
+			return &evs[i].Version, nil
+		}
+	}
+	return nil, nil
 }
 
 // Told keeps of each event the changes that changedigest.Notable lets
@@ -272,7 +559,7 @@ func (n *Notifier) location() *time.Location {
 // Digest compiles the digest of a user for the day starting at day.
 func (n *Notifier) Digest(ctx context.Context, u *changedigest.User, day time.Time) (render.DigestData, error) {
 	day = n.Day(day)
-	evs, err := n.Events(ctx, pet.ChangeFilter{
+	evs, err := n.ToldEvents(ctx, pet.ChangeFilter{
 		UserID: u.ID,
 		Since:  day,
 		Until:  day.AddDate(0, 0, 1).Add(-time.Nanosecond),
@@ -281,7 +568,7 @@ func (n *Notifier) Digest(ctx context.Context, u *changedigest.User, day time.Ti
 	if err != nil {
 		return render.DigestData{}, err
 	}
-	return render.DigestData{User: u, Day: day, Events: Told(evs)}, nil
+	return render.DigestData{User: u, Day: day, Events: evs}, nil
 }
 
 // SendDigest e-mails a user the digest of a day.

@@ -178,3 +178,105 @@ func TestTold(t *testing.T) {
 		t.Errorf("Told changed the stored snapshot: %d changes", len(snap.Changes))
 	}
 }
+
+// TestLazyEvents checks that FeedEvents and LazyEvents give the events
+// of ToldEvents and Events (their keys, and the whole events from Load),
+// that a poll with nothing new works nothing out again, and that what is
+// kept follows the profile and the watch's filters.
+func TestLazyEvents(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	day := time.Date(2026, 3, 9, 0, 0, 0, 0, time.UTC)
+	f.addVersion(t, day.Add(8*time.Hour), []string{"Library hours"}, nil)
+	f.addVersion(t, day.Add(9*time.Hour), []string{"The soccer club won", "Library hours"}, []changedigest.Change{
+		{Segment: 0, Path: "p", Type: changedigest.ChangeContent, Op: changedigest.OpInsert, NewText: "The soccer club won"},
+		{Segment: 1, Path: "p", Type: changedigest.ChangeContent, Op: changedigest.OpDelete, OldText: "Bakery closed", Noise: "volatile location"},
+	})
+	f.addVersion(t, day.Add(10*time.Hour), []string{"The soccer club won", "Library closed"}, []changedigest.Change{
+		{Segment: 1, Path: "p", Type: changedigest.ChangeContent, Op: changedigest.OpUpdate, OldText: "hours", NewText: "closed", Before: "Library "},
+	})
+	f.addVersion(t, day.Add(11*time.Hour), []string{"The soccer club won", "Library closed"}, []changedigest.Change{
+		{Segment: 1, Path: "p", Type: changedigest.ChangeCosmetic, Op: changedigest.OpUpdate, Noise: "generated value"},
+	})
+	filter := pet.ChangeFilter{UserID: f.user.ID, Limit: 10}
+	same := func(what string, lazy, whole []render.Event) {
+		t.Helper()
+		if len(lazy) != len(whole) {
+			t.Fatalf("%s: %d events, want %d", what, len(lazy), len(whole))
+		}
+		for i := range lazy {
+			ev, err := lazy[i].Load()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if lazy[i].Key != whole[i].Key || lazy[i].Key != render.EventKey(ev) || lazy[i].Key != render.EventKey(whole[i]) ||
+				ev.Snapshot.Seq != whole[i].Snapshot.Seq || len(ev.Snapshot.Changes) != len(whole[i].Snapshot.Changes) ||
+				len(lazy[i].Snapshot.Changes) != 0 {
+				t.Errorf("%s: event %d: key %x, loaded %x (version %d, %d changes), want %x (version %d, %d changes)", what, i,
+					lazy[i].Key, render.EventKey(ev), ev.Snapshot.Seq, len(ev.Snapshot.Changes),
+					whole[i].Key, whole[i].Snapshot.Seq, len(whole[i].Snapshot.Changes))
+			}
+		}
+	}
+	check := func(what string, told int) {
+		t.Helper()
+		feed, err := f.n.FeedEvents(ctx, filter)
+		if err != nil {
+			t.Fatal(err)
+		}
+		toldEvs, err := f.n.ToldEvents(ctx, filter)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(toldEvs) != told {
+			t.Errorf("%s: %d events told, want %d", what, len(toldEvs), told)
+		}
+		same(what+", told", feed, toldEvs)
+		lazy, err := f.n.LazyEvents(ctx, filter)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all, err := f.n.Events(ctx, filter)
+		if err != nil {
+			t.Fatal(err)
+		}
+		same(what+", all", lazy, all)
+	}
+	check("first", 2)
+	made := f.n.kept.Made()
+	if made != 3 {
+		t.Errorf("3 versions with changes: %d worked out", made)
+	}
+	for range 3 {
+		if _, err := f.n.FeedEvents(ctx, filter); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := f.n.kept.Made() - made; n != 0 {
+		t.Errorf("3 polls worked out %d events again", n)
+	}
+	// Noise shown and cosmetic changes asked for: the cosmetic change
+	// marked as noise is told too.
+	if _, err := f.store.UpdateWatch(ctx, f.user.ID, f.watch.ID, func(w *changedigest.Watch) error {
+		w.ShowNoise = true
+		w.NotifyTypes = []changedigest.ChangeType{changedigest.ChangeContent, changedigest.ChangeCosmetic}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	check("noise shown", 3)
+	// Only interests: the soccer version alone.
+	if _, err := f.store.UpdateWatch(ctx, f.user.ID, f.watch.ID, func(w *changedigest.Watch) error {
+		w.OnlyInterests = true
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	check("only interests", 1)
+	// A profile without football: nothing matches, nothing is told.
+	if err := f.store.PutProfile(ctx, &changedigest.Profile{UserID: f.user.ID, UpdatedAt: f.now.Add(time.Minute),
+		Interests: []changedigest.Interest{{Term: "opera", Source: "foaf:interest", Weight: 1}}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	check("another profile", 0)
+}

@@ -46,6 +46,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/changedigest/changedigest"
+	"github.com/changedigest/changedigest/internal/memo"
 )
 
 // Sentinel errors. Errors returned for user input or missing records match
@@ -165,6 +166,11 @@ type Store struct {
 	lists listCache
 	// damaged notes the records found damaged, each logged once.
 	damaged sync.Map
+	// events and watches keep the version rows and watches of change
+	// events (see Changes).
+	events  memo.Cache[eventRef, eventRow]
+	watches memo.Cache[int64, decodedWatch]
+	refs    memo.Cache[refQuery, refList]
 
 	// faultMu guards fault and faultCh (see health.go); idxReadOnly is
 	// guarded by idxMu.
@@ -298,6 +304,9 @@ func (s *Store) Open(ctx context.Context) error {
 	}
 	s.db = db
 	s.lists.reset() // lists of another opening of the store are not this one's
+	s.events = memo.Cache[eventRef, eventRow]{Max: DefaultEventCacheBytes}
+	s.watches = memo.Cache[int64, decodedWatch]{Max: watchCacheBytes}
+	s.refs = memo.Cache[refQuery, refList]{Max: refListsBytes}
 	s.idxReady.Store(false)
 	s.open.Store(true)
 	return nil

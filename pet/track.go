@@ -1368,18 +1368,31 @@ type ChangeFilter struct {
 	Types []changedigest.ChangeType
 	// Limit defaults to 50, at most 1000.
 	Limit int
+	// Refs leaves the versions out: each event's Version holds only
+	// WatchID, Seq and FetchedAt, from the event's key, and no version is
+	// read. For a caller that keeps what it works out of versions: it
+	// reads those it lacks with a filter on their watch and time. A
+	// listing with Refs (and no Types) is kept for the snapshot of the
+	// store it was read in: until the next write, the same filter gets
+	// the same events, shared (read only), as feed readers poll.
+	Refs bool
 }
 
 // Event is a version that brought changes, with its watch.
 type Event struct {
 	Watch changedigest.Watch
-	// Version is the light row of the version (no segment texts, no
-	// layout); its Changes are those of the filter's Types when it has any.
+	// Version is the light row of the version: no segments, no layout;
+	// its Changes are those of the filter's Types when it has any. Its
+	// Changes, Print and Screenshot, and the slices of Watch, may be
+	// shared with other events: read them, do not change them.
 	Version changedigest.Snapshot
 }
 
 // Changes lists the versions that brought changes, newest first, for
-// feeds and digests. Errors: ENOTFOUND when f.WatchID names a watch that
+// feeds and digests. The rows of the versions are kept between calls
+// (DefaultEventCacheBytes of them): a version's record is read and
+// decoded once while its row stays in memory, however often it is
+// listed. Errors: ENOTFOUND when f.WatchID names a watch that
 // does not exist or is not f.UserID's.
 func (s *Store) Changes(ctx context.Context, f ChangeFilter) ([]Event, error) {
 	limit := clampLimit(f.Limit, 50, 1000)
@@ -1391,7 +1404,16 @@ func (s *Store) Changes(ctx context.Context, f ChangeFilter) ([]Event, error) {
 		}
 	}
 	var out []Event
+	q, keep := refQueryOf(f, limit)
+	txid, kept := 0, false
 	err := s.view(ctx, func(tx *bolt.Tx) error {
+		txid = tx.ID()
+		if keep {
+			if l, ok := s.refs.Get(q); ok && l.txid == txid {
+				out, kept = l.evs, true
+				return nil
+			}
+		}
 		uid := f.UserID
 		if f.WatchID != 0 {
 			w, err := getUserWatch(tx, f.UserID, f.WatchID)
@@ -1414,7 +1436,7 @@ func (s *Store) Changes(ctx context.Context, f ChangeFilter) ([]Event, error) {
 			w, ok := watches[wid]
 			if !ok {
 				var err error
-				if w, err = getWatch(tx, wid); err != nil {
+				if w, err = s.keptWatch(tx, wid); err != nil {
 					return false, err
 				}
 				watches[wid] = w
@@ -1464,12 +1486,20 @@ func (s *Store) Changes(ctx context.Context, f ChangeFilter) ([]Event, error) {
 			sort.SliceStable(keys, func(i, j int) bool { return bytes.Compare(keys[i][8:], keys[j][8:]) > 0 })
 			keys = keys[:min(len(keys), limit)]
 		}
+		out = make([]Event, 0, len(keys))
 		for _, k := range keys {
 			wid, seq := at(k, 2), int(at(k, 3))
-			snap, _, err := readVersion(tx, wid, seq, false)
+			fetched := int64(binary.BigEndian.Uint64(k[8:]))
+			if f.Refs {
+				out = append(out, Event{Watch: *watches[wid],
+					Version: changedigest.Snapshot{WatchID: wid, Seq: seq, FetchedAt: timeOf(fetched)}})
+				continue
+			}
+			snap, err := s.eventVersion(tx, wid, seq, fetched)
 			if err != nil {
 				return err
 			}
+			ev := Event{Watch: *watches[wid], Version: *snap}
 			if want != 0 {
 				var cs []changedigest.Change
 				for _, c := range snap.Changes {
@@ -1477,14 +1507,17 @@ func (s *Store) Changes(ctx context.Context, f ChangeFilter) ([]Event, error) {
 						cs = append(cs, c)
 					}
 				}
-				snap.Changes = cs
+				ev.Version.Changes = cs
 			}
-			out = append(out, Event{Watch: *watches[wid], Version: *snap})
+			out = append(out, ev)
 		}
 		return nil
 	})
 	if err != nil {
 		return nil, wrap(err, "list changes")
+	}
+	if keep && !kept {
+		s.refs.Put(q, refList{txid: txid, evs: out}, len(out)*eventSize)
 	}
 	return out, nil
 }

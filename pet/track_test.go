@@ -494,11 +494,69 @@ func TestChanges(t *testing.T) {
 			if !reflect.DeepEqual(evs, tc.want) {
 				t.Errorf("events = %v, want %v", evs, tc.want)
 			}
+			// The same listing without the versions.
+			refsFilter := tc.filter
+			refsFilter.Refs = true
+			refs, err := f.s.Changes(ctx, refsFilter)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(refs) != len(got) {
+				t.Fatalf("with Refs: %d events, want %d", len(refs), len(got))
+			}
+			for i, r := range refs {
+				want := changedigest.Snapshot{WatchID: got[i].Watch.ID, Seq: got[i].Version.Seq, FetchedAt: got[i].Version.FetchedAt}
+				if r.Watch.ID != got[i].Watch.ID || !reflect.DeepEqual(r.Version, want) {
+					t.Errorf("with Refs: event %d is %d/%+v, want %d/%+v", i, r.Watch.ID, r.Version, got[i].Watch.ID, want)
+				}
+			}
 		})
 	}
-	_, err := f.s.Changes(ctx, ChangeFilter{UserID: bob.ID, WatchID: news.ID})
+	// Versions listed with some of their changes (Types) are kept whole.
+	all, err := f.s.Changes(ctx, ChangeFilter{UserID: f.user.ID, WatchID: news.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != 2 || len(all[0].Version.Changes) != 2 {
+		t.Errorf("news#3 after listings by type: %+v, want its 2 changes", all)
+	}
+	_, err = f.s.Changes(ctx, ChangeFilter{UserID: bob.ID, WatchID: news.ID})
 	if !errors.Is(err, ErrNotFound) {
 		t.Errorf("changes of another user's watch: %v, want ErrNotFound", err)
+	}
+}
+
+// TestChangesRefsKept checks that a listing with Refs is shared until
+// the store's next write, and read again after it.
+func TestChangesRefsKept(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	f.add(t, f.watch.ID, page(words(1, 4)))
+	f.add(t, f.watch.ID, page(words(2, 4)), changedigest.Change{Type: changedigest.ChangeContent, Op: changedigest.OpUpdate, NewText: "x"})
+	filter := ChangeFilter{UserID: f.user.ID, Refs: true}
+	a, err := f.s.Changes(ctx, filter)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := f.s.Changes(ctx, filter)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(a) != 1 || len(b) != 1 || &a[0] != &b[0] {
+		t.Fatalf("two listings with no write between: %d and %d events, shared %v", len(a), len(b), len(a) == 1 && len(b) == 1 && &a[0] == &b[0])
+	}
+	if _, err := f.s.UpdateWatch(ctx, f.user.ID, f.watch.ID, func(w *changedigest.Watch) error {
+		w.Title = "Renamed"
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := f.s.Changes(ctx, filter)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c) != 1 || &c[0] == &a[0] || c[0].Watch.Title != "Renamed" {
+		t.Fatalf("after a write: %+v, want a new listing with the new title", c)
 	}
 }
 

@@ -104,6 +104,8 @@ type WatchQuery struct {
 
 // WatchPage is a page of a user's watches with what a list shows around it.
 type WatchPage struct {
+	// Watches may share their slices with other calls: read them, do not
+	// change them.
 	Watches []changedigest.Watch
 	Total   int      // watches matching the query's tag
 	Failing int      // of those, how many failed at their last check
@@ -486,7 +488,7 @@ func (s *Store) WatchPage(ctx context.Context, userID int64, q WatchQuery) (*Wat
 		page := idx[q.Offset:min(len(idx), q.Offset+q.Limit)]
 		out.Watches = make([]changedigest.Watch, 0, len(page))
 		for _, i := range page {
-			w, err := getWatch(tx, l.sums[i].id)
+			w, err := s.keptWatch(tx, l.sums[i].id)
 			if errors.Is(err, ErrCorrupt) {
 				// Listed as damaged, the others as they are.
 				s.noteDamaged("watch", l.sums[i].id, err)

@@ -253,7 +253,8 @@ func (e *errWriter) write(p []byte) {
 }
 
 // feedEvents checks a feed and its events and returns the events it
-// shows: those with a change told (Event.Told), newest first, at most
+// shows: those with a change told (Event.Told) or to be loaded (whose
+// lister chose them for what they tell), newest first, at most
 // MaxEntries.
 func (e *Engine) feedEvents(feed FeedInfo, events []Event) ([]Event, error) {
 	switch {
@@ -273,7 +274,7 @@ func (e *Engine) feedEvents(feed FeedInfo, events []Event) ([]Event, error) {
 	}
 	evs := make([]Event, 0, len(events))
 	for _, ev := range events {
-		if ev.Told() {
+		if ev.loads() || ev.Told() {
 			evs = append(evs, ev)
 		}
 	}

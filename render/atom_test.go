@@ -8,6 +8,8 @@ import (
 	"io"
 	"regexp"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -350,7 +352,7 @@ func BenchmarkAtom500(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			for b.Loop() {
 				if !warm {
-					e.entries = entryCache{max: DefaultEntryCacheBytes}
+					e.entries.Reset()
 				}
 				buf.Reset()
 				if err := e.Atom(&buf, feed, evs); err != nil {
@@ -387,6 +389,83 @@ func TestAtomEntryCache(t *testing.T) {
 	out := renderUserFeed(t, e, noMatch)
 	if bytes.Contains(out, []byte("matches your interest")) || !bytes.Contains(out, []byte("Renamed watch")) {
 		t.Error("the cache served entries rendered from other matches or another watch name")
+	}
+}
+
+// lazily is events as the notifier gives them to the feed writers: each
+// with its key, a snapshot with only its number and time, and a Load
+// that gives the whole event and counts its calls.
+func lazily(evs []Event, loads *atomic.Int32) []Event {
+	out := make([]Event, len(evs))
+	for i, ev := range evs {
+		full := ev
+		out[i] = Event{Watch: ev.Watch, Key: EventKey(ev),
+			Snapshot: &changedigest.Snapshot{WatchID: ev.Snapshot.WatchID, Seq: ev.Snapshot.Seq, FetchedAt: ev.Snapshot.FetchedAt},
+			Load: func() (Event, error) {
+				loads.Add(1)
+				time.Sleep(5 * time.Millisecond) // the concurrent writers meet
+				return full, nil
+			}}
+	}
+	return out
+}
+
+// TestFeedsOfLazyEvents checks that events given by key, loaded when
+// their entries are rendered, give the same feeds and tags as whole
+// events, in every format; that an entry kept is not loaded again; and
+// that writers of the same feed at the same time load and render each
+// new entry once.
+func TestFeedsOfLazyEvents(t *testing.T) {
+	fx := MustFixture(t)
+	feed := formatsFeed(MustEngine(t), fx)
+	writers := map[string]func(*Engine) func(io.Writer, FeedInfo, []Event) error{
+		"atom": func(e *Engine) func(io.Writer, FeedInfo, []Event) error { return e.Atom },
+		"rss":  func(e *Engine) func(io.Writer, FeedInfo, []Event) error { return e.RSS },
+		"json": func(e *Engine) func(io.Writer, FeedInfo, []Event) error { return e.JSONFeed },
+	}
+	for format, writer := range writers {
+		t.Run(format, func(t *testing.T) {
+			var want, got bytes.Buffer
+			whole := MustEngine(t)
+			if err := writer(whole)(&want, feed, fx.Events); err != nil {
+				t.Fatal(err)
+			}
+			e := MustEngine(t)
+			var loads atomic.Int32
+			lazy := lazily(fx.Events, &loads)
+			wantTag, _ := whole.FeedTag(format, feed, fx.Events)
+			if tag, err := e.FeedTag(format, feed, lazy); err != nil || tag != wantTag {
+				t.Errorf("tag %s, %v; want %s", tag, err, wantTag)
+			}
+			if loads.Load() != 0 {
+				t.Errorf("the tag loaded %d events", loads.Load())
+			}
+			var wg sync.WaitGroup
+			outs := make([]bytes.Buffer, 8)
+			for i := range outs {
+				wg.Go(func() {
+					if err := writer(e)(&outs[i], feed, lazy); err != nil {
+						t.Error(err)
+					}
+				})
+			}
+			wg.Wait()
+			for i := range outs {
+				if !bytes.Equal(outs[i].Bytes(), want.Bytes()) {
+					t.Fatalf("writer %d: the feed of lazy events differs from the feed of whole events", i)
+				}
+			}
+			shown := min(len(fx.Events), e.MaxEntries)
+			if n := int(loads.Load()); n != shown {
+				t.Errorf("8 writers at once loaded %d events, want %d (each entry once)", n, shown)
+			}
+			if err := writer(e)(&got, feed, lazy); err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got.Bytes(), want.Bytes()) || int(loads.Load()) != shown {
+				t.Errorf("a later feed: same %v, %d loads in all", bytes.Equal(got.Bytes(), want.Bytes()), loads.Load())
+			}
+		})
 	}
 }
 

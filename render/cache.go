@@ -1,66 +1,119 @@
 package render
 
 import (
-	"container/list"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
-	"fmt"
 	"hash/fnv"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/changedigest/changedigest"
 )
 
-// entryCache keeps rendered feed entries. A stored version never changes,
-// so an entry depends only on its event: the watch's name, address and
-// tags, the version, and the profile matches. Feed readers poll the same
-// entries over and over, and rendering them is most of a feed's cost.
-type entryCache struct {
-	mu    sync.Mutex
-	max   int
-	size  int
-	byKey map[uint64]*list.Element
-	lru   list.List // of *cacheItem, most recent first
-}
-
-type cacheItem struct {
-	key   uint64
-	entry []byte // the encoded <entry> element
-	size  int
-}
-
-// eventKey fingerprints everything an entry is rendered from.
-func eventKey(ev Event) uint64 {
+// WatchKey fingerprints the fields of w that the rendering of its events
+// reads: its id, creation time, name, address, kind and tags, and the
+// filters that decide which changes are told (changedigest.Notable).
+// Callers that keep what they work out of an event (see Event.Key) key
+// it by this and the version.
+func WatchKey(w *changedigest.Watch) uint64 {
 	h := fnv.New64a()
-	w := func(s string) { h.Write([]byte(s)); h.Write([]byte{0}) }
-	w(strconv.FormatInt(ev.Watch.ID, 10))
-	w(strconv.Itoa(ev.Snapshot.Seq))
-	w(strconv.FormatInt(ev.Snapshot.FetchedAt.UnixNano(), 10))
-	w(strconv.FormatInt(ev.Watch.CreatedAt.UnixNano(), 10))
-	w(ev.Watch.Name())
-	w(ev.Watch.URL)
-	for _, t := range ev.Watch.Tags {
-		w(t)
+	var buf [512]byte
+	b := buf[:0]
+	str := func(s string) {
+		b = append(b, s...)
+		b = append(b, 0)
 	}
-	w(strconv.Itoa(len(ev.Snapshot.Changes)))
-	// Which changes are told depends on the watch's filters.
-	for _, c := range ev.Snapshot.Changes {
-		w(c.Path + "\x01" + string(c.Type) + "\x01" + string(c.Op) + "\x01" + c.Noise)
+	b = strconv.AppendInt(b, w.ID, 10)
+	b = append(b, 0)
+	b = strconv.AppendInt(b, w.CreatedAt.UnixNano(), 10)
+	b = append(b, 0)
+	str(w.Name())
+	str(w.URL)
+	str(string(w.Kind))
+	for _, t := range w.Tags {
+		str(t)
 	}
-	w(strconv.FormatFloat(ev.Snapshot.Significance, 'g', -1, 64))
-	w(fmt.Sprint(ev.Watch.IgnoreText, ev.Watch.TriggerText, ev.Watch.MinSignificance, ev.Watch.NotifyTypes,
-		ev.Watch.OnlyInterests, ev.Watch.ShowNoise))
-	for i, ms := range ev.Matches {
-		w("#" + strconv.Itoa(i))
-		for _, m := range ms {
-			w(matchKey(m))
+	b = append(b, 1)
+	for _, t := range w.IgnoreText {
+		str(t)
+	}
+	b = append(b, 1)
+	for _, t := range w.TriggerText {
+		str(t)
+	}
+	b = append(b, 1)
+	for _, t := range w.NotifyTypes {
+		str(string(t))
+	}
+	b = append(b, 1)
+	b = strconv.AppendFloat(b, w.MinSignificance, 'g', -1, 64)
+	b = strconv.AppendBool(b, w.OnlyInterests)
+	b = strconv.AppendBool(b, w.ShowNoise)
+	h.Write(b)
+	return h.Sum64()
+}
+
+// EventKey fingerprints everything the feed entry and the views of ev
+// are rendered from: its watch (WatchKey), its version (number, time,
+// significance, screenshot and changes) and the profile matches. Events
+// with the same key render the same; the entry cache and feed tags go by
+// it. It does not read ev.Key.
+func EventKey(ev Event) uint64 {
+	h := fnv.New64a()
+	b := make([]byte, 0, 256)
+	b = binary.BigEndian.AppendUint64(b, WatchKey(ev.Watch))
+	s := ev.Snapshot
+	b = strconv.AppendInt(b, int64(s.Seq), 10)
+	b = append(b, 0)
+	b = strconv.AppendInt(b, s.FetchedAt.UnixNano(), 10)
+	b = append(b, 0)
+	b = strconv.AppendFloat(b, s.Significance, 'g', -1, 64)
+	b = append(b, 0)
+	b = append(b, s.Kind...)
+	b = strconv.AppendBool(b, s.Screenshot != nil)
+	b = strconv.AppendInt(b, int64(len(s.Changes)), 10)
+	b = append(b, 0)
+	// The changes are stored with their version and never change: their
+	// place and type stand for them.
+	for i := range s.Changes {
+		c := &s.Changes[i]
+		b = append(b, c.Path...)
+		b = append(b, 1)
+		b = append(b, c.Type...)
+		b = append(b, 1)
+		b = append(b, c.Op...)
+		b = append(b, 1)
+		b = append(b, c.Noise...)
+		b = append(b, 0)
+		if len(b) > 4096 {
+			h.Write(b)
+			b = b[:0]
 		}
 	}
+	for i, ms := range ev.Matches {
+		b = append(b, '#')
+		b = strconv.AppendInt(b, int64(i), 10)
+		for _, m := range ms {
+			b = append(b, 0)
+			b = append(b, matchKey(m)...)
+		}
+		if len(b) > 4096 {
+			h.Write(b)
+			b = b[:0]
+		}
+	}
+	h.Write(b)
 	return h.Sum64()
+}
+
+// keyOf is ev.Key, or EventKey(ev) when the caller did not set it.
+func keyOf(ev Event) uint64 {
+	if ev.Key != 0 {
+		return ev.Key
+	}
+	return EventKey(ev)
 }
 
 func matchKey(m changedigest.Match) string {
@@ -68,46 +121,11 @@ func matchKey(m changedigest.Match) string {
 		"\x01" + strconv.FormatFloat(m.Weight, 'g', -1, 64) + "\x01" + m.Unit + "\x01" + m.Context
 }
 
-func (c *entryCache) get(key uint64) ([]byte, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	el, ok := c.byKey[key]
-	if !ok {
-		return nil, false
-	}
-	c.lru.MoveToFront(el)
-	return el.Value.(*cacheItem).entry, true
-}
-
-func (c *entryCache) put(key uint64, e []byte) {
-	size := len(e) + 64
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.max <= 0 || size > c.max/4 {
-		return
-	}
-	if c.byKey == nil {
-		c.byKey = map[uint64]*list.Element{}
-	}
-	if el, ok := c.byKey[key]; ok {
-		c.lru.MoveToFront(el)
-		return
-	}
-	c.byKey[key] = c.lru.PushFront(&cacheItem{key: key, entry: e, size: size})
-	c.size += size
-	for c.size > c.max {
-		last := c.lru.Back()
-		it := last.Value.(*cacheItem)
-		c.lru.Remove(last)
-		delete(c.byKey, it.key)
-		c.size -= it.size
-	}
-}
-
 // FeedTag is an entity tag of the feed that Atom, RSS or JSONFeed
 // (format "atom", "rss" or "json") would write for feed and events,
 // computed without writing it: from the feed's fields and the event keys
-// that the entry cache already trusts to fingerprint an entry. A server
+// (Event.Key or EventKey) that the entry cache trusts to fingerprint an
+// entry. A server
 // answers a feed reader's conditional request with it before rendering.
 // It includes a salt drawn when the process starts, so a restart, which
 // may bring other templates or settings, gives every feed a new tag.
@@ -136,7 +154,7 @@ func (e *Engine) FeedTag(format string, feed FeedInfo, events []Event) (string, 
 	put(feed.JSONURL)
 	put(feed.HubURL)
 	for _, ev := range evs {
-		binary.BigEndian.PutUint64(n[:], eventKey(ev))
+		binary.BigEndian.PutUint64(n[:], keyOf(ev))
 		h.Write(n[:])
 	}
 	sum := h.Sum(nil)

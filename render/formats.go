@@ -108,21 +108,25 @@ const (
 )
 
 // feedItems returns the encoded item of each event, from the entry cache
-// (key eventKey ^ salt) or made by encode and kept: rendering the change
+// (key Event.Key or EventKey, ^ salt) or made by encode and kept: rendering the change
 // list and encoding it is most of a feed's cost, and a version's item
 // never changes. content is a buffer encode may use for the change list.
 func (e *Engine) feedItems(evs []Event, salt uint64, encode func(content *bytes.Buffer, ev Event) ([]byte, error)) ([][]byte, error) {
 	out := make([][]byte, 0, len(evs))
 	var content bytes.Buffer
 	for _, ev := range evs {
-		key := eventKey(ev) ^ salt
-		x, ok := e.entries.get(key)
-		if !ok {
-			var err error
-			if x, err = encode(&content, ev); err != nil {
-				return nil, err
+		x, err := e.entries.Do(keyOf(ev)^salt, func() ([]byte, int, error) {
+			if ev.loads() {
+				var err error
+				if ev, err = ev.load(); err != nil {
+					return nil, 0, err
+				}
 			}
-			e.entries.put(key, x)
+			x, err := encode(&content, ev)
+			return x, len(x) + 64, err
+		})
+		if err != nil {
+			return nil, err
 		}
 		out = append(out, x)
 	}

@@ -240,7 +240,7 @@ func BenchmarkFormats500(b *testing.B) {
 			b.Run(name, func(b *testing.B) {
 				for b.Loop() {
 					if !warm {
-						e.entries = entryCache{max: DefaultEntryCacheBytes}
+						e.entries.Reset()
 					}
 					buf.Reset()
 					if err := write(&buf, feed, evs); err != nil {
@@ -283,7 +283,7 @@ func TestFormatsSpliced(t *testing.T) {
 			}
 			for _, pass := range []string{"cold", "cached"} {
 				if pass == "cold" {
-					e.entries = entryCache{max: DefaultEntryCacheBytes}
+					e.entries.Reset()
 				}
 				var buf bytes.Buffer
 				if err := write(&buf, c.feed, c.events); err != nil {

@@ -38,6 +38,7 @@ import (
 	"time"
 
 	"github.com/changedigest/changedigest"
+	"github.com/changedigest/changedigest/internal/memo"
 	"github.com/changedigest/changedigest/templates"
 )
 
@@ -112,8 +113,14 @@ type Engine struct {
 	DigestChanges int
 	DigestWatches int
 
-	site     *url.URL
-	entries  entryCache // rendered feed entries
+	site *url.URL
+	// entries keeps rendered feed entries (each format's encoded item) by
+	// their event's key (EventKey, with the format's salt). A stored
+	// version never changes, so an entry depends only on its event: the
+	// watch's fields its rendering reads, the version, and the profile
+	// matches. Feed readers poll the same entries over and over, and
+	// rendering them is most of a feed's cost.
+	entries  memo.Cache[uint64, []byte]
 	pages    map[string]*template.Template
 	web      *template.Template // layout and components of the web pages (Component)
 	inline   *template.Template // feed entries and the digest, styles inlined
@@ -147,7 +154,7 @@ func NewEngine(site string) (*Engine, error) {
 		DigestWatches:  DefaultDigestWatches,
 		site:           u,
 		versions:       map[string]string{},
-		entries:        entryCache{max: DefaultEntryCacheBytes},
+		entries:        memo.Cache[uint64, []byte]{Max: DefaultEntryCacheBytes},
 	}
 	if err := e.parse(templates.FS); err != nil {
 		return nil, err
@@ -400,6 +407,15 @@ func (e *Engine) Render(w io.Writer, name string, p Page) error {
 	t, ok := e.pages[name]
 	if !ok {
 		return fmt.Errorf("%w %q", ErrUnknownPage, name)
+	}
+	if b, ok := w.(*bytes.Buffer); ok {
+		// A buffer takes the page as it is made; a failed page is cut off.
+		n := b.Len()
+		if err := t.ExecuteTemplate(b, "base", p); err != nil {
+			b.Truncate(n)
+			return fmt.Errorf("render: page %s: %w", name, err)
+		}
+		return nil
 	}
 	var buf bytes.Buffer
 	if err := t.ExecuteTemplate(&buf, "base", p); err != nil {

@@ -27,6 +27,17 @@ type Event struct {
 	// user without a profile. A change with at least one match is a
 	// profile change; the others are general changes.
 	Matches [][]changedigest.Match
+	// Key, when not zero, is EventKey of the event, worked out by a
+	// caller that keeps its events (the notifier): feeds then need not
+	// fingerprint the event at every request. A Key that is not the
+	// event's EventKey gets another event's entry.
+	Key uint64 `json:"-"`
+	// Load, when set with Key, gives the whole event: the feed writers
+	// (Atom, RSS, JSONFeed, FeedTag) then take the event as it is, a
+	// Snapshot with only Seq and FetchedAt, no Matches, and call Load
+	// only when its entry is not kept from an earlier feed. Other
+	// renderings need whole events.
+	Load func() (Event, error) `json:"-"`
 }
 
 // check reports what makes an event unrenderable, wrapping ErrInvalidEvent.
@@ -43,6 +54,22 @@ func (ev Event) check() error {
 			ErrInvalidEvent, ev.Watch.ID, ev.Snapshot.Seq, len(ev.Matches), len(ev.Snapshot.Changes))
 	}
 	return nil
+}
+
+// loads reports whether ev is to be loaded when its entry is rendered.
+func (ev Event) loads() bool { return ev.Load != nil && ev.Key != 0 }
+
+// load returns the whole event of one that loads, with the same key.
+func (ev Event) load() (Event, error) {
+	full, err := ev.Load()
+	if err != nil {
+		return Event{}, err
+	}
+	if err := full.check(); err != nil {
+		return Event{}, err
+	}
+	full.Key, full.Load = ev.Key, nil
+	return full, nil
 }
 
 func (ev Event) matches(i int) []changedigest.Match {

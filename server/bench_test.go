@@ -16,7 +16,7 @@ import (
 
 // feedFixture fills a user's track with change events (a profile match
 // in some) and returns the user's feed URL.
-func feedFixture(b *testing.B, events int) (*testEnv, string) {
+func feedFixture(b testing.TB, events int) (*testEnv, string) {
 	e := mustServer(b)
 	u := e.mustUser("ann", "correct horse")
 	prof := &changedigest.Profile{UserID: u.ID, Interests: []changedigest.Interest{

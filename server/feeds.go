@@ -8,7 +8,6 @@ import (
 	"sync"
 
 	"github.com/changedigest/changedigest"
-	"github.com/changedigest/changedigest/notify"
 	"github.com/changedigest/changedigest/pet"
 	"github.com/changedigest/changedigest/render"
 )
@@ -72,12 +71,11 @@ func (s *Server) serveFeed(w http.ResponseWriter, r *http.Request, format string
 	// Versions with nothing to tell (noise, filters) are left out, so read
 	// more than the feed shows (Atom keeps the newest MaxEntries).
 	filter.Limit = min(1000, 4*s.Render.MaxEntries)
-	events, err := s.Notify.Events(r.Context(), filter)
+	events, err := s.Notify.FeedEvents(r.Context(), filter)
 	if err != nil {
 		return err
 	}
 	s.feedURLs(&info)
-	events = notify.Told(events)
 	ctype, write, self := "application/atom+xml; charset=utf-8", s.Render.Atom, info.SelfURL
 	switch format {
 	case formatRSS:

@@ -69,3 +69,12 @@ func (s *Server) renderRows(rows []watchRow) {
 		rows[i].HTML = h
 	}
 }
+
+// panelCacheBytes bounds the memory of the dashboard panels kept.
+const panelCacheBytes = 4 << 20
+
+// panel is a recent change of the dashboard rendered both ways: open
+// (the newest) and folded.
+type panel struct {
+	open, folded template.HTML
+}

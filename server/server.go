@@ -20,6 +20,7 @@ import (
 
 	"github.com/changedigest/changedigest/agent"
 	"github.com/changedigest/changedigest/expand"
+	"github.com/changedigest/changedigest/internal/memo"
 	"github.com/changedigest/changedigest/internal/ratelimit"
 	"github.com/changedigest/changedigest/notify"
 	"github.com/changedigest/changedigest/profile"
@@ -96,6 +97,9 @@ type Server struct {
 	hubAddrs, hubFeeds *ratelimit.Buckets
 
 	rows rowCache // rendered rows of the watches table (rows.go)
+	// panels keeps the dashboard's rendered recent changes by their
+	// event's key (render.EventKey: everything the view shows).
+	panels memo.Cache[uint64, panel]
 
 	overlaysOnce sync.Once
 	overlays     *overlayCache
@@ -157,6 +161,7 @@ func (s *Server) init() {
 		s.hubAddrs = ratelimit.New(s.HubPerAddress.PerMinute, s.HubPerAddress.Burst)
 		s.hubFeeds = ratelimit.New(s.HubPerFeed.PerMinute, s.HubPerFeed.Burst)
 	}
+	s.panels.Max = panelCacheBytes
 	if len(s.Key) == 0 {
 		s.Key = make([]byte, 32)
 		rand.Read(s.Key)

@@ -27,7 +27,7 @@ type dashboardPage struct {
 	Watches []watchRow
 	Tags    []string
 	FeedURL string
-	Recent  []render.EventView
+	Recent  []recentEvent
 	Errors  int
 	// StorageFull is when the store ran out of space (zero while it has
 	// space): checks store nothing until space is freed.
@@ -148,18 +148,64 @@ func (s *Server) handleDashboard(w http.ResponseWriter, r *http.Request) error {
 			p.StorageFull = since
 		}
 	}
-	evs, err := s.Notify.Events(r.Context(), pet.ChangeFilter{UserID: u.ID, Limit: 5})
+	evs, err := s.Notify.LazyEvents(r.Context(), pet.ChangeFilter{UserID: u.ID, Limit: 5})
 	if err != nil {
 		return err
 	}
-	for _, ev := range evs {
-		v, err := s.Render.View(ev, render.ViewOptions{Context: s.Render.Context, MaxChars: s.Render.MaxChangeChars})
-		if err != nil {
-			return err
-		}
-		p.Recent = append(p.Recent, v)
+	if p.Recent, err = s.recentEvents(evs); err != nil {
+		return err
 	}
 	return s.renderPage(w, r, http.StatusOK, "dashboard", "dashboard", "Dashboard", p)
+}
+
+// recentEvent is one of the dashboard's recent changes.
+type recentEvent struct {
+	Event render.EventView
+	First bool // the newest, shown open
+	// HTML is the rendered change (Server.panels).
+	HTML template.HTML
+}
+
+// recentEvents renders the dashboard's recent changes, or takes them
+// from the panels kept: a version's changes are viewed (word diffs of
+// every change) and rendered once, open and folded (a new version moves
+// the one before it down, folded), not at every look at the dashboard.
+func (s *Server) recentEvents(evs []render.Event) ([]recentEvent, error) {
+	out := make([]recentEvent, len(evs))
+	for i, ev := range evs {
+		key := ev.Key
+		if key == 0 {
+			key = render.EventKey(ev)
+		}
+		p, err := s.panels.Do(key, func() (panel, int, error) {
+			if ev.Load != nil {
+				var err error
+				if ev, err = ev.Load(); err != nil {
+					return panel{}, 0, err
+				}
+			}
+			v, err := s.Render.View(ev, render.ViewOptions{Context: s.Render.Context, MaxChars: s.Render.MaxChangeChars})
+			if err != nil {
+				return panel{}, 0, err
+			}
+			var p panel
+			if p.open, err = s.Render.Component("recent-event", &recentEvent{Event: v, First: true}); err != nil {
+				return panel{}, 0, err
+			}
+			if p.folded, err = s.Render.Component("recent-event", &recentEvent{Event: v}); err != nil {
+				return panel{}, 0, err
+			}
+			return p, len(p.open) + len(p.folded), nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		out[i] = recentEvent{First: i == 0, HTML: p.folded}
+		if i == 0 {
+			out[i].HTML = p.open
+		}
+	}
+	return out, nil
 }
 
 // watchesPerPage is the length of a page of the dashboard and tag pages.

@@ -10,7 +10,7 @@
 //	                      "change", "pieces", "parts", "sbs", "event-changes",
 //	                      "csrf", "flash"; and by the web pages only (site.html):
 //	                      "when", "when-cell", "types", "tags", "watch-status",
-//	                      "watch-table", "copy", "form-error", "feed-head"
+//	                      "recent-event", "watch-table", "copy", "form-error", "feed-head"
 //	                      and "feed-alts" (an Atom address and its RSS and
 //	                      JSON Feed twins)
 //	pages/NAME.html       one web page each, rendered inside "base" as NAME
