@@ -240,6 +240,21 @@ func KeyWatch(key string) (int64, error) {
 	return id, nil
 }
 
+type clientKey struct{}
+
+// WithClient returns ctx carrying addr, the address of the client an
+// agent request comes from, for ScriptEncoded's limits on the report
+// tokens one address is given.
+func WithClient(ctx context.Context, addr string) context.Context {
+	return context.WithValue(ctx, clientKey{}, addr)
+}
+
+// ClientFrom is the client address WithClient put in ctx, "" for none.
+func ClientFrom(ctx context.Context) string {
+	a, _ := ctx.Value(clientKey{}).(string)
+	return a
+}
+
 // Snippet is the HTML a site owner puts in the page: scriptURL is the
 // absolute URL of the agent script.
 func Snippet(scriptURL, key string) string {

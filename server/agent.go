@@ -48,7 +48,8 @@ func (s *Server) handleAgentScript(w http.ResponseWriter, r *http.Request) {
 		w.Write([]byte("/* changedigest: the page agent is not enabled on this server */\n"))
 		return
 	}
-	script, gzipped, err := s.Agent.ScriptEncoded(r.Context(), r.URL.Query().Get("k"), acceptsGzip(r))
+	ctx := agent.WithClient(r.Context(), clientIP(r))
+	script, gzipped, err := s.Agent.ScriptEncoded(ctx, r.URL.Query().Get("k"), acceptsGzip(r))
 	if err != nil {
 		err = userError(err)
 		w.WriteHeader(statusFor(err))
