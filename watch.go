@@ -136,6 +136,12 @@ type Watch struct {
 	// Detections say which versions were found by a page agent or a
 	// client rather than by the schedule, newest last (a bounded list).
 	Detections []Detection `json:"detections,omitempty"`
+	// AgentSent is when the page agent's digester was last sent for the
+	// page: the next is sent once AgentThreshold has passed since (the
+	// paper's t counts from it). The agent manager keeps it in the
+	// store's watch, as it keeps NextCheck; a definition of the watch
+	// does not carry it (KeepLearned).
+	AgentSent time.Time `json:"agent_sent,omitzero"`
 }
 
 // DetectedBy says what led to a version being fetched.
@@ -446,7 +452,8 @@ func (w *Watch) LearnPage(snap *Snapshot, shell bool) bool {
 }
 
 // KeepLearned sets what checks learned of w's page (Kind, LooksLikeShell,
-// FeedItems and FeedItemsKept, and a title taken from the page) to old's,
+// FeedItems and FeedItemsKept, and a title taken from the page) and what
+// the page agent keeps of it (AgentSent) to old's,
 // the stored watch, for a definition that does not carry them (a
 // cluster's watches bucket holds what users define; each node's store
 // learns the rest from the versions it holds). pageTitle is the title of
@@ -458,6 +465,7 @@ func (w *Watch) KeepLearned(old *Watch, pageTitle string) {
 	}
 	w.LooksLikeShell = old.LooksLikeShell
 	w.FeedItems, w.FeedItemsKept = old.FeedItems, old.FeedItemsKept
+	w.AgentSent = old.AgentSent
 	if w.Title == "" && old.Title != "" && old.Title == pageTitle {
 		w.Title = old.Title
 	}

@@ -49,7 +49,8 @@ type WatchUpdater interface {
 }
 
 // DefaultThreshold is the least time between digester agents for a page
-// when the watch does not set its own (the paper's t).
+// when the watch does not set its own (the paper's t): it counts from
+// the last digester sent for the page, whether or not that one reported.
 const DefaultThreshold = 10 * time.Minute
 
 // Manager is the agent manager, the traffic controller and the change
@@ -114,6 +115,11 @@ type Manager struct {
 	total   Stats
 	// lastAcc is when the last report of any page was accepted.
 	lastAcc atomic.Int64
+	// dirty are the pages whose kept state (the digester's time) waits
+	// to be written to the store; saveReady wakes the writer.
+	dirtyMu   sync.Mutex
+	dirty     map[int64]struct{}
+	saveReady chan struct{}
 	// nonceMu guards the used report tokens.
 	nonceMu sync.Mutex
 	nonces  map[uint64]time.Time
@@ -156,7 +162,11 @@ type page struct {
 	// lastAcc is when the last report was accepted (Unix nanoseconds,
 	// 0 for never); read and set atomically.
 	lastAcc atomic.Int64
-	stats   Stats
+	// sent is when the last digester was sent (Unix nanoseconds, 0 for
+	// never), claimed atomically by the request that sends the next
+	// one; the store's watch keeps it (AgentSent) across restarts.
+	sent  atomic.Int64
+	stats Stats
 	// seq and sum are the summary of the newest stored version; known
 	// are summaries reported for it that verification refuted (a page
 	// whose scripts change it in the browser).
@@ -177,6 +187,7 @@ func New(store Store, endpoint string) *Manager {
 		RefuteLimit: 2, IgnoreFor: time.Hour, QueueSize: 10000, Workers: 2,
 		StoreFreeAt: 64, VoidAt: 256, CacheFor: time.Minute, PendingFor: 30 * time.Minute,
 		secret: secret, watches: map[int64]*page{}, nonces: map[uint64]time.Time{},
+		dirty: map[int64]struct{}{}, saveReady: make(chan struct{}, 1),
 	}
 }
 
@@ -191,7 +202,8 @@ func (m *Manager) init() {
 	})
 }
 
-// Start runs the change detector's workers until Stop.
+// Start runs the change detector's workers, and the writer of what the
+// manager keeps of pages in the store, until Stop.
 func (m *Manager) Start() {
 	m.init()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -203,9 +215,22 @@ func (m *Manager) Start() {
 			m.work(ctx)
 		}()
 	}
+	m.wg.Go(func() {
+		for {
+			select {
+			case <-ctx.Done():
+				// What is left is written before Stop returns.
+				m.save(context.Background())
+				return
+			case <-m.saveReady:
+				m.save(ctx)
+			}
+		}
+	})
 }
 
-// Stop ends the workers; reports still queued are dropped.
+// Stop ends the workers; reports still queued are dropped, what the
+// manager keeps of pages is written.
 func (m *Manager) Stop() {
 	if m.cancel != nil {
 		m.cancel()
@@ -276,8 +301,8 @@ func (m *Manager) Level() int {
 }
 
 // Script answers a request for the agent with key: the digester agent
-// when the page's last accepted report is at least its threshold old (or
-// when the manager is too busy to look), else the void agent. Errors:
+// when the last digester sent for the page is at least its threshold old
+// (or when the manager is too busy to look), else the void agent. Errors:
 // EINVALID for a malformed key, ENOTFOUND for a key of no watch with the
 // agent on.
 func (m *Manager) Script(ctx context.Context, key string) ([]byte, error) {
@@ -334,8 +359,14 @@ func (m *Manager) choose(ctx context.Context, key string) (id int64, now time.Ti
 	case level == 2:
 	case level == 1 || p == nil:
 		digester = true
+		if p != nil {
+			p.sent.Store(now.UnixNano())
+		}
 	default:
-		digester = now.Sub(unixNano(p.lastAcc.Load())) >= p.threshold
+		digester = p.claim(now)
+	}
+	if digester && p != nil {
+		m.markDirty(id)
 	}
 	count := func(s *Stats) {
 		atomic.AddInt64(&s.Served, 1)
@@ -387,10 +418,68 @@ func (m *Manager) page(ctx context.Context, id int64, load bool) (*page, error) 
 	if p.threshold <= 0 {
 		p.threshold = DefaultThreshold
 	}
+	// The digester's time as kept, unless a later one was sent since.
+	if sent := w.AgentSent.UnixNano(); !w.AgentSent.IsZero() {
+		for last := p.sent.Load(); sent > last && !p.sent.CompareAndSwap(last, sent); last = p.sent.Load() {
+		}
+	}
 	if p.key == "" {
 		return nil, changedigest.Errorf(changedigest.ENOTFOUND, "watch %d does not have the page agent on", id)
 	}
 	return p, nil
+}
+
+// claim reports whether a digester is due for p at now (its threshold
+// has passed since the last one), and if so records that one is sent:
+// of requests that come together, one gets it.
+func (p *page) claim(now time.Time) bool {
+	for {
+		last := p.sent.Load()
+		if last != 0 && now.Sub(unixNano(last)) < p.threshold {
+			return false
+		}
+		if p.sent.CompareAndSwap(last, now.UnixNano()) {
+			return true
+		}
+	}
+}
+
+// markDirty has what the manager keeps of watch id written to the store.
+func (m *Manager) markDirty(id int64) {
+	m.dirtyMu.Lock()
+	m.dirty[id] = struct{}{}
+	m.dirtyMu.Unlock()
+	select {
+	case m.saveReady <- struct{}{}:
+	default:
+	}
+}
+
+// save writes what the manager keeps of the pages marked dirty to their
+// watches in the store: when the last digester was sent.
+func (m *Manager) save(ctx context.Context) {
+	m.dirtyMu.Lock()
+	ids := m.dirty
+	m.dirty = map[int64]struct{}{}
+	m.dirtyMu.Unlock()
+	for id := range ids {
+		m.mu.RLock()
+		p := m.watches[id]
+		m.mu.RUnlock()
+		if p == nil {
+			continue
+		}
+		sent := unixNano(p.sent.Load())
+		_, err := m.Store.UpdateWatch(ctx, 0, id, func(w *changedigest.Watch) error {
+			if sent.After(w.AgentSent) {
+				w.AgentSent = sent
+			}
+			return nil
+		})
+		if err != nil && changedigest.ErrorCode(err) != changedigest.ENOTFOUND && ctx.Err() == nil {
+			m.Logger.Warn("keeping the page agent's state of a watch", "watch", id, "err", err)
+		}
+	}
 }
 
 // entryLocked returns the manager's record of watch id, new if needed.

@@ -2,6 +2,7 @@ package server
 
 import (
 	"compress/gzip"
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -10,7 +11,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/changedigest/changedigest"
 	"github.com/changedigest/changedigest/agent"
 )
 
@@ -100,7 +103,7 @@ func TestAgentPublicRoutes(t *testing.T) {
 		return resp.StatusCode, string(b), resp.Header
 	}
 	st, js, h := get("?k=" + url.QueryEscape(v.Key))
-	if st != 200 || !strings.Contains(js, "requestIdleCallback") || !strings.HasPrefix(h.Get("Content-Type"), "text/javascript") || h.Get("Cache-Control") != "no-store" {
+	if st != 200 || !strings.Contains(js, "DOMContentLoaded") || !strings.HasPrefix(h.Get("Content-Type"), "text/javascript") || h.Get("Cache-Control") != "no-store" {
 		t.Fatalf("digester: %d %s %v", st, agent.Snippet("", ""), h)
 	}
 	for q, want := range map[string]int{"": 400, "?k=junk": 400, "?k=99-abc": 404, "?k=" + url.QueryEscape(v.Key) + "x": 404} {
@@ -160,13 +163,20 @@ func TestAgentPublicRoutes(t *testing.T) {
 // others, with its length; both carry the same script.
 func TestAgentScriptEncoding(t *testing.T) {
 	e := mustServer(t)
-	withAgent(e)
+	m := withAgent(e)
 	ann := e.mustUser("ann", "correct horse")
 	w := e.mustWatch(ann, "https://shop.example/hours")
 	e.addVersion(w, `<html><body><main><p>Open from nine to five on weekdays.</p></main></body></html>`)
 	var v agentView
 	e.api(ann).call("PUT", fmt.Sprintf("/watches/%d/agent", w.ID), map[string]any{"enabled": true}, 200, &v)
-	// No report is made: every request gets the digester.
+	// A threshold of a nanosecond: every request gets the digester.
+	if _, err := e.store.UpdateWatch(context.Background(), 0, w.ID, func(x *changedigest.Watch) error {
+		x.AgentThreshold = time.Nanosecond
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	m.Forget(w.ID)
 	client := &http.Client{Transport: &http.Transport{DisableCompression: true}}
 	get := func(accept string) (string, http.Header) {
 		req, _ := http.NewRequest("GET", e.http.URL+"/agent.js?k="+url.QueryEscape(v.Key), nil)
@@ -214,7 +224,7 @@ func TestAgentScriptEncoding(t *testing.T) {
 			}
 			body = string(b)
 		}
-		if !strings.Contains(body, "requestIdleCallback") || !strings.Contains(body, `T = "`) {
+		if !strings.Contains(body, "DOMContentLoaded") || !strings.Contains(body, `T = "`) {
 			t.Errorf("Accept-Encoding %q: not the digester: %.80q", tc.accept, body)
 		}
 	}
