@@ -70,8 +70,11 @@ type Manager struct {
 
 	// TokenTTL is how long a digester's report token stays valid (10 min).
 	TokenTTL time.Duration
-	// AddrPerMinute and AddrBurst limit the reports of one address;
-	// PagePerMinute and PageBurst those for one page.
+	// AddrPerMinute and AddrBurst limit the reports of one address, and
+	// the report tokens (digesters) it is given: a token beyond what it
+	// may report is of no use to an honest visitor. PagePerMinute and
+	// PageBurst limit the reports for one page, and its tokens when the
+	// manager is too busy to apply the page's threshold.
 	AddrPerMinute, AddrBurst int
 	PagePerMinute, PageBurst int
 	// RefuteLimit refuted reports within IgnoreFor make a reporter
@@ -106,8 +109,12 @@ type Manager struct {
 	queue  *queue
 	addrs  *ratelimit.Buckets
 	pages  *ratelimit.Buckets
-	ignore *ignoreList
-	flight atomic.Int64
+	// tokenAddrs and tokenPages limit the digesters given out per address
+	// and, while busy, per page.
+	tokenAddrs *ratelimit.Buckets
+	tokenPages *ratelimit.Buckets
+	ignore     *ignoreList
+	flight     atomic.Int64
 	// mu guards watches and the pages in it; the counts of Stats
 	// (in pages and total) are added to and read atomically.
 	mu      sync.RWMutex
@@ -136,11 +143,30 @@ type Stats struct {
 	Served   int64 `json:"served"`
 	Digester int64 `json:"digester"`
 	Void     int64 `json:"void"`
-	// Reports received; Accepted into the queue; Refused (bad, forged,
-	// replayed, rate-limited or ignored).
-	Reports  int64 `json:"reports"`
-	Accepted int64 `json:"accepted"`
-	Refused  int64 `json:"refused"`
+	// Withheld agent requests got the void agent, though a digester was
+	// due, because their address had had its share of report tokens.
+	Withheld int64 `json:"withheld"`
+	// Reports received; Accepted into the queue; Refused, of which
+	// RefusedToken for a forged, expired or replayed token (a forged one
+	// names no watch: counted in the totals only), RefusedPage for
+	// another page or origin than the watch's, RefusedInvalid for a
+	// malformed summary, RefusedRate over a rate limit, RefusedIgnored
+	// from a reporter ignored after refuted reports, RefusedBusy when the
+	// queue was full.
+	Reports        int64 `json:"reports"`
+	Accepted       int64 `json:"accepted"`
+	Refused        int64 `json:"refused"`
+	RefusedToken   int64 `json:"refused_token"`
+	RefusedPage    int64 `json:"refused_page"`
+	RefusedInvalid int64 `json:"refused_invalid"`
+	RefusedRate    int64 `json:"refused_rate"`
+	RefusedIgnored int64 `json:"refused_ignored"`
+	RefusedBusy    int64 `json:"refused_busy"`
+	// Held reports differed from the stored version while the page's
+	// verification budget was spent (see Manager.trigger): the newest
+	// of them is compared again, and verified if it still differs, once
+	// the budget allows.
+	Held int64 `json:"held"`
 	// Same reports matched the stored version; Triggered made the watch
 	// due; Confirmed checks stored a new version; Refuted found none.
 	Same      int64 `json:"same"`
@@ -175,6 +201,13 @@ type page struct {
 	sum   Summary
 	known map[Summary]bool
 	pend  *queued
+	// verified is when the last verifying check of an agent report was
+	// made due, confirmed whether it stored a new version: the page's
+	// verification budget (see trigger). held is the newest report that
+	// waits for the budget.
+	verified  time.Time
+	confirmed bool
+	held      *queued
 }
 
 // New returns a Manager with the default knobs and a fresh token secret.
@@ -198,6 +231,8 @@ func (m *Manager) init() {
 		m.queue = newQueue(m.QueueSize)
 		m.addrs = ratelimit.New(m.AddrPerMinute, m.AddrBurst)
 		m.pages = ratelimit.New(m.PagePerMinute, m.PageBurst)
+		m.tokenAddrs = ratelimit.New(m.AddrPerMinute, m.AddrBurst)
+		m.tokenPages = ratelimit.New(m.PagePerMinute, m.PageBurst)
 		m.ignore = newIgnoreList(m.RefuteLimit, m.IgnoreFor)
 	})
 }
@@ -224,6 +259,18 @@ func (m *Manager) Start() {
 				return
 			case <-m.saveReady:
 				m.save(ctx)
+			}
+		}
+	})
+	m.wg.Go(func() {
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+				m.releaseHeld(ctx)
 			}
 		}
 	})
@@ -302,7 +349,9 @@ func (m *Manager) Level() int {
 
 // Script answers a request for the agent with key: the digester agent
 // when the last digester sent for the page is at least its threshold old
-// (or when the manager is too busy to look), else the void agent. Errors:
+// (or when the manager is too busy to look, within the page's token
+// limit), else the void agent; an address given in ctx (WithClient) that
+// has had its share of tokens gets the void agent too. Errors:
 // EINVALID for a malformed key, ENOTFOUND for a key of no watch with the
 // agent on.
 func (m *Manager) Script(ctx context.Context, key string) ([]byte, error) {
@@ -355,15 +404,24 @@ func (m *Manager) choose(ctx context.Context, key string) (id int64, now time.Ti
 	if p != nil && (p.key == "" || subtle.ConstantTimeCompare([]byte(p.key), []byte(key)) != 1) {
 		return 0, now, false, changedigest.Errorf(changedigest.ENOTFOUND, "agent key %q is not that of a watch with the agent on", clip(key))
 	}
+	addr := ClientFrom(ctx)
+	withheld := false
 	switch {
 	case level == 2:
 	case level == 1 || p == nil:
-		digester = true
-		if p != nil {
-			p.sent.Store(now.UnixNano())
-		}
+		digester = m.tokenPages.Allow(strconv.FormatInt(id, 10), now)
 	default:
+		digester = p.due(now)
+	}
+	if digester && addr != "" && !m.tokenAddrs.Allow(addr, now) {
+		digester, withheld = false, true
+	}
+	switch {
+	case !digester || p == nil:
+	case level == 0:
 		digester = p.claim(now)
+	default:
+		p.sent.Store(now.UnixNano())
 	}
 	if digester && p != nil {
 		m.markDirty(id)
@@ -374,6 +432,9 @@ func (m *Manager) choose(ctx context.Context, key string) (id int64, now time.Ti
 			atomic.AddInt64(&s.Digester, 1)
 		} else {
 			atomic.AddInt64(&s.Void, 1)
+		}
+		if withheld {
+			atomic.AddInt64(&s.Withheld, 1)
 		}
 	}
 	count(&m.total)
@@ -429,9 +490,15 @@ func (m *Manager) page(ctx context.Context, id int64, load bool) (*page, error) 
 	return p, nil
 }
 
-// claim reports whether a digester is due for p at now (its threshold
-// has passed since the last one), and if so records that one is sent:
-// of requests that come together, one gets it.
+// due reports whether a digester is due for p at now: its threshold has
+// passed since the last one.
+func (p *page) due(now time.Time) bool {
+	last := p.sent.Load()
+	return last == 0 || now.Sub(unixNano(last)) >= p.threshold
+}
+
+// claim reports whether a digester is due for p at now, and if so
+// records that one is sent: of requests that come together, one gets it.
 func (p *page) claim(now time.Time) bool {
 	for {
 		last := p.sent.Load()
@@ -580,71 +647,120 @@ var (
 // once. Errors: EINVALID for a malformed report; EFORBIDDEN for a forged,
 // expired or replayed token, a URL that is not the watch's page, no
 // Origin or another one than the page's, or an ignored address; ERATELIMIT over a rate limit;
-// EUNAVAILABLE when the queue is full.
+// EUNAVAILABLE when the queue is full. Each refusal is counted by its
+// reason, for the watch the token names (when its record is cached) and
+// in total.
 func (m *Manager) Report(ctx context.Context, in ReportIn) error {
 	m.init()
 	now := m.now()
-	err := m.report(ctx, in, now)
+	p, why, err := m.report(ctx, in, now)
 	atomic.AddInt64(&m.total.Reports, 1)
 	if err != nil {
-		atomic.AddInt64(&m.total.Refused, 1)
+		countRefusal(&m.total, why)
+		if p != nil {
+			atomic.AddInt64(&p.stats.Reports, 1)
+			countRefusal(&p.stats, why)
+		}
 	} else {
 		atomic.AddInt64(&m.total.Accepted, 1)
 	}
 	return err
 }
 
-func (m *Manager) report(ctx context.Context, in ReportIn, now time.Time) error {
-	sum, err := ParseSummary(in.Summary)
-	if err != nil {
-		return changedigest.Errorf(changedigest.EINVALID, "%v", err)
+// refusal is why a report was refused.
+type refusal int
+
+const (
+	refusedToken refusal = iota
+	refusedPage
+	refusedInvalid
+	refusedRate
+	refusedIgnored
+	refusedBusy
+)
+
+// countRefusal counts a refused report in s, with its reason.
+func countRefusal(s *Stats, why refusal) {
+	atomic.AddInt64(&s.Refused, 1)
+	n := &s.RefusedToken
+	switch why {
+	case refusedPage:
+		n = &s.RefusedPage
+	case refusedInvalid:
+		n = &s.RefusedInvalid
+	case refusedRate:
+		n = &s.RefusedRate
+	case refusedIgnored:
+		n = &s.RefusedIgnored
+	case refusedBusy:
+		n = &s.RefusedBusy
 	}
-	reporter := "addr " + in.Addr
-	if until := m.ignore.ignored(reporter, now); !until.IsZero() {
-		return changedigest.Errorf(changedigest.EFORBIDDEN, "reports from %s are ignored until %s: earlier reports were refuted", in.Addr, until.UTC().Format(time.RFC3339))
-	}
-	if !m.addrs.Allow(in.Addr, now) {
-		return changedigest.Errorf(changedigest.ERATELIMIT, "too many reports from %s", in.Addr)
-	}
+	atomic.AddInt64(n, 1)
+}
+
+// cached is the manager's record of watch id, nil when it has none.
+func (m *Manager) cached(id int64) *page {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.watches[id]
+}
+
+// report checks a report and queues it. On a refusal it returns the
+// record of the page to count it for (nil for none) and the reason.
+func (m *Manager) report(ctx context.Context, in ReportIn, now time.Time) (*page, refusal, error) {
 	id, nonce, err := m.checkToken(in.Token, now)
 	if err != nil {
-		return changedigest.Errorf(changedigest.EFORBIDDEN, "%v", err)
+		var p *page
+		if errors.Is(err, ErrExpired) {
+			p = m.cached(id) // the token is ours: it names the watch
+		}
+		return p, refusedToken, changedigest.Errorf(changedigest.EFORBIDDEN, "%v", err)
 	}
-	p, err := m.page(ctx, id, m.Level() == 0)
+	p := m.cached(id)
+	reporter := "addr " + in.Addr
+	if until := m.ignore.ignored(reporter, now); !until.IsZero() {
+		return p, refusedIgnored, changedigest.Errorf(changedigest.EFORBIDDEN, "reports from %s are ignored until %s: earlier reports were refuted", in.Addr, until.UTC().Format(time.RFC3339))
+	}
+	if !m.addrs.Allow(in.Addr, now) {
+		return p, refusedRate, changedigest.Errorf(changedigest.ERATELIMIT, "too many reports from %s", in.Addr)
+	}
+	sum, err := ParseSummary(in.Summary)
 	if err != nil {
-		return err
+		return p, refusedInvalid, changedigest.Errorf(changedigest.EINVALID, "%v", err)
+	}
+	p, err = m.page(ctx, id, m.Level() == 0)
+	if err != nil {
+		return nil, refusedPage, err
 	}
 	if p != nil {
 		m.mu.RLock()
 		pu, po := p.url, p.origin
 		m.mu.RUnlock()
 		if u := normalURL(in.URL); u == "" || u != pu {
-			m.countRefused(p)
-			return changedigest.Errorf(changedigest.EFORBIDDEN, "the report is for %q, not for the watch's page", clip(in.URL))
+			return p, refusedPage, changedigest.Errorf(changedigest.EFORBIDDEN, "the report is for %q, not for the watch's page", clip(in.URL))
 		}
 		if in.Origin == "" {
-			m.countRefused(p)
-			return changedigest.Errorf(changedigest.EFORBIDDEN, "a report must carry the Origin header of the watch's page")
+			return p, refusedPage, changedigest.Errorf(changedigest.EFORBIDDEN, "a report must carry the Origin header of the watch's page")
 		}
 		if !samePage(&page{url: pu, origin: po}, in.URL, in.Origin) {
-			m.countRefused(p)
-			return changedigest.Errorf(changedigest.EFORBIDDEN, "a report from origin %q is not from the watch's site", clip(in.Origin))
+			return p, refusedPage, changedigest.Errorf(changedigest.EFORBIDDEN, "a report from origin %q is not from the watch's site", clip(in.Origin))
 		}
 	}
 	if !m.useNonce(nonce, now) {
-		m.countRefused(p)
-		return changedigest.Errorf(changedigest.EFORBIDDEN, "%v", ErrReplayed)
+		return p, refusedToken, changedigest.Errorf(changedigest.EFORBIDDEN, "%v", ErrReplayed)
 	}
 	if !m.pages.Allow(strconv.FormatInt(id, 10), now) {
-		m.countRefused(p)
-		return changedigest.Errorf(changedigest.ERATELIMIT, "too many reports for watch %d", id)
+		return p, refusedRate, changedigest.Errorf(changedigest.ERATELIMIT, "too many reports for watch %d", id)
 	}
 	q := &queued{watchID: id, summary: sum, at: now, by: changedigest.DetectedByAgent, reporters: []string{reporter}}
 	if p == nil {
 		// Too busy to read the store: the detector checks the page.
 		q.url, q.origin = in.URL, in.Origin
 	}
-	return m.enqueue(q, p)
+	if err := m.enqueue(q, p); err != nil {
+		return p, refusedBusy, err
+	}
+	return nil, 0, nil
 }
 
 // samePage reports whether a report's URL and origin are the page's.
@@ -656,17 +772,10 @@ func samePage(p *page, rawURL, origin string) bool {
 	return u != "" && u == p.url && origin != "" && strings.EqualFold(origin, p.origin)
 }
 
-func (m *Manager) countRefused(p *page) {
-	if p == nil {
-		return
-	}
-	atomic.AddInt64(&p.stats.Reports, 1)
-	atomic.AddInt64(&p.stats.Refused, 1)
-}
-
+// enqueue queues q, counting it accepted for p. Errors: EUNAVAILABLE
+// when the queue is full (the caller counts the refusal).
 func (m *Manager) enqueue(q *queued, p *page) error {
 	if !m.queue.push(q) {
-		m.countRefused(p)
 		return changedigest.Errorf(changedigest.EUNAVAILABLE, "too many reports are waiting; try again later")
 	}
 	if p != nil {
@@ -687,11 +796,12 @@ func (m *Manager) checkToken(tok string, now time.Time) (id int64, nonce uint64,
 	if !hmac.Equal(m.sign(sum[:0], b[:24])[:16], b[24:]) {
 		return 0, 0, ErrForged
 	}
+	id = int64(binary.BigEndian.Uint64(b[0:]))
 	issued := time.Unix(int64(binary.BigEndian.Uint64(b[8:])), 0)
 	if now.Sub(issued) > m.TokenTTL || issued.Sub(now) > time.Minute {
-		return 0, 0, ErrExpired
+		return id, 0, ErrExpired
 	}
-	return int64(binary.BigEndian.Uint64(b[0:])), binary.BigEndian.Uint64(b[16:]), nil
+	return id, binary.BigEndian.Uint64(b[16:]), nil
 }
 
 // maxNonces bounds the used tokens remembered (about 50 MB): beyond it,
@@ -763,10 +873,8 @@ func (m *Manager) detect(ctx context.Context, q *queued) error {
 		ok := samePage(p, q.url, q.origin)
 		m.mu.RUnlock()
 		if !ok {
-			atomic.AddInt64(&p.stats.Refused, 1)
-			atomic.AddInt64(&m.total.Refused, 1)
-		}
-		if !ok {
+			countRefusal(&p.stats, refusedPage)
+			countRefusal(&m.total, refusedPage)
 			return nil
 		}
 	}
@@ -832,6 +940,16 @@ func (m *Manager) Latest(ctx context.Context, id int64) (seq int, bodyHash strin
 
 // trigger makes the watch due now, unless a report already waits for
 // its check; the report then joins the one waiting.
+//
+// An agent report is verified within the page's budget: at most one
+// verifying check per threshold, unless the last one confirmed its
+// report. A report beyond it is held (the newest held replaces an older
+// one, keeping its reporters) and compared again once the budget
+// allows (releaseHeld): reports that the page changed cost the site and
+// the server one fetch per threshold, however many addresses send them,
+// and a real change reported meanwhile waits at most a threshold.
+// Polling clients' reports (direct) come from a user's own machines,
+// are bounded by the clients' schedule, and are not held.
 func (m *Manager) trigger(ctx context.Context, q *queued) error {
 	now := m.now()
 	m.mu.Lock()
@@ -844,11 +962,52 @@ func (m *Manager) trigger(ctx context.Context, q *queued) error {
 		m.mu.Unlock()
 		return nil
 	}
+	if !q.direct {
+		if h := p.held; h != nil {
+			// The held report goes with this newer one.
+			for _, r := range h.reporters {
+				if len(q.reporters) >= maxReporters {
+					break
+				}
+				q.reporters = append(q.reporters, r)
+			}
+			p.held = nil
+		}
+		if !p.verified.IsZero() && !p.confirmed && now.Sub(p.verified) < p.threshold {
+			p.held = q
+			atomic.AddInt64(&p.stats.Held, 1)
+			atomic.AddInt64(&m.total.Held, 1)
+			m.mu.Unlock()
+			return nil
+		}
+		p.verified, p.confirmed = now, false
+	}
 	p.pend = q
 	atomic.AddInt64(&p.stats.Triggered, 1)
 	atomic.AddInt64(&m.total.Triggered, 1)
 	m.mu.Unlock()
 	return m.makeDue(ctx, q.watchID, now)
+}
+
+// releaseHeld compares the reports held for pages whose verification
+// budget now allows a check with the newest stored version again, and
+// verifies those that still differ. Start runs it every second.
+func (m *Manager) releaseHeld(ctx context.Context) {
+	now := m.now()
+	var due []*queued
+	m.mu.Lock()
+	for _, p := range m.watches {
+		if p.held != nil && (p.confirmed || now.Sub(p.verified) >= p.threshold) {
+			due = append(due, p.held)
+			p.held = nil
+		}
+	}
+	m.mu.Unlock()
+	for _, q := range due {
+		if err := m.detect(ctx, q); err != nil && ctx.Err() == nil {
+			m.Logger.Warn("comparing a held agent report", "watch", q.watchID, "err", err)
+		}
+	}
 }
 
 // makeDue moves the watch's next check to now (unless it is sooner) and
@@ -879,6 +1038,9 @@ func (m *Manager) Stored(w *changedigest.Watch, snap *changedigest.Snapshot) {
 		if q != nil {
 			atomic.AddInt64(&p.stats.Confirmed, 1)
 			atomic.AddInt64(&m.total.Confirmed, 1)
+			if !q.direct {
+				p.confirmed = true
+			}
 		}
 	}
 	m.mu.Unlock()
@@ -987,7 +1149,12 @@ func (m *Manager) Totals() Stats {
 func (s *Stats) load(lastAcc *atomic.Int64) Stats {
 	return Stats{
 		Served: atomic.LoadInt64(&s.Served), Digester: atomic.LoadInt64(&s.Digester), Void: atomic.LoadInt64(&s.Void),
-		Reports: atomic.LoadInt64(&s.Reports), Accepted: atomic.LoadInt64(&s.Accepted), Refused: atomic.LoadInt64(&s.Refused),
+		Withheld: atomic.LoadInt64(&s.Withheld),
+		Reports:  atomic.LoadInt64(&s.Reports), Accepted: atomic.LoadInt64(&s.Accepted), Refused: atomic.LoadInt64(&s.Refused),
+		RefusedToken: atomic.LoadInt64(&s.RefusedToken), RefusedPage: atomic.LoadInt64(&s.RefusedPage),
+		RefusedInvalid: atomic.LoadInt64(&s.RefusedInvalid), RefusedRate: atomic.LoadInt64(&s.RefusedRate),
+		RefusedIgnored: atomic.LoadInt64(&s.RefusedIgnored), RefusedBusy: atomic.LoadInt64(&s.RefusedBusy),
+		Held: atomic.LoadInt64(&s.Held),
 		Same: atomic.LoadInt64(&s.Same), Triggered: atomic.LoadInt64(&s.Triggered), Confirmed: atomic.LoadInt64(&s.Confirmed),
 		Refuted: atomic.LoadInt64(&s.Refuted), LastReport: unixNano(lastAcc.Load()),
 	}
@@ -1042,15 +1209,27 @@ func origin(raw string) string {
 // queue. Errors as for Report.
 func (m *Manager) ClientReport(ctx context.Context, reporter string, watchID int64, base int, now time.Time) error {
 	m.init()
-	if until := m.ignore.ignored(reporter, now); !until.IsZero() {
-		return changedigest.Errorf(changedigest.EFORBIDDEN, "reports from %s are ignored until %s: earlier reports were refuted", reporter, until.UTC().Format(time.RFC3339))
-	}
-	if !m.addrs.Allow(reporter, now) || !m.pages.Allow(strconv.FormatInt(watchID, 10), now) {
-		return changedigest.Errorf(changedigest.ERATELIMIT, "too many reports from %s", reporter)
-	}
-	q := &queued{watchID: watchID, at: now, by: changedigest.DetectedByClient, reporters: []string{reporter}, direct: true, base: base}
 	m.mu.Lock()
 	p := m.entryLocked(watchID)
 	m.mu.Unlock()
-	return m.enqueue(q, p)
+	refuse := func(why refusal, err error) error {
+		atomic.AddInt64(&m.total.Reports, 1)
+		atomic.AddInt64(&p.stats.Reports, 1)
+		countRefusal(&m.total, why)
+		countRefusal(&p.stats, why)
+		return err
+	}
+	if until := m.ignore.ignored(reporter, now); !until.IsZero() {
+		return refuse(refusedIgnored, changedigest.Errorf(changedigest.EFORBIDDEN, "reports from %s are ignored until %s: earlier reports were refuted", reporter, until.UTC().Format(time.RFC3339)))
+	}
+	if !m.addrs.Allow(reporter, now) || !m.pages.Allow(strconv.FormatInt(watchID, 10), now) {
+		return refuse(refusedRate, changedigest.Errorf(changedigest.ERATELIMIT, "too many reports from %s", reporter))
+	}
+	q := &queued{watchID: watchID, at: now, by: changedigest.DetectedByClient, reporters: []string{reporter}, direct: true, base: base}
+	if err := m.enqueue(q, p); err != nil {
+		return refuse(refusedBusy, err)
+	}
+	atomic.AddInt64(&m.total.Reports, 1)
+	atomic.AddInt64(&m.total.Accepted, 1)
+	return nil
 }

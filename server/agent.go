@@ -153,6 +153,27 @@ type agentView struct {
 	Detected  []changedigest.Detection `json:"detections"`
 }
 
+// Refusals tells the refused reports by reason, the empty string for none.
+func (v *agentView) Refusals() string {
+	var parts []string
+	for _, r := range []struct {
+		n    int64
+		what string
+	}{
+		{v.Stats.RefusedToken, "with an expired or used token"},
+		{v.Stats.RefusedPage, "for another page or site"},
+		{v.Stats.RefusedInvalid, "malformed"},
+		{v.Stats.RefusedRate, "over a rate limit"},
+		{v.Stats.RefusedIgnored, "from reporters ignored after refuted reports"},
+		{v.Stats.RefusedBusy, "while too many waited"},
+	} {
+		if r.n > 0 {
+			parts = append(parts, strconv.FormatInt(r.n, 10)+" "+r.what)
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
 func (s *Server) agentViewOf(wt *changedigest.Watch) *agentView {
 	v := &agentView{Enabled: wt.AgentKey != "", Key: wt.AgentKey, Threshold: agent.DefaultThreshold.String(),
 		Detected: wt.Detections, Clients: []agent.Slot{}}

@@ -154,9 +154,13 @@ func TestAgentPublicRoutes(t *testing.T) {
 	if _, js, _ := get("?k=" + url.QueryEscape(v.Key)); !agent.IsVoid([]byte(js)) {
 		t.Errorf("after a report: want the void agent, got %q", js[:min(len(js), 60)])
 	}
-	if st := m.Stats(w.ID); st.Served != 2 || st.Digester != 1 || st.Accepted != 1 || st.Refused != 4 {
+	if st := m.Stats(w.ID); st.Served != 2 || st.Digester != 1 || st.Accepted != 1 || st.Refused != 5 ||
+		st.RefusedInvalid != 1 || st.RefusedPage != 3 || st.RefusedToken != 1 {
 		t.Errorf("stats: %+v", st)
 	}
+	// The watch page tells the refusals by reason.
+	_, wp := e.login("ann", "correct horse").get(fmt.Sprintf("/watches/%d", w.ID))
+	mustContain(t, wp, "refused 5: 1 with an expired or used token, 3 for another page or site, 1 malformed)")
 }
 
 // The digester goes gzip-encoded to clients that take gzip, plain to
