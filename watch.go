@@ -142,6 +142,12 @@ type Watch struct {
 	// store's watch, as it keeps NextCheck; a definition of the watch
 	// does not carry it (KeepLearned).
 	AgentSent time.Time `json:"agent_sent,omitzero"`
+	// AgentVolatile names the parts of the page's summary ("title",
+	// "header", "main", "footer") that the page agent learned differ in
+	// browsers on every view, its scripts changing them: reports that
+	// differ from the stored version only there are not verified. Kept
+	// like AgentSent.
+	AgentVolatile []string `json:"agent_volatile,omitempty"`
 }
 
 // DetectedBy says what led to a version being fetched.
@@ -453,7 +459,7 @@ func (w *Watch) LearnPage(snap *Snapshot, shell bool) bool {
 
 // KeepLearned sets what checks learned of w's page (Kind, LooksLikeShell,
 // FeedItems and FeedItemsKept, and a title taken from the page) and what
-// the page agent keeps of it (AgentSent) to old's,
+// the page agent keeps of it (AgentSent, AgentVolatile) to old's,
 // the stored watch, for a definition that does not carry them (a
 // cluster's watches bucket holds what users define; each node's store
 // learns the rest from the versions it holds). pageTitle is the title of
@@ -465,7 +471,7 @@ func (w *Watch) KeepLearned(old *Watch, pageTitle string) {
 	}
 	w.LooksLikeShell = old.LooksLikeShell
 	w.FeedItems, w.FeedItemsKept = old.FeedItems, old.FeedItemsKept
-	w.AgentSent = old.AgentSent
+	w.AgentSent, w.AgentVolatile = old.AgentSent, slices.Clone(old.AgentVolatile)
 	if w.Title == "" && old.Title != "" && old.Title == pageTitle {
 		w.Title = old.Title
 	}

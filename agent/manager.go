@@ -25,6 +25,7 @@ import (
 	"hash"
 	"log/slog"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -78,9 +79,17 @@ type Manager struct {
 	AddrPerMinute, AddrBurst int
 	PagePerMinute, PageBurst int
 	// RefuteLimit refuted reports within IgnoreFor make a reporter
-	// ignored for IgnoreFor (2 and 1 h).
+	// ignored for IgnoreFor (2 and 1 h). Only reports that look forged
+	// count (see CheckedAt): those that differ where views of the stored
+	// version matched it.
 	RefuteLimit int
 	IgnoreFor   time.Duration
+	// VolatileAfter refuted reports that differ in a part of the summary
+	// no report has shown as stored since (2) make the part volatile:
+	// the page's scripts change it in browsers on every view. Its
+	// differences are then ignored, until TrustAgain reports in a row
+	// show it as stored (3).
+	VolatileAfter, TrustAgain int
 	// QueueSize bounds the pages whose reports wait for the detector (10,000).
 	QueueSize int
 	// Workers compare reports with the stored versions (2).
@@ -175,6 +184,9 @@ type Stats struct {
 	Refuted   int64 `json:"refuted"`
 	// LastReport is when the last report was accepted.
 	LastReport time.Time `json:"last_report,omitzero"`
+	// Volatile names the parts of the page's summary learned to differ
+	// on every view (for one page; see Manager.VolatileAfter).
+	Volatile []string `json:"volatile,omitempty"`
 }
 
 // page is what the manager keeps of a watch with the agent on.
@@ -201,6 +213,18 @@ type page struct {
 	sum   Summary
 	known map[Summary]bool
 	pend  *queued
+	// matched are the parts of the stored version's summary that a
+	// report showed as stored since the manager summarised it; misses
+	// count, per part, the refuted reports that differed there since a
+	// report last showed it as stored. volatile are the parts learned to
+	// differ on every view (Watch.AgentVolatile); streak counts the
+	// reports in a row that showed a volatile part as stored.
+	matched  [4]bool
+	misses   [4]int
+	volatile [4]bool
+	streak   [4]int
+	// learned says the volatile parts were read from the store.
+	learned bool
 	// verified is when the last verifying check of an agent report was
 	// made due, confirmed whether it stored a new version: the page's
 	// verification budget (see trigger). held is the newest report that
@@ -217,7 +241,7 @@ func New(store Store, endpoint string) *Manager {
 	return &Manager{
 		Store: store, Endpoint: endpoint, Logger: slog.Default(), Now: time.Now,
 		TokenTTL: 10 * time.Minute, AddrPerMinute: 30, AddrBurst: 20, PagePerMinute: 120, PageBurst: 30,
-		RefuteLimit: 2, IgnoreFor: time.Hour, QueueSize: 10000, Workers: 2,
+		RefuteLimit: 2, IgnoreFor: time.Hour, VolatileAfter: 2, TrustAgain: 3, QueueSize: 10000, Workers: 2,
 		StoreFreeAt: 64, VoidAt: 256, CacheFor: time.Minute, PendingFor: 30 * time.Minute,
 		secret: secret, watches: map[int64]*page{}, nonces: map[uint64]time.Time{},
 		dirty: map[int64]struct{}{}, saveReady: make(chan struct{}, 1),
@@ -479,6 +503,16 @@ func (m *Manager) page(ctx context.Context, id int64, load bool) (*page, error) 
 	if p.threshold <= 0 {
 		p.threshold = DefaultThreshold
 	}
+	if !p.learned {
+		// What was learned of the page, once: the manager alone
+		// changes it afterwards.
+		for _, name := range w.AgentVolatile {
+			if i := slices.Index(partNames[:], name); i >= 0 {
+				p.volatile[i] = true
+			}
+		}
+		p.learned = true
+	}
 	// The digester's time as kept, unless a later one was sent since.
 	if sent := w.AgentSent.UnixNano(); !w.AgentSent.IsZero() {
 		for last := p.sent.Load(); sent > last && !p.sent.CompareAndSwap(last, sent); last = p.sent.Load() {
@@ -523,7 +557,8 @@ func (m *Manager) markDirty(id int64) {
 }
 
 // save writes what the manager keeps of the pages marked dirty to their
-// watches in the store: when the last digester was sent.
+// watches in the store: when the last digester was sent, and the
+// volatile parts of the page's summary.
 func (m *Manager) save(ctx context.Context) {
 	m.dirtyMu.Lock()
 	ids := m.dirty
@@ -537,9 +572,15 @@ func (m *Manager) save(ctx context.Context) {
 			continue
 		}
 		sent := unixNano(p.sent.Load())
+		m.mu.RLock()
+		volatile, learned := p.volatileParts(), p.learned
+		m.mu.RUnlock()
 		_, err := m.Store.UpdateWatch(ctx, 0, id, func(w *changedigest.Watch) error {
 			if sent.After(w.AgentSent) {
 				w.AgentSent = sent
+			}
+			if learned {
+				w.AgentVolatile = volatile
 			}
 			return nil
 		})
@@ -547,6 +588,17 @@ func (m *Manager) save(ctx context.Context) {
 			m.Logger.Warn("keeping the page agent's state of a watch", "watch", id, "err", err)
 		}
 	}
+}
+
+// volatileParts names p's volatile parts (nil for none).
+func (p *page) volatileParts() []string {
+	var out []string
+	for i, v := range p.volatile {
+		if v {
+			out = append(out, partNames[i])
+		}
+	}
+	return out
 }
 
 // entryLocked returns the manager's record of watch id, new if needed.
@@ -882,15 +934,43 @@ func (m *Manager) detect(ctx context.Context, q *queued) error {
 	if err != nil {
 		return err
 	}
-	m.mu.RLock()
-	same := seq > 0 && (q.summary == p.sum || p.known[q.summary])
-	m.mu.RUnlock()
+	m.mu.Lock()
+	same := seq > 0 && (m.compareLocked(p, q.summary) || p.known[q.summary])
+	m.mu.Unlock()
 	if same {
 		atomic.AddInt64(&p.stats.Same, 1)
 		atomic.AddInt64(&m.total.Same, 1)
 		return nil
 	}
 	return m.trigger(ctx, q)
+}
+
+// compareLocked compares a report's summary with p's stored version,
+// part by part, and learns from it: the parts it shows as stored are
+// matched (a volatile one TrustAgain times in a row is trusted again).
+// It reports whether the summary differs only in volatile parts, if
+// at all.
+func (m *Manager) compareLocked(p *page, sum Summary) bool {
+	diff := sum.differs(p.sum)
+	same := true
+	for i, d := range diff {
+		switch {
+		case !d:
+			p.matched[i], p.misses[i] = true, 0
+			if p.volatile[i] {
+				if p.streak[i]++; p.streak[i] >= max(m.TrustAgain, 1) {
+					p.volatile[i], p.streak[i] = false, 0
+					m.markDirty(p.id)
+					m.Logger.Info("a part of a page's summary matches its stored version again", "watch", p.id, "part", partNames[i])
+				}
+			}
+		case p.volatile[i]:
+			p.streak[i] = 0
+		default:
+			same = false
+		}
+	}
+	return same
 }
 
 // latest returns the newest stored version of watch id: its sequence
@@ -927,6 +1007,7 @@ func (m *Manager) latest(ctx context.Context, id int64) (int, string, Summary, e
 	m.mu.Lock()
 	if p.seq != snap.Seq {
 		p.seq, p.hash, p.sum, p.known = snap.Seq, snap.BodyHash, sum, nil
+		p.matched = [4]bool{}
 	}
 	m.mu.Unlock()
 	return snap.Seq, snap.BodyHash, sum, nil
@@ -1110,6 +1191,7 @@ func (m *Manager) CheckedAt(watchID int64, start time.Time, failed bool) {
 	}
 	atomic.AddInt64(&p.stats.Refuted, 1)
 	atomic.AddInt64(&m.total.Refuted, 1)
+	forged := q.direct
 	if p.seq > 0 && !q.direct {
 		if p.known == nil {
 			p.known = map[Summary]bool{}
@@ -1117,13 +1199,44 @@ func (m *Manager) CheckedAt(watchID int64, start time.Time, failed bool) {
 		if len(p.known) < 64 {
 			p.known[q.summary] = true
 		}
+		forged = m.refutedLocked(p, q.summary)
 	}
 	m.mu.Unlock()
+	if !forged {
+		return
+	}
 	for _, r := range q.reporters {
 		if m.ignore.strike(r, now) {
 			m.Logger.Info("ignoring a reporter whose reports were refuted", "reporter", r, "for", m.IgnoreFor)
 		}
 	}
+}
+
+// refutedLocked learns from a refuted agent report of p whose summary
+// is sum, and says whether it looks forged. A part it differs in that a
+// report has shown as stored since the version was summarised is the
+// page as browsers see it: a summary that differs there is not the
+// page's, and the report is forged. A part no report has shown as
+// stored may be one the page's scripts change on every view: after
+// VolatileAfter such refutations in a row it is learned volatile. Only
+// forged reports count against their reporters, so a visitor of a page
+// whose summary never matches is not ignored, on it or on any other.
+func (m *Manager) refutedLocked(p *page, sum Summary) bool {
+	forged := false
+	for i, d := range sum.differs(p.sum) {
+		switch {
+		case !d || p.volatile[i]:
+		case p.matched[i]:
+			forged = true
+		default:
+			if p.misses[i]++; p.misses[i] >= max(m.VolatileAfter, 1) {
+				p.volatile[i], p.misses[i], p.streak[i] = true, 0, 0
+				m.markDirty(p.id)
+				m.Logger.Info("a part of a page's summary differs on every view: its differences are not verified", "watch", p.id, "part", partNames[i])
+			}
+		}
+	}
+	return forged
 }
 
 // Stats returns the counts for watch id (zero when the agent has not
@@ -1132,7 +1245,9 @@ func (m *Manager) Stats(id int64) Stats {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if p := m.watches[id]; p != nil {
-		return p.stats.load(&p.lastAcc)
+		st := p.stats.load(&p.lastAcc)
+		st.Volatile = p.volatileParts()
+		return st
 	}
 	return Stats{}
 }

@@ -340,9 +340,16 @@ func TestChangedReportTriggersCheckAndIsConfirmed(t *testing.T) {
 	}
 }
 
+// TestRefutingAddressIsIgnored: a reporter whose reports differ from the
+// page where other views showed it as stored, and are refuted, is
+// ignored after RefuteLimit such reports.
 func TestRefutingAddressIsIgnored(t *testing.T) {
 	f := newFixture(t)
 	liar, honest := "198.51.100.9", "192.0.2.1"
+	if err := f.report(t, f.token(t), pageV1, honest); err != nil {
+		t.Fatal(err)
+	}
+	f.drain(t)
 	for i := range f.m.RefuteLimit {
 		if err := f.report(t, f.token(t), pageV2, liar); err != nil {
 			t.Fatalf("report %d: %v", i, err)

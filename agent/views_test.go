@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -197,5 +198,59 @@ func TestShortViewsReport(t *testing.T) {
 	}
 	if reported < views {
 		t.Errorf("%d of %d views that ended at the load event reported, want all", reported, views)
+	}
+}
+
+// clockPage is a page whose script writes the time into its text: its
+// summary in a browser differs on every view, and from the served HTML.
+func clockPage(title string) string {
+	return `<!doctype html><html><head><title>` + title + `</title></head><body>
+<header><h1>Town hall</h1></header>
+<main><p>Opening hours: 9 to 5 every weekday, closed on Sundays and public holidays.</p>
+<p>Page generated at <span id="t">now</span>.</p>
+<script>document.getElementById('t').textContent = String(Date.now() + Math.random());</script></main>
+<footer>Contact the town hall</footer></body></html>`
+}
+
+// TestHonestVisitorsOfAVolatilePage: a page whose script writes the time
+// into its text, viewed in Chromium. Its reports never match the stored
+// version, and verification refutes them; that is learned of the page
+// (its main body is not trusted, and said so), not held against the
+// visitors, so a real change of its title viewed next from the same
+// address is taken and verified.
+func TestHonestVisitorsOfAVolatilePage(t *testing.T) {
+	v := newViewSite(t)
+	page := clockPage("Town hall")
+	v.page.Store(func() string { return page })
+	v.store(page)
+	for i := range 3 {
+		errs := v.view(true)
+		if len(errs) != 1 || errs[0] != nil {
+			t.Fatalf("view %d: reports %v, want one accepted", i+1, errs)
+		}
+		v.check(page)
+		v.f.now = v.f.now.Add(DefaultThreshold)
+	}
+	st := v.f.m.Stats(1)
+	t.Logf("after three views: %+v", st)
+	if st.Refuted > 2 {
+		t.Errorf("%d reports of the page were verified and refuted, want at most 2 before it is learned", st.Refuted)
+	}
+	if !slices.Equal(st.Volatile, []string{"main"}) {
+		t.Errorf("volatile parts = %q, want [main]", st.Volatile)
+	}
+	if w := v.f.store.watch(1); !slices.Equal(w.AgentVolatile, []string{"main"}) {
+		t.Errorf("the watch keeps volatile parts %q, want [main]", w.AgentVolatile)
+	}
+	// A real change, viewed from the same address.
+	changed := clockPage("Town hall: closed on Friday")
+	v.page.Store(func() string { return changed })
+	errs := v.view(true)
+	if len(errs) != 1 || errs[0] != nil {
+		t.Fatalf("the view of a real change: reports %v, want one accepted", errs)
+	}
+	v.check(changed)
+	if st := v.f.m.Stats(1); st.Confirmed != 1 {
+		t.Errorf("the real change was not confirmed: %+v", st)
 	}
 }

@@ -233,3 +233,30 @@ func TestAgentScriptEncoding(t *testing.T) {
 		}
 	}
 }
+
+// TestAgentVolatileNote: the watch page says which parts of the page's
+// summary the agent learned differ on every view.
+func TestAgentVolatileNote(t *testing.T) {
+	e := mustServer(t)
+	withAgent(e)
+	ann := e.mustUser("ann", "correct horse")
+	w := e.mustWatch(ann, "https://shop.example/hours")
+	var v agentView
+	e.api(ann).call("PUT", fmt.Sprintf("/watches/%d/agent", w.ID), map[string]any{"enabled": true}, 200, &v)
+	c := e.login("ann", "correct horse")
+	if _, page := c.get(fmt.Sprintf("/watches/%d", w.ID)); strings.Contains(page, "on every view") {
+		t.Error("a note before anything was learned")
+	}
+	if _, err := e.store.UpdateWatch(context.Background(), 0, w.ID, func(x *changedigest.Watch) error {
+		x.AgentVolatile = []string{"main", "footer"}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	_, page := c.get(fmt.Sprintf("/watches/%d", w.ID))
+	mustContain(t, page, "The page&#39;s main body and footer differ in browsers on every view")
+	e.api(ann).call("GET", fmt.Sprintf("/watches/%d/agent", w.ID), nil, 200, &v)
+	if strings.Join(v.Stats.Volatile, ",") != "main,footer" {
+		t.Errorf("API: volatile %q", v.Stats.Volatile)
+	}
+}
