@@ -211,6 +211,7 @@ func TestDigesterThenVoidUntilThreshold(t *testing.T) {
 // together, one gets the digester.
 func TestOneDigesterAtATime(t *testing.T) {
 	f := newFixture(t)
+	f.m.StoreFreeAt, f.m.VoidAt = 1000, 2000 // 64 in flight is not busy here
 	var wg sync.WaitGroup
 	var digesters atomic.Int64
 	for range 64 {
