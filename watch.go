@@ -125,6 +125,10 @@ type Watch struct {
 	// Samples are the most recent successful checks, oldest first, as the
 	// change-rate estimator needs them; the crawler keeps the list short.
 	Samples []CheckSample `json:"samples,omitempty"`
+	// DueByReport says a report (a page agent's or a polling client's)
+	// made the watch due: the next successful check that finds a change
+	// records its sample as Reported. The check clears it.
+	DueByReport bool `json:"due_by_report,omitempty"`
 
 	// AgentKey is the public key of the watch's page agent (seed 004),
 	// named in the snippet the site owner puts in the page; empty while
@@ -189,6 +193,11 @@ func (w *Watch) DetectedBy(seq int) DetectedBy {
 type CheckSample struct {
 	Interval time.Duration `json:"i"`
 	Changed  bool          `json:"c,omitempty"`
+	// Reported says the check was made due by a report that the page
+	// had changed, and found the change: its interval ended because a
+	// change came (soon before it), so it tells when the first change
+	// came, not only whether one came by a time chosen beforehand.
+	Reported bool `json:"r,omitempty"`
 }
 
 // Validate checks the fields a user sets and normalises them in place.
@@ -429,13 +438,14 @@ func (s Step) String() string {
 }
 
 // CopySchedule sets w's schedule state, the fields the crawler owns
-// (NextCheck through Samples), to src's.
+// (NextCheck through DueByReport), to src's.
 func (w *Watch) CopySchedule(src *Watch) {
 	w.NextCheck, w.LastCheck, w.LastChange = src.NextCheck, src.LastCheck, src.LastChange
 	w.LastError, w.LastErrorAt, w.ErrorCount = src.LastError, src.LastErrorAt, src.ErrorCount
 	w.Checks, w.ChangeChecks = src.Checks, src.ChangeChecks
 	w.ETag, w.LastModified, w.RetryAfter = src.ETag, src.LastModified, src.RetryAfter
 	w.Samples = slices.Clone(src.Samples)
+	w.DueByReport = src.DueByReport
 }
 
 // LearnPage records what a stored version of w's page tells of it: the

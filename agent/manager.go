@@ -1091,12 +1091,16 @@ func (m *Manager) releaseHeld(ctx context.Context) {
 	}
 }
 
-// makeDue moves the watch's next check to now (unless it is sooner) and
-// wakes the scheduler (Due).
+// makeDue moves the watch's next check to now (unless it is sooner),
+// marks it due by a report (Watch.DueByReport), and wakes the scheduler
+// (Due).
 func (m *Manager) makeDue(ctx context.Context, watchID int64, now time.Time) error {
 	_, err := m.Store.UpdateWatch(ctx, 0, watchID, func(w *changedigest.Watch) error {
 		if w.NextCheck.After(now) {
-			w.NextCheck = now
+			// The check's sample, if it finds the change, ends
+			// because a change came: the change-rate estimate reads
+			// it so. (A watch due already keeps its own time.)
+			w.NextCheck, w.DueByReport = now, true
 		}
 		return nil
 	})
