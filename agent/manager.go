@@ -124,11 +124,14 @@ type Manager struct {
 	tokenPages *ratelimit.Buckets
 	ignore     *ignoreList
 	flight     atomic.Int64
-	// mu guards watches and the pages in it; the counts of Stats
-	// (in pages and total) are added to and read atomically.
+	// mu guards watches and the pages in it, and held; the counts of
+	// Stats (in pages and total) are added to and read atomically.
 	mu      sync.RWMutex
 	watches map[int64]*page
 	total   Stats
+	// held are the pages with a report held for their verification
+	// budget.
+	held map[int64]struct{}
 	// lastAcc is when the last report of any page was accepted.
 	lastAcc atomic.Int64
 	// dirty are the pages whose kept state (the digester's time) waits
@@ -243,7 +246,7 @@ func New(store Store, endpoint string) *Manager {
 		TokenTTL: 10 * time.Minute, AddrPerMinute: 30, AddrBurst: 20, PagePerMinute: 120, PageBurst: 30,
 		RefuteLimit: 2, IgnoreFor: time.Hour, VolatileAfter: 2, TrustAgain: 3, QueueSize: 10000, Workers: 2,
 		StoreFreeAt: 64, VoidAt: 256, CacheFor: time.Minute, PendingFor: 30 * time.Minute,
-		secret: secret, watches: map[int64]*page{}, nonces: map[uint64]time.Time{},
+		secret: secret, watches: map[int64]*page{}, held: map[int64]struct{}{}, nonces: map[uint64]time.Time{},
 		dirty: map[int64]struct{}{}, saveReady: make(chan struct{}, 1),
 	}
 }
@@ -1056,6 +1059,7 @@ func (m *Manager) trigger(ctx context.Context, q *queued) error {
 		}
 		if !p.verified.IsZero() && !p.confirmed && now.Sub(p.verified) < p.threshold {
 			p.held = q
+			m.held[q.watchID] = struct{}{}
 			atomic.AddInt64(&p.stats.Held, 1)
 			atomic.AddInt64(&m.total.Held, 1)
 			m.mu.Unlock()
@@ -1075,12 +1079,23 @@ func (m *Manager) trigger(ctx context.Context, q *queued) error {
 // verifies those that still differ. Start runs it every second.
 func (m *Manager) releaseHeld(ctx context.Context) {
 	now := m.now()
+	m.mu.RLock()
+	none := len(m.held) == 0
+	m.mu.RUnlock()
+	if none {
+		return
+	}
 	var due []*queued
 	m.mu.Lock()
-	for _, p := range m.watches {
-		if p.held != nil && (p.confirmed || now.Sub(p.verified) >= p.threshold) {
+	for id := range m.held {
+		p := m.watches[id]
+		switch {
+		case p == nil || p.held == nil:
+			delete(m.held, id)
+		case p.confirmed || now.Sub(p.verified) >= p.threshold:
 			due = append(due, p.held)
 			p.held = nil
+			delete(m.held, id)
 		}
 	}
 	m.mu.Unlock()
