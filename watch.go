@@ -126,6 +126,10 @@ type Watch struct {
 	// Samples are the most recent successful checks, oldest first, as the
 	// change-rate estimator needs them; the crawler keeps the list short.
 	Samples []CheckSample `json:"samples,omitempty"`
+	// DueByReport says a report (a page agent's or a polling client's)
+	// made the watch due: the next successful check that finds a change
+	// records its sample as Reported. The check clears it.
+	DueByReport bool `json:"due_by_report,omitempty"`
 
 	// AgentKey is the public key of the watch's page agent (seed 004),
 	// named in the snippet the site owner puts in the page; empty while
@@ -137,6 +141,18 @@ type Watch struct {
 	// Detections say which versions were found by a page agent or a
 	// client rather than by the schedule, newest last (a bounded list).
 	Detections []Detection `json:"detections,omitempty"`
+	// AgentSent is when the page agent's digester was last sent for the
+	// page: the next is sent once AgentThreshold has passed since (the
+	// paper's t counts from it). The agent manager keeps it in the
+	// store's watch, as it keeps NextCheck; a definition of the watch
+	// does not carry it (KeepLearned).
+	AgentSent time.Time `json:"agent_sent,omitzero"`
+	// AgentVolatile names the parts of the page's summary ("title",
+	// "header", "main", "footer") that the page agent learned differ in
+	// browsers on every view, its scripts changing them: reports that
+	// differ from the stored version only there are not verified. Kept
+	// like AgentSent.
+	AgentVolatile []string `json:"agent_volatile,omitempty"`
 }
 
 // DetectedBy says what led to a version being fetched.
@@ -178,6 +194,11 @@ func (w *Watch) DetectedBy(seq int) DetectedBy {
 type CheckSample struct {
 	Interval time.Duration `json:"i"`
 	Changed  bool          `json:"c,omitempty"`
+	// Reported says the check was made due by a report that the page
+	// had changed, and found the change: its interval ended because a
+	// change came (soon before it), so it tells when the first change
+	// came, not only whether one came by a time chosen beforehand.
+	Reported bool `json:"r,omitempty"`
 }
 
 // Validate checks the fields a user sets and normalises them in place.
@@ -445,13 +466,14 @@ func (s Step) String() string {
 }
 
 // CopySchedule sets w's schedule state, the fields the crawler owns
-// (NextCheck through Samples), to src's.
+// (NextCheck through DueByReport), to src's.
 func (w *Watch) CopySchedule(src *Watch) {
 	w.NextCheck, w.LastCheck, w.LastChange = src.NextCheck, src.LastCheck, src.LastChange
 	w.LastError, w.LastErrorAt, w.ErrorCount = src.LastError, src.LastErrorAt, src.ErrorCount
 	w.Checks, w.ChangeChecks = src.Checks, src.ChangeChecks
 	w.ETag, w.LastModified, w.RetryAfter = src.ETag, src.LastModified, src.RetryAfter
 	w.Samples = slices.Clone(src.Samples)
+	w.DueByReport = src.DueByReport
 }
 
 // LearnPage records what a stored version of w's page tells of it: the
@@ -474,7 +496,8 @@ func (w *Watch) LearnPage(snap *Snapshot, shell bool) bool {
 }
 
 // KeepLearned sets what checks learned of w's page (Kind, LooksLikeShell,
-// FeedItems and FeedItemsKept, and a title taken from the page) to old's,
+// FeedItems and FeedItemsKept, and a title taken from the page) and what
+// the page agent keeps of it (AgentSent, AgentVolatile) to old's,
 // the stored watch, for a definition that does not carry them (a
 // cluster's watches bucket holds what users define; each node's store
 // learns the rest from the versions it holds). pageTitle is the title of
@@ -486,6 +509,7 @@ func (w *Watch) KeepLearned(old *Watch, pageTitle string) {
 	}
 	w.LooksLikeShell = old.LooksLikeShell
 	w.FeedItems, w.FeedItemsKept = old.FeedItems, old.FeedItemsKept
+	w.AgentSent, w.AgentVolatile = old.AgentSent, slices.Clone(old.AgentVolatile)
 	if w.Title == "" && old.Title != "" && old.Title == pageTitle {
 		w.Title = old.Title
 	}

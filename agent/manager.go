@@ -25,6 +25,7 @@ import (
 	"hash"
 	"log/slog"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -49,7 +50,8 @@ type WatchUpdater interface {
 }
 
 // DefaultThreshold is the least time between digester agents for a page
-// when the watch does not set its own (the paper's t).
+// when the watch does not set its own (the paper's t): it counts from
+// the last digester sent for the page, whether or not that one reported.
 const DefaultThreshold = 10 * time.Minute
 
 // Manager is the agent manager, the traffic controller and the change
@@ -69,14 +71,25 @@ type Manager struct {
 
 	// TokenTTL is how long a digester's report token stays valid (10 min).
 	TokenTTL time.Duration
-	// AddrPerMinute and AddrBurst limit the reports of one address;
-	// PagePerMinute and PageBurst those for one page.
+	// AddrPerMinute and AddrBurst limit the reports of one address, and
+	// the report tokens (digesters) it is given: a token beyond what it
+	// may report is of no use to an honest visitor. PagePerMinute and
+	// PageBurst limit the reports for one page, and its tokens when the
+	// manager is too busy to apply the page's threshold.
 	AddrPerMinute, AddrBurst int
 	PagePerMinute, PageBurst int
 	// RefuteLimit refuted reports within IgnoreFor make a reporter
-	// ignored for IgnoreFor (2 and 1 h).
+	// ignored for IgnoreFor (2 and 1 h). Only reports that look forged
+	// count (see CheckedAt): those that differ where views of the stored
+	// version matched it.
 	RefuteLimit int
 	IgnoreFor   time.Duration
+	// VolatileAfter refuted reports that differ in a part of the summary
+	// no report has shown as stored since (2) make the part volatile:
+	// the page's scripts change it in browsers on every view. Its
+	// differences are then ignored, until TrustAgain reports in a row
+	// show it as stored (3).
+	VolatileAfter, TrustAgain int
 	// QueueSize bounds the pages whose reports wait for the detector (10,000).
 	QueueSize int
 	// Workers compare reports with the stored versions (2).
@@ -105,15 +118,27 @@ type Manager struct {
 	queue  *queue
 	addrs  *ratelimit.Buckets
 	pages  *ratelimit.Buckets
-	ignore *ignoreList
-	flight atomic.Int64
-	// mu guards watches and the pages in it; the counts of Stats
-	// (in pages and total) are added to and read atomically.
+	// tokenAddrs and tokenPages limit the digesters given out per address
+	// and, while busy, per page.
+	tokenAddrs *ratelimit.Buckets
+	tokenPages *ratelimit.Buckets
+	ignore     *ignoreList
+	flight     atomic.Int64
+	// mu guards watches and the pages in it, and held; the counts of
+	// Stats (in pages and total) are added to and read atomically.
 	mu      sync.RWMutex
 	watches map[int64]*page
 	total   Stats
+	// held are the pages with a report held for their verification
+	// budget.
+	held map[int64]struct{}
 	// lastAcc is when the last report of any page was accepted.
 	lastAcc atomic.Int64
+	// dirty are the pages whose kept state (the digester's time) waits
+	// to be written to the store; saveReady wakes the writer.
+	dirtyMu   sync.Mutex
+	dirty     map[int64]struct{}
+	saveReady chan struct{}
 	// nonceMu guards the used report tokens.
 	nonceMu sync.Mutex
 	nonces  map[uint64]time.Time
@@ -130,11 +155,30 @@ type Stats struct {
 	Served   int64 `json:"served"`
 	Digester int64 `json:"digester"`
 	Void     int64 `json:"void"`
-	// Reports received; Accepted into the queue; Refused (bad, forged,
-	// replayed, rate-limited or ignored).
-	Reports  int64 `json:"reports"`
-	Accepted int64 `json:"accepted"`
-	Refused  int64 `json:"refused"`
+	// Withheld agent requests got the void agent, though a digester was
+	// due, because their address had had its share of report tokens.
+	Withheld int64 `json:"withheld"`
+	// Reports received; Accepted into the queue; Refused, of which
+	// RefusedToken for a forged, expired or replayed token (a forged one
+	// names no watch: counted in the totals only), RefusedPage for
+	// another page or origin than the watch's, RefusedInvalid for a
+	// malformed summary, RefusedRate over a rate limit, RefusedIgnored
+	// from a reporter ignored after refuted reports, RefusedBusy when the
+	// queue was full.
+	Reports        int64 `json:"reports"`
+	Accepted       int64 `json:"accepted"`
+	Refused        int64 `json:"refused"`
+	RefusedToken   int64 `json:"refused_token"`
+	RefusedPage    int64 `json:"refused_page"`
+	RefusedInvalid int64 `json:"refused_invalid"`
+	RefusedRate    int64 `json:"refused_rate"`
+	RefusedIgnored int64 `json:"refused_ignored"`
+	RefusedBusy    int64 `json:"refused_busy"`
+	// Held reports differed from the stored version while the page's
+	// verification budget was spent (see Manager.trigger): the newest
+	// of them is compared again, and verified if it still differs, once
+	// the budget allows.
+	Held int64 `json:"held"`
 	// Same reports matched the stored version; Triggered made the watch
 	// due; Confirmed checks stored a new version; Refuted found none.
 	Same      int64 `json:"same"`
@@ -143,6 +187,9 @@ type Stats struct {
 	Refuted   int64 `json:"refuted"`
 	// LastReport is when the last report was accepted.
 	LastReport time.Time `json:"last_report,omitzero"`
+	// Volatile names the parts of the page's summary learned to differ
+	// on every view (for one page; see Manager.VolatileAfter).
+	Volatile []string `json:"volatile,omitempty"`
 }
 
 // page is what the manager keeps of a watch with the agent on.
@@ -156,7 +203,11 @@ type page struct {
 	// lastAcc is when the last report was accepted (Unix nanoseconds,
 	// 0 for never); read and set atomically.
 	lastAcc atomic.Int64
-	stats   Stats
+	// sent is when the last digester was sent (Unix nanoseconds, 0 for
+	// never), claimed atomically by the request that sends the next
+	// one; the store's watch keeps it (AgentSent) across restarts.
+	sent  atomic.Int64
+	stats Stats
 	// seq and sum are the summary of the newest stored version; known
 	// are summaries reported for it that verification refuted (a page
 	// whose scripts change it in the browser).
@@ -165,6 +216,25 @@ type page struct {
 	sum   Summary
 	known map[Summary]bool
 	pend  *queued
+	// matched are the parts of the stored version's summary that a
+	// report showed as stored since the manager summarised it; misses
+	// count, per part, the refuted reports that differed there since a
+	// report last showed it as stored. volatile are the parts learned to
+	// differ on every view (Watch.AgentVolatile); streak counts the
+	// reports in a row that showed a volatile part as stored.
+	matched  [4]bool
+	misses   [4]int
+	volatile [4]bool
+	streak   [4]int
+	// learned says the volatile parts were read from the store.
+	learned bool
+	// verified is when the last verifying check of an agent report was
+	// made due, confirmed whether it stored a new version: the page's
+	// verification budget (see trigger). held is the newest report that
+	// waits for the budget.
+	verified  time.Time
+	confirmed bool
+	held      *queued
 }
 
 // New returns a Manager with the default knobs and a fresh token secret.
@@ -174,9 +244,10 @@ func New(store Store, endpoint string) *Manager {
 	return &Manager{
 		Store: store, Endpoint: endpoint, Logger: slog.Default(), Now: time.Now,
 		TokenTTL: 10 * time.Minute, AddrPerMinute: 30, AddrBurst: 20, PagePerMinute: 120, PageBurst: 30,
-		RefuteLimit: 2, IgnoreFor: time.Hour, QueueSize: 10000, Workers: 2,
+		RefuteLimit: 2, IgnoreFor: time.Hour, VolatileAfter: 2, TrustAgain: 3, QueueSize: 10000, Workers: 2,
 		StoreFreeAt: 64, VoidAt: 256, CacheFor: time.Minute, PendingFor: 30 * time.Minute,
-		secret: secret, watches: map[int64]*page{}, nonces: map[uint64]time.Time{},
+		secret: secret, watches: map[int64]*page{}, held: map[int64]struct{}{}, nonces: map[uint64]time.Time{},
+		dirty: map[int64]struct{}{}, saveReady: make(chan struct{}, 1),
 	}
 }
 
@@ -187,11 +258,14 @@ func (m *Manager) init() {
 		m.queue = newQueue(m.QueueSize)
 		m.addrs = ratelimit.New(m.AddrPerMinute, m.AddrBurst)
 		m.pages = ratelimit.New(m.PagePerMinute, m.PageBurst)
+		m.tokenAddrs = ratelimit.New(m.AddrPerMinute, m.AddrBurst)
+		m.tokenPages = ratelimit.New(m.PagePerMinute, m.PageBurst)
 		m.ignore = newIgnoreList(m.RefuteLimit, m.IgnoreFor)
 	})
 }
 
-// Start runs the change detector's workers until Stop.
+// Start runs the change detector's workers, and the writer of what the
+// manager keeps of pages in the store, until Stop.
 func (m *Manager) Start() {
 	m.init()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -203,9 +277,34 @@ func (m *Manager) Start() {
 			m.work(ctx)
 		}()
 	}
+	m.wg.Go(func() {
+		for {
+			select {
+			case <-ctx.Done():
+				// What is left is written before Stop returns.
+				m.save(context.Background())
+				return
+			case <-m.saveReady:
+				m.save(ctx)
+			}
+		}
+	})
+	m.wg.Go(func() {
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+				m.releaseHeld(ctx)
+			}
+		}
+	})
 }
 
-// Stop ends the workers; reports still queued are dropped.
+// Stop ends the workers; reports still queued are dropped, what the
+// manager keeps of pages is written.
 func (m *Manager) Stop() {
 	if m.cancel != nil {
 		m.cancel()
@@ -240,6 +339,21 @@ func KeyWatch(key string) (int64, error) {
 	return id, nil
 }
 
+type clientKey struct{}
+
+// WithClient returns ctx carrying addr, the address of the client an
+// agent request comes from, for ScriptEncoded's limits on the report
+// tokens one address is given.
+func WithClient(ctx context.Context, addr string) context.Context {
+	return context.WithValue(ctx, clientKey{}, addr)
+}
+
+// ClientFrom is the client address WithClient put in ctx, "" for none.
+func ClientFrom(ctx context.Context) string {
+	a, _ := ctx.Value(clientKey{}).(string)
+	return a
+}
+
 // Snippet is the HTML a site owner puts in the page: scriptURL is the
 // absolute URL of the agent script.
 func Snippet(scriptURL, key string) string {
@@ -261,8 +375,10 @@ func (m *Manager) Level() int {
 }
 
 // Script answers a request for the agent with key: the digester agent
-// when the page's last accepted report is at least its threshold old (or
-// when the manager is too busy to look), else the void agent. Errors:
+// when the last digester sent for the page is at least its threshold old
+// (or when the manager is too busy to look, within the page's token
+// limit), else the void agent; an address given in ctx (WithClient) that
+// has had its share of tokens gets the void agent too. Errors:
 // EINVALID for a malformed key, ENOTFOUND for a key of no watch with the
 // agent on.
 func (m *Manager) Script(ctx context.Context, key string) ([]byte, error) {
@@ -315,12 +431,27 @@ func (m *Manager) choose(ctx context.Context, key string) (id int64, now time.Ti
 	if p != nil && (p.key == "" || subtle.ConstantTimeCompare([]byte(p.key), []byte(key)) != 1) {
 		return 0, now, false, changedigest.Errorf(changedigest.ENOTFOUND, "agent key %q is not that of a watch with the agent on", clip(key))
 	}
+	addr := ClientFrom(ctx)
+	withheld := false
 	switch {
 	case level == 2:
 	case level == 1 || p == nil:
-		digester = true
+		digester = m.tokenPages.Allow(strconv.FormatInt(id, 10), now)
 	default:
-		digester = now.Sub(unixNano(p.lastAcc.Load())) >= p.threshold
+		digester = p.due(now)
+	}
+	if digester && addr != "" && !m.tokenAddrs.Allow(addr, now) {
+		digester, withheld = false, true
+	}
+	switch {
+	case !digester || p == nil:
+	case level == 0:
+		digester = p.claim(now)
+	default:
+		p.sent.Store(now.UnixNano())
+	}
+	if digester && p != nil {
+		m.markDirty(id)
 	}
 	count := func(s *Stats) {
 		atomic.AddInt64(&s.Served, 1)
@@ -328,6 +459,9 @@ func (m *Manager) choose(ctx context.Context, key string) (id int64, now time.Ti
 			atomic.AddInt64(&s.Digester, 1)
 		} else {
 			atomic.AddInt64(&s.Void, 1)
+		}
+		if withheld {
+			atomic.AddInt64(&s.Withheld, 1)
 		}
 	}
 	count(&m.total)
@@ -372,10 +506,102 @@ func (m *Manager) page(ctx context.Context, id int64, load bool) (*page, error) 
 	if p.threshold <= 0 {
 		p.threshold = DefaultThreshold
 	}
+	if !p.learned {
+		// What was learned of the page, once: the manager alone
+		// changes it afterwards.
+		for _, name := range w.AgentVolatile {
+			if i := slices.Index(partNames[:], name); i >= 0 {
+				p.volatile[i] = true
+			}
+		}
+		p.learned = true
+	}
+	// The digester's time as kept, unless a later one was sent since.
+	if sent := w.AgentSent.UnixNano(); !w.AgentSent.IsZero() {
+		for last := p.sent.Load(); sent > last && !p.sent.CompareAndSwap(last, sent); last = p.sent.Load() {
+		}
+	}
 	if p.key == "" {
 		return nil, changedigest.Errorf(changedigest.ENOTFOUND, "watch %d does not have the page agent on", id)
 	}
 	return p, nil
+}
+
+// due reports whether a digester is due for p at now: its threshold has
+// passed since the last one.
+func (p *page) due(now time.Time) bool {
+	last := p.sent.Load()
+	return last == 0 || now.Sub(unixNano(last)) >= p.threshold
+}
+
+// claim reports whether a digester is due for p at now, and if so
+// records that one is sent: of requests that come together, one gets it.
+func (p *page) claim(now time.Time) bool {
+	for {
+		last := p.sent.Load()
+		if last != 0 && now.Sub(unixNano(last)) < p.threshold {
+			return false
+		}
+		if p.sent.CompareAndSwap(last, now.UnixNano()) {
+			return true
+		}
+	}
+}
+
+// markDirty has what the manager keeps of watch id written to the store.
+func (m *Manager) markDirty(id int64) {
+	m.dirtyMu.Lock()
+	m.dirty[id] = struct{}{}
+	m.dirtyMu.Unlock()
+	select {
+	case m.saveReady <- struct{}{}:
+	default:
+	}
+}
+
+// save writes what the manager keeps of the pages marked dirty to their
+// watches in the store: when the last digester was sent, and the
+// volatile parts of the page's summary.
+func (m *Manager) save(ctx context.Context) {
+	m.dirtyMu.Lock()
+	ids := m.dirty
+	m.dirty = map[int64]struct{}{}
+	m.dirtyMu.Unlock()
+	for id := range ids {
+		m.mu.RLock()
+		p := m.watches[id]
+		m.mu.RUnlock()
+		if p == nil {
+			continue
+		}
+		sent := unixNano(p.sent.Load())
+		m.mu.RLock()
+		volatile, learned := p.volatileParts(), p.learned
+		m.mu.RUnlock()
+		_, err := m.Store.UpdateWatch(ctx, 0, id, func(w *changedigest.Watch) error {
+			if sent.After(w.AgentSent) {
+				w.AgentSent = sent
+			}
+			if learned {
+				w.AgentVolatile = volatile
+			}
+			return nil
+		})
+		if err != nil && changedigest.ErrorCode(err) != changedigest.ENOTFOUND && ctx.Err() == nil {
+			m.Logger.Warn("keeping the page agent's state of a watch", "watch", id, "err", err)
+		}
+	}
+}
+
+// volatileParts names p's volatile parts (nil for none).
+func (p *page) volatileParts() []string {
+	var out []string
+	for i, v := range p.volatile {
+		if v {
+			out = append(out, partNames[i])
+		}
+	}
+	return out
 }
 
 // entryLocked returns the manager's record of watch id, new if needed.
@@ -476,71 +702,120 @@ var (
 // once. Errors: EINVALID for a malformed report; EFORBIDDEN for a forged,
 // expired or replayed token, a URL that is not the watch's page, no
 // Origin or another one than the page's, or an ignored address; ERATELIMIT over a rate limit;
-// EUNAVAILABLE when the queue is full.
+// EUNAVAILABLE when the queue is full. Each refusal is counted by its
+// reason, for the watch the token names (when its record is cached) and
+// in total.
 func (m *Manager) Report(ctx context.Context, in ReportIn) error {
 	m.init()
 	now := m.now()
-	err := m.report(ctx, in, now)
+	p, why, err := m.report(ctx, in, now)
 	atomic.AddInt64(&m.total.Reports, 1)
 	if err != nil {
-		atomic.AddInt64(&m.total.Refused, 1)
+		countRefusal(&m.total, why)
+		if p != nil {
+			atomic.AddInt64(&p.stats.Reports, 1)
+			countRefusal(&p.stats, why)
+		}
 	} else {
 		atomic.AddInt64(&m.total.Accepted, 1)
 	}
 	return err
 }
 
-func (m *Manager) report(ctx context.Context, in ReportIn, now time.Time) error {
-	sum, err := ParseSummary(in.Summary)
-	if err != nil {
-		return changedigest.Errorf(changedigest.EINVALID, "%v", err)
+// refusal is why a report was refused.
+type refusal int
+
+const (
+	refusedToken refusal = iota
+	refusedPage
+	refusedInvalid
+	refusedRate
+	refusedIgnored
+	refusedBusy
+)
+
+// countRefusal counts a refused report in s, with its reason.
+func countRefusal(s *Stats, why refusal) {
+	atomic.AddInt64(&s.Refused, 1)
+	n := &s.RefusedToken
+	switch why {
+	case refusedPage:
+		n = &s.RefusedPage
+	case refusedInvalid:
+		n = &s.RefusedInvalid
+	case refusedRate:
+		n = &s.RefusedRate
+	case refusedIgnored:
+		n = &s.RefusedIgnored
+	case refusedBusy:
+		n = &s.RefusedBusy
 	}
-	reporter := "addr " + in.Addr
-	if until := m.ignore.ignored(reporter, now); !until.IsZero() {
-		return changedigest.Errorf(changedigest.EFORBIDDEN, "reports from %s are ignored until %s: earlier reports were refuted", in.Addr, until.UTC().Format(time.RFC3339))
-	}
-	if !m.addrs.Allow(in.Addr, now) {
-		return changedigest.Errorf(changedigest.ERATELIMIT, "too many reports from %s", in.Addr)
-	}
+	atomic.AddInt64(n, 1)
+}
+
+// cached is the manager's record of watch id, nil when it has none.
+func (m *Manager) cached(id int64) *page {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.watches[id]
+}
+
+// report checks a report and queues it. On a refusal it returns the
+// record of the page to count it for (nil for none) and the reason.
+func (m *Manager) report(ctx context.Context, in ReportIn, now time.Time) (*page, refusal, error) {
 	id, nonce, err := m.checkToken(in.Token, now)
 	if err != nil {
-		return changedigest.Errorf(changedigest.EFORBIDDEN, "%v", err)
+		var p *page
+		if errors.Is(err, ErrExpired) {
+			p = m.cached(id) // the token is ours: it names the watch
+		}
+		return p, refusedToken, changedigest.Errorf(changedigest.EFORBIDDEN, "%v", err)
 	}
-	p, err := m.page(ctx, id, m.Level() == 0)
+	p := m.cached(id)
+	reporter := "addr " + in.Addr
+	if until := m.ignore.ignored(reporter, now); !until.IsZero() {
+		return p, refusedIgnored, changedigest.Errorf(changedigest.EFORBIDDEN, "reports from %s are ignored until %s: earlier reports were refuted", in.Addr, until.UTC().Format(time.RFC3339))
+	}
+	if !m.addrs.Allow(in.Addr, now) {
+		return p, refusedRate, changedigest.Errorf(changedigest.ERATELIMIT, "too many reports from %s", in.Addr)
+	}
+	sum, err := ParseSummary(in.Summary)
 	if err != nil {
-		return err
+		return p, refusedInvalid, changedigest.Errorf(changedigest.EINVALID, "%v", err)
+	}
+	p, err = m.page(ctx, id, m.Level() == 0)
+	if err != nil {
+		return nil, refusedPage, err
 	}
 	if p != nil {
 		m.mu.RLock()
 		pu, po := p.url, p.origin
 		m.mu.RUnlock()
 		if u := normalURL(in.URL); u == "" || u != pu {
-			m.countRefused(p)
-			return changedigest.Errorf(changedigest.EFORBIDDEN, "the report is for %q, not for the watch's page", clip(in.URL))
+			return p, refusedPage, changedigest.Errorf(changedigest.EFORBIDDEN, "the report is for %q, not for the watch's page", clip(in.URL))
 		}
 		if in.Origin == "" {
-			m.countRefused(p)
-			return changedigest.Errorf(changedigest.EFORBIDDEN, "a report must carry the Origin header of the watch's page")
+			return p, refusedPage, changedigest.Errorf(changedigest.EFORBIDDEN, "a report must carry the Origin header of the watch's page")
 		}
 		if !samePage(&page{url: pu, origin: po}, in.URL, in.Origin) {
-			m.countRefused(p)
-			return changedigest.Errorf(changedigest.EFORBIDDEN, "a report from origin %q is not from the watch's site", clip(in.Origin))
+			return p, refusedPage, changedigest.Errorf(changedigest.EFORBIDDEN, "a report from origin %q is not from the watch's site", clip(in.Origin))
 		}
 	}
 	if !m.useNonce(nonce, now) {
-		m.countRefused(p)
-		return changedigest.Errorf(changedigest.EFORBIDDEN, "%v", ErrReplayed)
+		return p, refusedToken, changedigest.Errorf(changedigest.EFORBIDDEN, "%v", ErrReplayed)
 	}
 	if !m.pages.Allow(strconv.FormatInt(id, 10), now) {
-		m.countRefused(p)
-		return changedigest.Errorf(changedigest.ERATELIMIT, "too many reports for watch %d", id)
+		return p, refusedRate, changedigest.Errorf(changedigest.ERATELIMIT, "too many reports for watch %d", id)
 	}
 	q := &queued{watchID: id, summary: sum, at: now, by: changedigest.DetectedByAgent, reporters: []string{reporter}}
 	if p == nil {
 		// Too busy to read the store: the detector checks the page.
 		q.url, q.origin = in.URL, in.Origin
 	}
-	return m.enqueue(q, p)
+	if err := m.enqueue(q, p); err != nil {
+		return p, refusedBusy, err
+	}
+	return nil, 0, nil
 }
 
 // samePage reports whether a report's URL and origin are the page's.
@@ -552,17 +827,10 @@ func samePage(p *page, rawURL, origin string) bool {
 	return u != "" && u == p.url && origin != "" && strings.EqualFold(origin, p.origin)
 }
 
-func (m *Manager) countRefused(p *page) {
-	if p == nil {
-		return
-	}
-	atomic.AddInt64(&p.stats.Reports, 1)
-	atomic.AddInt64(&p.stats.Refused, 1)
-}
-
+// enqueue queues q, counting it accepted for p. Errors: EUNAVAILABLE
+// when the queue is full (the caller counts the refusal).
 func (m *Manager) enqueue(q *queued, p *page) error {
 	if !m.queue.push(q) {
-		m.countRefused(p)
 		return changedigest.Errorf(changedigest.EUNAVAILABLE, "too many reports are waiting; try again later")
 	}
 	if p != nil {
@@ -583,11 +851,12 @@ func (m *Manager) checkToken(tok string, now time.Time) (id int64, nonce uint64,
 	if !hmac.Equal(m.sign(sum[:0], b[:24])[:16], b[24:]) {
 		return 0, 0, ErrForged
 	}
+	id = int64(binary.BigEndian.Uint64(b[0:]))
 	issued := time.Unix(int64(binary.BigEndian.Uint64(b[8:])), 0)
 	if now.Sub(issued) > m.TokenTTL || issued.Sub(now) > time.Minute {
-		return 0, 0, ErrExpired
+		return id, 0, ErrExpired
 	}
-	return int64(binary.BigEndian.Uint64(b[0:])), binary.BigEndian.Uint64(b[16:]), nil
+	return id, binary.BigEndian.Uint64(b[16:]), nil
 }
 
 // maxNonces bounds the used tokens remembered (about 50 MB): beyond it,
@@ -659,10 +928,8 @@ func (m *Manager) detect(ctx context.Context, q *queued) error {
 		ok := samePage(p, q.url, q.origin)
 		m.mu.RUnlock()
 		if !ok {
-			atomic.AddInt64(&p.stats.Refused, 1)
-			atomic.AddInt64(&m.total.Refused, 1)
-		}
-		if !ok {
+			countRefusal(&p.stats, refusedPage)
+			countRefusal(&m.total, refusedPage)
 			return nil
 		}
 	}
@@ -670,15 +937,43 @@ func (m *Manager) detect(ctx context.Context, q *queued) error {
 	if err != nil {
 		return err
 	}
-	m.mu.RLock()
-	same := seq > 0 && (q.summary == p.sum || p.known[q.summary])
-	m.mu.RUnlock()
+	m.mu.Lock()
+	same := seq > 0 && (m.compareLocked(p, q.summary) || p.known[q.summary])
+	m.mu.Unlock()
 	if same {
 		atomic.AddInt64(&p.stats.Same, 1)
 		atomic.AddInt64(&m.total.Same, 1)
 		return nil
 	}
 	return m.trigger(ctx, q)
+}
+
+// compareLocked compares a report's summary with p's stored version,
+// part by part, and learns from it: the parts it shows as stored are
+// matched (a volatile one TrustAgain times in a row is trusted again).
+// It reports whether the summary differs only in volatile parts, if
+// at all.
+func (m *Manager) compareLocked(p *page, sum Summary) bool {
+	diff := sum.differs(p.sum)
+	same := true
+	for i, d := range diff {
+		switch {
+		case !d:
+			p.matched[i], p.misses[i] = true, 0
+			if p.volatile[i] {
+				if p.streak[i]++; p.streak[i] >= max(m.TrustAgain, 1) {
+					p.volatile[i], p.streak[i] = false, 0
+					m.markDirty(p.id)
+					m.Logger.Info("a part of a page's summary matches its stored version again", "watch", p.id, "part", partNames[i])
+				}
+			}
+		case p.volatile[i]:
+			p.streak[i] = 0
+		default:
+			same = false
+		}
+	}
+	return same
 }
 
 // latest returns the newest stored version of watch id: its sequence
@@ -715,6 +1010,7 @@ func (m *Manager) latest(ctx context.Context, id int64) (int, string, Summary, e
 	m.mu.Lock()
 	if p.seq != snap.Seq {
 		p.seq, p.hash, p.sum, p.known = snap.Seq, snap.BodyHash, sum, nil
+		p.matched = [4]bool{}
 	}
 	m.mu.Unlock()
 	return snap.Seq, snap.BodyHash, sum, nil
@@ -728,6 +1024,16 @@ func (m *Manager) Latest(ctx context.Context, id int64) (seq int, bodyHash strin
 
 // trigger makes the watch due now, unless a report already waits for
 // its check; the report then joins the one waiting.
+//
+// An agent report is verified within the page's budget: at most one
+// verifying check per threshold, unless the last one confirmed its
+// report. A report beyond it is held (the newest held replaces an older
+// one, keeping its reporters) and compared again once the budget
+// allows (releaseHeld): reports that the page changed cost the site and
+// the server one fetch per threshold, however many addresses send them,
+// and a real change reported meanwhile waits at most a threshold.
+// Polling clients' reports (direct) come from a user's own machines,
+// are bounded by the clients' schedule, and are not held.
 func (m *Manager) trigger(ctx context.Context, q *queued) error {
 	now := m.now()
 	m.mu.Lock()
@@ -740,6 +1046,27 @@ func (m *Manager) trigger(ctx context.Context, q *queued) error {
 		m.mu.Unlock()
 		return nil
 	}
+	if !q.direct {
+		if h := p.held; h != nil {
+			// The held report goes with this newer one.
+			for _, r := range h.reporters {
+				if len(q.reporters) >= maxReporters {
+					break
+				}
+				q.reporters = append(q.reporters, r)
+			}
+			p.held = nil
+		}
+		if !p.verified.IsZero() && !p.confirmed && now.Sub(p.verified) < p.threshold {
+			p.held = q
+			m.held[q.watchID] = struct{}{}
+			atomic.AddInt64(&p.stats.Held, 1)
+			atomic.AddInt64(&m.total.Held, 1)
+			m.mu.Unlock()
+			return nil
+		}
+		p.verified, p.confirmed = now, false
+	}
 	p.pend = q
 	atomic.AddInt64(&p.stats.Triggered, 1)
 	atomic.AddInt64(&m.total.Triggered, 1)
@@ -747,12 +1074,48 @@ func (m *Manager) trigger(ctx context.Context, q *queued) error {
 	return m.makeDue(ctx, q.watchID, now)
 }
 
-// makeDue moves the watch's next check to now (unless it is sooner) and
-// wakes the scheduler (Due).
+// releaseHeld compares the reports held for pages whose verification
+// budget now allows a check with the newest stored version again, and
+// verifies those that still differ. Start runs it every second.
+func (m *Manager) releaseHeld(ctx context.Context) {
+	now := m.now()
+	m.mu.RLock()
+	none := len(m.held) == 0
+	m.mu.RUnlock()
+	if none {
+		return
+	}
+	var due []*queued
+	m.mu.Lock()
+	for id := range m.held {
+		p := m.watches[id]
+		switch {
+		case p == nil || p.held == nil:
+			delete(m.held, id)
+		case p.confirmed || now.Sub(p.verified) >= p.threshold:
+			due = append(due, p.held)
+			p.held = nil
+			delete(m.held, id)
+		}
+	}
+	m.mu.Unlock()
+	for _, q := range due {
+		if err := m.detect(ctx, q); err != nil && ctx.Err() == nil {
+			m.Logger.Warn("comparing a held agent report", "watch", q.watchID, "err", err)
+		}
+	}
+}
+
+// makeDue moves the watch's next check to now (unless it is sooner),
+// marks it due by a report (Watch.DueByReport), and wakes the scheduler
+// (Due).
 func (m *Manager) makeDue(ctx context.Context, watchID int64, now time.Time) error {
 	_, err := m.Store.UpdateWatch(ctx, 0, watchID, func(w *changedigest.Watch) error {
 		if w.NextCheck.After(now) {
-			w.NextCheck = now
+			// The check's sample, if it finds the change, ends
+			// because a change came: the change-rate estimate reads
+			// it so. (A watch due already keeps its own time.)
+			w.NextCheck, w.DueByReport = now, true
 		}
 		return nil
 	})
@@ -775,6 +1138,9 @@ func (m *Manager) Stored(w *changedigest.Watch, snap *changedigest.Snapshot) {
 		if q != nil {
 			atomic.AddInt64(&p.stats.Confirmed, 1)
 			atomic.AddInt64(&m.total.Confirmed, 1)
+			if !q.direct {
+				p.confirmed = true
+			}
 		}
 	}
 	m.mu.Unlock()
@@ -844,6 +1210,7 @@ func (m *Manager) CheckedAt(watchID int64, start time.Time, failed bool) {
 	}
 	atomic.AddInt64(&p.stats.Refuted, 1)
 	atomic.AddInt64(&m.total.Refuted, 1)
+	forged := q.direct
 	if p.seq > 0 && !q.direct {
 		if p.known == nil {
 			p.known = map[Summary]bool{}
@@ -851,13 +1218,44 @@ func (m *Manager) CheckedAt(watchID int64, start time.Time, failed bool) {
 		if len(p.known) < 64 {
 			p.known[q.summary] = true
 		}
+		forged = m.refutedLocked(p, q.summary)
 	}
 	m.mu.Unlock()
+	if !forged {
+		return
+	}
 	for _, r := range q.reporters {
 		if m.ignore.strike(r, now) {
 			m.Logger.Info("ignoring a reporter whose reports were refuted", "reporter", r, "for", m.IgnoreFor)
 		}
 	}
+}
+
+// refutedLocked learns from a refuted agent report of p whose summary
+// is sum, and says whether it looks forged. A part it differs in that a
+// report has shown as stored since the version was summarised is the
+// page as browsers see it: a summary that differs there is not the
+// page's, and the report is forged. A part no report has shown as
+// stored may be one the page's scripts change on every view: after
+// VolatileAfter such refutations in a row it is learned volatile. Only
+// forged reports count against their reporters, so a visitor of a page
+// whose summary never matches is not ignored, on it or on any other.
+func (m *Manager) refutedLocked(p *page, sum Summary) bool {
+	forged := false
+	for i, d := range sum.differs(p.sum) {
+		switch {
+		case !d || p.volatile[i]:
+		case p.matched[i]:
+			forged = true
+		default:
+			if p.misses[i]++; p.misses[i] >= max(m.VolatileAfter, 1) {
+				p.volatile[i], p.misses[i], p.streak[i] = true, 0, 0
+				m.markDirty(p.id)
+				m.Logger.Info("a part of a page's summary differs on every view: its differences are not verified", "watch", p.id, "part", partNames[i])
+			}
+		}
+	}
+	return forged
 }
 
 // Stats returns the counts for watch id (zero when the agent has not
@@ -866,7 +1264,9 @@ func (m *Manager) Stats(id int64) Stats {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if p := m.watches[id]; p != nil {
-		return p.stats.load(&p.lastAcc)
+		st := p.stats.load(&p.lastAcc)
+		st.Volatile = p.volatileParts()
+		return st
 	}
 	return Stats{}
 }
@@ -883,7 +1283,12 @@ func (m *Manager) Totals() Stats {
 func (s *Stats) load(lastAcc *atomic.Int64) Stats {
 	return Stats{
 		Served: atomic.LoadInt64(&s.Served), Digester: atomic.LoadInt64(&s.Digester), Void: atomic.LoadInt64(&s.Void),
-		Reports: atomic.LoadInt64(&s.Reports), Accepted: atomic.LoadInt64(&s.Accepted), Refused: atomic.LoadInt64(&s.Refused),
+		Withheld: atomic.LoadInt64(&s.Withheld),
+		Reports:  atomic.LoadInt64(&s.Reports), Accepted: atomic.LoadInt64(&s.Accepted), Refused: atomic.LoadInt64(&s.Refused),
+		RefusedToken: atomic.LoadInt64(&s.RefusedToken), RefusedPage: atomic.LoadInt64(&s.RefusedPage),
+		RefusedInvalid: atomic.LoadInt64(&s.RefusedInvalid), RefusedRate: atomic.LoadInt64(&s.RefusedRate),
+		RefusedIgnored: atomic.LoadInt64(&s.RefusedIgnored), RefusedBusy: atomic.LoadInt64(&s.RefusedBusy),
+		Held: atomic.LoadInt64(&s.Held),
 		Same: atomic.LoadInt64(&s.Same), Triggered: atomic.LoadInt64(&s.Triggered), Confirmed: atomic.LoadInt64(&s.Confirmed),
 		Refuted: atomic.LoadInt64(&s.Refuted), LastReport: unixNano(lastAcc.Load()),
 	}
@@ -938,15 +1343,27 @@ func origin(raw string) string {
 // queue. Errors as for Report.
 func (m *Manager) ClientReport(ctx context.Context, reporter string, watchID int64, base int, now time.Time) error {
 	m.init()
-	if until := m.ignore.ignored(reporter, now); !until.IsZero() {
-		return changedigest.Errorf(changedigest.EFORBIDDEN, "reports from %s are ignored until %s: earlier reports were refuted", reporter, until.UTC().Format(time.RFC3339))
-	}
-	if !m.addrs.Allow(reporter, now) || !m.pages.Allow(strconv.FormatInt(watchID, 10), now) {
-		return changedigest.Errorf(changedigest.ERATELIMIT, "too many reports from %s", reporter)
-	}
-	q := &queued{watchID: watchID, at: now, by: changedigest.DetectedByClient, reporters: []string{reporter}, direct: true, base: base}
 	m.mu.Lock()
 	p := m.entryLocked(watchID)
 	m.mu.Unlock()
-	return m.enqueue(q, p)
+	refuse := func(why refusal, err error) error {
+		atomic.AddInt64(&m.total.Reports, 1)
+		atomic.AddInt64(&p.stats.Reports, 1)
+		countRefusal(&m.total, why)
+		countRefusal(&p.stats, why)
+		return err
+	}
+	if until := m.ignore.ignored(reporter, now); !until.IsZero() {
+		return refuse(refusedIgnored, changedigest.Errorf(changedigest.EFORBIDDEN, "reports from %s are ignored until %s: earlier reports were refuted", reporter, until.UTC().Format(time.RFC3339)))
+	}
+	if !m.addrs.Allow(reporter, now) || !m.pages.Allow(strconv.FormatInt(watchID, 10), now) {
+		return refuse(refusedRate, changedigest.Errorf(changedigest.ERATELIMIT, "too many reports from %s", reporter))
+	}
+	q := &queued{watchID: watchID, at: now, by: changedigest.DetectedByClient, reporters: []string{reporter}, direct: true, base: base}
+	if err := m.enqueue(q, p); err != nil {
+		return refuse(refusedBusy, err)
+	}
+	atomic.AddInt64(&m.total.Reports, 1)
+	atomic.AddInt64(&m.total.Accepted, 1)
+	return nil
 }

@@ -49,6 +49,7 @@ func (s *memStore) SaveSchedule(_ context.Context, w *changedigest.Watch) error 
 	x.Checks, x.ChangeChecks = w.Checks, w.ChangeChecks
 	x.RetryAfter = w.RetryAfter
 	x.Samples = slices.Clone(w.Samples)
+	x.DueByReport = w.DueByReport
 	return nil
 }
 

@@ -89,6 +89,14 @@ func (s Summary) Parts(o Summary) []string {
 	return d
 }
 
+// partNames name a summary's parts, in order (as Parts names them).
+var partNames = [4]string{"title", "header", "main", "footer"}
+
+// differs says which parts of s differ from o, in the order of partNames.
+func (s Summary) differs(o Summary) [4]bool {
+	return [4]bool{s.Title != o.Title, s.Header != o.Header, s.Main != o.Main, s.Footer != o.Footer}
+}
+
 // Content is the text of each part, before hashing.
 type Content struct {
 	Title, Header, Main, Footer string

@@ -28,8 +28,17 @@ const regularSpread = 0.5
 // (n checks of mean interval I, X of which saw a change); with irregular
 // ones the maximum-likelihood estimate (see RateMLE). It returns 0 when no
 // change was seen (or there are no samples): the page looks static.
+//
+// Samples of checks that a report made due (Reported) end because a
+// change came, not at a time chosen beforehand: read as the others, they
+// would say a change came within every such interval, which is sure by
+// construction, and the estimate would run high (a third to twice the
+// true rate once polling clients reported most changes). With any of
+// them it is
+// the maximum-likelihood estimate that reads them as the time the first
+// change came (see RateMLE).
 func EstimateRate(samples []changedigest.CheckSample) float64 {
-	n, x := 0, 0
+	n, x, r := 0, 0, 0
 	var sum float64
 	lo, hi := math.Inf(1), 0.0
 	for _, s := range samples {
@@ -43,9 +52,15 @@ func EstimateRate(samples []changedigest.CheckSample) float64 {
 		if s.Changed {
 			x++
 		}
+		if s.Reported {
+			r++
+		}
 	}
 	if n == 0 || x == 0 {
 		return 0
+	}
+	if r > 0 {
+		return RateMLE(samples)
 	}
 	mean := sum / float64(n)
 	if (hi-lo)/mean <= regularSpread || x == n {
@@ -75,38 +90,48 @@ func RateRegular(n, x int, interval time.Duration) float64 {
 //
 //	Σ t_c / (e^(λ t_c) − 1) = Σ t_u.
 //
-// The left side falls monotonically in λ, and since 1/λ − t/2 ≤
-// t/(e^(λt) − 1) ≤ 1/λ, the root lies in [X/(U + C/2), X/U] (X changes, C
-// and U the sums of changed and unchanged intervals); Newton's method
-// kept in that bracket converges in a few steps. It returns 0 with no change seen and +Inf when
-// every interval saw one (use RateRegular then).
+// A Reported sample's interval t_r ended when a change came (a report
+// made the check due): it is the waiting time for the first change, of
+// likelihood λ e^(−λ t_r), which adds R/λ on the left (R such samples)
+// and Σ t_r on the right. The left side falls monotonically in λ, and
+// since 1/λ − t/2 ≤ t/(e^(λt) − 1) ≤ 1/λ, the root lies in
+// [(X+R)/(U + T + C/2), (X+R)/(U + T)] (X changes seen by checks not
+// made due by a report, C and U the sums of changed and unchanged
+// intervals, T that of the reported ones); Newton's method kept in that
+// bracket converges in a few steps. It returns 0 with no change seen and
+// +Inf when every interval saw one and none was reported (use
+// RateRegular then).
 func RateMLE(samples []changedigest.CheckSample) float64 {
-	var x, c, u float64
+	var x, c, u, r float64
 	for _, s := range samples {
 		t := s.Interval.Seconds()
 		if t <= 0 {
 			continue
 		}
-		if s.Changed {
+		switch {
+		case s.Reported:
+			r++
+			u += t // the Σ t_r term joins Σ t_u
+		case s.Changed:
 			x++
 			c += t
-		} else {
+		default:
 			u += t
 		}
 	}
 	switch {
-	case x == 0:
+	case x+r == 0:
 		return 0
 	case u == 0:
 		return math.Inf(1)
 	}
 	// Newton's method, kept inside the bracket by bisection steps.
-	lo, hi := x/(u+c/2), x/u
+	lo, hi := (x+r)/(u+c/2), (x+r)/u
 	lambda := (lo + hi) / 2
 	for range 100 {
-		var f, df float64
+		f, df := r/lambda, -r/(lambda*lambda)
 		for _, s := range samples {
-			if t := s.Interval.Seconds(); s.Changed && t > 0 {
+			if t := s.Interval.Seconds(); s.Changed && !s.Reported && t > 0 {
 				em1 := math.Expm1(lambda * t)
 				f += t / em1
 				df -= t * t * (em1 + 1) / (em1 * em1)

@@ -185,3 +185,59 @@ func BenchmarkEstimateRate(b *testing.B) {
 		b.ReportMetric(float64(CPUTime()-cpu)/float64(b.N), "cpu-ns/op")
 	})
 }
+
+// TestEstimateRateWithReportedChecks: a page changing every 5 minutes
+// on average, checked every 5 minutes and, whenever a change came
+// before the next check, at once after it (polling clients or page
+// agents reported it). The intervals of the reported checks end because
+// a change came: read as ordinary checks that found one, they put the
+// estimate a third above the true rate; read as the waiting time for a
+// change, the estimate converges.
+func TestEstimateRateWithReportedChecks(t *testing.T) {
+	const rate = 1.0 / 300
+	rng := rand.New(rand.NewPCG(3, 4))
+	var samples []changedigest.CheckSample
+	for range 4000 {
+		// The first change after a check, and the report of it within
+		// a client's poll of it (up to 30 s later).
+		first := rng.ExpFloat64() / rate
+		if first+15 < 300 {
+			d := time.Duration((first + 30*rng.Float64()) * float64(time.Second))
+			samples = append(samples, changedigest.CheckSample{Interval: d, Changed: true, Reported: true})
+			continue
+		}
+		samples = append(samples, changedigest.CheckSample{Interval: 5 * time.Minute, Changed: first < 300})
+	}
+	if got := EstimateRate(samples); math.Abs(got-rate) > 0.1*rate {
+		t.Errorf("estimate %.3g changes/s, want %.3g ± 10%%", got, rate)
+	}
+	plain := make([]changedigest.CheckSample, len(samples))
+	for i, s := range samples {
+		plain[i] = changedigest.CheckSample{Interval: s.Interval, Changed: s.Changed}
+	}
+	t.Logf("with the reported checks read as such: %.3g changes/s; as ordinary checks: %.3g (true %.3g)",
+		EstimateRate(samples), EstimateRate(plain), rate)
+	// The likelihood equation holds at the estimate.
+	l := RateMLE(samples)
+	var lhs, rhs float64
+	for _, s := range samples {
+		tc := s.Interval.Seconds()
+		switch {
+		case s.Reported:
+			lhs += 1 / l
+			rhs += tc
+		case s.Changed:
+			lhs += tc / math.Expm1(l*tc)
+		default:
+			rhs += tc
+		}
+	}
+	if math.Abs(lhs-rhs) > 1e-6*rhs {
+		t.Errorf("at λ=%g: left %g, right %g", l, lhs, rhs)
+	}
+	// Reported samples alone: the exponential waiting time's MLE, n / Σt.
+	only := []changedigest.CheckSample{{Interval: time.Minute, Changed: true, Reported: true}, {Interval: 3 * time.Minute, Changed: true, Reported: true}}
+	if got, want := EstimateRate(only), 2.0/240; math.Abs(got-want) > 1e-9 {
+		t.Errorf("two reported samples: %g, want %g", got, want)
+	}
+}

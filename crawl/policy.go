@@ -154,8 +154,10 @@ func (p *Policy) jitter(d time.Duration) time.Duration {
 
 // Apply records the result of a check of w that ended at now and sets
 // w.NextCheck. With err == nil (o holds the outcome): a sample joins the
-// history (the interval since the last successful check, and whether a
-// change was found; none for the first check or a FirstVersion), counters
+// history (the interval since the last successful check, whether a
+// change was found, and whether a report made the check due to find it:
+// DueByReport, which the check clears; none for the first check or a
+// FirstVersion), counters
 // and validators are updated, the error state is cleared, and the next
 // check is due after the jittered Interval. With err != nil (o is
 // ignored): ErrorCount grows, LastError is set and the next check comes
@@ -187,11 +189,13 @@ func (p *Policy) Apply(w *changedigest.Watch, o Outcome, err error, now time.Tim
 			w.Samples = append(w.Samples, changedigest.CheckSample{
 				Interval: now.Sub(w.LastCheck),
 				Changed:  o.Result == Changed,
+				Reported: o.Result == Changed && w.DueByReport,
 			})
 			if h := max(p.HistorySize, 1); len(w.Samples) > h {
 				w.Samples = append(w.Samples[:0:0], w.Samples[len(w.Samples)-h:]...)
 			}
 		}
+		w.DueByReport = false
 		w.Checks++
 		if o.Result == Changed {
 			w.ChangeChecks++

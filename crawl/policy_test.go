@@ -331,3 +331,30 @@ func BenchmarkPolicyApply(b *testing.B) {
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "decisions/s")
 	b.ReportMetric(float64(CPUTime()-cpu)/float64(b.N), "cpu-ns/op")
 }
+
+// TestApplyMarksReportedSamples: a check that a report made due and
+// that found the change records its sample as Reported, and clears
+// DueByReport; one that found nothing records an ordinary sample.
+func TestApplyMarksReportedSamples(t *testing.T) {
+	p := fixedPolicy()
+	w := &changedigest.Watch{Category: changedigest.CategoryNews}
+	now := t0
+	p.Apply(w, Outcome{Result: FirstVersion}, nil, now)
+	for _, tc := range []struct {
+		due      bool
+		result   Result
+		reported bool
+	}{
+		{true, Changed, true},
+		{true, Unchanged, false},
+		{false, Changed, false},
+	} {
+		w.DueByReport = tc.due
+		now = now.Add(time.Minute)
+		p.Apply(w, Outcome{Result: tc.result}, nil, now)
+		s := w.Samples[len(w.Samples)-1]
+		if s.Reported != tc.reported || w.DueByReport {
+			t.Errorf("due by report %v, %v: sample %+v, DueByReport %v", tc.due, tc.result, s, w.DueByReport)
+		}
+	}
+}

@@ -525,7 +525,7 @@ func (s *Store) DueWatchesSkipping(ctx context.Context, now time.Time, limit int
 
 // SaveSchedule stores the fields of w the crawler owns (NextCheck,
 // LastCheck, LastChange, LastError, LastErrorAt, ErrorCount, Checks,
-// ChangeChecks, ETag, LastModified, RetryAfter, Samples), leaving the
+// ChangeChecks, ETag, LastModified, RetryAfter, Samples, DueByReport), leaving the
 // fields a user edits as stored, so an edit made while a check ran is not
 // lost. A watch deleted meanwhile is not an error.
 func (s *Store) SaveSchedule(ctx context.Context, w *changedigest.Watch) error {

@@ -48,7 +48,8 @@ func (s *Server) handleAgentScript(w http.ResponseWriter, r *http.Request) {
 		w.Write([]byte("/* changedigest: the page agent is not enabled on this server */\n"))
 		return
 	}
-	script, gzipped, err := s.Agent.ScriptEncoded(r.Context(), r.URL.Query().Get("k"), acceptsGzip(r))
+	ctx := agent.WithClient(r.Context(), clientIP(r))
+	script, gzipped, err := s.Agent.ScriptEncoded(ctx, r.URL.Query().Get("k"), acceptsGzip(r))
 	if err != nil {
 		err = userError(err)
 		w.WriteHeader(statusFor(err))
@@ -152,6 +153,51 @@ type agentView struct {
 	Detected  []changedigest.Detection `json:"detections"`
 }
 
+// Refusals tells the refused reports by reason, the empty string for none.
+func (v *agentView) Refusals() string {
+	var parts []string
+	for _, r := range []struct {
+		n    int64
+		what string
+	}{
+		{v.Stats.RefusedToken, "with an expired or used token"},
+		{v.Stats.RefusedPage, "for another page or site"},
+		{v.Stats.RefusedInvalid, "malformed"},
+		{v.Stats.RefusedRate, "over a rate limit"},
+		{v.Stats.RefusedIgnored, "from reporters ignored after refuted reports"},
+		{v.Stats.RefusedBusy, "while too many waited"},
+	} {
+		if r.n > 0 {
+			parts = append(parts, strconv.FormatInt(r.n, 10)+" "+r.what)
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// VolatileNote says which parts of the page's summary the agent learned
+// differ on every view, and what that means; the empty string for none.
+func (v *agentView) VolatileNote() string {
+	if len(v.Stats.Volatile) == 0 {
+		return ""
+	}
+	var names []string
+	for _, p := range v.Stats.Volatile {
+		if p == "main" {
+			p = "main body"
+		}
+		names = append(names, p)
+	}
+	what := strings.Join(names, ", ")
+	if n := len(names); n > 1 {
+		what = strings.Join(names[:n-1], ", ") + " and " + names[n-1]
+	}
+	verb := "differs"
+	if len(names) > 1 {
+		verb = "differ"
+	}
+	return "The page's " + what + " " + verb + " in browsers on every view (its scripts change it), so reports that differ from the stored version only there are not verified, and count against no one: changes there are found by the schedule. Views that show it as stored again, a few in a row, make it trusted again."
+}
+
 func (s *Server) agentViewOf(wt *changedigest.Watch) *agentView {
 	v := &agentView{Enabled: wt.AgentKey != "", Key: wt.AgentKey, Threshold: agent.DefaultThreshold.String(),
 		Detected: wt.Detections, Clients: []agent.Slot{}}
@@ -166,6 +212,10 @@ func (s *Server) agentViewOf(wt *changedigest.Watch) *agentView {
 	}
 	if s.Agent != nil {
 		v.Stats = s.Agent.Stats(wt.ID)
+	}
+	if v.Stats.Volatile == nil {
+		// What the manager learned, as kept, before it read the watch.
+		v.Stats.Volatile = wt.AgentVolatile
 	}
 	if s.Clients != nil {
 		v.Clients = s.Clients.Slots(wt)

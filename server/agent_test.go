@@ -2,6 +2,7 @@ package server
 
 import (
 	"compress/gzip"
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -10,7 +11,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/changedigest/changedigest"
 	"github.com/changedigest/changedigest/agent"
 )
 
@@ -100,7 +103,7 @@ func TestAgentPublicRoutes(t *testing.T) {
 		return resp.StatusCode, string(b), resp.Header
 	}
 	st, js, h := get("?k=" + url.QueryEscape(v.Key))
-	if st != 200 || !strings.Contains(js, "requestIdleCallback") || !strings.HasPrefix(h.Get("Content-Type"), "text/javascript") || h.Get("Cache-Control") != "no-store" {
+	if st != 200 || !strings.Contains(js, "DOMContentLoaded") || !strings.HasPrefix(h.Get("Content-Type"), "text/javascript") || h.Get("Cache-Control") != "no-store" {
 		t.Fatalf("digester: %d %s %v", st, agent.Snippet("", ""), h)
 	}
 	for q, want := range map[string]int{"": 400, "?k=junk": 400, "?k=99-abc": 404, "?k=" + url.QueryEscape(v.Key) + "x": 404} {
@@ -151,22 +154,33 @@ func TestAgentPublicRoutes(t *testing.T) {
 	if _, js, _ := get("?k=" + url.QueryEscape(v.Key)); !agent.IsVoid([]byte(js)) {
 		t.Errorf("after a report: want the void agent, got %q", js[:min(len(js), 60)])
 	}
-	if st := m.Stats(w.ID); st.Served != 2 || st.Digester != 1 || st.Accepted != 1 || st.Refused != 4 {
+	if st := m.Stats(w.ID); st.Served != 2 || st.Digester != 1 || st.Accepted != 1 || st.Refused != 5 ||
+		st.RefusedInvalid != 1 || st.RefusedPage != 3 || st.RefusedToken != 1 {
 		t.Errorf("stats: %+v", st)
 	}
+	// The watch page tells the refusals by reason.
+	_, wp := e.login("ann", "correct horse").get(fmt.Sprintf("/watches/%d", w.ID))
+	mustContain(t, wp, "refused 5: 1 with an expired or used token, 3 for another page or site, 1 malformed)")
 }
 
 // The digester goes gzip-encoded to clients that take gzip, plain to
 // others, with its length; both carry the same script.
 func TestAgentScriptEncoding(t *testing.T) {
 	e := mustServer(t)
-	withAgent(e)
+	m := withAgent(e)
 	ann := e.mustUser("ann", "correct horse")
 	w := e.mustWatch(ann, "https://shop.example/hours")
 	e.addVersion(w, `<html><body><main><p>Open from nine to five on weekdays.</p></main></body></html>`)
 	var v agentView
 	e.api(ann).call("PUT", fmt.Sprintf("/watches/%d/agent", w.ID), map[string]any{"enabled": true}, 200, &v)
-	// No report is made: every request gets the digester.
+	// A threshold of a nanosecond: every request gets the digester.
+	if _, err := e.store.UpdateWatch(context.Background(), 0, w.ID, func(x *changedigest.Watch) error {
+		x.AgentThreshold = time.Nanosecond
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	m.Forget(w.ID)
 	client := &http.Client{Transport: &http.Transport{DisableCompression: true}}
 	get := func(accept string) (string, http.Header) {
 		req, _ := http.NewRequest("GET", e.http.URL+"/agent.js?k="+url.QueryEscape(v.Key), nil)
@@ -214,8 +228,35 @@ func TestAgentScriptEncoding(t *testing.T) {
 			}
 			body = string(b)
 		}
-		if !strings.Contains(body, "requestIdleCallback") || !strings.Contains(body, `T = "`) {
+		if !strings.Contains(body, "DOMContentLoaded") || !strings.Contains(body, `T = "`) {
 			t.Errorf("Accept-Encoding %q: not the digester: %.80q", tc.accept, body)
 		}
+	}
+}
+
+// TestAgentVolatileNote: the watch page says which parts of the page's
+// summary the agent learned differ on every view.
+func TestAgentVolatileNote(t *testing.T) {
+	e := mustServer(t)
+	withAgent(e)
+	ann := e.mustUser("ann", "correct horse")
+	w := e.mustWatch(ann, "https://shop.example/hours")
+	var v agentView
+	e.api(ann).call("PUT", fmt.Sprintf("/watches/%d/agent", w.ID), map[string]any{"enabled": true}, 200, &v)
+	c := e.login("ann", "correct horse")
+	if _, page := c.get(fmt.Sprintf("/watches/%d", w.ID)); strings.Contains(page, "on every view") {
+		t.Error("a note before anything was learned")
+	}
+	if _, err := e.store.UpdateWatch(context.Background(), 0, w.ID, func(x *changedigest.Watch) error {
+		x.AgentVolatile = []string{"main", "footer"}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	_, page := c.get(fmt.Sprintf("/watches/%d", w.ID))
+	mustContain(t, page, "The page&#39;s main body and footer differ in browsers on every view")
+	e.api(ann).call("GET", fmt.Sprintf("/watches/%d/agent", w.ID), nil, 200, &v)
+	if strings.Join(v.Stats.Volatile, ",") != "main,footer" {
+		t.Errorf("API: volatile %q", v.Stats.Volatile)
 	}
 }

@@ -7,7 +7,9 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"runtime/debug"
+	"strings"
 	"time"
 )
 
@@ -18,6 +20,7 @@ const (
 	keyUser
 	keyCSRF
 	keySession
+	keyClient
 )
 
 // requestID gives every request an id, in the context and the X-Request-Id header.
@@ -36,14 +39,115 @@ func reqID(r *http.Request) string {
 	return id
 }
 
-// clientIP is the address the connection came from. Forwarding headers
-// are not trusted: anyone can send them.
+// clientIP is the client's address: the one realClient found, else the
+// address the connection came from.
 func clientIP(r *http.Request) string {
+	if a, ok := r.Context().Value(keyClient).(string); ok {
+		return a
+	}
+	return peerAddr(r)
+}
+
+// peerAddr is the address the connection came from.
+func peerAddr(r *http.Request) string {
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {
 		return r.RemoteAddr
 	}
 	return host
+}
+
+// realClient puts the client's address in the request's context for
+// clientIP. It is the address the connection came from, unless that is
+// one of TrustedProxies: then the forwarding header the proxies set
+// (ProxyHeader) is read from the right, past the trusted proxies'
+// own addresses, and the first address not of a trusted proxy is the
+// client's. Entries left of it were written by the client and may be
+// anything, so they are never read; an entry that is not an address
+// (Forwarded's "unknown" or an obfuscated name) ends the walk at the
+// proxy that wrote it. A connection from anywhere else has its headers
+// ignored: anyone can send them.
+func (s *Server) realClient(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if len(s.TrustedProxies) == 0 {
+			next.ServeHTTP(w, r)
+			return
+		}
+		peer := peerAddr(r)
+		if a, err := netip.ParseAddr(peer); err == nil && s.trusted(a) {
+			client := a
+			hops := forwardedFor(r.Header, s.ProxyHeader)
+			for i := len(hops) - 1; i >= 0; i-- {
+				hop, ok := parseHop(hops[i])
+				if !ok {
+					break
+				}
+				client = hop
+				if !s.trusted(hop) {
+					break
+				}
+			}
+			peer = client.String()
+		}
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), keyClient, peer)))
+	})
+}
+
+// trusted reports whether a is the address of a trusted proxy.
+func (s *Server) trusted(a netip.Addr) bool {
+	a = a.Unmap()
+	for _, p := range s.TrustedProxies {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+// forwardedFor lists the addresses a forwarding header names, the
+// client's first and the nearest proxy's peer last: X-Forwarded-For's
+// entries, or the for= parameters of Forwarded (RFC 7239) when header
+// is "Forwarded". Several header lines are read in order as one list.
+func forwardedFor(h http.Header, header string) []string {
+	var out []string
+	if strings.EqualFold(header, "Forwarded") {
+		for _, line := range h.Values("Forwarded") {
+			for elem := range strings.SplitSeq(line, ",") {
+				found := ""
+				for pair := range strings.SplitSeq(elem, ";") {
+					k, v, _ := strings.Cut(strings.TrimSpace(pair), "=")
+					if strings.EqualFold(k, "for") {
+						found = v
+					}
+				}
+				// An element without for= names no address: it ends
+				// what can be read.
+				out = append(out, found)
+			}
+		}
+		return out
+	}
+	for _, line := range h.Values("X-Forwarded-For") {
+		for v := range strings.SplitSeq(line, ",") {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// parseHop reads one address of a forwarding header: a bare IPv4 or
+// IPv6 address, in quotes or not, in brackets or not, with a port or not.
+func parseHop(v string) (netip.Addr, bool) {
+	v = strings.Trim(strings.TrimSpace(v), `"`)
+	if ap, err := netip.ParseAddrPort(v); err == nil {
+		return ap.Addr().Unmap(), true
+	}
+	v = strings.TrimSuffix(strings.TrimPrefix(v, "["), "]")
+	a, err := netip.ParseAddr(v)
+	if err != nil || a.Zone() != "" {
+		return netip.Addr{}, false
+	}
+	return a.Unmap(), true
 }
 
 type statusWriter struct {

@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strings"
 	"sync"
@@ -81,6 +82,18 @@ type Server struct {
 	// in bursts of up to 30. Requests beyond them are answered 429 with
 	// a Retry-After.
 	HubPerAddress, HubPerFeed RateLimit
+
+	// TrustedProxies are the reverse proxies in front of the server: a
+	// request from one of them is taken to come from the client its
+	// ProxyHeader names (see realClient), for the page agent's per-address
+	// limits and ignore list, login back-off, WebSub limits and the log.
+	// Empty (the default): every client is the address its connection
+	// comes from, and forwarding headers are ignored.
+	TrustedProxies []netip.Prefix
+	// ProxyHeader is the forwarding header the trusted proxies append
+	// their peer to: "X-Forwarded-For" (the default) or "Forwarded". Only
+	// that one is read; a proxy passes the other on as the client sent it.
+	ProxyHeader string
 
 	// Key signs the CSRF tokens of the web forms (at least 32 bytes); a
 	// random key of the process unless set, which makes forms left open

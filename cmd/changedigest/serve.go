@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -55,6 +56,10 @@ type Config struct {
 	// (agent.Coordinator's ClientGap and MinGap).
 	ClientGap    time.Duration
 	ClientMinGap time.Duration
+	// TrustedProxies are the reverse proxies whose forwarding header
+	// (ProxyHeader) names the client (server.Server's TrustedProxies).
+	TrustedProxies prefixList
+	ProxyHeader    string
 	// MemoryLimitMB is the Go runtime's soft memory limit (0: none); the
 	// GOMEMLIMIT environment variable overrides it.
 	MemoryLimitMB int
@@ -169,6 +174,8 @@ func runServe(ctx context.Context, e *env) error {
 	fs.StringVar(&c.SMTPUser, "smtp-user", "", "SMTP user name")
 	fs.DurationVar(&c.ClientGap, "client-gap", c.ClientGap, "least time between two polls of one page by one polling client")
 	fs.DurationVar(&c.ClientMinGap, "client-min-gap", c.ClientMinGap, "least time between two polls of one page by all polling clients together")
+	fs.Var(&c.TrustedProxies, "trusted-proxy", "CIDR[,CIDR…] or address of reverse proxies in front of the service: their --proxy-header names the client (repeatable; default none, every client is its connection's address)")
+	fs.StringVar(&c.ProxyHeader, "proxy-header", "X-Forwarded-For", "with --trusted-proxy: the header the proxies append the client's address to, X-Forwarded-For or Forwarded")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "debug, info, warn or error")
 	c.Cluster.register(fs)
 	fs.IntVar(&c.MemoryLimitMB, "memory-limit", c.MemoryLimitMB, fmt.Sprintf("soft memory limit in MB: the garbage collector works harder near it (0: none; env GOMEMLIMIT wins; not given, %d more for the embedded NATS server)", EmbeddedServerMemoryMB))
@@ -189,6 +196,9 @@ func runServe(ctx context.Context, e *env) error {
 	m.Logger = slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level}))
 	if c.ClientGap <= 0 || c.ClientMinGap <= 0 {
 		return usagef("--client-gap %s and --client-min-gap %s must be positive", c.ClientGap, c.ClientMinGap)
+	}
+	if !strings.EqualFold(c.ProxyHeader, "X-Forwarded-For") && !strings.EqualFold(c.ProxyHeader, "Forwarded") {
+		return usagef("--proxy-header %q: want X-Forwarded-For or Forwarded", c.ProxyHeader)
 	}
 	if c.MemoryLimitMB < 0 {
 		return usagef("--memory-limit %d is negative", c.MemoryLimitMB)
@@ -354,6 +364,10 @@ func (m *Main) Run(ctx context.Context) error {
 
 	srv := server.New()
 	srv.Render = eng
+	srv.TrustedProxies = c.TrustedProxies
+	if c.ProxyHeader != "" {
+		srv.ProxyHeader = c.ProxyHeader
+	}
 	// "Check now" of a watch another node serves is run there.
 	m.Node.Scheduler = sched
 	srv.Checker = cluster.Checker{Node: m.Node, Local: sched}
@@ -847,6 +861,37 @@ func (m *Main) demoWarmUp(ctx context.Context) error {
 		if _, err := m.Scheduler.CheckNow(ctx, nil, ptrs...); err != nil && ctx.Err() == nil {
 			m.Logger.Warn("demo check", "err", err)
 		}
+	}
+	return nil
+}
+
+// prefixList is a flag of address prefixes: CIDRs or single addresses,
+// comma-separated, the flag repeatable.
+type prefixList []netip.Prefix
+
+func (l *prefixList) String() string {
+	var parts []string
+	for _, p := range *l {
+		parts = append(parts, p.String())
+	}
+	return strings.Join(parts, ",")
+}
+
+func (l *prefixList) Set(v string) error {
+	for part := range strings.SplitSeq(v, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		p, err := netip.ParsePrefix(part)
+		if err != nil {
+			a, aerr := netip.ParseAddr(part)
+			if aerr != nil {
+				return fmt.Errorf("%q is neither a CIDR nor an address", part)
+			}
+			p = netip.PrefixFrom(a, a.BitLen())
+		}
+		*l = append(*l, p.Masked())
 	}
 	return nil
 }

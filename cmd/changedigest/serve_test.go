@@ -287,3 +287,18 @@ func TestServeBrowserWatch(t *testing.T) {
 		t.Error("no Chromium process after a browser check")
 	}
 }
+
+func TestTrustedProxyFlag(t *testing.T) {
+	var l prefixList
+	for _, v := range []string{"10.0.0.0/8, 192.0.2.1", "2001:db8::/32", "::1"} {
+		if err := l.Set(v); err != nil {
+			t.Fatalf("%q: %v", v, err)
+		}
+	}
+	if got, want := l.String(), "10.0.0.0/8,192.0.2.1/32,2001:db8::/32,::1/128"; got != want {
+		t.Errorf("prefixes %s, want %s", got, want)
+	}
+	if err := l.Set("proxy.example"); err == nil {
+		t.Error("a host name was taken")
+	}
+}

@@ -3,8 +3,9 @@
 // serve` process, then 1, 5 and 10 `changedigest client` processes
 // joining it, and pages on loopback that change as Poisson processes. For
 // the server alone and for each number of clients it reports the mean
-// time from a change to the stored version that shows it, and each
-// client's fetches per hour.
+// time from a change to the stored version that shows it, and what each
+// client spends (the paper's Table I): its fetches per page per hour and
+// its share of a CPU.
 //
 // Time is scaled: with -scale 5, 1 s stands for 5 s, and the service's
 // knobs are scaled with it: the clients' --client-gap of 5 min becomes
@@ -211,7 +212,7 @@ func (b *bench) main() error {
 	if err := b.measure(rows); err != nil {
 		return err
 	}
-	fmt.Println("clients | changes (not stored by the end) | mean detection (scaled) | mean detection (real) | median | p90 | server fetches per page per hour | fetches per client per page per hour | time gap → crawl gap (scaled)")
+	fmt.Println("clients | changes (not stored by the end) | mean detection (scaled) | mean detection (real) | median | p90 | server fetches per page per hour | fetches per client per page per hour | CPU per client | time gap → crawl gap (scaled)")
 	for _, r := range rows {
 		fmt.Println(r)
 	}
@@ -228,6 +229,7 @@ type result struct {
 	delays     []time.Duration
 	missed     int           // changes not stored by the end
 	gap, crawl time.Duration // as the clients were told, first page
+	cpu        time.Duration // CPU the clients used during the phase, all of them
 	// polls is what the schedules ask of each client, per page and
 	// hour (scaled), averaged over the pages and over the schedules at
 	// the start and at the end of the phase: each page has a time gap
@@ -241,13 +243,15 @@ func (r result) String() string {
 	mean, med, p90 := stats(r.delays)
 	perClient := "-"
 	gaps := "-"
+	cpu := "-"
 	if r.k > 0 {
 		perClient = fmt.Sprintf("%.1f (scheduled %.1f)", float64(r.requests-r.checks)/float64(r.k)/float64(r.b.pages)/hours, r.polls)
+		cpu = fmt.Sprintf("%.2f %%", 100*r.cpu.Seconds()/float64(r.k)/r.end.Sub(r.start).Seconds())
 		gaps = fmt.Sprintf("%s → %s", time.Duration(float64(r.gap)*scale).Round(time.Second), time.Duration(float64(r.crawl)*scale).Round(time.Second))
 	}
 	sc := func(d time.Duration) string { return time.Duration(float64(d) * scale).Round(time.Second).String() }
-	return fmt.Sprintf("%d | %d (%d) | %s | %.2f s | %s | %s | %.1f | %s | %s", r.k, len(r.delays), r.missed, sc(mean), mean.Seconds(), sc(med), sc(p90),
-		float64(r.checks)/float64(r.b.pages)/hours, perClient, gaps)
+	return fmt.Sprintf("%d | %d (%d) | %s | %.2f s | %s | %s | %.1f | %s | %s | %s", r.k, len(r.delays), r.missed, sc(mean), mean.Seconds(), sc(med), sc(p90),
+		float64(r.checks)/float64(r.b.pages)/hours, perClient, cpu, gaps)
 }
 
 func stats(ds []time.Duration) (mean, med, p90 time.Duration) {
@@ -272,6 +276,7 @@ func (b *bench) phase(k int) (result, error) {
 		return r, err
 	}
 	req0 := b.requests()
+	cpu0 := b.clientsCPU()
 	r.start = time.Now()
 	if k > 0 {
 		a, err := b.slot()
@@ -294,6 +299,7 @@ func (b *bench) phase(k int) (result, error) {
 		r.polls = (r.polls + end) / 2
 	}
 	r.requests = b.requests() - req0
+	r.cpu = b.clientsCPU() - cpu0
 	checks1, err := b.checks()
 	r.checks = checks1 - checks0
 	return r, err
@@ -459,6 +465,25 @@ func (b *bench) stop() {
 	if b.dir != "" && strings.HasPrefix(filepath.Base(b.dir), "hybridbench") {
 		os.RemoveAll(b.dir)
 	}
+}
+
+// clientsCPU is the CPU the client processes used so far, all of them.
+func (b *bench) clientsCPU() time.Duration {
+	var sum time.Duration
+	for _, c := range b.clients {
+		st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", c.Process.Pid))
+		if err != nil {
+			continue
+		}
+		f := strings.Fields(string(st[strings.LastIndexByte(string(st), ')')+1:]))
+		if len(f) < 13 {
+			continue
+		}
+		utime, _ := strconv.ParseInt(f[11], 10, 64)
+		stime, _ := strconv.ParseInt(f[12], 10, 64)
+		sum += time.Duration(utime+stime) * time.Second / 100 // clock ticks (USER_HZ 100)
+	}
+	return sum
 }
 
 func (b *bench) requests() int {

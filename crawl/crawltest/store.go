@@ -94,6 +94,7 @@ func (s *MemStore) SaveSchedule(ctx context.Context, w *changedigest.Watch) erro
 	d.Checks, d.ChangeChecks = w.Checks, w.ChangeChecks
 	d.ETag, d.LastModified, d.RetryAfter = w.ETag, w.LastModified, w.RetryAfter
 	d.Samples = slices.Clone(w.Samples)
+	d.DueByReport = w.DueByReport
 	heap.Fix(&s.due, e.index)
 	return nil
 }
