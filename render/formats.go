@@ -39,6 +39,20 @@ type rssAtomLink struct {
 	Href string `xml:"href,attr"`
 }
 
+// rssItem is gorilla/feeds' RSS item with one category element per
+// category of the Atom entry (gorilla/feeds has room for one), its
+// scheme as the domain.
+type rssItem struct {
+	XMLName xml.Name `xml:"item"`
+	*feeds.RssItem
+	Categories []rssCategory `xml:"category"`
+}
+
+type rssCategory struct {
+	Domain string `xml:"domain,attr,omitempty"`
+	Term   string `xml:",chardata"`
+}
+
 // jsonFeedDoc is gorilla/feeds' JSON Feed with "items" always present.
 type jsonFeedDoc struct {
 	*feeds.JSONFeed
@@ -68,11 +82,12 @@ func (e *Engine) feedHead(feed FeedInfo, evs []Event) *feeds.Feed {
 	return f
 }
 
-// feedItem is the format-neutral item of ev, with its tags.
-func (e *Engine) feedItem(content *bytes.Buffer, ev Event) (*feeds.Item, []string, error) {
+// feedItem is the format-neutral item of ev, with its tags and the
+// categories of its Atom entry.
+func (e *Engine) feedItem(content *bytes.Buffer, ev Event) (*feeds.Item, []string, []atomCategory, error) {
 	entry, err := e.entry(content, ev)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	at := ev.Snapshot.FetchedAt.UTC()
 	item := &feeds.Item{
@@ -97,7 +112,7 @@ func (e *Engine) feedItem(content *bytes.Buffer, ev Event) (*feeds.Item, []strin
 			tags = append(tags, c.Term)
 		}
 	}
-	return item, tags, nil
+	return item, tags, entry.Categories, nil
 }
 
 // Salts keep each format's encoded items apart in the entry cache.
@@ -180,7 +195,8 @@ func jsonItem(it *feeds.JSONItem, tags []string) {
 
 // RSS writes the feed as RSS 2.0: one item per event as in Atom, with
 // the change list as content:encoded, a guid that is the Atom entry id
-// (isPermaLink="false"), and atom:link elements naming the feed's own
+// (isPermaLink="false"), the entry's categories (change types, interests
+// matched, the watch's tags, each with its scheme as domain), and atom:link elements naming the feed's own
 // address (feed.RSSURL) and its hub. Errors as Atom's, and
 // ErrInvalidFeed when RSSURL is not an absolute http or https URL.
 func (e *Engine) RSS(w io.Writer, feed FeedInfo, events []Event) error {
@@ -194,11 +210,14 @@ func (e *Engine) RSS(w io.Writer, feed FeedInfo, events []Event) error {
 	// Items are encoded one by one, as they sit in the document (depth
 	// 2), and written into the encoded channel before its end tag.
 	items, err := e.feedItems(evs, rssSalt, func(content *bytes.Buffer, ev Event) ([]byte, error) {
-		item, _, err := e.feedItem(content, ev)
+		item, _, cats, err := e.feedItem(content, ev)
 		if err != nil {
 			return nil, err
 		}
-		ri := (&feeds.Rss{Feed: &feeds.Feed{Items: []*feeds.Item{item}}}).RssFeed().Items[0]
+		ri := rssItem{RssItem: (&feeds.Rss{Feed: &feeds.Feed{Items: []*feeds.Item{item}}}).RssFeed().Items[0]}
+		for _, c := range cats {
+			ri.Categories = append(ri.Categories, rssCategory{Domain: c.Scheme, Term: c.Term})
+		}
 		var b bytes.Buffer
 		enc := xml.NewEncoder(&b)
 		enc.Indent("    ", "  ")
@@ -268,7 +287,7 @@ func (e *Engine) JSONFeed(w io.Writer, feed FeedInfo, events []Event) error {
 	// Items are encoded one by one, indented as they sit in the document
 	// (depth 2), and written into the encoded feed's "items" array.
 	items, err := e.feedItems(evs, jsonSalt, func(content *bytes.Buffer, ev Event) ([]byte, error) {
-		item, tags, err := e.feedItem(content, ev)
+		item, tags, _, err := e.feedItem(content, ev)
 		if err != nil {
 			return nil, err
 		}

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -100,6 +101,13 @@ func TestRSSFeedparser(t *testing.T) {
 		}
 		if got.Published == "" {
 			t.Errorf("item %d has no date", i)
+		}
+		var atomTags []string
+		for _, c := range w.Categories {
+			atomTags = append(atomTags, c.Term)
+		}
+		if !slices.Equal(got.Tags, atomTags) || len(got.Tags) == 0 {
+			t.Errorf("item %d: categories %q, want the Atom entry's %q", i, got.Tags, atomTags)
 		}
 	}
 }
@@ -299,36 +307,62 @@ func TestFormatsSpliced(t *testing.T) {
 
 // wholeFeed is the feed of events with its items, for rssWhole and
 // jsonWhole.
-func wholeFeed(e *Engine, feed FeedInfo, events []Event) (*feeds.Feed, [][]string, error) {
+func wholeFeed(e *Engine, feed FeedInfo, events []Event) (*feeds.Feed, [][]string, [][]atomCategory, error) {
 	evs, err := e.feedEvents(feed, events)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	f := e.feedHead(feed, evs)
 	var tags [][]string
+	var cats [][]atomCategory
 	var content bytes.Buffer
 	for _, ev := range evs {
-		item, ts, err := e.feedItem(&content, ev)
+		item, ts, cs, err := e.feedItem(&content, ev)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		f.Items = append(f.Items, item)
 		tags = append(tags, ts)
+		cats = append(cats, cs)
 	}
-	return f, tags, nil
+	return f, tags, cats, nil
 }
 
 // rssWhole encodes the RSS document in one piece.
 func rssWhole(e *Engine, feed FeedInfo, events []Event) ([]byte, error) {
-	f, _, err := wholeFeed(e, feed, events)
+	f, _, cats, err := wholeFeed(e, feed, events)
 	if err != nil {
 		return nil, err
+	}
+	// The channel's items with their categories, in the place of
+	// gorilla/feeds' items (its last field).
+	type channel struct {
+		AtomLinks []rssAtomLink `xml:"atom:link"`
+		*feeds.RssFeed
+		Items []rssItem `xml:"item"`
+	}
+	type document struct {
+		XMLName   xml.Name `xml:"rss"`
+		Version   string   `xml:"version,attr"`
+		ContentNS string   `xml:"xmlns:content,attr"`
+		AtomNS    string   `xml:"xmlns:atom,attr"`
+		Channel   channel  `xml:"channel"`
+	}
+	d := e.rssDocument(feed, f)
+	doc := document{XMLName: d.XMLName, Version: d.Version, ContentNS: d.ContentNS, AtomNS: d.AtomNS,
+		Channel: channel{AtomLinks: d.Channel.AtomLinks, RssFeed: d.Channel.RssFeed}}
+	for i, it := range d.Channel.Items {
+		ri := rssItem{RssItem: it}
+		for _, c := range cats[i] {
+			ri.Categories = append(ri.Categories, rssCategory{Domain: c.Scheme, Term: c.Term})
+		}
+		doc.Channel.Items = append(doc.Channel.Items, ri)
 	}
 	var buf bytes.Buffer
 	buf.WriteString(xml.Header)
 	enc := xml.NewEncoder(&buf)
 	enc.Indent("", "  ")
-	if err := enc.Encode(e.rssDocument(feed, f)); err != nil {
+	if err := enc.Encode(doc); err != nil {
 		return nil, err
 	}
 	buf.WriteByte('\n')
@@ -337,7 +371,7 @@ func rssWhole(e *Engine, feed FeedInfo, events []Event) ([]byte, error) {
 
 // jsonWhole encodes the JSON Feed document in one piece.
 func jsonWhole(e *Engine, feed FeedInfo, events []Event) ([]byte, error) {
-	f, tags, err := wholeFeed(e, feed, events)
+	f, tags, _, err := wholeFeed(e, feed, events)
 	if err != nil {
 		return nil, err
 	}

@@ -108,17 +108,44 @@ func (s *Server) serveFeed(w http.ResponseWriter, r *http.Request, format string
 	}
 	buf := feedBuffers.Get().(*bytes.Buffer)
 	defer putFeedBuffer(buf)
-	buf.Reset()
-	if err := write(buf, info, events); err != nil {
-		// Nothing is written yet: the error gets its own status.
-		for _, k := range []string{"ETag", "Cache-Control", "Last-Modified", "Link"} {
-			h.Del(k)
+	render := func() error {
+		buf.Reset()
+		if err := write(buf, info, events); err != nil {
+			// Nothing is written yet: the error gets its own status.
+			for _, k := range []string{"ETag", "Cache-Control", "Last-Modified", "Link"} {
+				h.Del(k)
+			}
+			return err
 		}
+		return nil
+	}
+	if acceptsGzip(r) {
+		// Compressed once per ETag (see compress).
+		gz, err := s.feedGzip.Do(etag, func() ([]byte, int, error) {
+			if err := render(); err != nil {
+				return nil, 0, err
+			}
+			b := gzipBytes(buf.Bytes())
+			return b, len(b) + 64, nil
+		})
+		if err != nil {
+			return err
+		}
+		h.Set("Content-Encoding", "gzip")
+		weakETag(h)
+		addVary(h)
+		_, err = w.Write(gz)
+		return err
+	}
+	if err := render(); err != nil {
 		return err
 	}
 	_, err = w.Write(buf.Bytes())
 	return err
 }
+
+// feedGzipBytes bounds the memory of the compressed feeds kept.
+const feedGzipBytes = 32 << 20
 
 // etagMatches reports whether an If-None-Match header names etag: "*",
 // or a list of tags, weak ones compared weakly (RFC 9110, 13.1.2).

@@ -18,11 +18,11 @@ import (
 
 // Handler returns the service's routes behind its middleware, in this
 // order: request id, client address, logging, recovery, timeout,
-// security headers, body limit.
+// security headers, compression, body limit.
 func (s *Server) Handler() http.Handler {
 	s.init()
 	r := chi.NewRouter()
-	r.Use(requestID, s.realClient, s.logRequests, s.recoverer, s.timeout, s.securityHeaders, s.limitBody)
+	r.Use(requestID, s.realClient, s.logRequests, s.recoverer, s.timeout, s.securityHeaders, compress, s.limitBody)
 	r.NotFound(s.page(func(w http.ResponseWriter, r *http.Request) error {
 		return changedigest.Errorf(changedigest.ENOTFOUND, "there is no page at %s", clip(r.URL.Path))
 	}))

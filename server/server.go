@@ -113,6 +113,10 @@ type Server struct {
 	// panels keeps the dashboard's rendered recent changes by their
 	// event's key (render.EventKey: everything the view shows).
 	panels memo.Cache[uint64, panel]
+	// feedGzip keeps feeds compressed by their ETag, which names what
+	// they are made of: most full fetches of a feed between two versions
+	// are the same bytes.
+	feedGzip memo.Cache[string, []byte]
 
 	overlaysOnce sync.Once
 	overlays     *overlayCache
@@ -175,6 +179,7 @@ func (s *Server) init() {
 		s.hubFeeds = ratelimit.New(s.HubPerFeed.PerMinute, s.HubPerFeed.Burst)
 	}
 	s.panels.Max = panelCacheBytes
+	s.feedGzip.Max = feedGzipBytes
 	if len(s.Key) == 0 {
 		s.Key = make([]byte, 32)
 		rand.Read(s.Key)
