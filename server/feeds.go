@@ -98,6 +98,11 @@ func (s *Server) serveFeed(w http.ResponseWriter, r *http.Request, format string
 		h.Add("Link", "<"+self+`>; rel="self"`)
 	}
 	h.Set("ETag", etag)
+	gzipOK := acceptsGzip(r)
+	if gzipOK {
+		weakETag(h) // the tag of the compressed feed, 304 or not
+		addVary(h)
+	}
 	h.Set("Cache-Control", "private, max-age=60")
 	if len(events) > 0 {
 		h.Set("Last-Modified", events[0].Snapshot.FetchedAt.UTC().Format(http.TimeFormat))
@@ -119,7 +124,7 @@ func (s *Server) serveFeed(w http.ResponseWriter, r *http.Request, format string
 		}
 		return nil
 	}
-	if acceptsGzip(r) {
+	if gzipOK {
 		// Compressed once per ETag (see compress).
 		gz, err := s.feedGzip.Do(etag, func() ([]byte, int, error) {
 			if err := render(); err != nil {
@@ -132,8 +137,6 @@ func (s *Server) serveFeed(w http.ResponseWriter, r *http.Request, format string
 			return err
 		}
 		h.Set("Content-Encoding", "gzip")
-		weakETag(h)
-		addVary(h)
 		_, err = w.Write(gz)
 		return err
 	}

@@ -50,7 +50,8 @@ func TestFeedConditional(t *testing.T) {
 		if st != http.StatusOK || tag == "" || !strings.Contains(body, "Tuesday") {
 			t.Fatalf("%s: status %d, tag %q, body %.200q", p, st, tag, body)
 		}
-		for _, inm := range []string{tag, `"other", ` + tag, "W/" + tag, "*"} {
+		strong := strings.TrimPrefix(tag, "W/") // weak when sent compressed
+		for _, inm := range []string{tag, `"other", ` + tag, "W/" + strong, strong, "*"} {
 			if st, tag2, body := get(p, inm); st != http.StatusNotModified || body != "" || tag2 != tag {
 				t.Errorf("%s with If-None-Match %s: status %d, tag %q, %d bytes; want 304, the same tag, no body", p, inm, st, tag2, len(body))
 			}
