@@ -24,11 +24,12 @@ import (
 const headlineWords = 10
 
 // headline returns the headline of a view's told changes ("" when none
-// is told): a change that matched the interests first.
-func headline(v *EventView) string {
+// is told), a change that matched the interests first, and the first
+// interest that change matched.
+func headline(v *EventView) (string, string) {
 	all := append(append([]ChangeView(nil), v.Profile...), v.General...)
 	if len(all) == 0 {
-		return ""
+		return "", ""
 	}
 	best, bestScore := 0, -1
 	for i, c := range all {
@@ -44,7 +45,11 @@ func headline(v *EventView) string {
 	if more := len(all) - 1 + v.Omitted; more > 0 {
 		h += " +" + strconv.Itoa(more) + " more"
 	}
-	return h
+	lead := ""
+	if len(c.Interests) > 0 {
+		lead = c.Interests[0]
+	}
+	return h, lead
 }
 
 // tellingScore ranks changes for the headline: new items and blocks
@@ -339,8 +344,8 @@ func (v EventView) Title() string {
 		return v.WatchName + ": " + v.Summary
 	}
 	t := v.WatchName + ": " + v.Headline
-	if len(v.Profile) > 0 && len(v.Profile[0].Interests) > 0 {
-		t = "★ " + v.Profile[0].Interests[0] + ": " + t
+	if v.Lead != "" {
+		t = "★ " + v.Lead + ": " + t
 	}
 	return t
 }
@@ -351,15 +356,36 @@ func dropTitle(ps []Piece, title string) []Piece {
 	if len(ps) == 0 || title == "" || title == untitledItem {
 		return ps
 	}
-	t := strings.TrimLeftFunc(ps[0].Text, unicode.IsSpace)
-	if !strings.HasPrefix(t, title) {
-		return ps
-	}
-	rest := strings.TrimLeftFunc(t[len(title):], unicode.IsSpace)
+	// The title may span pieces: a word of it marked as an interest
+	// is a piece of its own.
 	out := append([]Piece(nil), ps...)
-	out[0].Text = rest
-	if rest == "" {
+	rest := title
+	i := 0
+	for ; i < len(out) && rest != ""; i++ {
+		t := out[i].Text
+		if i == 0 || strings.HasPrefix(rest, " ") {
+			t = strings.TrimLeftFunc(t, unicode.IsSpace)
+			rest = strings.TrimLeftFunc(rest, unicode.IsSpace)
+		}
+		switch {
+		case strings.HasPrefix(rest, t):
+			rest = rest[len(t):]
+			out[i].Text = ""
+		case strings.HasPrefix(t, rest):
+			out[i].Text = strings.TrimLeftFunc(t[len(rest):], unicode.IsSpace)
+			rest = ""
+		default:
+			return ps
+		}
+	}
+	if rest != "" {
+		return ps // the text is the title, or shorter: keep it
+	}
+	for len(out) > 0 && out[0].Text == "" {
 		out = out[1:]
+	}
+	if len(out) == 0 {
+		return ps
 	}
 	return out
 }

@@ -140,6 +140,9 @@ type EventView struct {
 	// Headline names the most telling change told, in the page's words,
 	// with "+N more" ("" when none is told); see brief.go.
 	Headline string
+	// Lead is the interest the headline's change matched, "" when it
+	// matched none.
+	Lead string
 	// Profile and General are the changes with and without a profile
 	// match, in the snapshot's order.
 	Profile []ChangeView
@@ -346,7 +349,7 @@ func (e *Engine) View(ev Event, o ViewOptions) (EventView, error) {
 	if s.Significance > 0 {
 		v.Summary += " · significance " + strconv.FormatFloat(s.Significance, 'f', 2, 64)
 	}
-	v.Headline = headline(&v)
+	v.Headline, v.Lead = headline(&v)
 	// A place is said once for the changes in a row that share it.
 	for _, cs := range [][]ChangeView{v.Profile, v.General} {
 		for i := len(cs) - 1; i > 0; i-- {
