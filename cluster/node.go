@@ -26,9 +26,9 @@ import (
 	"github.com/changedigest/changedigest/pet"
 )
 
-// errQueued: the due check was already queued (by this watch's previous
-// owner); its outcome goes there, and its version, if any, to the track.
-var errQueued = errors.New("cluster: this check was already queued by another node")
+// errQueued: the due check was queued before (by this watch's previous
+// owner), and is not in the queue any more: its outcome went there.
+var errQueued = errors.New("cluster: this check was queued and done before")
 
 // Node is one machine's part of the cluster. It tells the others it is
 // alive, owns its share of the shards (taking over those of a node that
@@ -170,12 +170,8 @@ func (n *Node) Run(ctx context.Context) error {
 	sub, err := c.nc.Subscribe("cd.reply."+c.Config.Name+".*", func(m *nats.Msg) {
 		tok := m.Subject[strings.LastIndexByte(m.Subject, '.')+1:]
 		if ch, ok := n.waiters.Load(tok); ok {
-			var r reply
-			if err := json.Unmarshal(m.Data, &r); err != nil {
-				r.Err = "cluster: malformed outcome: " + err.Error()
-			}
 			select {
-			case ch.(chan reply) <- r:
+			case ch.(chan reply) <- decodeReply(m.Data):
 			default:
 			}
 		}
@@ -1288,19 +1284,20 @@ func (n *Node) SaveSchedule(ctx context.Context, w *changedigest.Watch) error {
 
 // Check is crawl.Checker's: it queues the check and waits for its outcome
 // from whichever worker runs it; a node with no other node alive runs it
-// itself, through the same worker code. A check of the same watch and due time
-// that another node queued (this node took the watch over since) is
-// awaited instead; when its outcome cannot be had, the watch is checked
-// again under a new ID (a second fetch of an unchanged page stores
-// nothing).
+// itself, through the same worker code. A check of the same watch and due
+// time that is in the queue already (queued by the node that served the
+// watch before this one took it over, or by this node before a restart)
+// is awaited instead. When no such check is waiting or running any more
+// (it was done, and its outcome went to the node that asked for it), the
+// watch is checked now, as a check of its own: its schedule here is older
+// than the check done elsewhere, and the check is overdue.
 func (n *Node) Check(ctx context.Context, w *changedigest.Watch) (crawl.Outcome, error) {
 	if n.alone() && n.Worker != nil {
 		// No other node to share the work with: check here, as the
 		// queue's only worker would.
 		return n.Worker.checkHere(ctx, w)
 	}
-	id := checkID(w.ID, w.NextCheck)
-	out, dup, err := n.queue(ctx, w, id)
+	out, dup, err := n.queue(ctx, w, w.NextCheck)
 	if !dup {
 		return out, err
 	}
@@ -1308,16 +1305,23 @@ func (n *Node) Check(ctx context.Context, w *changedigest.Watch) (crawl.Outcome,
 	if !errors.Is(err, errQueued) {
 		return out, err
 	}
-	n.logger().Debug("checking again a check queued by another node", "watch", w.ID)
-	out, _, err = n.queue(ctx, w, id+"#"+strconv.FormatInt(time.Now().UnixNano(), 36))
+	// Under the old due time JetStream would drop the message again (the
+	// queue keeps its IDs for 20 minutes), and the version too, should
+	// the check of that due time have stored one: a due time of its own.
+	due := time.Now()
+	if due.Equal(w.NextCheck) {
+		due = due.Add(time.Nanosecond)
+	}
+	n.logger().Debug("checking again a check done elsewhere", "watch", w.ID, "due", w.NextCheck)
+	out, _, err = n.queue(ctx, w, due)
 	return out, err
 }
 
-// queue publishes a check under the message ID and waits for its
-// outcome; dup reports that JetStream already had the ID.
-func (n *Node) queue(ctx context.Context, w *changedigest.Watch, id string) (out crawl.Outcome, dup bool, err error) {
+// queue publishes the check of w due at due (its message ID checkID) and
+// waits for its outcome; dup reports that JetStream already had the ID.
+func (n *Node) queue(ctx context.Context, w *changedigest.Watch, due time.Time) (out crawl.Outcome, dup bool, err error) {
 	c := n.Conn
-	data, err := json.Marshal(checkMsg{Watch: *w, Due: w.NextCheck})
+	data, err := json.Marshal(checkMsg{Watch: *w, Due: due})
 	if err != nil {
 		return crawl.Outcome{}, false, err
 	}
@@ -1325,9 +1329,10 @@ func (n *Node) queue(ctx context.Context, w *changedigest.Watch, id string) (out
 	ch := make(chan reply, 1)
 	n.waiters.Store(tok, ch)
 	defer n.waiters.Delete(tok)
-	msg := &nats.Msg{Subject: checkSubject(ShardOf(w.ID, c.Config.Shards)), Data: data, Header: nats.Header{}}
+	msg := &nats.Msg{Subject: checkSubject(ShardOf(w.ID, c.Config.Shards), w.ID), Data: data, Header: nats.Header{}}
 	msg.Header.Set(hdrReply, "cd.reply."+c.Config.Name+"."+tok)
-	ack, err := c.publish(ctx, msg, jetstream.WithMsgID(id))
+	msg.Header.Set(hdrDue, strconv.FormatInt(due.UnixNano(), 10))
+	ack, err := c.publish(ctx, msg, jetstream.WithMsgID(checkID(w.ID, due)))
 	if err != nil {
 		return crawl.Outcome{}, false, fmt.Errorf("cluster: queue a check of %s: %w", w, err)
 	}
@@ -1341,52 +1346,98 @@ func (n *Node) queue(ctx context.Context, w *changedigest.Watch, id string) (out
 func await(ctx context.Context, ch <-chan reply) (crawl.Outcome, error) {
 	select {
 	case r := <-ch:
-		if r.Err != "" {
-			return r.Outcome, errors.New(r.Err)
-		}
-		return r.Outcome, nil
+		return r.result()
 	case <-ctx.Done():
 		return crawl.Outcome{}, ctx.Err()
 	}
 }
 
-// awaitQueued waits for the outcome of a check another node queued (this
-// node took the watch over since): from the check's own subject, or,
-// when the check already stored its version, from the track.
+// result is the outcome and error a reply carries.
+func (r reply) result() (crawl.Outcome, error) {
+	if r.Err != "" {
+		return r.Outcome, errors.New(r.Err)
+	}
+	return r.Outcome, nil
+}
+
+// awaitQueued waits for the outcome of the check of w that is in the
+// queue (waiting, or taken by a worker and not acknowledged yet), from the
+// check's own subject, where its worker sends it. It looks at the queue
+// again meanwhile, 50 ms later at first, then less and less often,
+// up to every 5 s: a check acknowledged just after this node first
+// looked, whose outcome went before this node listened, is not waited
+// for (a check a node that died had taken stays in the queue until
+// another worker takes it, after AckWait). errQueued: no check of w is in
+// the queue (any more), and no outcome came.
 func (n *Node) awaitQueued(ctx context.Context, w *changedigest.Watch) (crawl.Outcome, error) {
 	c := n.Conn
-	ch := make(chan reply, 1)
-	sub, err := c.nc.Subscribe(outcomeSubject(w.ID, w.NextCheck), func(m *nats.Msg) {
-		var r reply
-		if err := json.Unmarshal(m.Data, &r); err != nil {
-			r.Err = "cluster: malformed outcome: " + err.Error()
-		}
-		select {
-		case ch <- r:
-		default:
-		}
-	})
+	outcomes := make(chan *nats.Msg, 8)
+	sub, err := c.nc.ChanSubscribe(outcomesOf(w.ID), outcomes)
 	if err != nil {
 		return crawl.Outcome{}, fmt.Errorf("cluster: wait for a queued check of %s: %w", w, err)
 	}
 	defer sub.Unsubscribe()
 	c.nc.Flush()
-	t := &checkTrack{c: c, shard: ShardOf(w.ID, c.Config.Shards)}
-	if out, ok := t.stored(ctx, w.ID, w.NextCheck); ok {
-		return out, nil
-	}
-	wctx, cancel := context.WithTimeout(ctx, c.Config.AckWait+10*time.Second)
-	defer cancel()
-	out, err := await(wctx, ch)
-	if wctx.Err() != nil && ctx.Err() == nil {
-		// Done before this node listened, and read then from a replica
-		// that was behind? Look once more.
-		if out, ok := t.stored(ctx, w.ID, w.NextCheck); ok {
-			return out, nil
+	for look := 50 * time.Millisecond; ; look = min(2*look, 5*time.Second) {
+		due, queued := c.queuedCheck(ctx, w.ID)
+		if !queued {
+			// Done meanwhile? Its outcome is as good.
+			select {
+			case m := <-outcomes:
+				return decodeReply(m.Data).result()
+			default:
+				return crawl.Outcome{}, errQueued
+			}
 		}
-		return out, errQueued
+		want := outcomeSubject(w.ID, due)
+		again := time.NewTimer(look)
+	waiting:
+		for {
+			select {
+			case m := <-outcomes:
+				if m.Subject == want {
+					again.Stop()
+					return decodeReply(m.Data).result()
+				}
+			case <-again.C:
+				break waiting
+			case <-ctx.Done():
+				again.Stop()
+				return crawl.Outcome{}, ctx.Err()
+			}
+		}
 	}
-	return out, err
+}
+
+// decodeReply reads an outcome message.
+func decodeReply(data []byte) reply {
+	var r reply
+	if err := json.Unmarshal(data, &r); err != nil {
+		r.Err = "cluster: malformed outcome: " + err.Error()
+	}
+	return r
+}
+
+// queuedCheck reports whether a check of the watch is in the queue
+// (waiting, or taken by a worker and not acknowledged yet), and the due
+// time of the newest such check. A look that fails says none: the caller
+// then checks afresh, which at worst fetches the page twice.
+func (c *Conn) queuedCheck(ctx context.Context, id int64) (due time.Time, queued bool) {
+	qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	m, err := c.checks.GetLastMsgForSubject(qctx, checkSubject(ShardOf(id, c.Config.Shards), id))
+	if err != nil {
+		return time.Time{}, false
+	}
+	ns, err := strconv.ParseInt(m.Header.Get(hdrDue), 10, 64)
+	if err != nil {
+		var cm checkMsg
+		if json.Unmarshal(m.Data, &cm) != nil {
+			return time.Time{}, false
+		}
+		return cm.Due, true
+	}
+	return time.Unix(0, ns), true
 }
 
 // AddWatches defines new watches in the cluster (IDs from the cluster's
