@@ -76,8 +76,10 @@ type Node struct {
 	// the last look at them failed. See follow.
 	seen   knownEnds
 	unsure atomic.Bool
-	// lone: no other node was alive at the last look (every second).
-	lone atomic.Bool
+	// lone: no other node was alive at the last look (every second);
+	// alive the nodes that were, and when it looked.
+	lone  atomic.Bool
+	alive atomic.Pointer[aliveAt]
 	// settled: rebalance found the shards settled with settledLive
 	// alive; quiet counts the rounds since it last read them.
 	settled     bool
@@ -369,6 +371,7 @@ func (n *Node) rebalance(ctx context.Context) error {
 	}
 	live[me] = true
 	n.lone.Store(len(live) == 1)
+	n.alive.Store(&aliveAt{nodes: live, at: n.now()})
 	total := c.Config.Shards
 	target := (total + len(live) - 1) / len(live)
 	// While the same nodes are alive and the shards were settled at the
@@ -1245,6 +1248,24 @@ func (n *Node) owns(id int64) bool {
 	v, ok := n.views[s]
 	n.mu.Unlock()
 	return ok && v.ready.Load() != 0
+}
+
+// aliveAt is the nodes alive at a look at their heartbeats.
+type aliveAt struct {
+	nodes map[string]bool
+	at    time.Time
+}
+
+// gone reports whether the node named has stopped: it was not alive at
+// this node's last look at the heartbeats, a look made in the last two
+// leases, and what it did is at least a lease old (age; a node that joined
+// since is not known yet). False for a nil node and for an unnamed one.
+func (n *Node) gone(name string, age time.Duration) bool {
+	if n == nil || name == "" || name == n.Conn.Config.Name || age < n.Conn.Config.Lease {
+		return false
+	}
+	a := n.alive.Load()
+	return a != nil && n.now().Sub(a.at) < 2*n.Conn.Config.Lease && !a.nodes[name]
 }
 
 // alone reports whether no other node was alive at the node's last look

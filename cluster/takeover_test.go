@@ -1,0 +1,154 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/changedigest/changedigest/pet"
+)
+
+// What a node that stops answering leaves behind, and how the others
+// treat it while they take its shards over: its hosts, the reads of its
+// watches, its line in the status.
+
+// runNode runs a node of conn with a store of its own until the test ends.
+func runNode(t *testing.T, conn *Conn) *Node {
+	t.Helper()
+	quiet := slog.New(slog.DiscardHandler)
+	store := pet.New(t.TempDir())
+	store.Logger = quiet
+	if err := store.Open(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	n := &Node{Conn: conn, Store: store, Dir: t.TempDir(), Logger: quiet}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		n.Run(ctx)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+		store.Close()
+	})
+	return n
+}
+
+// beating writes a heartbeat of the named node every tenth of the lease
+// until the returned function is called: a node alive, as the others
+// see it, that does nothing else.
+func beating(t *testing.T, c *Conn, name string) (stop func()) {
+	t.Helper()
+	quit, done := make(chan struct{}), make(chan struct{})
+	beat := func() {
+		data, _ := json.Marshal(NodeInfo{Name: name, Started: time.Now(), Beat: time.Now()})
+		if _, err := c.nodes.Put(context.Background(), name, data); err != nil {
+			t.Log(err)
+		}
+	}
+	beat()
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-quit:
+				return
+			case <-time.After(c.Config.Lease / 10):
+			}
+			beat()
+		}
+	}()
+	var once atomic.Bool
+	stop = func() {
+		if once.CompareAndSwap(false, true) {
+			close(quit)
+			<-done
+		}
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+func loopback(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func dialTest(t *testing.T, cfg Config) *Conn {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cfg.Logger = slog.New(slog.DiscardHandler)
+	c, err := Dial(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// TestHostOfANodeThatDiedIsFreed: a worker that takes a host and dies
+// (kill -9: it never frees it) holds the host while its node is alive,
+// and no longer once its heartbeat is older than the lease; before, the
+// host stayed taken for AckWait (2 minutes by default), and every check
+// of it on the other nodes was put back again and again meanwhile.
+func TestHostOfANodeThatDiedIsFreed(t *testing.T) {
+	ctx := context.Background()
+	const lease = time.Second
+	client := loopback(t)
+	yc := dialTest(t, Config{Name: "y", Dir: t.TempDir(), Client: client, Shards: 2, Lease: lease, AckWait: time.Minute})
+	y := runNode(t, yc)
+	xc := dialTest(t, Config{Name: "x", URL: "nats://" + client, Lease: lease, AckWait: time.Minute})
+	kill := beating(t, xc, "x")
+	for end := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if live, err := liveNodes(ctx, yc, time.Now()); err == nil && live["x"] {
+			time.Sleep(lease / 2) // y's next look at the heartbeats sees x too
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatal("y does not see x alive")
+		}
+	}
+	xw, yw := &Worker{Conn: xc}, &Worker{Conn: yc, Node: y}
+	const host = "pages.example"
+	if ok, _, err := xw.takeHost(ctx, host, false); !ok || err != nil {
+		t.Fatalf("x takes a free host: %v, %v", ok, err)
+	}
+	// x is alive: its request runs, however long it takes.
+	for end := time.Now().Add(3 * lease); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		if ok, _, err := yw.takeHost(ctx, host, false); ok || err != nil {
+			t.Fatalf("y took the host x is asking: %v, %v", ok, err)
+		}
+	}
+	kill()
+	killed := time.Now()
+	for {
+		ok, _, err := yw.takeHost(ctx, host, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok {
+			break
+		}
+		if time.Since(killed) > 10*lease {
+			t.Fatalf("the host of a node that died is still taken %s later (AckWait %s)", time.Since(killed).Round(time.Millisecond), yc.Config.AckWait)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Logf("the host of the node that died was free again %s after its last heartbeat", time.Since(killed).Round(time.Millisecond))
+	e, err := yc.hosts.Get(ctx, hostKey(host))
+	if err != nil || string(e.Value()) != "busy y" {
+		t.Errorf("the host's entry: %q, %v; want busy y", e.Value(), err)
+	}
+}
