@@ -104,8 +104,11 @@ type view struct {
 	// started again reads only the definitions written since.
 	wpos atomic.Uint64
 	// sched is the schedule state kept for the shard, by watch, while a
-	// view rebuilt from the beginning defines its watches (follow's alone).
-	sched map[int64]*changedigest.Watch
+	// view rebuilt from the beginning defines its watches; counting, until
+	// it catches up, makes the versions it applies count in their watches'
+	// schedules (see countCheck). Both follow's alone.
+	sched    map[int64]*changedigest.Watch
+	counting bool
 	// schedChanged: a schedule of the shard changed since the node last
 	// kept them in the cluster (see writeSchedules).
 	schedChanged atomic.Bool
@@ -557,8 +560,10 @@ func (n *Node) follow(ctx context.Context, v *view) error {
 	verSubj := shardVersions(v.shard)
 	if v.pos.Load() == 0 {
 		// A view made anew: its watches take the schedule state their
-		// last serving node kept.
+		// last serving node kept, and count the checks that stored the
+		// versions it applies past that.
 		v.sched = n.readSchedules(ctx, v.shard)
+		v.counting = true
 	}
 	// A look reads a subject only as far as the node knows the stream to
 	// reach (seen): a message past that is learnt of by watchEnds, which
@@ -598,7 +603,9 @@ func (n *Node) follow(ctx context.Context, v *view) error {
 			pos = m.Sequence
 			caught = !forced && pos >= known.versions
 		}
-		if err := applyGrouped(ctx, vers, n.applyVersion); err != nil {
+		if err := applyGrouped(ctx, vers, func(ctx context.Context, m *jetstream.RawStreamMsg) error {
+			return n.applyVersion(ctx, v, m)
+		}); err != nil {
 			return err
 		}
 		if len(vers) > 0 {
@@ -612,7 +619,7 @@ func (n *Node) follow(ctx context.Context, v *view) error {
 			if c.oneCopy && v.pos.Load() < known.versions {
 				v.pos.Store(known.versions)
 			}
-			v.sched = nil
+			v.sched, v.counting = nil, false
 			v.pending.Store(0)
 			v.ready.CompareAndSwap(0, n.now().UnixNano())
 		}
@@ -986,10 +993,11 @@ func (n *Node) defineFromBucket(ctx context.Context, id int64) (bool, error) {
 	return true, nil
 }
 
-// applyVersion stores a version in the view unless it is there already
-// (applied by this node's worker, or before this process last saved its
-// place), which its subject and headers tell without decoding it.
-func (n *Node) applyVersion(ctx context.Context, m *jetstream.RawStreamMsg) error {
+// applyVersion stores a version in shard view vw unless it is there
+// already (applied by this node's worker, or before this process last
+// saved its place), which its subject and headers tell without decoding
+// it.
+func (n *Node) applyVersion(ctx context.Context, vw *view, m *jetstream.RawStreamMsg) error {
 	shard, gen := -1, 0
 	if id, seq, ok := versionOf(m); ok {
 		shard = ShardOf(id, n.Conn.Config.Shards)
@@ -1045,7 +1053,7 @@ func (n *Node) applyVersion(ctx context.Context, m *jetstream.RawStreamMsg) erro
 	if shard >= 0 {
 		n.tips.held(id, shard, gen, v.seq)
 	}
-	if err := n.learn(ctx, id, &v.meta); err != nil {
+	if err := n.learn(ctx, id, &v.meta, vw != nil && vw.counting); err != nil {
 		// The watch's next check learns it again.
 		n.logger().Warn("recording what a version tells of its page", "watch", id, "version", v.seq, "err", err)
 	}
@@ -1115,15 +1123,20 @@ func (n *Node) standIn(ctx context.Context, id int64, seq int, at time.Time) err
 // watch's page, as the pipeline's UpdateWatch does when a check stores
 // its version in its own node's view: the page's kind, its title when
 // the watch has none, and whether it looks like a shell. The watches
-// bucket holds what users define, not these.
-func (n *Node) learn(ctx context.Context, id int64, meta *versionMeta) error {
+// bucket holds what users define, not these. With count, the check that
+// stored the version counts in the watch's schedule too (countCheck).
+func (n *Node) learn(ctx context.Context, id int64, meta *versionMeta, count bool) error {
 	snap := meta.Snapshot
 	set := func(w *changedigest.Watch) (changed bool) {
 		shell := w.LooksLikeShell
 		if meta.Shell != nil {
 			shell = *meta.Shell && w.Render != changedigest.RenderBrowser
 		}
-		return w.LearnPage(snap, shell)
+		changed = w.LearnPage(snap, shell)
+		if count && countCheck(w, snap) {
+			changed = true
+		}
+		return changed
 	}
 	w, err := n.Store.Watch(ctx, pet.AnyUser, id)
 	if err != nil || !set(w) {
@@ -1134,6 +1147,44 @@ func (n *Node) learn(ctx context.Context, id int64, meta *versionMeta) error {
 		return nil
 	})
 	return err
+}
+
+// historySize is how many samples of the change rate a watch keeps (the
+// scheduler's default policy's).
+var historySize = crawl.NewPolicy().HistorySize
+
+// countCheck counts in w's schedule the check that stored version snap,
+// when it was made after w's last check as w knows it: a view rebuilt
+// after its shard's node died holds the schedule state that node last
+// kept (every ScheduleEvery), or none, and the checks since then are
+// known only by the versions they stored. Each such check counts as the
+// scheduler counts a successful one (crawl.Policy.Apply): a check, a
+// change when the track had a version before, the time of the last check
+// and change, the page's validators and a sample of the change rate. The
+// checks since that found no change are not known. It reports whether w
+// changed.
+func countCheck(w *changedigest.Watch, snap *changedigest.Snapshot) bool {
+	at := snap.FetchedAt
+	if at.IsZero() || !at.After(w.LastCheck) {
+		return false
+	}
+	// The first version the watch is known to have is its first check
+	// (or the oldest a trimmed stream keeps): no change, no sample.
+	change := snap.Seq > 1 && !w.LastCheck.IsZero()
+	if change {
+		w.Samples = append(w.Samples, changedigest.CheckSample{Interval: at.Sub(w.LastCheck), Changed: true})
+		if h := max(historySize, 1); len(w.Samples) > h {
+			w.Samples = append(w.Samples[:0:0], w.Samples[len(w.Samples)-h:]...)
+		}
+	}
+	w.Checks++
+	if change {
+		w.ChangeChecks++
+		w.LastChange = at
+	}
+	w.LastCheck = at
+	w.ETag, w.LastModified = snap.ETag, snap.LastModified
+	return true
 }
 
 // startDrop marks shard s as being dropped; false when it already is.
