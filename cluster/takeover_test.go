@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/changedigest/changedigest"
 	"github.com/changedigest/changedigest/pet"
 )
 
@@ -150,5 +152,126 @@ func TestHostOfANodeThatDiedIsFreed(t *testing.T) {
 	e, err := yc.hosts.Get(ctx, hostKey(host))
 	if err != nil || string(e.Value()) != "busy y" {
 		t.Errorf("the host's entry: %q, %v; want busy y", e.Value(), err)
+	}
+}
+
+// TestReadsWhileAShardChangesHands: the watches of a shard whose node
+// stops answering, then dies, are read as busy (a 503 with a
+// Retry-After) until a node serves the shard again, caught up, and never
+// as not found; a watch that does not exist, or another user's, is not
+// found all along. Before, a read that asked while the dead node still
+// had its lease, and the reads while the new owner's view caught up,
+// answered "watch N not found" (a 404).
+func TestReadsWhileAShardChangesHands(t *testing.T) {
+	ctx := context.Background()
+	const lease = time.Second
+	c := dialTest(t, Config{Name: "a", Dir: t.TempDir(), Shards: 2, Lease: lease})
+	a := runNode(t, c)
+	cs := Store{Store: a.Store, Node: a}
+	for end := time.Now().Add(10 * time.Second); !a.servesAll(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatal("a does not serve every shard")
+		}
+	}
+	ws := make([]*changedigest.Watch, 40)
+	for i := range ws {
+		ws[i] = &changedigest.Watch{UserID: 1, URL: "http://pages.example/" + strconv.Itoa(i), Paused: true}
+	}
+	if err := c.AddWatches(ctx, ws); err != nil {
+		t.Fatal(err)
+	}
+	var moved []*changedigest.Watch
+	for _, w := range ws {
+		if ShardOf(w.ID, 2) == 1 {
+			moved = append(moved, w)
+		}
+	}
+	held := func() bool {
+		for _, w := range moved {
+			if _, err := a.Store.Watch(ctx, 1, w.ID); err != nil {
+				return false
+			}
+		}
+		return true
+	}
+	for end := time.Now().Add(10 * time.Second); !held(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatal("a's view does not hold the watches")
+		}
+	}
+
+	// A node takes shard 1, and does not answer questions.
+	kill := beating(t, c, "ghost")
+	if _, err := c.shards.Put(ctx, "1", []byte("ghost")); err != nil {
+		t.Fatal(err)
+	}
+	for end := time.Now().Add(10 * time.Second); a.serves(moved[0].ID); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatal("a still serves the shard the other node took")
+		}
+	}
+	if _, err := cs.Watch(ctx, 1, moved[0].ID); changedigest.ErrorCode(err) != changedigest.EBUSY {
+		t.Errorf("a watch of the shard of a node alive that does not answer: %v, want EBUSY", err)
+	}
+
+	// It dies while a read waits for it; the reads go on until a serves
+	// the shard again.
+	type result struct {
+		err  error
+		took time.Duration
+	}
+	results := make(chan result, 1000)
+	readsDone := make(chan struct{})
+	go func() {
+		defer close(readsDone)
+		for i := 0; ; i++ {
+			w := moved[i%len(moved)]
+			began := time.Now()
+			got, err := cs.Watch(ctx, 1, w.ID)
+			if err == nil && got.ID != w.ID {
+				err = changedigest.Errorf(changedigest.EINTERNAL, "read watch %d, got %d", w.ID, got.ID)
+			}
+			if err == nil {
+				_, err = cs.Track(ctx, w.ID)
+			}
+			results <- result{err, time.Since(began)}
+			if err == nil {
+				return
+			}
+			if time.Since(began) < 5*time.Millisecond {
+				time.Sleep(5 * time.Millisecond)
+			}
+		}
+	}()
+	time.Sleep(lease / 2)
+	kill()
+	codes := map[string]int{}
+	end := time.After(20 * time.Second)
+	for done := false; !done; {
+		select {
+		case r := <-results:
+			code := changedigest.ErrorCode(r.err)
+			if r.err == nil {
+				code = "ok"
+			}
+			codes[code]++
+			if code != "ok" && code != changedigest.EBUSY {
+				t.Errorf("a watch of the shard changing hands: %v (code %q, after %s)", r.err, code, r.took.Round(time.Millisecond))
+			}
+		case <-readsDone:
+			done = len(results) == 0
+		case <-end:
+			t.Fatalf("the watches of the dead node's shard are not read again within 20 s: %v", codes)
+		}
+	}
+	t.Logf("reads of the shard changing hands: %v", codes)
+	if codes["ok"] != 1 {
+		t.Errorf("no read of the shard came back once a served it again: %v", codes)
+	}
+	if _, err := cs.Watch(ctx, 2, moved[0].ID); changedigest.ErrorCode(err) != changedigest.ENOTFOUND {
+		t.Errorf("another user's watch: %v, want ENOTFOUND", err)
+	}
+	if _, err := cs.Watch(ctx, 1, 999_999); changedigest.ErrorCode(err) != changedigest.ENOTFOUND {
+		t.Errorf("a watch that does not exist: %v, want ENOTFOUND", err)
 	}
 }
