@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net"
+	"slices"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -273,5 +274,37 @@ func TestReadsWhileAShardChangesHands(t *testing.T) {
 	}
 	if _, err := cs.Watch(ctx, 1, 999_999); changedigest.ErrorCode(err) != changedigest.ENOTFOUND {
 		t.Errorf("a watch that does not exist: %v, want ENOTFOUND", err)
+	}
+}
+
+// TestStatusOfANodeThatStopped: a node whose heartbeat is older than the
+// lease is down, serves no shard, has no lag; its counts of checks are
+// its last heartbeat's. Before, the status kept the shards it served.
+func TestStatusOfANodeThatStopped(t *testing.T) {
+	ctx := context.Background()
+	c := dialTest(t, Config{Name: "a", Dir: t.TempDir(), Shards: 2, Lease: time.Second})
+	now := time.Now()
+	for _, info := range []NodeInfo{
+		{Name: "a", Started: now.Add(-time.Minute), Beat: now, Shards: []int{0}, Ready: []int{0}, Checks: 3},
+		{Name: "gone", Started: now.Add(-time.Hour), Beat: now.Add(-10 * time.Second), Shards: []int{0, 1}, Ready: []int{0, 1}, Lag: 5, Checks: 7},
+	} {
+		data, _ := json.Marshal(info)
+		if _, err := c.nodes.Put(ctx, info.Name, data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	infos, _, err := c.Shards(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(infos, func(n NodeInfo) bool { return n.Name == "gone" })
+	if i < 0 {
+		t.Fatalf("the node that stopped is not listed: %+v", infos)
+	}
+	if g := infos[i]; !g.Down || len(g.Shards) != 0 || len(g.Ready) != 0 || g.Lag != 0 || g.Checks != 7 {
+		t.Errorf("the node that stopped: down %v, shards %v, served %v, lag %d, checks %d; want down, none, none, 0, 7", g.Down, g.Shards, g.Ready, g.Lag, g.Checks)
+	}
+	if a := infos[1-i]; a.Down || len(a.Shards) != 1 || len(a.Ready) != 1 {
+		t.Errorf("the node alive: down %v, shards %v, served %v", a.Down, a.Shards, a.Ready)
 	}
 }

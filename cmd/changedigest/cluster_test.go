@@ -594,3 +594,26 @@ func TestServeDemoIsSingle(t *testing.T) {
 		}
 	}
 }
+
+// TestClusterStatusOfADownNode: a node that is down is shown serving
+// nothing, with no up time, and the shards still recorded as its are
+// marked.
+func TestClusterStatusOfADownNode(t *testing.T) {
+	now := time.Now()
+	st := &cluster.Status{
+		Nodes: []cluster.NodeInfo{
+			{Name: "a", Started: now.Add(-time.Hour), Beat: now, Shards: []int{0}, Ready: []int{0}, Checks: 12},
+			{Name: "b", Started: now.Add(-time.Hour), Beat: now.Add(-time.Minute), Down: true, Checks: 7},
+		},
+		Owners: []string{"a", "b"},
+	}
+	var out strings.Builder
+	printClusterStatus(&out, st)
+	var lines []string
+	for _, l := range strings.Split(out.String(), "\n") {
+		lines = append(lines, strings.Join(strings.Fields(l), " "))
+	}
+	if !slices.Contains(lines, "b down 0 0 0 7 0 - 1m0s ago") || !slices.Contains(lines, "1 b (down)") {
+		t.Errorf("a node that is down, and its shard:\n%s", out.String())
+	}
+}
