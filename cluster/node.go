@@ -334,6 +334,20 @@ func liveNodes(ctx context.Context, c *Conn, now time.Time) (map[string]bool, er
 	return live, err
 }
 
+// liveNow lists the nodes alive as the node saw them at its last look at
+// the heartbeats (every quarter of the lease) when that look is less than
+// a lease old; else it reads the heartbeats, within 2 s (a stream electing
+// its leader makes each read wait up to 5 s, and a question to the nodes
+// is better answered busy at once).
+func (n *Node) liveNow(ctx context.Context) (map[string]bool, error) {
+	if a := n.alive.Load(); a != nil && n.now().Sub(a.at) < n.Conn.Config.Lease {
+		return a.nodes, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	return liveNodes(ctx, n.Conn, n.now())
+}
+
 // nodeInfos reads the nodes' last heartbeats, message by message from
 // the bucket's stream (one message per node: the bucket keeps no history).
 func nodeInfos(ctx context.Context, stream jetstream.Stream) ([]NodeInfo, error) {
@@ -1301,7 +1315,8 @@ func (n *Node) owns(id int64) bool {
 	return ok && v.ready.Load() != 0
 }
 
-// aliveAt is the nodes alive at a look at their heartbeats.
+// aliveAt is the nodes alive at a look at their heartbeats (nodes is not
+// changed once stored).
 type aliveAt struct {
 	nodes map[string]bool
 	at    time.Time

@@ -178,7 +178,7 @@ func gather[T any](answers []json.RawMessage, what string) ([]T, error) {
 // answers keeps its code.
 func (n *Node) scatter(ctx context.Context, subject string, question any) ([]json.RawMessage, error) {
 	c := n.Conn
-	live, err := liveNodes(ctx, c, n.now())
+	live, err := n.liveNow(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: %s: list nodes: %w", subject, unavailable(err))
 	}
@@ -239,7 +239,7 @@ func (n *Node) scatter(ctx context.Context, subject string, question any) ([]jso
 		return nil, err
 	}
 	if len(answered) < len(live) {
-		still, err := liveNodes(ctx, c, n.now())
+		still, err := n.liveNow(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("cluster: %s: list nodes: %w", subject, unavailable(err))
 		}
