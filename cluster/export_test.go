@@ -46,3 +46,13 @@ func (c *Conn) AppendUnchecked(ctx context.Context, id int64, seq int, snap *cha
 	_, err := c.js.PublishMsg(ctx, msg)
 	return err
 }
+
+// DropSchedules deletes every shard's schedules kept in the cluster, as a
+// node killed before it kept them leaves them.
+func (c *Conn) DropSchedules(ctx context.Context) error {
+	s, err := c.js.Stream(ctx, "KV_"+schedulesBucket)
+	if err != nil {
+		return err
+	}
+	return s.Purge(ctx)
+}

@@ -26,9 +26,9 @@ import (
 	"github.com/changedigest/changedigest/pet"
 )
 
-// errQueued: the due check was already queued (by this watch's previous
-// owner); its outcome goes there, and its version, if any, to the track.
-var errQueued = errors.New("cluster: this check was already queued by another node")
+// errQueued: the due check was queued before (by this watch's previous
+// owner), and is not in the queue any more: its outcome went there.
+var errQueued = errors.New("cluster: this check was queued and done before")
 
 // Node is one machine's part of the cluster. It tells the others it is
 // alive, owns its share of the shards (taking over those of a node that
@@ -76,8 +76,10 @@ type Node struct {
 	// the last look at them failed. See follow.
 	seen   knownEnds
 	unsure atomic.Bool
-	// lone: no other node was alive at the last look (every second).
-	lone atomic.Bool
+	// lone: no other node was alive at the last look (every second);
+	// alive the nodes that were, and when it looked.
+	lone  atomic.Bool
+	alive atomic.Pointer[aliveAt]
 	// settled: rebalance found the shards settled with settledLive
 	// alive; quiet counts the rounds since it last read them.
 	settled     bool
@@ -102,8 +104,11 @@ type view struct {
 	// started again reads only the definitions written since.
 	wpos atomic.Uint64
 	// sched is the schedule state kept for the shard, by watch, while a
-	// view rebuilt from the beginning defines its watches (follow's alone).
-	sched map[int64]*changedigest.Watch
+	// view rebuilt from the beginning defines its watches; counting, until
+	// it catches up, makes the versions it applies count in their watches'
+	// schedules (see countCheck). Both follow's alone.
+	sched    map[int64]*changedigest.Watch
+	counting bool
 	// schedChanged: a schedule of the shard changed since the node last
 	// kept them in the cluster (see writeSchedules).
 	schedChanged atomic.Bool
@@ -170,12 +175,8 @@ func (n *Node) Run(ctx context.Context) error {
 	sub, err := c.nc.Subscribe("cd.reply."+c.Config.Name+".*", func(m *nats.Msg) {
 		tok := m.Subject[strings.LastIndexByte(m.Subject, '.')+1:]
 		if ch, ok := n.waiters.Load(tok); ok {
-			var r reply
-			if err := json.Unmarshal(m.Data, &r); err != nil {
-				r.Err = "cluster: malformed outcome: " + err.Error()
-			}
 			select {
-			case ch.(chan reply) <- r:
+			case ch.(chan reply) <- decodeReply(m.Data):
 			default:
 			}
 		}
@@ -333,6 +334,20 @@ func liveNodes(ctx context.Context, c *Conn, now time.Time) (map[string]bool, er
 	return live, err
 }
 
+// liveNow lists the nodes alive as the node saw them at its last look at
+// the heartbeats (every quarter of the lease) when that look is less than
+// a lease old; else it reads the heartbeats, within 2 s (a stream electing
+// its leader makes each read wait up to 5 s, and a question to the nodes
+// is better answered busy at once).
+func (n *Node) liveNow(ctx context.Context) (map[string]bool, error) {
+	if a := n.alive.Load(); a != nil && n.now().Sub(a.at) < n.Conn.Config.Lease {
+		return a.nodes, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	return liveNodes(ctx, n.Conn, n.now())
+}
+
 // nodeInfos reads the nodes' last heartbeats, message by message from
 // the bucket's stream (one message per node: the bucket keeps no history).
 func nodeInfos(ctx context.Context, stream jetstream.Stream) ([]NodeInfo, error) {
@@ -373,6 +388,7 @@ func (n *Node) rebalance(ctx context.Context) error {
 	}
 	live[me] = true
 	n.lone.Store(len(live) == 1)
+	n.alive.Store(&aliveAt{nodes: live, at: n.now()})
 	total := c.Config.Shards
 	target := (total + len(live) - 1) / len(live)
 	// While the same nodes are alive and the shards were settled at the
@@ -558,8 +574,10 @@ func (n *Node) follow(ctx context.Context, v *view) error {
 	verSubj := shardVersions(v.shard)
 	if v.pos.Load() == 0 {
 		// A view made anew: its watches take the schedule state their
-		// last serving node kept.
+		// last serving node kept, and count the checks that stored the
+		// versions it applies past that.
 		v.sched = n.readSchedules(ctx, v.shard)
+		v.counting = true
 	}
 	// A look reads a subject only as far as the node knows the stream to
 	// reach (seen): a message past that is learnt of by watchEnds, which
@@ -599,7 +617,9 @@ func (n *Node) follow(ctx context.Context, v *view) error {
 			pos = m.Sequence
 			caught = !forced && pos >= known.versions
 		}
-		if err := applyGrouped(ctx, vers, n.applyVersion); err != nil {
+		if err := applyGrouped(ctx, vers, func(ctx context.Context, m *jetstream.RawStreamMsg) error {
+			return n.applyVersion(ctx, v, m)
+		}); err != nil {
 			return err
 		}
 		if len(vers) > 0 {
@@ -613,7 +633,7 @@ func (n *Node) follow(ctx context.Context, v *view) error {
 			if c.oneCopy && v.pos.Load() < known.versions {
 				v.pos.Store(known.versions)
 			}
-			v.sched = nil
+			v.sched, v.counting = nil, false
 			v.pending.Store(0)
 			v.ready.CompareAndSwap(0, n.now().UnixNano())
 		}
@@ -987,10 +1007,11 @@ func (n *Node) defineFromBucket(ctx context.Context, id int64) (bool, error) {
 	return true, nil
 }
 
-// applyVersion stores a version in the view unless it is there already
-// (applied by this node's worker, or before this process last saved its
-// place), which its subject and headers tell without decoding it.
-func (n *Node) applyVersion(ctx context.Context, m *jetstream.RawStreamMsg) error {
+// applyVersion stores a version in shard view vw unless it is there
+// already (applied by this node's worker, or before this process last
+// saved its place), which its subject and headers tell without decoding
+// it.
+func (n *Node) applyVersion(ctx context.Context, vw *view, m *jetstream.RawStreamMsg) error {
 	shard, gen := -1, 0
 	if id, seq, ok := versionOf(m); ok {
 		shard = ShardOf(id, n.Conn.Config.Shards)
@@ -1046,7 +1067,7 @@ func (n *Node) applyVersion(ctx context.Context, m *jetstream.RawStreamMsg) erro
 	if shard >= 0 {
 		n.tips.held(id, shard, gen, v.seq)
 	}
-	if err := n.learn(ctx, id, &v.meta); err != nil {
+	if err := n.learn(ctx, id, &v.meta, vw != nil && vw.counting); err != nil {
 		// The watch's next check learns it again.
 		n.logger().Warn("recording what a version tells of its page", "watch", id, "version", v.seq, "err", err)
 	}
@@ -1116,15 +1137,20 @@ func (n *Node) standIn(ctx context.Context, id int64, seq int, at time.Time) err
 // watch's page, as the pipeline's UpdateWatch does when a check stores
 // its version in its own node's view: the page's kind, its title when
 // the watch has none, and whether it looks like a shell. The watches
-// bucket holds what users define, not these.
-func (n *Node) learn(ctx context.Context, id int64, meta *versionMeta) error {
+// bucket holds what users define, not these. With count, the check that
+// stored the version counts in the watch's schedule too (countCheck).
+func (n *Node) learn(ctx context.Context, id int64, meta *versionMeta, count bool) error {
 	snap := meta.Snapshot
 	set := func(w *changedigest.Watch) (changed bool) {
 		shell := w.LooksLikeShell
 		if meta.Shell != nil {
 			shell = *meta.Shell && w.Render != changedigest.RenderBrowser
 		}
-		return w.LearnPage(snap, shell)
+		changed = w.LearnPage(snap, shell)
+		if count && countCheck(w, snap) {
+			changed = true
+		}
+		return changed
 	}
 	w, err := n.Store.Watch(ctx, pet.AnyUser, id)
 	if err != nil || !set(w) {
@@ -1135,6 +1161,44 @@ func (n *Node) learn(ctx context.Context, id int64, meta *versionMeta) error {
 		return nil
 	})
 	return err
+}
+
+// historySize is how many samples of the change rate a watch keeps (the
+// scheduler's default policy's).
+var historySize = crawl.NewPolicy().HistorySize
+
+// countCheck counts in w's schedule the check that stored version snap,
+// when it was made after w's last check as w knows it: a view rebuilt
+// after its shard's node died holds the schedule state that node last
+// kept (every ScheduleEvery), or none, and the checks since then are
+// known only by the versions they stored. Each such check counts as the
+// scheduler counts a successful one (crawl.Policy.Apply): a check, a
+// change when the track had a version before, the time of the last check
+// and change, the page's validators and a sample of the change rate. The
+// checks since that found no change are not known. It reports whether w
+// changed.
+func countCheck(w *changedigest.Watch, snap *changedigest.Snapshot) bool {
+	at := snap.FetchedAt
+	if at.IsZero() || !at.After(w.LastCheck) {
+		return false
+	}
+	// The first version the watch is known to have is its first check
+	// (or the oldest a trimmed stream keeps): no change, no sample.
+	change := snap.Seq > 1 && !w.LastCheck.IsZero()
+	if change {
+		w.Samples = append(w.Samples, changedigest.CheckSample{Interval: at.Sub(w.LastCheck), Changed: true})
+		if h := max(historySize, 1); len(w.Samples) > h {
+			w.Samples = append(w.Samples[:0:0], w.Samples[len(w.Samples)-h:]...)
+		}
+	}
+	w.Checks++
+	if change {
+		w.ChangeChecks++
+		w.LastChange = at
+	}
+	w.LastCheck = at
+	w.ETag, w.LastModified = snap.ETag, snap.LastModified
+	return true
 }
 
 // startDrop marks shard s as being dropped; false when it already is.
@@ -1251,6 +1315,25 @@ func (n *Node) owns(id int64) bool {
 	return ok && v.ready.Load() != 0
 }
 
+// aliveAt is the nodes alive at a look at their heartbeats (nodes is not
+// changed once stored).
+type aliveAt struct {
+	nodes map[string]bool
+	at    time.Time
+}
+
+// gone reports whether the node named has stopped: it was not alive at
+// this node's last look at the heartbeats, a look made in the last two
+// leases, and what it did is at least a lease old (age; a node that joined
+// since is not known yet). False for a nil node and for an unnamed one.
+func (n *Node) gone(name string, age time.Duration) bool {
+	if n == nil || name == "" || name == n.Conn.Config.Name || age < n.Conn.Config.Lease {
+		return false
+	}
+	a := n.alive.Load()
+	return a != nil && n.now().Sub(a.at) < 2*n.Conn.Config.Lease && !a.nodes[name]
+}
+
 // alone reports whether no other node was alive at the node's last look
 // (false for a nil node, and before the first look).
 func (n *Node) alone() bool { return n != nil && n.lone.Load() }
@@ -1288,19 +1371,20 @@ func (n *Node) SaveSchedule(ctx context.Context, w *changedigest.Watch) error {
 
 // Check is crawl.Checker's: it queues the check and waits for its outcome
 // from whichever worker runs it; a node with no other node alive runs it
-// itself, through the same worker code. A check of the same watch and due time
-// that another node queued (this node took the watch over since) is
-// awaited instead; when its outcome cannot be had, the watch is checked
-// again under a new ID (a second fetch of an unchanged page stores
-// nothing).
+// itself, through the same worker code. A check of the same watch and due
+// time that is in the queue already (queued by the node that served the
+// watch before this one took it over, or by this node before a restart)
+// is awaited instead. When no such check is waiting or running any more
+// (it was done, and its outcome went to the node that asked for it), the
+// watch is checked now, as a check of its own: its schedule here is older
+// than the check done elsewhere, and the check is overdue.
 func (n *Node) Check(ctx context.Context, w *changedigest.Watch) (crawl.Outcome, error) {
 	if n.alone() && n.Worker != nil {
 		// No other node to share the work with: check here, as the
 		// queue's only worker would.
 		return n.Worker.checkHere(ctx, w)
 	}
-	id := checkID(w.ID, w.NextCheck)
-	out, dup, err := n.queue(ctx, w, id)
+	out, dup, err := n.queue(ctx, w, w.NextCheck)
 	if !dup {
 		return out, err
 	}
@@ -1308,16 +1392,23 @@ func (n *Node) Check(ctx context.Context, w *changedigest.Watch) (crawl.Outcome,
 	if !errors.Is(err, errQueued) {
 		return out, err
 	}
-	n.logger().Debug("checking again a check queued by another node", "watch", w.ID)
-	out, _, err = n.queue(ctx, w, id+"#"+strconv.FormatInt(time.Now().UnixNano(), 36))
+	// Under the old due time JetStream would drop the message again (the
+	// queue keeps its IDs for 20 minutes), and the version too, should
+	// the check of that due time have stored one: a due time of its own.
+	due := time.Now()
+	if due.Equal(w.NextCheck) {
+		due = due.Add(time.Nanosecond)
+	}
+	n.logger().Debug("checking again a check done elsewhere", "watch", w.ID, "due", w.NextCheck)
+	out, _, err = n.queue(ctx, w, due)
 	return out, err
 }
 
-// queue publishes a check under the message ID and waits for its
-// outcome; dup reports that JetStream already had the ID.
-func (n *Node) queue(ctx context.Context, w *changedigest.Watch, id string) (out crawl.Outcome, dup bool, err error) {
+// queue publishes the check of w due at due (its message ID checkID) and
+// waits for its outcome; dup reports that JetStream already had the ID.
+func (n *Node) queue(ctx context.Context, w *changedigest.Watch, due time.Time) (out crawl.Outcome, dup bool, err error) {
 	c := n.Conn
-	data, err := json.Marshal(checkMsg{Watch: *w, Due: w.NextCheck})
+	data, err := json.Marshal(checkMsg{Watch: *w, Due: due})
 	if err != nil {
 		return crawl.Outcome{}, false, err
 	}
@@ -1325,9 +1416,10 @@ func (n *Node) queue(ctx context.Context, w *changedigest.Watch, id string) (out
 	ch := make(chan reply, 1)
 	n.waiters.Store(tok, ch)
 	defer n.waiters.Delete(tok)
-	msg := &nats.Msg{Subject: checkSubject(ShardOf(w.ID, c.Config.Shards)), Data: data, Header: nats.Header{}}
+	msg := &nats.Msg{Subject: checkSubject(ShardOf(w.ID, c.Config.Shards), w.ID), Data: data, Header: nats.Header{}}
 	msg.Header.Set(hdrReply, "cd.reply."+c.Config.Name+"."+tok)
-	ack, err := c.publish(ctx, msg, jetstream.WithMsgID(id))
+	msg.Header.Set(hdrDue, strconv.FormatInt(due.UnixNano(), 10))
+	ack, err := c.publish(ctx, msg, jetstream.WithMsgID(checkID(w.ID, due)))
 	if err != nil {
 		return crawl.Outcome{}, false, fmt.Errorf("cluster: queue a check of %s: %w", w, err)
 	}
@@ -1341,52 +1433,98 @@ func (n *Node) queue(ctx context.Context, w *changedigest.Watch, id string) (out
 func await(ctx context.Context, ch <-chan reply) (crawl.Outcome, error) {
 	select {
 	case r := <-ch:
-		if r.Err != "" {
-			return r.Outcome, errors.New(r.Err)
-		}
-		return r.Outcome, nil
+		return r.result()
 	case <-ctx.Done():
 		return crawl.Outcome{}, ctx.Err()
 	}
 }
 
-// awaitQueued waits for the outcome of a check another node queued (this
-// node took the watch over since): from the check's own subject, or,
-// when the check already stored its version, from the track.
+// result is the outcome and error a reply carries.
+func (r reply) result() (crawl.Outcome, error) {
+	if r.Err != "" {
+		return r.Outcome, errors.New(r.Err)
+	}
+	return r.Outcome, nil
+}
+
+// awaitQueued waits for the outcome of the check of w that is in the
+// queue (waiting, or taken by a worker and not acknowledged yet), from the
+// check's own subject, where its worker sends it. It looks at the queue
+// again meanwhile, 50 ms later at first, then less and less often,
+// up to every 5 s: a check acknowledged just after this node first
+// looked, whose outcome went before this node listened, is not waited
+// for (a check a node that died had taken stays in the queue until
+// another worker takes it, after AckWait). errQueued: no check of w is in
+// the queue (any more), and no outcome came.
 func (n *Node) awaitQueued(ctx context.Context, w *changedigest.Watch) (crawl.Outcome, error) {
 	c := n.Conn
-	ch := make(chan reply, 1)
-	sub, err := c.nc.Subscribe(outcomeSubject(w.ID, w.NextCheck), func(m *nats.Msg) {
-		var r reply
-		if err := json.Unmarshal(m.Data, &r); err != nil {
-			r.Err = "cluster: malformed outcome: " + err.Error()
-		}
-		select {
-		case ch <- r:
-		default:
-		}
-	})
+	outcomes := make(chan *nats.Msg, 8)
+	sub, err := c.nc.ChanSubscribe(outcomesOf(w.ID), outcomes)
 	if err != nil {
 		return crawl.Outcome{}, fmt.Errorf("cluster: wait for a queued check of %s: %w", w, err)
 	}
 	defer sub.Unsubscribe()
 	c.nc.Flush()
-	t := &checkTrack{c: c, shard: ShardOf(w.ID, c.Config.Shards)}
-	if out, ok := t.stored(ctx, w.ID, w.NextCheck); ok {
-		return out, nil
-	}
-	wctx, cancel := context.WithTimeout(ctx, c.Config.AckWait+10*time.Second)
-	defer cancel()
-	out, err := await(wctx, ch)
-	if wctx.Err() != nil && ctx.Err() == nil {
-		// Done before this node listened, and read then from a replica
-		// that was behind? Look once more.
-		if out, ok := t.stored(ctx, w.ID, w.NextCheck); ok {
-			return out, nil
+	for look := 50 * time.Millisecond; ; look = min(2*look, 5*time.Second) {
+		due, queued := c.queuedCheck(ctx, w.ID)
+		if !queued {
+			// Done meanwhile? Its outcome is as good.
+			select {
+			case m := <-outcomes:
+				return decodeReply(m.Data).result()
+			default:
+				return crawl.Outcome{}, errQueued
+			}
 		}
-		return out, errQueued
+		want := outcomeSubject(w.ID, due)
+		again := time.NewTimer(look)
+	waiting:
+		for {
+			select {
+			case m := <-outcomes:
+				if m.Subject == want {
+					again.Stop()
+					return decodeReply(m.Data).result()
+				}
+			case <-again.C:
+				break waiting
+			case <-ctx.Done():
+				again.Stop()
+				return crawl.Outcome{}, ctx.Err()
+			}
+		}
 	}
-	return out, err
+}
+
+// decodeReply reads an outcome message.
+func decodeReply(data []byte) reply {
+	var r reply
+	if err := json.Unmarshal(data, &r); err != nil {
+		r.Err = "cluster: malformed outcome: " + err.Error()
+	}
+	return r
+}
+
+// queuedCheck reports whether a check of the watch is in the queue
+// (waiting, or taken by a worker and not acknowledged yet), and the due
+// time of the newest such check. A look that fails says none: the caller
+// then checks afresh, which at worst fetches the page twice.
+func (c *Conn) queuedCheck(ctx context.Context, id int64) (due time.Time, queued bool) {
+	qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	m, err := c.checks.GetLastMsgForSubject(qctx, checkSubject(ShardOf(id, c.Config.Shards), id))
+	if err != nil {
+		return time.Time{}, false
+	}
+	ns, err := strconv.ParseInt(m.Header.Get(hdrDue), 10, 64)
+	if err != nil {
+		var cm checkMsg
+		if json.Unmarshal(m.Data, &cm) != nil {
+			return time.Time{}, false
+		}
+		return cm.Due, true
+	}
+	return time.Unix(0, ns), true
 }
 
 // AddWatches defines new watches in the cluster (IDs from the cluster's

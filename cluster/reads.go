@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/changedigest/changedigest"
 	"github.com/changedigest/changedigest/pet"
@@ -67,7 +68,11 @@ func (n *Node) servesAll() bool {
 	return true
 }
 
-// answerWatch answers a question about watches from this node's view.
+// answerWatch answers a question about watches from this node's view. A
+// question about one watch of a shard the node serves, caught up, is
+// answered for the cluster: what the view does not hold does not exist
+// (servedError). Of a shard it does not serve, or whose view is catching
+// up, a "not found" says only that this node does not hold it.
 func (n *Node) answerWatch(ctx context.Context, data []byte) (any, error) {
 	var q watchQuestion
 	if err := json.Unmarshal(data, &q); err != nil {
@@ -84,7 +89,44 @@ func (n *Node) answerWatch(ctx context.Context, data []byte) (any, error) {
 	if !n.serves(q.ID) {
 		return nil, fmt.Errorf("%w: watch %d is not in this node's shards", pet.ErrNotFound, q.ID)
 	}
-	return n.readWatch(ctx, q)
+	v, err := n.readWatch(ctx, q)
+	if errors.Is(err, pet.ErrNotFound) && n.owns(q.ID) {
+		return nil, servedError{err}
+	}
+	return v, err
+}
+
+// servedError is an error of the node serving a watch's shard, its view
+// caught up with the cluster's streams: a "not found" is the cluster's.
+type servedError struct{ error }
+
+func (e servedError) Unwrap() error { return e.error }
+
+// errServedNotFound marks a "not found" that the node serving the
+// watch's shard answered (servedError).
+var errServedNotFound = errors.New("cluster: not found by the node serving the shard")
+
+// missing is the error of a question about watch q.ID that no node
+// serving its shard, caught up, could answer (what err says): ENOTFOUND
+// when the watch is not defined in the cluster, or is another user's;
+// else EBUSY (a 503 with a Retry-After), not ENOTFOUND: its shard is
+// being taken over by another node, or the view serving it has not caught
+// up with its definition or its versions yet.
+func (n *Node) missing(ctx context.Context, q watchQuestion, err error) error {
+	c := n.Conn
+	notFound := changedigest.Errorf(changedigest.ENOTFOUND, "watch %d not found", q.ID)
+	e, gerr := c.watches.Get(ctx, watchKey(ShardOf(q.ID, c.Config.Shards), q.ID))
+	if errors.Is(gerr, jetstream.ErrKeyNotFound) || errors.Is(gerr, jetstream.ErrKeyDeleted) {
+		return notFound
+	}
+	if gerr != nil {
+		return fmt.Errorf("cluster: read watch %d: %w", q.ID, unavailable(gerr))
+	}
+	var w changedigest.Watch
+	if json.Unmarshal(e.Value(), &w) != nil || q.UserID != pet.AnyUser && w.UserID != q.UserID {
+		return notFound
+	}
+	return fmt.Errorf("cluster: watch %d: its shard is not served yet (%v): %w", q.ID, err, errUnavailable)
 }
 
 // readWatch reads one watch's data from this node's view.
@@ -128,25 +170,34 @@ func (n *Node) askServing(ctx context.Context, subject string, id int64, data []
 }
 
 // askWatch reads one watch's data into out: from this node's view when
-// it keeps the watch's shard, else from the node that does.
+// it keeps the watch's shard, else from the node that does. What a view
+// not caught up, or no node, holds of a watch is looked for in the
+// cluster's definitions (missing): a watch that exists is never "not
+// found" while its shard changes hands.
 func askWatch[T any](ctx context.Context, n *Node, q watchQuestion) (T, error) {
 	var out T
 	if n.serves(q.ID) {
 		v, err := n.readWatch(ctx, q)
+		if errors.Is(err, pet.ErrNotFound) && !n.owns(q.ID) {
+			return out, n.missing(ctx, q, err)
+		}
 		if err != nil {
 			return out, err
 		}
 		return v.(T), nil
 	}
 	answers, err := n.scatter(ctx, watchSubject, q)
+	if errors.Is(err, errServedNotFound) {
+		return out, changedigest.Errorf(changedigest.ENOTFOUND, "watch %d not found", q.ID)
+	}
+	if errors.Is(err, pet.ErrNotFound) {
+		return out, n.missing(ctx, q, err)
+	}
 	if err != nil {
-		if errors.Is(err, pet.ErrNotFound) {
-			return out, changedigest.Errorf(changedigest.ENOTFOUND, "watch %d not found", q.ID)
-		}
 		return out, err
 	}
 	if len(answers) == 0 {
-		return out, changedigest.Errorf(changedigest.ENOTFOUND, "watch %d not found (no node serves its shard now)", q.ID)
+		return out, n.missing(ctx, q, errors.New("no node serves its shard now"))
 	}
 	if err := json.Unmarshal(answers[0], &out); err != nil {
 		return out, fmt.Errorf("cluster: read watch %d: %w", q.ID, err)
@@ -155,7 +206,9 @@ func askWatch[T any](ctx context.Context, n *Node, q watchQuestion) (T, error) {
 }
 
 // Watch reads the watch from the node serving its shard. Errors:
-// ENOTFOUND when it does not exist or is another user's.
+// ENOTFOUND when it does not exist or is another user's; EBUSY when it
+// exists and no node serves its shard, caught up, yet (a node that died
+// is being replaced).
 func (s Store) Watch(ctx context.Context, userID, id int64) (*changedigest.Watch, error) {
 	return askWatch[*changedigest.Watch](ctx, s.Node, watchQuestion{Op: "watch", UserID: userID, ID: id})
 }
@@ -184,7 +237,7 @@ func (s Store) Body(ctx context.Context, watchID int64, seq int) ([]byte, error)
 // Screenshot reads a version's screenshot from the node serving the
 // watch's shard.
 func (s Store) Screenshot(ctx context.Context, watchID int64, seq int) (*changedigest.Screenshot, error) {
-	if s.Node.serves(watchID) {
+	if s.Node.owns(watchID) {
 		return s.Store.Screenshot(ctx, watchID, seq)
 	}
 	sh, err := askWatch[shot](ctx, s.Node, watchQuestion{Op: "screenshot", ID: watchID, Seq: seq})

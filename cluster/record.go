@@ -23,7 +23,7 @@ import (
 
 // Headers of the messages.
 const (
-	hdrDue   = "Cd-Due"   // a check's due time, Unix nanoseconds
+	hdrDue   = "Cd-Due"   // a check's due time, Unix nanoseconds (of a version: the check that stored it)
 	hdrSeq   = "Cd-Seq"   // a version's number in its watch's track
 	hdrReply = "Cd-Reply" // where a check's outcome goes
 	hdrEnc   = "Cd-Enc"   // "s2": the version message is S2-compressed
@@ -32,7 +32,12 @@ const (
 // ShardOf is the shard of a watch.
 func ShardOf(watchID int64, shards int) int { return int(uint64(watchID) % uint64(shards)) }
 
-func checkSubject(shard int) string { return "cd.check." + strconv.Itoa(shard) }
+// checkSubject is the subject of the checks of a watch in the queue: one
+// per watch, so that the checks of a watch waiting or running can be
+// looked up (queuedCheck).
+func checkSubject(shard int, watchID int64) string {
+	return "cd.check." + strconv.Itoa(shard) + "." + strconv.FormatInt(watchID, 10)
+}
 
 func versionSubject(shard int, watchID int64) string {
 	return "cd.ver." + strconv.Itoa(shard) + "." + strconv.FormatInt(watchID, 10)
@@ -48,6 +53,9 @@ func watchKey(shard int, watchID int64) string {
 func outcomeSubject(watchID int64, due time.Time) string {
 	return "cd.outcome." + strconv.FormatInt(watchID, 10) + "." + strconv.FormatInt(due.UnixNano(), 10)
 }
+
+// outcomesOf is the subjects of the outcomes of every check of a watch.
+func outcomesOf(watchID int64) string { return "cd.outcome." + strconv.FormatInt(watchID, 10) + ".*" }
 
 // checkID identifies one due check of a watch: JetStream drops a second
 // message with the same ID, and a version stored by the check carries it.

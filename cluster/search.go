@@ -25,8 +25,11 @@ type answer struct {
 	Node string          `json:"node"`
 	Data json.RawMessage `json:"data,omitempty"`
 	Err  string          `json:"err,omitempty"`
-	// NotFound marks an error that means "not in this view".
+	// NotFound marks an error that means "not in this view"; Served, a
+	// "not found" of the node serving the watch's shard asked about, its
+	// view caught up (servedError): the cluster holds no such thing.
 	NotFound bool `json:"not_found,omitempty"`
+	Served   bool `json:"served,omitempty"`
 	// Code and Message are the error's code and its message for users
 	// (changedigest.ErrorCode and ErrorMessage).
 	Code    string `json:"code,omitempty"`
@@ -35,7 +38,9 @@ type answer struct {
 
 // failed records err in the answer.
 func (r *answer) failed(err error) {
+	var served servedError
 	r.Err, r.NotFound = err.Error(), errors.Is(err, pet.ErrNotFound)
+	r.Served = r.NotFound && errors.As(err, &served)
 	r.Code, r.Message = changedigest.ErrorCode(err), changedigest.ErrorMessage(err)
 }
 
@@ -164,15 +169,16 @@ func gather[T any](answers []json.RawMessage, what string) ([]T, error) {
 }
 
 // scatter asks every live node the question and gathers the answers
-// ("not in this view" answers are left out; nil when every node gave
-// one). A node that gives no answer within the wait (a lease and a
-// second) is left out when its lease has run out meanwhile: it stopped,
-// and its shards go to the others. Any other silence, or JetStream not
-// answering, is errUnavailable (EBUSY); an error a node answers keeps
-// its code.
+// ("not in this view" answers are left out; when every node gave one,
+// pet.ErrNotFound, with errServedNotFound when the node serving the watch
+// asked about gave it). A node that gives no answer within the wait (a
+// lease and a second) is left out when its lease has run out meanwhile:
+// it stopped, and its shards go to the others. Any other silence, or
+// JetStream not answering, is errUnavailable (EBUSY); an error a node
+// answers keeps its code.
 func (n *Node) scatter(ctx context.Context, subject string, question any) ([]json.RawMessage, error) {
 	c := n.Conn
-	live, err := liveNodes(ctx, c, n.now())
+	live, err := n.liveNow(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: %s: list nodes: %w", subject, unavailable(err))
 	}
@@ -216,8 +222,12 @@ func (n *Node) scatter(ctx context.Context, subject string, question any) ([]jso
 		}
 		answered[r.Node] = true
 		switch {
+		case r.NotFound && r.Served:
+			notFound = fmt.Errorf("%w: %w: %s", pet.ErrNotFound, errServedNotFound, r.Err)
 		case r.NotFound:
-			notFound = fmt.Errorf("%w: %s", pet.ErrNotFound, r.Err)
+			if notFound == nil {
+				notFound = fmt.Errorf("%w: %s", pet.ErrNotFound, r.Err)
+			}
 		case r.Err != "":
 			// The same mistake (a bad query) on every node: say it once.
 			return nil, r.err(subject)
@@ -229,7 +239,7 @@ func (n *Node) scatter(ctx context.Context, subject string, question any) ([]jso
 		return nil, err
 	}
 	if len(answered) < len(live) {
-		still, err := liveNodes(ctx, c, n.now())
+		still, err := n.liveNow(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("cluster: %s: list nodes: %w", subject, unavailable(err))
 		}

@@ -37,16 +37,22 @@ type StreamState struct {
 	Bytes    uint64   `json:"bytes"`
 }
 
-// Shards reads the nodes' last heartbeats (Down set by the lease) and
-// each shard's owner: the part of Status that answers while a stream
-// whose leader died elects another.
+// Shards reads the nodes' last heartbeats and each shard's owner: the
+// part of Status that answers while a stream whose leader died elects
+// another. A node whose heartbeat is older than the lease is Down: it
+// serves nothing, whatever its last heartbeat said (its shards, served
+// or not, and their lag are left out; its counts of checks are those of
+// its last heartbeat).
 func (c *Conn) Shards(ctx context.Context) ([]NodeInfo, []string, error) {
 	infos, err := nodeInfos(ctx, c.nodesStream)
 	if err != nil {
 		return nil, nil, fmt.Errorf("cluster: list nodes: %w", err)
 	}
 	for i := range infos {
-		infos[i].Down = time.Since(infos[i].Beat) >= c.Config.Lease
+		if n := &infos[i]; time.Since(n.Beat) >= c.Config.Lease {
+			n.Down = true
+			n.Shards, n.Ready, n.Lag = nil, nil, 0
+		}
 	}
 	owners := make([]string, c.Config.Shards)
 	for s := range c.Config.Shards {

@@ -253,14 +253,29 @@ func (wk *Worker) finish(ctx context.Context, m jetstream.Msg, id int64, due tim
 }
 
 // A host's entry in the hosts bucket: busy while a request to it runs,
-// free after, with the gap to keep from the entry's time (the server's):
-// "free 30ms". A bare "free" keeps HostGap.
+// with the name of the node whose worker runs it ("busy n1"), free
+// after, with the gap to keep from the entry's time (the server's): "free
+// 30ms". A bare "free" keeps HostGap; a bare "busy" (an older node's) is
+// held for AckWait.
 var (
 	hostBusy = []byte("busy")
 	hostFree = []byte("free")
 )
 
 func freeFor(gap time.Duration) []byte { return []byte(string(hostFree) + " " + gap.String()) }
+
+// busyBy is the entry of a host that node's worker is asking.
+func busyBy(node string) []byte { return []byte(string(hostBusy) + " " + node) }
+
+// busyOf reads a host's entry: whether a request to it runs, and on
+// which node ("" when the entry does not say).
+func busyOf(v []byte) (busy bool, node string) {
+	if string(v) == string(hostBusy) {
+		return true, ""
+	}
+	node, busy = strings.CutPrefix(string(v), string(hostBusy)+" ")
+	return busy, node
+}
 
 // gapOf reads the gap of a host's free entry: HostGap when it has none.
 func (c *Conn) gapOf(v []byte) time.Duration {
@@ -273,10 +288,10 @@ func (c *Conn) gapOf(v []byte) time.Duration {
 }
 
 // takeHost marks a host busy unless a request to it runs (a busy entry
-// younger than AckWait: older ones are of workers that died) or ended
-// less than its gap ago; when it does not, wait is how long to leave the
-// check before trying again. JetStream's compare-and-set lets one worker
-// in the cluster take it.
+// younger than AckWait, of a node that is alive: the request of a worker
+// that died ends with it) or ended less than its gap ago; when it does
+// not, wait is how long to leave the check before trying again.
+// JetStream's compare-and-set lets one worker in the cluster take it.
 func (wk *Worker) takeHost(ctx context.Context, host string, local bool) (ok bool, wait time.Duration, err error) {
 	c := wk.Conn
 	if local {
@@ -285,9 +300,10 @@ func (wk *Worker) takeHost(ctx context.Context, host string, local bool) (ok boo
 	}
 	key := hostKey(host)
 	wait = c.Config.HostGap
+	me := busyBy(c.Config.Name)
 	e, err := c.hosts.Get(ctx, key)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		_, err = c.hosts.Create(ctx, key, hostBusy)
+		_, err = c.hosts.Create(ctx, key, me)
 		if conflict(err) {
 			return false, wait, nil
 		}
@@ -297,14 +313,14 @@ func (wk *Worker) takeHost(ctx context.Context, host string, local bool) (ok boo
 		return false, wait, err
 	}
 	age := time.Since(e.Created())
-	busy := string(e.Value()) == string(hostBusy)
-	if busy && age < c.Config.AckWait {
+	busy, holder := busyOf(e.Value())
+	if busy && age < c.Config.AckWait && !wk.Node.gone(holder, age) {
 		return false, wait, nil
 	}
 	if gap := c.gapOf(e.Value()); !busy && age < gap {
 		return false, max(gap-age, time.Millisecond), nil
 	}
-	_, err = c.hosts.Update(ctx, key, hostBusy, e.Revision())
+	_, err = c.hosts.Update(ctx, key, me, e.Revision())
 	if conflict(err) {
 		return false, wait, nil
 	}

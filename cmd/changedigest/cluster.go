@@ -89,13 +89,17 @@ func printClusterStatus(out io.Writer, st *cluster.Status) {
 		len(st.Nodes), len(st.Owners), st.Replicas, st.Watches, st.Versions, st.Queued, st.Running)
 	tw := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NODE\tSTATE\tSHARDS\tSERVED\tLAG\tCHECKS\tFAILED\tUP\tLAST BEAT")
+	down := map[string]bool{}
 	for _, n := range st.Nodes {
-		state := "up"
+		// A node that is down serves nothing and is not up: no shards,
+		// no up time (its checks are those of its last heartbeat).
+		state, up := "up", n.Beat.Sub(n.Started).Round(time.Second).String()
 		if n.Down {
-			state = "down"
+			state, up = "down", "-"
+			down[n.Name] = true
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\t%s ago\n", n.Name, state, len(n.Shards), len(n.Ready), n.Lag,
-			n.Checks, n.Failed, n.Beat.Sub(n.Started).Round(time.Second), time.Since(n.Beat).Round(100*time.Millisecond))
+			n.Checks, n.Failed, up, time.Since(n.Beat).Round(100*time.Millisecond))
 	}
 	tw.Flush()
 	tw = tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
@@ -103,6 +107,8 @@ func printClusterStatus(out io.Writer, st *cluster.Status) {
 	for s, owner := range st.Owners {
 		if owner == "" {
 			owner = "(none)"
+		} else if down[owner] {
+			owner += " (down)"
 		}
 		fmt.Fprintf(tw, "%d\t%s\n", s, owner)
 	}

@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -60,9 +61,15 @@ const killSecret = "kill-test-secret"
 // node holds on the others, before and after the kill. Then a rolling
 // restart (the killed node back, each node stopped and started again in
 // turn) runs while a second batch of watches gets its first versions,
-// and the same is checked of both batches.
+// and the same is checked of both batches. Last, in steady state (watches
+// checked every minute, some of their pages changed a moment before), a
+// node is killed again: every check overdue when the others take its
+// shards over runs within a check interval, the failover and a margin,
+// every change is stored once, and the watches' pages answer 200 or 503
+// (never 404) on a survivor meanwhile.
 // CHANGEDIGEST_CLUSTER_WATCHES sets the number of watches (default
-// 10,000).
+// 10,000), CHANGEDIGEST_CLUSTER_STEADY the number checked every minute
+// (default 600).
 func TestClusterKill(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a cluster of three processes")
@@ -71,8 +78,15 @@ func TestClusterKill(t *testing.T) {
 	if v := os.Getenv("CHANGEDIGEST_CLUSTER_WATCHES"); v != "" {
 		watches, _ = strconv.Atoi(v)
 	}
-	const shards = 12
-	farm := crawltest.NewFarm(t, crawltest.FarmConfig{Hosts: 100, Pages: watches, Size: 2 << 10, Rate: func(int) float64 { return 0 }})
+	steady := 600
+	if v := os.Getenv("CHANGEDIGEST_CLUSTER_STEADY"); v != "" {
+		steady, _ = strconv.Atoi(v)
+	}
+	const shards, hosts, steadyHosts = 12, 100, 5
+	// The pages past the first watches' are the steady state's, on 5 of
+	// the hosts.
+	farm := crawltest.NewFarm(t, crawltest.FarmConfig{Hosts: hosts, Pages: watches + steady*hosts/steadyHosts + hosts, Size: 2 << 10,
+		Rate: func(int) float64 { return 0 }})
 
 	ports := freePorts(t, 6)
 	routes, clients := ports[:3], ports[3:]
@@ -379,6 +393,155 @@ func TestClusterKill(t *testing.T) {
 	readSites()
 	signedIn("after the rolling restart", 0, 1, 2)
 
+	// Steady state: watches checked every minute, on 5 hosts. Once each
+	// was checked twice, half their pages change, and another node is
+	// killed in the middle of the next round of checks (some of its
+	// watches have found the change, others not yet), as a kill 20 s
+	// after a change of every page would be with watches checked at any
+	// time of the minute.
+	var steadyWs []*changedigest.Watch
+	var steadyPages []int
+	for i := watches; len(steadyPages) < steady; i++ {
+		if i%hosts < steadyHosts {
+			steadyPages = append(steadyPages, i)
+			steadyWs = append(steadyWs, &changedigest.Watch{UserID: 1, URL: farm.URL(i), Interval: time.Minute})
+		}
+	}
+	rec := newRequestLog(farm, steadyPages)
+	recCtx, stopRec := context.WithCancel(ctx)
+	defer stopRec()
+	go rec.run(recCtx)
+	if err := conn.AddWatches(ctx, steadyWs); err != nil {
+		t.Fatal(err)
+	}
+	began = time.Now()
+	// rounds waits until a share of the pages were requested n times.
+	rounds := func(n int, share float64, limit time.Duration) {
+		t.Helper()
+		for end := time.Now().Add(limit); rec.requested(n) < share; time.Sleep(100 * time.Millisecond) {
+			if time.Now().After(end) {
+				t.Fatalf("steady state: %.0f %% of the pages were requested %d times after %s, want %.0f %%", 100*rec.requested(n), n, time.Since(began).Round(time.Second), 100*share)
+			}
+		}
+	}
+	rounds(1, 1, 2*time.Minute)
+	t.Logf("the steady state's %d watches checked once %s after they were defined", steady, time.Since(began).Round(time.Millisecond))
+	rounds(2, 1, 2*time.Minute)
+	time.Sleep(25 * time.Second)
+	changed := time.Now()
+	for k, i := range steadyPages {
+		if k%2 == 0 {
+			farm.Pages[i].Touch()
+		}
+	}
+	rec.changed(changed, func(k int) bool { return k%2 == 0 })
+	// The steady watches' pages on a survivor through the kill.
+	const steadyVictim = 2
+	codes := map[int]int{}
+	readCtx, stopReads := context.WithCancel(ctx)
+	readsDone := make(chan struct{})
+	go func() {
+		defer close(readsDone)
+		for k := 0; readCtx.Err() == nil; k++ {
+			req, _ := http.NewRequestWithContext(readCtx, "GET", fmt.Sprintf("%s/watches/%d", sites[0], steadyWs[k%steady].ID), nil)
+			resp, err := web.Do(req)
+			if err != nil {
+				continue
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			codes[resp.StatusCode]++
+		}
+	}()
+	rounds(3, 0.4, 90*time.Second)
+	t.Logf("steady state: the pages changed %s before the kill", time.Since(changed).Round(100*time.Millisecond))
+	if err := procs[steadyVictim].Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-exited[steadyVictim]
+	killed = time.Now()
+	for end := killed.Add(2 * time.Minute); ; time.Sleep(200 * time.Millisecond) {
+		sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		nodes, owners, err := conn.Shards(sctx)
+		cancel()
+		if err == nil && served(&cluster.Status{Nodes: nodes, Owners: owners}, 2) {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatalf("in steady state, the dead node's shards were not served again within 2 minutes (last error %v)", err)
+		}
+	}
+	failover := time.Since(killed)
+	// A check is due a minute after the last, give or take a tenth; one
+	// of the dead node's shards, or one its worker had taken, runs once a
+	// survivor serves the shard, or once the check is given to another
+	// worker (AckWait, 15 s here). The margin is for this machine's load.
+	const interval, ackWait, margin = 66 * time.Second, 15 * time.Second, 30 * time.Second
+	bound := interval + failover + ackWait + margin
+	for end := killed.Add(bound + 10*time.Second); time.Now().Before(end) && !rec.allAfter(killed); time.Sleep(time.Second) {
+	}
+	stopReads()
+	<-readsDone
+	// Every page is checked within the bound of its last check before
+	// the kill; every change is read within the bound of the change.
+	var late, lateChanged []string
+	var worst, worstChange time.Duration
+	for k := range steadyPages {
+		before, after := rec.around(k, killed)
+		if after.IsZero() {
+			after = time.Now()
+		}
+		worst = max(worst, after.Sub(before))
+		if after.Sub(before) > bound {
+			late = append(late, fmt.Sprintf("watch %d %s", steadyWs[k].ID, after.Sub(before).Round(time.Second)))
+		}
+		if k%2 == 0 {
+			seen := rec.firstFull(k)
+			if seen.IsZero() {
+				seen = time.Now()
+			}
+			worstChange = max(worstChange, seen.Sub(changed))
+			if seen.Sub(changed) > bound {
+				lateChanged = append(lateChanged, fmt.Sprintf("watch %d %s", steadyWs[k].ID, seen.Sub(changed).Round(time.Second)))
+			}
+		}
+	}
+	t.Logf("steady state: the dead node's shards served again %s after the kill; the longest gap between two checks of a page across the kill %s, the latest change read %s after it was made (bound %s); pages on a survivor: %v",
+		failover.Round(time.Millisecond), worst.Round(100*time.Millisecond), worstChange.Round(100*time.Millisecond), bound.Round(time.Second), codes)
+	if len(late) > 0 {
+		t.Errorf("%d pages checked more than %s apart across the kill: %s", len(late), bound.Round(time.Second), strings.Join(late[:min(10, len(late))], ", "))
+	}
+	if len(lateChanged) > 0 {
+		t.Errorf("%d changes read more than %s after they were made: %s", len(lateChanged), bound.Round(time.Second), strings.Join(lateChanged[:min(10, len(lateChanged))], ", "))
+	}
+	for c, n := range codes {
+		if c != http.StatusOK && c != http.StatusServiceUnavailable {
+			t.Errorf("a steady watch's page on a survivor answered %d %d times through the kill", c, n)
+		}
+	}
+	// Each change stored once, nothing else.
+	steadyCounts, dups, err := conn.VersionCounts(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dups != 0 {
+		t.Errorf("steady state: %d due checks stored more than one version", dups)
+	}
+	for k, w := range steadyWs {
+		if want := 1 + (1 - k%2); steadyCounts[w.ID] != want {
+			t.Errorf("steady state: watch %d has %d versions, want %d", w.ID, steadyCounts[w.ID], want)
+		}
+	}
+	if n := len(slices.DeleteFunc(slices.Clone(ws), func(w *changedigest.Watch) bool { return steadyCounts[w.ID] == 1 })); n > 0 {
+		t.Errorf("after the steady state's kill: %d watches of the first batches have other than one version", n)
+	}
+	start(steadyVictim)
+	st = wait("the node killed in steady state back", 2*time.Minute, func(st *cluster.Status) bool { return served(st, 3) && lagless(st) })
+	if counts, _, err = conn.VersionCounts(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ws = append(ws, steadyWs...)
+
 	// Stop the nodes and read their stores: each owner holds every
 	// version of its shards.
 	for i, p := range procs {
@@ -487,6 +650,103 @@ func untilNotBusy(patience time.Duration, do func() (*http.Response, error)) (*h
 	}
 }
 
+// requestLog records when the pages of a farm were requested, as seen by
+// looking at their counters every 100 ms.
+type requestLog struct {
+	farm  *crawltest.Farm
+	pages []int // the pages followed (k: index here)
+	mu    sync.Mutex
+	at    [][]time.Time
+	// full is the first answer in full after the change, of the pages
+	// changed.
+	base []int64
+	full []time.Time
+	want func(k int) bool
+}
+
+func newRequestLog(f *crawltest.Farm, pages []int) *requestLog {
+	return &requestLog{farm: f, pages: pages, at: make([][]time.Time, len(pages))}
+}
+
+func (r *requestLog) run(ctx context.Context) {
+	last := make([]int64, len(r.pages))
+	for ctx.Err() == nil {
+		now := time.Now()
+		r.mu.Lock()
+		for k, i := range r.pages {
+			p := r.farm.Pages[i]
+			if n := p.Requests.Load(); n != last[k] {
+				for range n - last[k] {
+					r.at[k] = append(r.at[k], now)
+				}
+				last[k] = n
+			}
+			if r.want != nil && r.want(k) && r.full[k].IsZero() && p.Full.Load() > r.base[k] {
+				r.full[k] = now
+			}
+		}
+		r.mu.Unlock()
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// changed notes that the pages want says changed at.
+func (r *requestLog) changed(at time.Time, want func(k int) bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.base, r.full, r.want = make([]int64, len(r.pages)), make([]time.Time, len(r.pages)), want
+	for k, i := range r.pages {
+		r.base[k] = r.farm.Pages[i].Full.Load()
+	}
+}
+
+// requested is the share of the pages requested at least n times.
+func (r *requestLog) requested(n int) float64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	k := 0
+	for _, at := range r.at {
+		if len(at) >= n {
+			k++
+		}
+	}
+	return float64(k) / float64(max(len(r.at), 1))
+}
+
+// allAfter reports whether every page was requested after t, and every
+// page changed read in full since.
+func (r *requestLog) allAfter(t time.Time) bool {
+	for k := range r.pages {
+		if _, after := r.around(k, t); after.IsZero() {
+			return false
+		}
+		if r.want != nil && r.want(k) && r.firstFull(k).IsZero() {
+			return false
+		}
+	}
+	return true
+}
+
+// around returns page k's last request before t and its first after.
+func (r *requestLog) around(k int, t time.Time) (before, after time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, at := range r.at[k] {
+		if at.Before(t) {
+			before = at
+		} else if after.IsZero() {
+			after = at
+		}
+	}
+	return before, after
+}
+
+func (r *requestLog) firstFull(k int) time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.full[k]
+}
+
 func lagless(st *cluster.Status) bool {
 	for _, n := range st.Nodes {
 		if !n.Down && n.Lag != 0 {
@@ -592,5 +852,28 @@ func TestServeDemoIsSingle(t *testing.T) {
 		if code != 2 || !strings.Contains(errs, "--demo runs a single serve") {
 			t.Errorf("serve --demo %v: exit %d, %s", flag, code, errs)
 		}
+	}
+}
+
+// TestClusterStatusOfADownNode: a node that is down is shown serving
+// nothing, with no up time, and the shards still recorded as its are
+// marked.
+func TestClusterStatusOfADownNode(t *testing.T) {
+	now := time.Now()
+	st := &cluster.Status{
+		Nodes: []cluster.NodeInfo{
+			{Name: "a", Started: now.Add(-time.Hour), Beat: now, Shards: []int{0}, Ready: []int{0}, Checks: 12},
+			{Name: "b", Started: now.Add(-time.Hour), Beat: now.Add(-time.Minute), Down: true, Checks: 7},
+		},
+		Owners: []string{"a", "b"},
+	}
+	var out strings.Builder
+	printClusterStatus(&out, st)
+	var lines []string
+	for _, l := range strings.Split(out.String(), "\n") {
+		lines = append(lines, strings.Join(strings.Fields(l), " "))
+	}
+	if !slices.Contains(lines, "b down 0 0 0 7 0 - 1m0s ago") || !slices.Contains(lines, "1 b (down)") {
+		t.Errorf("a node that is down, and its shard:\n%s", out.String())
 	}
 }

@@ -9,7 +9,14 @@
 //
 //   - startup: the time from exec to "changedigest is running" and the
 //     resident memory a few seconds later, for `serve` and for a
-//     one-node `serve --cluster`.
+//     one-node `serve --cluster`;
+//
+//   - kill: what kill -9 of one of three nodes costs in steady state
+//     (every watch checked every minute; with -change every page changes
+//     20 s before the kill): how late the checks come around the kill, how
+//     long the changes take to be read, the farm's requests in each ten
+//     seconds, the answers of the watches' versions on a survivor, and the
+//     status of the dead node.
 //
 // A plain `serve` is itself a cluster of one (its own embedded server);
 // -before BIN adds the mode "before": a plain `serve` of another build
@@ -20,6 +27,7 @@
 //
 //	go build -o /tmp/changedigest ./cmd/changedigest
 //	go run ./cmd/clusterbench -bin /tmp/changedigest -pages 3000
+//	go run ./cmd/clusterbench -bin /tmp/changedigest -measure kill -pages 600 -hosts 20 [-change]
 package main
 
 import (
@@ -56,9 +64,14 @@ func main() {
 	pages := flag.Int("pages", 5000, "pages on the farm (one watch each)")
 	hosts := flag.Int("hosts", 100, "loopback servers the pages are spread over")
 	runs := flag.Int("runs", 3, "runs of each measurement")
-	what := flag.String("measure", "cpu,startup", "cpu, startup or both")
+	what := flag.String("measure", "cpu,startup", "cpu, startup or both; or kill")
 	modes := flag.String("modes", "single,cluster1,cluster3", "the set-ups -measure cpu runs (and before, with -before)")
 	pass := flag.String("pass", "first", "the checks -measure cpu counts: first (every page new), second (a minute later every watch is checked again; a tenth of the pages changed, the others answer 304) or define (the watches defined, paused: what the first pass of a cluster counts besides its checks; a single serve's watches are defined before it starts)")
+	settle := flag.Duration("settle", 3*time.Minute, "-measure kill: the steady state before the change or the kill")
+	ackWait := flag.Duration("ack-wait", 2*time.Minute, "-measure kill: serve's --check-ack-wait")
+	change := flag.Bool("change", false, "-measure kill: every page changes 20 s before the kill")
+	after := flag.Duration("after", 4*time.Minute, "-measure kill: how long the run goes on after the kill")
+	keep := flag.Bool("keep", false, "-measure kill: keep the data directories and the nodes' logs")
 	flag.Parse()
 	if *bin == "" {
 		fmt.Fprintln(os.Stderr, "clusterbench: -bin is required")
@@ -73,6 +86,15 @@ func main() {
 			return *before, "single"
 		}
 		return *bin, mode
+	}
+	if *what == "kill" {
+		for range *runs {
+			if err := killRun(killConfig{bin: *bin, pages: *pages, hosts: *hosts, settle: *settle, ackWait: *ackWait,
+				change: *change, changeToKill: 20 * time.Second, watchAfterKill: *after, keep: *keep}); err != nil {
+				fail(err)
+			}
+		}
+		return
 	}
 	if strings.Contains(*what, "startup") {
 		startModes := []string{"single", "cluster1"}
