@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net/url"
+	"strings"
 	"time"
 
 	"github.com/changedigest/changedigest"
@@ -177,6 +179,7 @@ func (p *Pipeline) Check(ctx context.Context, w *changedigest.Watch) (Outcome, e
 	if res.FinalURL != w.URL {
 		snap.FinalURL = res.FinalURL
 	}
+	resolveLinks(snap.Changes, res.FinalURL)
 	snap.Size, snap.BodyHash = len(res.Raw), bodyHash
 	snap.Zone = w.Zone
 	snap.Screenshot = segmentBoxes(res.Screenshot, snap.Segments)
@@ -294,4 +297,33 @@ func segmentBoxes(shot *changedigest.Screenshot, segs []changedigest.Segment) *c
 		out.Boxes = append(out.Boxes, b)
 	}
 	return &out
+}
+
+// resolveLinks makes the links of changes (a story's headline, a feed
+// item's) absolute against the address the page was read from; a link
+// that does not resolve to http or https is dropped.
+func resolveLinks(cs []changedigest.Change, base string) {
+	var b *url.URL
+	for i := range cs {
+		c := &cs[i]
+		if c.Link == "" || hasHTTPScheme(c.Link) {
+			continue
+		}
+		if b == nil {
+			var err error
+			if b, err = url.Parse(base); err != nil {
+				return
+			}
+		}
+		u, err := b.Parse(c.Link)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
+			c.Link = ""
+			continue
+		}
+		c.Link = u.String()
+	}
+}
+
+func hasHTTPScheme(s string) bool {
+	return len(s) > 8 && (strings.EqualFold(s[:7], "http://") || strings.EqualFold(s[:8], "https://"))
 }

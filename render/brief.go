@@ -316,9 +316,9 @@ func BriefLine(c ChangeView) string {
 	if c.Item != nil && c.Item.Title != "" {
 		switch c.Op {
 		case changedigest.OpInsert:
-			b.WriteString("New item: ")
+			b.WriteString(c.Item.Added() + ": ")
 		case changedigest.OpDelete:
-			b.WriteString("Item removed: ")
+			b.WriteString(c.Item.Removed() + ": ")
 		}
 		b.WriteString(c.Item.Title)
 		b.WriteString(": ")

@@ -189,10 +189,29 @@ type ChangeView struct {
 	Why string
 }
 
-// ItemView is the feed item a change is about.
+// ItemView is the feed item a change is about, or the block of a page
+// told by its headline (a story added to or removed from a front page).
 type ItemView struct {
 	Title string
 	Link  string // absolute http or https, or ""
+	// Story is set for a page's block: "New:" rather than "New item:".
+	Story bool
+}
+
+// Added is how a change's item is introduced when it is new.
+func (it ItemView) Added() string {
+	if it.Story {
+		return "New"
+	}
+	return "New item"
+}
+
+// Removed is how a change's item is introduced when it is gone.
+func (it ItemView) Removed() string {
+	if it.Story {
+		return "Removed"
+	}
+	return "Item removed"
 }
 
 // Piece is a run of a change's text with one look.
@@ -411,7 +430,7 @@ func changeView(i int, c changedigest.Change, ms []changedigest.Match, o ViewOpt
 		}
 	}
 	if feed || c.OldItem != nil || c.NewItem != nil || c.Title != "" || c.Link != "" {
-		it := &ItemView{Title: oneLine(c.Title), Link: safeURL(c.Link)}
+		it := &ItemView{Title: oneLine(c.Title), Link: safeURL(c.Link), Story: !feed && c.OldItem == nil && c.NewItem == nil}
 		if it.Title == "" {
 			it.Title = untitledItem
 		}

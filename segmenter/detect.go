@@ -506,21 +506,27 @@ func (s *Segmenter) compareVersions(prev *prevSide, cur *pageVersion, flags []bo
 
 	changes := coarse
 	named := map[*doc]*places{}
-	placeOf := func(n *tnode) string {
+	placesOf := func(n *tnode) *places {
 		p := named[n.d]
 		if p == nil {
 			p = &places{d: n.d}
 			named[n.d] = p
 		}
-		return p.placeOf(n)
+		return p
 	}
 	for _, rc := range df.out {
 		df.w.add(1)
 		c := changedigest.Change{Type: rc.typ, Op: rc.op, OldText: rc.old, NewText: rc.new, Before: rc.before, After: rc.after}
-		if rc.n != nil {
-			c.Where = placeOf(rc.n)
-		} else if rc.o != nil {
-			c.Where = placeOf(rc.o)
+		if n := rc.n; n != nil || rc.o != nil {
+			if n == nil {
+				n = rc.o
+			}
+			p := placesOf(n)
+			c.Where = p.placeOf(n)
+			if rc.typ == changedigest.ChangeContent && (rc.op == changedigest.OpInsert || rc.op == changedigest.OpDelete) {
+				// A story added or removed is told by its headline.
+				c.Title, c.Link = p.ownHeading(n)
+			}
 		}
 		if rc.n != nil {
 			c.Segment, c.Path = rc.n.seg, newSide.path(rc.n)

@@ -129,3 +129,55 @@ func clipPlace(s string) string {
 	r := []rune(s)
 	return strings.TrimSpace(string(r[:maxPlace-1])) + "…"
 }
+
+// maxTitle bounds the characters of a heading taken as a change's title.
+const maxTitle = 200
+
+// headingScan bounds the tokens looked at for the heading a block starts
+// with.
+const headingScan = 256
+
+// ownHeading returns the heading a block added or removed starts with (a
+// story of a front page: its headline, then its text) and the address of
+// the link in it: the change's title, as a feed item has one. "" when
+// the block's text does not start with an h2 to h6, or is only the
+// heading. The h1 names the page.
+func (p *places) ownHeading(n *tnode) (title, link string) {
+	if n == nil || n.elem < 0 || n.d != p.d || n.tokA < 0 || n.tokB > len(p.d.toks) {
+		return "", ""
+	}
+	d := p.d
+	for i := n.tokA; i < n.tokB && i < n.tokA+headingScan; i++ {
+		t := &d.toks[i]
+		if t.kind == tText && t.flags&fVisible != 0 {
+			return "", "" // text before any heading
+		}
+		if t.kind != tStart || t.elem < 0 || t.elem == n.elem {
+			continue
+		}
+		e := &d.elems[t.elem]
+		if e.info&tiHeading == 0 {
+			continue
+		}
+		if d.tagOf(t.elem) == "h1" || int(e.endTok) >= n.tokB {
+			return "", ""
+		}
+		title = strings.Join(strings.Fields(d.visibleText(int(e.tok), int(e.endTok))), " ")
+		if title == "" || strings.TrimSpace(d.visibleText(int(e.endTok), n.tokB)) == "" {
+			return "", ""
+		}
+		for j := int(e.tok); j < int(e.endTok); j++ {
+			if a := d.toks[j].elem; d.toks[j].kind == tStart && a >= 0 && d.tagOf(a) == "a" {
+				if href, ok := d.attr(&d.elems[a], "href"); ok {
+					link = strings.TrimSpace(href)
+				}
+				break
+			}
+		}
+		if utf8.RuneCountInString(title) > maxTitle {
+			title = string([]rune(title)[:maxTitle-1]) + "…"
+		}
+		return title, link
+	}
+	return "", ""
+}
