@@ -83,12 +83,31 @@ func checkSize(db *bolt.DB, path string) error {
 	return nil
 }
 
-// checkPages reads every bucket, key and value of the file, then runs
-// bbolt's consistency check: a damaged page is found here rather than by
-// a read that would end the process. (The consistency check reads pages
-// in a goroutine of its own, where a damaged one would end the process:
-// the walk reads them all first, where that is caught.)
+// damagedRecords reports whether err, from bringing a store's records up
+// to date as it opens, is bbolt refusing what damaged records hold (a key
+// read from a damaged page, too long to write back; a bucket where a
+// value should be).
+func damagedRecords(err error) bool {
+	for _, e := range []error{bolterrors.ErrKeyTooLarge, bolterrors.ErrKeyRequired, bolterrors.ErrValueTooLarge,
+		bolterrors.ErrIncompatibleValue, bolterrors.ErrBucketNotFound} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
+
+// checkPages checks the file's page tree (checkTree), then reads every
+// bucket, key and value through bbolt: a damaged page is found here
+// rather than by a read that would end the process or never return.
 func checkPages(db *bolt.DB, path string) error {
+	// The tree is read from the file first, with bounded work, so that
+	// bbolt's cursors below only follow pages that hold together.
+	if err := checkTree(path); errors.Is(err, errTree) {
+		return damagedf(path, "%v", err)
+	} else if err != nil {
+		return fmt.Errorf("pet: check %s: %w", path, err)
+	}
 	return guarded(path, func() error {
 		return db.View(func(tx *bolt.Tx) error {
 			// Each key takes some bytes of a page: more keys than that
@@ -111,9 +130,6 @@ func checkPages(db *bolt.DB, path string) error {
 			err := tx.ForEach(func(name []byte, b *bolt.Bucket) error { return walk(b) })
 			if err != nil {
 				return err
-			}
-			for err := range tx.Check() {
-				return damagedf(path, "%v", err)
 			}
 			return nil
 		})

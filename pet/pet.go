@@ -300,6 +300,9 @@ func (s *Store) Open(ctx context.Context) error {
 		if errors.Is(err, ErrCorrupt) {
 			return err
 		}
+		if damagedRecords(err) {
+			return damagedf(path, "%v", err)
+		}
 		return fmt.Errorf("pet: open %s: %w", path, err)
 	}
 	s.db = db

@@ -601,13 +601,10 @@ func deleteWhere(b *bolt.Bucket, match func(k, v []byte) bool) error {
 
 // Salvage copies into a new store file at dst every bucket, key and
 // value of the store file at src that can be read, and says what could
-// not be (a damaged page takes the rest of its bucket with it).
+// not be (a damaged page takes its records, and the pages only it leads
+// to, with it). It reads src's pages itself, each once, so that no
+// damage can send it round in a circle or outside the file.
 func Salvage(src, dst string) (lost []string, err error) {
-	from, err := openFile(src, &bolt.Options{ReadOnly: true, Timeout: DefaultOpenTimeout})
-	if err != nil {
-		return nil, err
-	}
-	defer closeFile(from)
 	if _, err := os.Stat(dst); err == nil {
 		return nil, fmt.Errorf("pet: %s exists already", dst)
 	}
@@ -616,155 +613,91 @@ func Salvage(src, dst string) (lost []string, err error) {
 		return nil, fmt.Errorf("pet: create %s: %w", dst, err)
 	}
 	defer to.Close()
+	if err := to.Update(func(tx *bolt.Tx) error {
+		for _, name := range allBuckets {
+			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	known := map[string]bool{}
 	for _, name := range allBuckets {
-		if err := to.Update(func(tx *bolt.Tx) error {
-			_, err := tx.CreateBucketIfNotExists(name)
-			return err
-		}); err != nil {
-			return lost, err
+		if !bytes.Equal(name, bPending) { // the index is rebuilt whole
+			known[string(name)] = true
 		}
-		if bytes.Equal(name, bPending) {
-			continue // the index is rebuilt whole
-		}
-		var after []byte // the last key copied
-		copied, badKeys := 0, 0
-		// Each key takes some bytes of a page: more keys than that
-		// means pages that point back at each other.
-		budget := fileSize(src)/8 + 1024
-		for {
-			var kvs [][2][]byte
-			var seq uint64
-			done := false
-			rerr := guarded(src, func() error {
-				return from.View(func(tx *bolt.Tx) error {
-					b := tx.Bucket(name)
-					if b == nil {
-						done = true
-						return nil
-					}
-					seq = b.Sequence()
-					c := b.Cursor()
-					k, v := c.First()
-					if after != nil {
-						if k, v = c.Seek(after); k != nil && bytes.Equal(k, after) {
-							k, v = c.Next()
-						}
-					}
-					size, n := 0, 0
-					for ; k != nil && size < 16<<20 && n < 1<<16; k, v = c.Next() {
-						if budget--; budget < 0 {
-							return damagedf(src, "its pages lead round in a circle")
-						}
-						n++
-						if v != nil { // a store has no nested buckets
-							kvs = append(kvs, [2][]byte{bytes.Clone(k), bytes.Clone(v)})
-							size += len(k) + len(v)
-						}
-					}
-					done = k == nil
-					return nil
-				})
-			})
-			werr := to.Update(func(tx *bolt.Tx) error {
-				b := tx.Bucket(name)
+	}
+	// The file's pages are read with the page walker, not with bbolt's
+	// cursors, which trust them: each page is read once, a damaged one
+	// passed over, and the records of the pages that read are copied in
+	// batches.
+	type kv struct{ bucket, k, v []byte }
+	var batch []kv
+	size, badKeys := 0, map[string]int{}
+	seqs := map[string]uint64{}
+	flush := func() error {
+		err := to.Update(func(tx *bolt.Tx) error {
+			for _, r := range batch {
+				b := tx.Bucket(r.bucket)
 				b.FillPercent = 0.9
-				for _, kv := range kvs {
-					if len(kv[0]) == 0 || len(kv[0]) > bolt.MaxKeySize || len(kv[1]) > bolt.MaxValueSize {
-						badKeys++ // a damaged key
-						continue
-					}
-					if err := b.Put(kv[0], kv[1]); err != nil {
-						return err
-					}
+				if err := b.Put(r.k, r.v); err != nil {
+					return err
 				}
-				return b.SetSequence(max(b.Sequence(), seq))
-			})
-			if werr != nil {
-				return lost, fmt.Errorf("pet: write %s: %w", dst, werr)
 			}
-			copied += len(kvs)
-			if len(kvs) > 0 {
-				after = kvs[len(kvs)-1][0]
-			}
-			if rerr != nil {
-				// What was read before the damage is kept; the rest of the
-				// bucket is looked for past it.
-				next := pastDamage(from, name, after)
-				if next == nil || bytes.Compare(next, after) <= 0 {
-					lost = append(lost, fmt.Sprintf("bucket %s: the records after the first %d were lost: %v", name, copied, rerr))
-					break
+			return nil
+		})
+		batch, size = batch[:0], 0
+		if err != nil {
+			return fmt.Errorf("pet: write %s: %w", dst, err)
+		}
+		return nil
+	}
+	problems, err := walkTree(src, func(path [][]byte, k, v []byte) error {
+		if len(path) != 1 || !known[string(path[0])] {
+			return nil // a store has no nested buckets
+		}
+		if len(k) == 0 || len(k) > bolt.MaxKeySize || len(v) > bolt.MaxValueSize {
+			badKeys[string(path[0])]++ // a damaged key
+			return nil
+		}
+		batch = append(batch, kv{path[0], bytes.Clone(k), bytes.Clone(v)})
+		if size += len(k) + len(v); size >= 16<<20 || len(batch) >= 1<<16 {
+			return flush()
+		}
+		return nil
+	}, func(path [][]byte, seq uint64) error {
+		if len(path) == 1 {
+			seqs[string(path[0])] = seq
+		}
+		return nil
+	})
+	if err == nil {
+		err = flush()
+	}
+	if err != nil {
+		return lost, err
+	}
+	for _, p := range problems {
+		lost = append(lost, "the records of a damaged page were lost: "+p)
+	}
+	for name, n := range badKeys {
+		lost = append(lost, fmt.Sprintf("bucket %s: %d records with damaged keys were left out", name, n))
+	}
+	if err := to.Update(func(tx *bolt.Tx) error {
+		for name, seq := range seqs {
+			if b := tx.Bucket([]byte(name)); b != nil && known[name] {
+				if err := b.SetSequence(max(b.Sequence(), seq)); err != nil {
+					return err
 				}
-				lost = append(lost, fmt.Sprintf("bucket %s: the records between keys %x and %x were lost: %v", name, after, next, rerr))
-				after = next
-				continue
-			}
-			if done {
-				break
 			}
 		}
-		if badKeys > 0 {
-			lost = append(lost, fmt.Sprintf("bucket %s: %d records with damaged keys were left out", name, badKeys))
-		}
+		return nil
+	}); err != nil {
+		return lost, err
 	}
 	return lost, to.Sync()
-}
-
-// pastDamage looks for a key of the bucket past after that reads, after
-// a damaged page: it seeks past after's last byte, then past each longer
-// prefix's end (the next watch, the next user…), and returns the key just
-// before the first key it found (nil for none), so that the copy goes on
-// from there.
-func pastDamage(db *bolt.DB, name, after []byte) []byte {
-	for n := len(after); n > 0; n-- {
-		target := bytes.Clone(after[:n])
-		// The next key of n bytes' prefix: add one at its last byte.
-		i := n - 1
-		for i >= 0 && target[i] == 0xff {
-			target[i] = 0
-			i--
-		}
-		if i < 0 {
-			continue
-		}
-		target[i]++
-		var found []byte
-		err := guarded("", func() error {
-			return db.View(func(tx *bolt.Tx) error {
-				if k, _ := tx.Bucket(name).Cursor().Seek(target); k != nil {
-					// One more step proves the page past it reads.
-					found = bytes.Clone(k)
-				}
-				return nil
-			})
-		})
-		if err == nil && found != nil && bytes.Compare(found, after) > 0 {
-			// Copying resumes after the key before found.
-			return beforeKey(found)
-		}
-	}
-	return nil
-}
-
-// beforeKey is a key just below k (so that a copy resuming "after" it
-// starts with k).
-func beforeKey(k []byte) []byte {
-	b := bytes.Clone(k)
-	for i := len(b) - 1; i >= 0; i-- {
-		if b[i] > 0 {
-			b[i]--
-			return append(b[:i+1], bytes.Repeat([]byte{0xff}, 8)...)
-		}
-	}
-	return nil
-}
-
-// fileSize is the length of the file at path (0 when unknown).
-func fileSize(path string) int64 {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return 0
-	}
-	return fi.Size()
 }
 
 // closeFile closes a store file opened without a Store, and forgets the

@@ -536,7 +536,15 @@ func TestClusterKill(t *testing.T) {
 		t.Errorf("after the steady state's kill: %d watches of the first batches have other than one version", n)
 	}
 	start(steadyVictim)
-	st = wait("the node killed in steady state back", 2*time.Minute, func(st *cluster.Status) bool { return served(st, 3) && lagless(st) })
+	// Back and given its share of the shards (one a second), so that the
+	// owners read below are the ones whose stores hold the shards.
+	st = wait("the node killed in steady state back", 2*time.Minute, func(st *cluster.Status) bool {
+		held := map[string]int{}
+		for _, o := range st.Owners {
+			held[o]++
+		}
+		return served(st, 3) && lagless(st) && len(held) == 3 && held["n0"] == shards/3 && held["n1"] == shards/3 && held["n2"] == shards/3
+	})
 	if counts, _, err = conn.VersionCounts(ctx); err != nil {
 		t.Fatal(err)
 	}
