@@ -164,11 +164,13 @@ type feedMatching struct {
 // GUIDs or a home-page link on every item prove nothing); then identical
 // content (equal Hash, duplicates in order); then the same title and
 // publication date, unique on both sides; then the best-scoring pairs by
-// feedScore, highest first, whose score reaches feedPairThreshold.
+// feedScore, highest first, whose score reaches feedPairThreshold; then
+// items whose titles differ only at their end (titlePass).
 func feedMatch(w *work, old, new []FeedItem) []int {
 	m := feedExactMatch(old, new)
 	m.w = w
 	m.similarityPass()
+	m.titlePass()
 	return m.oldTo
 }
 
