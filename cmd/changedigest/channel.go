@@ -25,6 +25,15 @@ func runChannel(ctx context.Context, e *env) error {
 		return usagef("want a sub-command: channel add KIND URL | channel list | channel rm ID | channel test ID | channel retry ID")
 	}
 	sub, rest := e.args[0], &env{args: e.args[1:], global: e.global, stdin: e.stdin, stdout: e.stdout, stderr: e.stderr}
+	if subcommandHelp(e, sub, `usage: changedigest channel SUB-COMMAND …
+  add KIND URL   a notification channel (webhook, slack, mattermost, discord, matrix, ntfy, email)
+  list           the channels
+  rm ID          remove one
+  test ID        send a test message
+  retry ID       send again what failed
+'changedigest channel SUB-COMMAND -h' lists a sub-command's flags.`) {
+		return nil
+	}
 	switch sub {
 	case "add":
 		return runChannelAdd(ctx, rest)

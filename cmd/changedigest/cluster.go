@@ -27,6 +27,13 @@ func runCluster(ctx context.Context, e *env) error {
 		return usagef("cluster needs a sub-command: status, add or user")
 	}
 	sub, args := e.args[0], e.args[1:]
+	if subcommandHelp(e, sub, `usage: changedigest cluster SUB-COMMAND …
+  status                 the nodes, shards, lag and queue depth
+  add URL…               watches defined on the cluster
+  user add|passwd|list   the cluster's users
+'changedigest cluster SUB-COMMAND -h' lists a sub-command's flags.`) {
+		return nil
+	}
 	switch sub {
 	case "status":
 		return runClusterStatus(ctx, e, args)

@@ -176,6 +176,16 @@ type usageError struct{ msg string }
 
 func (e *usageError) Error() string { return e.msg }
 
+// subcommandHelp prints usage to e's standard output when sub asks for
+// help (-h, --help, help), and reports whether it did.
+func subcommandHelp(e *env, sub, usage string) bool {
+	if sub != "-h" && sub != "--help" && sub != "help" {
+		return false
+	}
+	fmt.Fprintln(e.stdout, usage)
+	return true
+}
+
 func usagef(format string, args ...any) error {
 	return &usageError{msg: fmt.Sprintf(format, args...)}
 }

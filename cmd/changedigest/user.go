@@ -21,6 +21,12 @@ func runUser(ctx context.Context, e *env) error {
 		return usagef("want a sub-command: user add NAME [--admin] | user passwd NAME | user list")
 	}
 	sub := e.args[0]
+	if subcommandHelp(e, sub, `usage: changedigest user SUB-COMMAND …
+  add NAME [--admin] [--email ADDR]   a new user (the password is read from standard input)
+  passwd NAME                         a new password (read from standard input)
+  list                                the users`) {
+		return nil
+	}
 	var sf storeFlags
 	fs := newFlagSet(e, "user "+sub, "NAME [--admin] [--email ADDR]  (the password is read from standard input)")
 	sf.register(fs)

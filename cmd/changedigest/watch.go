@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -34,6 +35,14 @@ func runWatch(ctx context.Context, e *env) error {
 		return usagef("want a sub-command: watch add URL | watch list | watch filter ID|URL | watch rm ID|URL")
 	}
 	sub, rest := e.args[0], &env{args: e.args[1:], stdin: e.stdin, stdout: e.stdout, stderr: e.stderr, global: e.global}
+	if subcommandHelp(e, sub, `usage: changedigest watch SUB-COMMAND …
+  add URL…        watch pages or feeds
+  list            list the watches (--tag T, --json)
+  filter ID|URL   what of a watch's changes is told (--ignore, --trigger, --types, …)
+  rm ID|URL…      stop watching
+'changedigest watch SUB-COMMAND -h' lists a sub-command's flags.`) {
+		return nil
+	}
 	switch sub {
 	case "add":
 		return runWatchAdd(ctx, rest)
@@ -249,6 +258,7 @@ func runWatchList(ctx context.Context, e *env) error {
 	sf.register(fs)
 	user := fs.String("user", "", "whose watches")
 	tag := fs.String("tag", "", "only watches with this tag")
+	asJSON := fs.Bool("json", false, "print the watches as a JSON array, as the API gives them")
 	if _, err := e.parse(fs, e.args); err != nil {
 		return err
 	}
@@ -261,6 +271,14 @@ func runWatchList(ctx context.Context, e *env) error {
 	ws, err := store.Watches(ctx, u.ID, *tag)
 	if err != nil {
 		return err
+	}
+	if *asJSON {
+		if ws == nil {
+			ws = []changedigest.Watch{}
+		}
+		enc := json.NewEncoder(e.stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(ws)
 	}
 	if len(ws) == 0 {
 		fmt.Fprintln(e.stdout, "no watches yet: add one with 'changedigest watch add URL'")

@@ -65,6 +65,14 @@ func TestWatchCommands(t *testing.T) {
 			t.Errorf("watch list lacks %q:\n%s", want, out)
 		}
 	}
+	if code, js, errs := runCmd(t, "watch", "list", "--json", "--data", data); code != 0 || !strings.Contains(js, `"url": "`+srv.URL+`/news"`) || !strings.HasPrefix(js, "[") {
+		t.Errorf("watch list --json: exit %d\n%s%s", code, js, errs)
+	}
+	for _, group := range []string{"watch", "user", "channel", "cluster"} {
+		if code, help, errs := runCmd(t, group, "-h"); code != 0 || !strings.Contains(help, "usage: changedigest "+group+" SUB-COMMAND") {
+			t.Errorf("%s -h: exit %d\n%s%s", group, code, help, errs)
+		}
+	}
 	if out = run(0, "history", srv.URL+"/news"); !strings.Contains(out, "\n2 ") || !strings.Contains(out, "content") {
 		t.Errorf("history:\n%s", out)
 	}
