@@ -60,12 +60,19 @@ var counterText = lazyregexp.New(`(?i)` +
 	`\d[\d.,]*\s*(?:条|則|件)?` + cjkCounter + `(?:量|数|數)?|` +
 	cjkCounter + `(?:量|数|數)?\s*[:：]?\s*\d[\d.,]*)`)
 
+// maxCounterEdit bounds the bytes of either side of an edit that can be a
+// counter's ("45 Minuten" → "1 Stunde"); a longer one tells more, and the
+// expression is not run over it (a page of one huge text compared whole
+// would cost seconds).
+const maxCounterEdit = 80
+
 // markCounters marks content updates that only move counters and
 // relative times.
 func markCounters(changes []changedigest.Change) {
 	for i := range changes {
 		c := &changes[i]
-		if c.Noise != "" || c.Op != changedigest.OpUpdate || c.Type != changedigest.ChangeContent {
+		if c.Noise != "" || c.Op != changedigest.OpUpdate || c.Type != changedigest.ChangeContent ||
+			len(c.OldText) > maxCounterEdit || len(c.NewText) > maxCounterEdit {
 			continue
 		}
 		if countersOnly(c.Before+c.OldText+c.After, c.Before+c.NewText+c.After) {
