@@ -13,6 +13,8 @@
 // measurement, and runs wrk against
 //
 //   - feed: the user's Atom feed, every request unconditional (200);
+//   - feed-gzip: the same, asking for it gzip-compressed as feed readers
+//     do;
 //   - feed-reader: the same feed as feed readers ask for it, each
 //     connection sending back the ETag of its last answer in
 //     If-None-Match (304 until the feed changes);
@@ -79,7 +81,7 @@ func main() {
 	flag.IntVar(&cfg.conns, "c", 16, "wrk connections")
 	flag.IntVar(&cfg.threads, "t", 2, "wrk threads")
 	flag.IntVar(&cfg.runs, "runs", 1, "times each binary is measured (binaries in turn)")
-	flag.StringVar(&cfg.phases, "phases", "feed,feed-reader,dashboard", "phases to run, comma-separated")
+	flag.StringVar(&cfg.phases, "phases", "feed,feed-gzip,feed-reader,dashboard", "phases to run, comma-separated")
 	flag.StringVar(&cfg.wrk, "wrk", "wrk", "the wrk program")
 	flag.BoolVar(&cfg.hold, "hold", false, "start the service on the store and wait for an interrupt, printing the addresses to measure by hand (no phases)")
 	flag.Parse()
@@ -476,6 +478,8 @@ func measure(cfg *config, f *farm, template string, su *setup, bin string, run i
 		url, headers, script := feedURL, []string{}, ""
 		switch phase {
 		case "feed":
+		case "feed-gzip":
+			headers = []string{"Accept-Encoding: gzip"}
 		case "feed-reader":
 			script = readerScript
 		case "dashboard":
