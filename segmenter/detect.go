@@ -524,8 +524,11 @@ func (s *Segmenter) compareVersions(prev *prevSide, cur *pageVersion, flags []bo
 			p := placesOf(n)
 			c.Where = p.placeOf(n)
 			if rc.typ == changedigest.ChangeContent && (rc.op == changedigest.OpInsert || rc.op == changedigest.OpDelete) {
-				// A story added or removed is told by its headline.
-				c.Title, c.Link = p.ownHeading(n)
+				// A story added or removed is told by its headline (when
+				// the text told starts with it: the block's own words).
+				if title, link := p.ownHeading(n); title != "" && strings.HasPrefix(strings.Join(strings.Fields(c.NewText+c.OldText), " "), title) {
+					c.Title, c.Link = title, link
+				}
 			}
 		}
 		if rc.n != nil {
