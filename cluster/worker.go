@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/changedigest/changedigest/metrics"
 	"log/slog"
 	"strings"
 	"sync"
@@ -198,9 +199,22 @@ func (wk *Worker) run(ctx context.Context, w *changedigest.Watch, t *checkTrack,
 	if ot := wk.Node.ownerTrack(w.ID, t); ot != nil {
 		p.Track = ot
 	}
+	start := time.Now()
 	out, err = p.Check(cctx, w)
 	free(out, err)
+	measureCheck(out, err, time.Since(start))
 	return out, err, 0
+}
+
+// measureCheck counts a check's result and time in the service's metrics.
+func measureCheck(out crawl.Outcome, err error, took time.Duration) {
+	metrics.CheckSeconds.Observe(took.Seconds())
+	if err != nil {
+		metrics.Checks.With("failed").Inc()
+		metrics.CheckFailures.With(changedigest.ErrorCode(err)).Inc()
+		return
+	}
+	metrics.Checks.With(strings.ReplaceAll(out.Result.String(), " ", "_")).Inc()
 }
 
 // checkHere runs a check of w on this node, without the work queue: for a

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/changedigest/changedigest/metrics"
 	"io"
 	"log/slog"
 	"math/rand/v2"
@@ -328,6 +329,14 @@ func (d *Dispatcher) attempt(ctx context.Context, dl *changedigest.Delivery) {
 	if ctx.Err() != nil {
 		return // shutting down: the next Run tries again
 	}
+	kind, outcome := "channel", "delivered"
+	if dl.ChannelID == 0 {
+		kind = "websub"
+	}
+	if res.Err != nil {
+		outcome = "failed"
+	}
+	metrics.Deliveries.With(kind, outcome).Inc()
 	now := d.now()
 	rec, err := d.Store.UpdateDelivery(ctx, pet.AnyUser, dl.ID, func(x *changedigest.Delivery) error {
 		if x.State != changedigest.DeliveryPending {

@@ -3,7 +3,9 @@ package server
 import (
 	"bytes"
 	"fmt"
+	"github.com/changedigest/changedigest/metrics"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -55,7 +57,14 @@ func (s *Server) feedAs(format string, fn feedHandler) http.HandlerFunc {
 	}
 }
 
-func (s *Server) serveFeed(w http.ResponseWriter, r *http.Request, format string, fn feedHandler) error {
+func (s *Server) serveFeed(w http.ResponseWriter, r *http.Request, format string, fn feedHandler) (err error) {
+	status := http.StatusOK
+	defer func() {
+		if err != nil {
+			status = statusFor(err)
+		}
+		metrics.FeedRequests.With(format, strconv.Itoa(status)).Inc()
+	}()
 	u, err := s.Store.UserByFeedToken(r.Context(), chiParam(r, "token"))
 	if err != nil {
 		if changedigest.ErrorCode(err) == changedigest.ENOTFOUND || changedigest.ErrorCode(err) == changedigest.EINVALID {
@@ -108,6 +117,7 @@ func (s *Server) serveFeed(w http.ResponseWriter, r *http.Request, format string
 		h.Set("Last-Modified", events[0].Snapshot.FetchedAt.UTC().Format(http.TimeFormat))
 	}
 	if etagMatches(r.Header.Get("If-None-Match"), etag) {
+		status = http.StatusNotModified
 		w.WriteHeader(http.StatusNotModified)
 		return nil
 	}

@@ -7,9 +7,12 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/changedigest/changedigest/metrics"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
+	"net/http"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -63,6 +66,9 @@ type Config struct {
 	// MemoryLimitMB is the Go runtime's soft memory limit (0: none); the
 	// GOMEMLIMIT environment variable overrides it.
 	MemoryLimitMB int
+	// MetricsAddr, when set, is where /metrics answers a Prometheus
+	// scraper, apart from the web server (a loopback or internal address).
+	MetricsAddr string
 	// Cluster, when it names a cluster (or NATS is an existing NATS
 	// deployment), makes this process a node of a cluster; see clusterFlags.
 	Cluster clusterFlags
@@ -136,9 +142,65 @@ type Main struct {
 	// without --cluster and --nats).
 	Cluster *cluster.Conn
 	Node    *cluster.Node
+	// MetricsURL is where /metrics answers, with Config.MetricsAddr.
+	MetricsURL string
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+}
+
+// serveMetrics serves /metrics on Config.MetricsAddr until ctx ends, with
+// the gauges of this node: the checks waiting in the work queue and the
+// bytes of the data directory.
+func (m *Main) serveMetrics(ctx context.Context) error {
+	ln, err := net.Listen("tcp", m.Config.MetricsAddr)
+	if err != nil {
+		return fmt.Errorf("listen on %s for metrics: %w", m.Config.MetricsAddr, err)
+	}
+	reg := metrics.Default
+	reg.Gauge("changedigest_check_queue_depth", "Checks waiting in the work queue.", func() (float64, bool) {
+		sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		st, err := m.Cluster.Status(sctx, false)
+		if err != nil {
+			return 0, false
+		}
+		return float64(st.Queued), true
+	})
+	data := m.Config.data
+	reg.Gauge("changedigest_store_bytes", "Bytes of the data directory (store, search index, streams).", func() (float64, bool) {
+		var n int64
+		err := filepath.WalkDir(data, func(_ string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return nil // a file gone meanwhile
+			}
+			if d.Type().IsRegular() {
+				if fi, err := d.Info(); err == nil {
+					n += fi.Size()
+				}
+			}
+			return nil
+		})
+		return float64(n), err == nil
+	})
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", reg.Handler())
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second}
+	m.goRun(func() error {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		return hs.Shutdown(sctx)
+	})
+	m.goRun(func() error {
+		if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
+		return nil
+	})
+	m.MetricsURL = "http://" + displayAddr(ln.Addr().String()) + "/metrics"
+	m.Logger.Info("metrics", "url", m.MetricsURL)
+	return nil
 }
 
 // NewMain returns a Main with the default configuration.
@@ -163,6 +225,7 @@ func runServe(ctx context.Context, e *env) error {
 	c.storeFlags.register(fs)
 	c.storeFlags.registerBrowser(fs)
 	fs.StringVar(&c.Addr, "addr", c.Addr, "address to listen on")
+	fs.StringVar(&c.MetricsAddr, "metrics-addr", "", "also serve Prometheus metrics at http://ADDR/metrics (e.g. 127.0.0.1:9464; off by default)")
 	fs.StringVar(&c.BaseURL, "base-url", "", "public URL of the service, for links in feeds and mail (default http://ADDR)")
 	fs.BoolVar(&c.Demo, "demo", false, "also run a local demo site whose pages change every few seconds, with a demo user watching it")
 	fs.DurationVar(&c.DemoPeriod, "demo-period", c.DemoPeriod, "how often the demo site changes")
@@ -427,6 +490,11 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 	if err := srv.Serve(ln); err != nil {
 		return err
+	}
+	if c.MetricsAddr != "" {
+		if err := m.serveMetrics(runCtx); err != nil {
+			return err
+		}
 	}
 	m.Agent.Start()
 	m.goRun(func() error { return sched.Run(runCtx) })

@@ -26,7 +26,7 @@ import (
 // mustDemo runs the service with its demo site, as `serve --demo` does,
 // on a free port with a fast-changing site, and returns it with the demo
 // feed URL.
-func mustDemo(t *testing.T) (*Main, string) {
+func mustDemo(t *testing.T, options ...func(*Main)) (*Main, string) {
 	t.Helper()
 	m := NewMain()
 	var out bytes.Buffer
@@ -36,6 +36,9 @@ func mustDemo(t *testing.T) (*Main, string) {
 	m.Config.Addr = "127.0.0.1:0"
 	m.Config.Demo = true
 	m.Config.DemoPeriod = 400 * time.Millisecond
+	for _, o := range options {
+		o(m)
+	}
 	if err := m.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -300,5 +303,61 @@ func TestTrustedProxyFlag(t *testing.T) {
 	}
 	if err := l.Set("proxy.example"); err == nil {
 		t.Error("a host name was taken")
+	}
+}
+
+// TestServeMetrics scrapes /metrics on its own listener after the demo's
+// checks and a feed read: checks by result, their durations, feed
+// requests by format and status, the queue depth and the store's size,
+// in the Prometheus text format.
+func TestServeMetrics(t *testing.T) {
+	m, feedURL := mustDemo(t, func(m *Main) { m.Config.MetricsAddr = "127.0.0.1:0" })
+	checkDemo(t, m)
+	if code, _ := get(t, http.DefaultClient, feedURL); code != 200 {
+		t.Fatalf("feed: %d", code)
+	}
+	if m.MetricsURL == "" {
+		t.Fatal("no metrics address")
+	}
+	code, body := get(t, http.DefaultClient, m.MetricsURL)
+	if code != 200 {
+		t.Fatalf("metrics: %d %s", code, body)
+	}
+	value := func(series string) float64 {
+		t.Helper()
+		for _, line := range strings.Split(body, "\n") {
+			if rest, ok := strings.CutPrefix(line, series+" "); ok {
+				v, err := strconv.ParseFloat(rest, 64)
+				if err != nil {
+					t.Fatalf("%s: %q is not a number", series, rest)
+				}
+				return v
+			}
+		}
+		t.Errorf("no series %s in:\n%s", series, body)
+		return 0
+	}
+	if v := value(`changedigest_checks_total{result="first_version"}`); v < 3 {
+		t.Errorf("first versions: %v, want the 3 demo watches", v)
+	}
+	checks := value(`changedigest_check_duration_seconds_count`)
+	if n := value(`changedigest_check_duration_seconds_bucket{le="+Inf"}`); checks < 6 || n != checks {
+		t.Errorf("check durations: count %v, +Inf bucket %v, want the 6 checks made or more", checks, n)
+	}
+	if v := value(`changedigest_feed_requests_total{format="atom",status="200"}`); v < 1 {
+		t.Errorf("feed requests: %v", v)
+	}
+	if v := value(`changedigest_store_bytes`); v < 1<<10 {
+		t.Errorf("store bytes: %v", v)
+	}
+	value(`changedigest_check_queue_depth`)
+	for _, want := range []string{"# TYPE changedigest_checks_total counter", "# TYPE changedigest_check_duration_seconds histogram", "# TYPE changedigest_store_bytes gauge"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("metrics lack %q", want)
+		}
+	}
+	// Not on the web server.
+	if code, _ := get(t, http.DefaultClient, m.Server.Render.Site()+"/metrics"); code != 404 {
+		t.Errorf("/metrics on the web server: %d, want 404", code)
 	}
 }
