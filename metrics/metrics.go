@@ -174,8 +174,8 @@ func (r *Registry) Gauge(name, help string, fn func() (float64, bool)) {
 	}})
 }
 
-// WriteTo writes every metric in the text format.
-func (r *Registry) WriteTo(w io.Writer) {
+// Write writes every metric in the text format.
+func (r *Registry) Write(w io.Writer) {
 	r.mu.Lock()
 	ms := slices.Clone(r.metrics)
 	r.mu.Unlock()
@@ -189,7 +189,7 @@ func (r *Registry) WriteTo(w io.Writer) {
 func (r *Registry) Handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-		r.WriteTo(w)
+		r.Write(w)
 	})
 }
 
