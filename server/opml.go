@@ -11,6 +11,7 @@ import (
 	"maps"
 	"mime"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -207,7 +208,8 @@ type opmlSkip struct {
 	Reason string `json:"reason"`
 }
 
-// feeds adapts the outlines to feeds. An outline with an xmlUrl is a feed;
+// feeds adapts the outlines to watches. An outline with an xmlUrl is a feed,
+// one of type "link" with a url a page;
 // its tags are the titles of the folders (outlines without xmlUrl that
 // hold others) it sits in and the parts of its category attribute
 // (comma-separated, slash-delimited paths, as OPML 2.0 has them). An
@@ -231,6 +233,14 @@ func (d *opmlDoc) feeds() ([]opmlFeed, []opmlSkip) {
 				walk(o.Children, folders)
 			case len(o.Children) > 0:
 				walk(o.Children, append(slices.Clone(folders), name))
+			case strings.EqualFold(o.Type, "link") && o.URL != "":
+				// A page (as this service exports its page watches).
+				title := name
+				if title == o.URL {
+					title = ""
+				}
+				feeds = append(feeds, opmlFeed{URL: strings.TrimSpace(o.URL), Title: truncate(title, maxOPMLTitle),
+					Tags: opmlTags(append(slices.Clone(folders), strings.Split(o.Category, ",")...))})
 			default:
 				skips = append(skips, opmlSkip{URL: cmp.Or(o.HTMLURL, o.URL), Title: truncate(name, maxOPMLTitle), Reason: "no xmlUrl: not a feed"})
 			}
@@ -288,7 +298,7 @@ type opmlImport struct {
 
 // Summary says what the import did, for people.
 func (res *opmlImport) Summary() string {
-	msg := "Imported " + plural(len(res.Imported), "feed", "feeds")
+	msg := "Imported " + plural(len(res.Imported), "watch", "watches")
 	if n := len(res.Skipped); n > 0 {
 		msg += fmt.Sprintf(", skipped %d (%d already watched, %d invalid)", n, res.AlreadyWatched, res.Invalid)
 	}
@@ -372,34 +382,41 @@ type opmlOutOutline struct {
 	Title    string            `xml:"title,attr,omitempty"`
 	XMLURL   string            `xml:"xmlUrl,attr,omitempty"`
 	HTMLURL  string            `xml:"htmlUrl,attr,omitempty"`
+	URL      string            `xml:"url,attr,omitempty"`
 	Category string            `xml:"category,attr,omitempty"`
 	Children []*opmlOutOutline `xml:"outline"`
 }
 
-// exportOPML writes u's feeds (those carrying tag, when set) as OPML 2.0.
-// A feed is a watch whose kind is feed, or not known yet (not fetched
-// successfully so far, as after an import): pages are left out, as feed
-// readers cannot read them. Each feed sits in a folder named after its
-// first tag, as feed readers show folders; all its tags are in the
-// category attribute, so an import gives back the same tags.
+// exportOPML writes u's watches (those carrying tag, when set) as OPML
+// 2.0: a feed as an outline of type "rss" (xmlUrl), which feed readers
+// subscribe to; a page as an outline of type "link" (url), which feed
+// readers pass over and an import here reads back as a watch. A watch
+// whose kind is not known yet (never fetched successfully) is a feed when
+// its address looks like one (feedLike), else a link. Each sits
+// in a folder named after its first tag, as feed readers show folders;
+// all its tags are in the category attribute, so an import gives back
+// the same tags.
 func (s *Server) exportOPML(ctx context.Context, u *changedigest.User, tag string) ([]byte, error) {
 	ws, err := s.Store.Watches(ctx, u.ID, tag)
 	if err != nil {
 		return nil, err
 	}
-	doc := opmlOut{Version: "2.0", Head: opmlOutHead{Title: "Feeds watched by " + u.Name + " with changedigest",
+	doc := opmlOut{Version: "2.0", Head: opmlOutHead{Title: "Pages and feeds watched by " + u.Name + " with changedigest",
 		DateCreated: s.now().UTC().Format(time.RFC1123Z), OwnerName: u.Name, Docs: "https://opml.org/spec2.opml"}}
 	folders := map[string]*opmlOutOutline{}
 	var loose []*opmlOutOutline
 	for i := range ws {
 		w := &ws[i]
-		if w.Kind != changedigest.KindFeed && w.Kind != "" {
-			continue
+		var o *opmlOutOutline
+		if w.Kind == changedigest.KindFeed || w.Kind == "" && feedLike(w.URL) {
+			link, title := s.feedSite(ctx, w)
+			name := cmp.Or(w.Title, title, w.URL)
+			o = &opmlOutOutline{Type: "rss", Text: name, Title: name, XMLURL: w.URL, HTMLURL: link}
+		} else {
+			name := cmp.Or(w.Title, w.URL)
+			o = &opmlOutOutline{Type: "link", Text: name, Title: name, URL: w.URL}
 		}
-		link, title := s.feedSite(ctx, w)
-		name := cmp.Or(w.Title, title, w.URL)
-		o := &opmlOutOutline{Type: "rss", Text: name, Title: name, XMLURL: w.URL, HTMLURL: link,
-			Category: strings.Join(w.Tags, ",")}
+		o.Category = strings.Join(w.Tags, ",")
 		if len(w.Tags) == 0 {
 			loose = append(loose, o)
 			continue
@@ -423,6 +440,22 @@ func (s *Server) exportOPML(ctx context.Context, u *changedigest.User, tag strin
 		return nil, fmt.Errorf("server: write OPML: %w", err)
 	}
 	return append(append([]byte(xml.Header), out...), '\n'), nil
+}
+
+// feedLike reports whether an address of a watch not fetched yet looks
+// like a feed's (…/feed, …/rss.xml, ….atom): it is exported as one.
+func feedLike(u string) bool {
+	p, err := url.Parse(u)
+	if err != nil {
+		return false
+	}
+	path := strings.ToLower(p.Path + "?" + p.RawQuery)
+	for _, w := range []string{"rss", "atom", "feed", ".xml", ".rdf"} {
+		if strings.Contains(path, w) {
+			return true
+		}
+	}
+	return false
 }
 
 // feedSite reads the site link and title of a feed watch from its newest

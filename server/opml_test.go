@@ -70,8 +70,8 @@ func TestOPMLImportRealWorld(t *testing.T) {
 	if err := jsonUnmarshal(body, &res); err != nil {
 		t.Fatal(err)
 	}
-	if res.Imported != 4 || res.Skipped != 6 || res.AlreadyWatched != 2 || res.Invalid != 4 || len(res.Watches) != 4 ||
-		res.Message != "Imported 4 feeds, skipped 6 (2 already watched, 4 invalid)." {
+	if res.Imported != 5 || res.Skipped != 5 || res.AlreadyWatched != 2 || res.Invalid != 3 || len(res.Watches) != 5 ||
+		res.Message != "Imported 5 watches, skipped 5 (2 already watched, 3 invalid)." {
 		t.Errorf("result %+v", res)
 	}
 	want := []watchSummary{
@@ -80,6 +80,7 @@ func TestOPMLImportRealWorld(t *testing.T) {
 		{"https://golangweekly.com/rss/", "Go weekly", []string{"tech", "go", "newsletters", "weekly"}},
 		{"https://lwn.net/headlines/rss", "", nil},
 		{"https://news.example.org/rss.xml", "", nil},
+		{"https://recipes.example.com/", "A recipe site", []string{"café & food"}}, // a link outline: a page
 	}
 	if got := e.summaries(ann); !reflect.DeepEqual(got, want) {
 		t.Errorf("watches after import:\n%q\nwant\n%q", got, want)
@@ -93,7 +94,6 @@ func TestOPMLImportRealWorld(t *testing.T) {
 		"https://go.dev/blog/feed.atom": "already watched",
 		"javascript:alert(1)":           "not an absolute http or https URL",
 		"/feed.xml":                     "not an absolute http or https URL",
-		"https://recipes.example.com/":  "no xmlUrl",
 		"Empty folder":                  "no xmlUrl",
 	} {
 		if !strings.Contains(reasons[k], want) {
@@ -102,7 +102,7 @@ func TestOPMLImportRealWorld(t *testing.T) {
 	}
 	// Importing again adds nothing.
 	resp, body = c.raw("POST", "/opml", "application/xml", data)
-	if err := jsonUnmarshal(body, &res); err != nil || resp.StatusCode != 200 || res.Imported != 0 || res.AlreadyWatched != 6 {
+	if err := jsonUnmarshal(body, &res); err != nil || resp.StatusCode != 200 || res.Imported != 0 || res.AlreadyWatched != 7 {
 		t.Errorf("second import: %d %+v", resp.StatusCode, res)
 	}
 }
@@ -155,9 +155,11 @@ func TestOPMLRoundTrip(t *testing.T) {
 			Title    string `xml:"title,attr"`
 			Category string `xml:"category,attr"`
 			Children []struct {
+				Type     string `xml:"type,attr"`
 				Text     string `xml:"text,attr"`
 				XMLURL   string `xml:"xmlUrl,attr"`
 				HTMLURL  string `xml:"htmlUrl,attr"`
+				URL      string `xml:"url,attr"`
 				Category string `xml:"category,attr"`
 			} `xml:"outline"`
 		} `xml:"body>outline"`
@@ -174,8 +176,9 @@ func TestOPMLRoundTrip(t *testing.T) {
 	if len(doc.Body) != 3 || doc.Body[0].Text != "local" || doc.Body[1].Text != "news" || doc.Body[2].XMLURL != blog.URL {
 		t.Fatalf("outlines:\n%s", out)
 	}
-	if len(doc.Body[0].Children) != 1 || doc.Body[0].Children[0].XMLURL != "https://new.example/rss" {
-		t.Errorf("folder local (the page is left out):\n%s", out)
+	if lc := doc.Body[0].Children; len(lc) != 2 || lc[0].XMLURL != "https://new.example/rss" || lc[0].Type != "rss" ||
+		lc[1].Type != "link" || lc[1].URL != "https://town.example/" || lc[1].XMLURL != "" {
+		t.Errorf("folder local (a feed not fetched yet, and the page as a link):\n%s", out)
 	}
 	tw := doc.Body[1].Children
 	if len(tw) != 1 || tw[0].XMLURL != town.URL || tw[0].HTMLURL != "https://town.example/" || tw[0].Text != "Town & country news" ||
@@ -189,12 +192,13 @@ func TestOPMLRoundTrip(t *testing.T) {
 	// Bob imports it and watches the same feeds with the same tags.
 	var res opmlResult
 	resp, body := b.raw("POST", "/opml", "text/x-opml", out)
-	if err := jsonUnmarshal(body, &res); err != nil || resp.StatusCode != 200 || res.Imported != 3 || res.Skipped != 0 {
+	if err := jsonUnmarshal(body, &res); err != nil || resp.StatusCode != 200 || res.Imported != 4 || res.Skipped != 0 {
 		t.Fatalf("import: %d %s", resp.StatusCode, body)
 	}
 	want := []watchSummary{
 		{"https://blog.example/atom.xml", "Ann's \"own\" <blog>", nil},
 		{"https://new.example/rss", "", []string{"local"}},
+		{"https://town.example/", "", []string{"local"}},
 		{"https://town.example/feed.xml", "Town & country news", []string{"news", "local"}},
 	}
 	if got := e.summaries(bob); !reflect.DeepEqual(got, want) {
@@ -342,10 +346,10 @@ func TestOPMLWeb(t *testing.T) {
 	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/" {
 		t.Fatalf("import: %d %s", resp.StatusCode, resp.Header.Get("Location"))
 	}
-	if got, want := flash(resp), "info:Imported 4 feeds, skipped 6 (2 already watched, 4 invalid)."; got != want {
+	if got, want := flash(resp), "info:Imported 5 watches, skipped 5 (2 already watched, 3 invalid)."; got != want {
 		t.Errorf("flash %q, want %q", got, want)
 	}
-	if n := len(e.summaries(ann)); n != 5 {
+	if n := len(e.summaries(ann)); n != 6 {
 		t.Errorf("after the import: %d watches", n)
 	}
 
