@@ -8,6 +8,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/changedigest/changedigest/internal/lazyregexp"
 	"io"
 	"os"
 	"os/signal"
@@ -186,6 +187,16 @@ func subcommandHelp(e *env, sub, usage string) bool {
 	return true
 }
 
+// packagePrefix is the name of one of the module's packages at the start
+// of an error's text, or of a part of it ("crawl: GET …: pet: …"), which
+// says where in the code it was made: not for the person reading it.
+var packagePrefix = lazyregexp.New(`(^|: )(?:crawl|pet|segmenter|server|notify|cluster|profile|expand|render|agent|browser|visual|demo|metrics): `)
+
+// plainError is err's text without the package names of its parts.
+func plainError(err error) string {
+	return packagePrefix.ReplaceAllString(err.Error(), "$1")
+}
+
 func usagef(format string, args ...any) error {
 	return &usageError{msg: fmt.Sprintf(format, args...)}
 }
@@ -218,7 +229,7 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if errors.Is(err, flag.ErrHelp) {
 		return exitOK
 	}
-	fmt.Fprintf(stderr, "changedigest %s: %v\n", args[0], err)
+	fmt.Fprintf(stderr, "changedigest %s: %s\n", args[0], plainError(err))
 	var ue *usageError
 	if errors.As(err, &ue) || changedigest.ErrorCode(err) == changedigest.EINVALID || changedigest.ErrorCode(err) == changedigest.ETOOLARGE {
 		return exitUsage

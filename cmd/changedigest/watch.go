@@ -442,7 +442,7 @@ func runCheck(ctx context.Context, e *env) error {
 		bar.step()
 		line := fmt.Sprintf("%-6d %-50s ", r.Watch.ID, oneLine(r.Watch.URL, 50))
 		if r.Err != nil {
-			line += "error: " + oneLine(r.Err.Error(), 120)
+			line += "error: " + oneLine(plainError(r.Err), 120)
 		} else {
 			line += r.Outcome.Result.String()
 		}

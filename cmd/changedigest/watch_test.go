@@ -68,6 +68,9 @@ func TestWatchCommands(t *testing.T) {
 	if code, js, errs := runCmd(t, "watch", "list", "--json", "--data", data); code != 0 || !strings.Contains(js, `"url": "`+srv.URL+`/news"`) || !strings.HasPrefix(js, "[") {
 		t.Errorf("watch list --json: exit %d\n%s%s", code, js, errs)
 	}
+	if code, _, errs := runCmd(t, "history", "999", "--data", data); code == 0 || !strings.Contains(errs, "watch 999 not found") || strings.Contains(errs, "pet:") {
+		t.Errorf("history of a watch that is not there: exit %d, %q (want the message without package names)", code, errs)
+	}
 	for _, group := range []string{"watch", "user", "channel", "cluster"} {
 		if code, help, errs := runCmd(t, group, "-h"); code != 0 || !strings.Contains(help, "usage: changedigest "+group+" SUB-COMMAND") {
 			t.Errorf("%s -h: exit %d\n%s%s", group, code, help, errs)
