@@ -281,9 +281,10 @@ func runWatchList(ctx context.Context, e *env) error {
 		return enc.Encode(ws)
 	}
 	if len(ws) == 0 {
-		fmt.Fprintln(e.stdout, "no watches yet: add one with 'changedigest watch add URL'")
+		fmt.Fprintf(e.stdout, "no watches yet for user %q: add one with 'changedigest watch add URL', or name another user with --user NAME\n", u.Name)
 		return nil
 	}
+	fmt.Fprintf(e.stdout, "watches of user %q\n", u.Name)
 	tw := tabwriter.NewWriter(e.stdout, 2, 8, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tURL\tKIND\tTAGS\tLAST CHECK\tLAST CHANGE\tNEXT CHECK\tERROR")
 	for _, w := range ws {
