@@ -26,11 +26,22 @@ const (
 	ChannelNtfy ChannelKind = "ntfy"
 	// ChannelEmail e-mails each change.
 	ChannelEmail ChannelKind = "email"
+	// ChannelGotify posts a message to a Gotify server (URL) with an
+	// application token (Secret).
+	ChannelGotify ChannelKind = "gotify"
+	// ChannelTelegram sends a message through the Telegram Bot API (URL,
+	// https://api.telegram.org) with a bot token (Secret) to a chat (Room:
+	// its numeric id or @channelname).
+	ChannelTelegram ChannelKind = "telegram"
+	// ChannelPushover sends a message through the Pushover API (URL,
+	// https://api.pushover.net) with an application token (Secret) to a
+	// user or group key (Room).
+	ChannelPushover ChannelKind = "pushover"
 )
 
 // ChannelKinds lists the kinds in display order.
 var ChannelKinds = []ChannelKind{ChannelWebhook, ChannelSlack, ChannelMattermost, ChannelDiscord,
-	ChannelMatrix, ChannelNtfy, ChannelEmail}
+	ChannelMatrix, ChannelNtfy, ChannelGotify, ChannelTelegram, ChannelPushover, ChannelEmail}
 
 // Selection says which versions of the routed watches go to a channel.
 type Selection string
@@ -60,9 +71,11 @@ type Channel struct {
 	// access token, for ntfy an optional access token. Never shown again
 	// once stored.
 	Secret string `json:"-"`
-	// Room is the Matrix room id ("!id:server") or alias.
+	// Room is the Matrix room id ("!id:server") or alias, the Telegram
+	// chat (numeric id or @channelname) or the Pushover user key.
 	Room string `json:"room,omitempty"`
-	// Priority is the ntfy priority, 1 (min) to 5 (max); 0 = default (3).
+	// Priority is the ntfy or Gotify priority, 1 (min) to 5 (max); 0 =
+	// default.
 	Priority int `json:"priority,omitempty"`
 	// Tags are ntfy tags (emoji short codes or words).
 	NtfyTags []string `json:"ntfy_tags,omitempty"`
@@ -94,7 +107,7 @@ func (c *Channel) Validate() error {
 		known = known || k == c.Kind
 	}
 	if !known {
-		return Errorf(EINVALID, "unknown channel kind %q (want webhook, slack, mattermost, discord, matrix, ntfy or email)", c.Kind)
+		return Errorf(EINVALID, "unknown channel kind %q (want webhook, slack, mattermost, discord, matrix, ntfy, gotify, telegram, pushover or email)", c.Kind)
 	}
 	if c.URL == "" {
 		return Errorf(EINVALID, "a %s channel needs an address", c.Kind)
@@ -125,6 +138,26 @@ func (c *Channel) Validate() error {
 			return Errorf(EINVALID, "a Matrix channel needs an access token")
 		}
 	}
+	switch c.Kind {
+	case ChannelGotify:
+		if c.Secret == "" {
+			return Errorf(EINVALID, "a Gotify channel needs the application's token")
+		}
+	case ChannelTelegram:
+		if c.Secret == "" {
+			return Errorf(EINVALID, "a Telegram channel needs the bot's token")
+		}
+		if !telegramChat(c.Room) {
+			return Errorf(EINVALID, "Telegram chat %q is not a chat id (a number) or a channel name (@name)", c.Room)
+		}
+	case ChannelPushover:
+		if c.Secret == "" {
+			return Errorf(EINVALID, "a Pushover channel needs the application's token")
+		}
+		if !pushoverKey(c.Room) {
+			return Errorf(EINVALID, "Pushover user key %q is not 30 letters and digits", c.Room)
+		}
+	}
 	if len(c.Secret) > 1024 {
 		return Errorf(EINVALID, "channel secret is longer than 1024 characters")
 	}
@@ -144,6 +177,25 @@ func (c *Channel) Validate() error {
 		c.Name = string(c.Kind)
 	}
 	return nil
+}
+
+// telegramChat reports whether s names a Telegram chat: a number (a
+// group's is negative) or @name.
+func telegramChat(s string) bool {
+	if name, ok := strings.CutPrefix(s, "@"); ok {
+		return len(name) >= 4 && len(name) <= 64 && strings.IndexFunc(name, func(r rune) bool {
+			return !(r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9')
+		}) < 0
+	}
+	s = strings.TrimPrefix(s, "-")
+	return s != "" && len(s) <= 20 && strings.IndexFunc(s, func(r rune) bool { return r < '0' || r > '9' }) < 0
+}
+
+// pushoverKey reports whether s is a Pushover user or group key.
+func pushoverKey(s string) bool {
+	return len(s) == 30 && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9')
+	}) < 0
 }
 
 // Routes reports whether the channel takes versions of watch w by its

@@ -516,6 +516,33 @@ func (d *Dispatcher) Send(ctx context.Context, c *changedigest.Channel, ev *even
 			h.Set("Authorization", "Bearer "+c.Secret)
 		}
 		return d.post(ctx, http.MethodPost, c.URL, ev.key, h, ev.ntfyBody())
+	case changedigest.ChannelGotify:
+		msg := map[string]any{"title": ev.title(), "message": string(ev.ntfyBody()),
+			"extras": map[string]any{"client::notification": map[string]any{"click": map[string]string{"url": ev.url}}}}
+		if c.Priority > 0 {
+			msg["priority"] = gotifyPriority[c.Priority]
+		}
+		body, err := json.Marshal(msg)
+		if err != nil {
+			return Result{Err: err}
+		}
+		h := http.Header{"Content-Type": {"application/json"}, "X-Gotify-Key": {c.Secret}}
+		return d.post(ctx, http.MethodPost, strings.TrimSuffix(c.URL, "/")+"/message", ev.key, h, body)
+	case changedigest.ChannelTelegram:
+		// Plain text (no parse mode): nothing in a change can break the
+		// message's markup.
+		text := clip(ev.title()+"\n\n"+string(ev.ntfyBody())+"\n\n"+ev.url, 4000)
+		body, err := json.Marshal(map[string]any{"chat_id": c.Room, "text": text, "disable_web_page_preview": true})
+		if err != nil {
+			return Result{Err: err}
+		}
+		return d.post(ctx, http.MethodPost, strings.TrimSuffix(c.URL, "/")+"/bot"+c.Secret+"/sendMessage", ev.key,
+			http.Header{"Content-Type": {"application/json"}}, body)
+	case changedigest.ChannelPushover:
+		form := url.Values{"token": {c.Secret}, "user": {c.Room}, "title": {clip(ev.title(), 250)},
+			"message": {clip(string(ev.ntfyBody()), 1000)}, "url": {ev.url}, "url_title": {"Open the version"}}
+		return d.post(ctx, http.MethodPost, strings.TrimSuffix(c.URL, "/")+"/1/messages.json", ev.key,
+			http.Header{"Content-Type": {"application/x-www-form-urlencoded"}}, []byte(form.Encode()))
 	case changedigest.ChannelMatrix:
 		return d.sendMatrix(ctx, c, ev)
 	case changedigest.ChannelEmail:
@@ -523,6 +550,10 @@ func (d *Dispatcher) Send(ctx context.Context, c *changedigest.Channel, ev *even
 	}
 	return Result{Err: fmt.Errorf("notify: unknown channel kind %q", c.Kind), Permanent: true}
 }
+
+// gotifyPriority maps the channel's priority, 1 to 5 as ntfy has it, to
+// Gotify's 0 to 10.
+var gotifyPriority = [6]int{0, 1, 3, 5, 7, 10}
 
 // headerSafe makes s a header value: one line, printable.
 func headerSafe(s string) string {

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"net/mail"
 	"net/netip"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -644,5 +645,81 @@ func TestEmailPerChange(t *testing.T) {
 	}
 	if len(m.To) != 1 || m.To[0] != "ann.phone@example.org" {
 		t.Errorf("sent to %v", m.To)
+	}
+}
+
+// TestGotifyTelegramPushover sends a change to fakes of the three
+// services' APIs on loopback and checks each request as the service
+// documents it: Gotify's POST /message with the app token in
+// X-Gotify-Key, Telegram's POST /bot<token>/sendMessage with the chat,
+// Pushover's form POST /1/messages.json with token and user.
+func TestGotifyTelegramPushover(t *testing.T) {
+	const userKey = "uQiRzpo4DXghDmr9QzzfQu27cmVRsG"
+	cases := []struct {
+		ch    changedigest.Channel
+		path  string
+		check func(t *testing.T, r received)
+	}{
+		{changedigest.Channel{Kind: changedigest.ChannelGotify, Secret: "AppTok", Priority: 5}, "/message", func(t *testing.T, r received) {
+			var m struct {
+				Title, Message string
+				Priority       int
+				Extras         map[string]map[string]map[string]string
+			}
+			if err := json.Unmarshal(r.body, &m); err != nil {
+				t.Fatal(err)
+			}
+			if r.header.Get("X-Gotify-Key") != "AppTok" || m.Priority != 10 || !strings.HasPrefix(m.Title, "★ football: News:") ||
+				!strings.Contains(m.Message, "{+The **football** club won on Sunday+}") ||
+				!strings.HasPrefix(m.Extras["client::notification"]["click"]["url"], "http://cd.example.org/watches/") {
+				t.Errorf("gotify: key %q, %+v", r.header.Get("X-Gotify-Key"), m)
+			}
+		}},
+		{changedigest.Channel{Kind: changedigest.ChannelTelegram, Secret: "123:ABC", Room: "-100200300"}, "/bot123:ABC/sendMessage", func(t *testing.T, r received) {
+			var m struct {
+				ChatID  string `json:"chat_id"`
+				Text    string
+				Preview bool `json:"disable_web_page_preview"`
+			}
+			if err := json.Unmarshal(r.body, &m); err != nil {
+				t.Fatal(err)
+			}
+			if m.ChatID != "-100200300" || !m.Preview || !strings.HasPrefix(m.Text, "★ football: News:") ||
+				!strings.Contains(m.Text, "football** club won") || !strings.Contains(m.Text, "http://cd.example.org/watches/") {
+				t.Errorf("telegram: %+v", m)
+			}
+		}},
+		{changedigest.Channel{Kind: changedigest.ChannelPushover, Secret: "azGDORePK8gMaC0QOYAMyEEuzJnyUi", Room: userKey}, "/1/messages.json", func(t *testing.T, r received) {
+			form, err := url.ParseQuery(string(r.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if form.Get("token") != "azGDORePK8gMaC0QOYAMyEEuzJnyUi" || form.Get("user") != userKey ||
+				!strings.HasPrefix(form.Get("title"), "★ football: News:") || !strings.Contains(form.Get("message"), "club won") ||
+				!strings.HasPrefix(form.Get("url"), "http://cd.example.org/watches/") {
+				t.Errorf("pushover: %v", form)
+			}
+		}},
+	}
+	for _, c := range cases {
+		t.Run(string(c.ch.Kind), func(t *testing.T) {
+			f := newFixture(t)
+			rc := newReceiver(t)
+			c.ch.URL = rc.URL
+			f.channel(t, c.ch)
+			f.addVersion(t, f.now, []string{"a"}, footballChange)
+			drain(t, f.dispatcher())
+			got := rc.got()
+			if len(got) != 1 {
+				t.Fatalf("%d requests", len(got))
+			}
+			if got[0].method != http.MethodPost || got[0].path != c.path {
+				t.Errorf("%s %s, want POST %s", got[0].method, got[0].path, c.path)
+			}
+			c.check(t, got[0])
+			if ds := f.deliveries(t); ds[0].State != changedigest.DeliveryDelivered {
+				t.Errorf("delivery %+v", ds[0])
+			}
+		})
 	}
 }

@@ -26,7 +26,7 @@ func runChannel(ctx context.Context, e *env) error {
 	}
 	sub, rest := e.args[0], &env{args: e.args[1:], global: e.global, stdin: e.stdin, stdout: e.stdout, stderr: e.stderr}
 	if subcommandHelp(e, sub, `usage: changedigest channel SUB-COMMAND …
-  add KIND URL   a notification channel (webhook, slack, mattermost, discord, matrix, ntfy, email)
+  add KIND URL   a notification channel (webhook, slack, mattermost, discord, matrix, ntfy, gotify, telegram, pushover, email)
   list           the channels
   rm ID          remove one
   test ID        send a test message
@@ -51,12 +51,12 @@ func runChannel(ctx context.Context, e *env) error {
 
 func runChannelAdd(ctx context.Context, e *env) error {
 	var sf storeFlags
-	fs := newFlagSet(e, "channel add", "webhook|slack|mattermost|discord|matrix|ntfy|email URL [--secret-stdin] [--room R] [--select all|significant|interests] [--tag T]… [--watch ID]…")
+	fs := newFlagSet(e, "channel add", "webhook|slack|mattermost|discord|matrix|ntfy|gotify|telegram|pushover|email URL [--secret-stdin] [--room R] [--select all|significant|interests] [--tag T]… [--watch ID]…")
 	sf.register(fs)
 	user := fs.String("user", "", "the user the channel belongs to")
 	name := fs.String("name", "", "a name for the channel (default: its kind)")
 	secretStdin := fs.Bool("secret-stdin", false, "read the secret (webhook signing key, Matrix or ntfy access token) from the first line of standard input")
-	room := fs.String("room", "", "Matrix room id (!id:server) or alias (#name:server)")
+	room := fs.String("room", "", "Matrix room id (!id:server) or alias (#name:server); Telegram chat id or @channel; Pushover user key")
 	priority := fs.Int("priority", 0, "ntfy priority, 1 (min) to 5 (max)")
 	sel := fs.String("select", "all", "which changes: all, significant or interests")
 	var tags, ntfyTags, watches multiFlag
