@@ -136,6 +136,28 @@ func (s *Segmenter) detect(w *work, in Input) (snap *changedigest.Snapshot, err 
 	if err := s.checkSize(in.Body, ""); err != nil {
 		return nil, err
 	}
+	jsonDoc := isJSONDocument(in.Body)
+	if jsonDoc {
+		// Read as the page it renders to (jsondoc.go), the previous
+		// version too.
+		in = in.whole()
+		if in.Body, err = jsonPage(in.Body); err != nil {
+			return nil, err
+		}
+		if in.PrevBody != nil && isJSONDocument(in.PrevBody) {
+			if prev, err := jsonPage(in.PrevBody); err == nil {
+				in.PrevBody = prev
+			}
+		}
+		defer func() {
+			if snap != nil {
+				for i := range snap.Segments {
+					// The segments are of the rendered page, not the body.
+					snap.Segments[i].Start, snap.Segments[i].End = -1, -1
+				}
+			}
+		}()
+	}
 	kind, err := Sniff(in.Body)
 	if err != nil {
 		return nil, err
@@ -190,6 +212,15 @@ func (s *Segmenter) diff(w *work, old, new []byte, zone string) (d *changedigest
 	}
 	if err := s.checkSize(new, "new"); err != nil {
 		return nil, err
+	}
+	if isJSONDocument(old) && isJSONDocument(new) {
+		// Both JSON documents: compared as the pages they render to.
+		if old, err = jsonPage(old); err != nil {
+			return nil, labelled("old", err)
+		}
+		if new, err = jsonPage(new); err != nil {
+			return nil, labelled("new", err)
+		}
 	}
 	ko, err := Sniff(old)
 	if err != nil {

@@ -1,0 +1,231 @@
+package segmenter
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html"
+	"io"
+	"strconv"
+	"strings"
+)
+
+// JSON documents.
+//
+// A JSON response that is not a JSON Feed (an API's answer, a price list,
+// a status document) is watched as the page a person would read it as:
+// each object a section headed by its key, each value a line "key:
+// value" under it, the objects of an array headed by their name (their
+// "name", "title", "id" or first text field) or their index. Its changes
+// are then told as any page's are, in people's words and placed under the
+// heading of the object they are in: "under ‘offers’: price: [-24-]{+29+}",
+// an added object by its name. The order of keys is the document's.
+
+// jsonMaxDepth bounds the nesting of a JSON document read as a page.
+const jsonMaxDepth = 64
+
+// jsonLabelKeys are the fields that name an object of an array, in order.
+var jsonLabelKeys = []string{"name", "title", "label", "id", "key", "slug", "itemType", "type", "code", "LongName", "Location"}
+
+// isJSONDocument reports whether body is JSON that is not a JSON Feed.
+func isJSONDocument(body []byte) bool {
+	b := bytes.TrimLeft(bytes.TrimPrefix(bytes.TrimLeft(body, " \t\r\n\f"), []byte("\xef\xbb\xbf")), " \t\r\n\f")
+	if len(b) == 0 || b[0] != '{' && b[0] != '[' {
+		return false
+	}
+	k, err := Sniff(body)
+	return err != nil && errors.Is(err, ErrNotDocument) && k == "" && (json.Valid(b) || json.Valid(quoteNonNumbers(b)))
+}
+
+// quoteNonNumbers writes the NaN, Infinity and -Infinity that some
+// encoders (Python's) put in JSON as strings, outside strings, so that
+// the document reads.
+func quoteNonNumbers(b []byte) []byte {
+	var out []byte
+	in, esc := false, false
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		switch {
+		case in:
+			switch {
+			case esc:
+				esc = false
+			case c == '\\':
+				esc = true
+			case c == '"':
+				in = false
+			}
+		case c == '"':
+			in = true
+		default:
+			for _, w := range []string{"NaN", "Infinity", "-Infinity"} {
+				if bytes.HasPrefix(b[i:], []byte(w)) {
+					if out == nil {
+						out = append(make([]byte, 0, len(b)+64), b[:i]...)
+					}
+					out = append(out, '"')
+					out = append(out, w...)
+					out = append(out, '"')
+					i += len(w) - 1
+					goto next
+				}
+			}
+		}
+		if out != nil {
+			out = append(out, c)
+		}
+	next:
+	}
+	if out == nil {
+		return b
+	}
+	return out
+}
+
+// jsonNode is a JSON value with its object keys in document order.
+type jsonNode struct {
+	kind   byte // 'o' object, 'a' array, 's' string, 'n' number, 'b' bool, 'z' null
+	scalar string
+	keys   []string
+	kids   []*jsonNode
+}
+
+// jsonPage renders a JSON document as an HTML page (see above).
+func jsonPage(body []byte) ([]byte, error) {
+	if !json.Valid(body) {
+		body = quoteNonNumbers(body)
+	}
+	d := json.NewDecoder(bytes.NewReader(body))
+	d.UseNumber()
+	root, err := readJSON(d, 0)
+	if err != nil {
+		return nil, inputErrorf(ErrNotDocument, "JSON document: %v", err)
+	}
+	if _, err := d.Token(); err != io.EOF {
+		return nil, inputErrorf(ErrNotDocument, "JSON document: more than one value")
+	}
+	var b bytes.Buffer
+	b.Grow(len(body) + len(body)/2)
+	b.WriteString("<!DOCTYPE html><html><head></head><body><main>")
+	writeJSON(&b, root, "", 2)
+	b.WriteString("</main></body></html>")
+	return b.Bytes(), nil
+}
+
+func readJSON(d *json.Decoder, depth int) (*jsonNode, error) {
+	if depth > jsonMaxDepth {
+		return nil, fmt.Errorf("nested deeper than %d", jsonMaxDepth)
+	}
+	t, err := d.Token()
+	if err != nil {
+		return nil, err
+	}
+	switch v := t.(type) {
+	case json.Delim:
+		n := &jsonNode{kind: 'a'}
+		if v == '{' {
+			n.kind = 'o'
+		}
+		for d.More() {
+			if n.kind == 'o' {
+				kt, err := d.Token()
+				if err != nil {
+					return nil, err
+				}
+				k, _ := kt.(string)
+				n.keys = append(n.keys, k)
+			}
+			kid, err := readJSON(d, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			n.kids = append(n.kids, kid)
+		}
+		if _, err := d.Token(); err != nil { // the closing delimiter
+			return nil, err
+		}
+		return n, nil
+	case string:
+		return &jsonNode{kind: 's', scalar: v}, nil
+	case json.Number:
+		return &jsonNode{kind: 'n', scalar: v.String()}, nil
+	case bool:
+		return &jsonNode{kind: 'b', scalar: strconv.FormatBool(v)}, nil
+	}
+	return &jsonNode{kind: 'z', scalar: "null"}, nil
+}
+
+func (n *jsonNode) scalarKind() bool { return n.kind != 'o' && n.kind != 'a' }
+
+// label names an object of an array: its first naming field, else its
+// first text field, else "".
+func (n *jsonNode) label() string {
+	if n.kind != 'o' {
+		return ""
+	}
+	for _, want := range jsonLabelKeys {
+		for i, k := range n.keys {
+			if strings.EqualFold(k, want) && n.kids[i].scalarKind() && n.kids[i].kind != 'z' && n.kids[i].scalar != "" {
+				return n.kids[i].scalar
+			}
+		}
+	}
+	for i := range n.keys {
+		if n.kids[i].kind == 's' && n.kids[i].scalar != "" && len(n.kids[i].scalar) <= 80 {
+			return n.kids[i].scalar
+		}
+	}
+	return ""
+}
+
+// writeJSON writes n, found under name (its key, "" for the root), with
+// headings of level h for the objects and arrays it holds.
+func writeJSON(b *bytes.Buffer, n *jsonNode, name string, h int) {
+	esc := html.EscapeString
+	hn := strconv.Itoa(min(h, 6))
+	switch n.kind {
+	case 'o':
+		// Scalars first as lines, then the nested values as sections.
+		for i, k := range n.keys {
+			if kid := n.kids[i]; kid.scalarKind() {
+				b.WriteString("<p>" + esc(k) + ": " + esc(kid.scalar) + "</p>")
+			}
+		}
+		for i, k := range n.keys {
+			if kid := n.kids[i]; !kid.scalarKind() {
+				b.WriteString("<section><h" + hn + ">" + esc(k) + "</h" + hn + ">")
+				writeJSON(b, kid, k, h+1)
+				b.WriteString("</section>")
+			}
+		}
+	case 'a':
+		allScalar := true
+		for _, kid := range n.kids {
+			allScalar = allScalar && kid.scalarKind()
+		}
+		if allScalar {
+			b.WriteString("<ul>")
+			for _, kid := range n.kids {
+				b.WriteString("<li>" + esc(kid.scalar) + "</li>")
+			}
+			b.WriteString("</ul>")
+			return
+		}
+		for i, kid := range n.kids {
+			if kid.scalarKind() {
+				b.WriteString("<p>" + esc(kid.scalar) + "</p>")
+				continue
+			}
+			title := kid.label()
+			if title == "" {
+				title = fmt.Sprintf("%s[%d]", name, i)
+			}
+			b.WriteString("<article><h" + hn + ">" + esc(title) + "</h" + hn + ">")
+			writeJSON(b, kid, title, h+1)
+			b.WriteString("</article>")
+		}
+	default:
+		b.WriteString("<p>" + esc(n.scalar) + "</p>")
+	}
+}
