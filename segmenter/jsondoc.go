@@ -91,8 +91,14 @@ type jsonNode struct {
 	kids   []*jsonNode
 }
 
-// jsonPage renders a JSON document as an HTML page (see above).
-func jsonPage(body []byte) ([]byte, error) {
+// jsonPage renders a JSON document as an HTML page (see above); with a
+// zone that is a JSON path, only the part it selects (an empty page when
+// none).
+func jsonPage(body []byte, zone string) ([]byte, error) {
+	steps, isPath, err := parseJSONPath(zone)
+	if err != nil {
+		return nil, err
+	}
 	if !json.Valid(body) {
 		body = quoteNonNumbers(body)
 	}
@@ -105,10 +111,17 @@ func jsonPage(body []byte) ([]byte, error) {
 	if _, err := d.Token(); err != io.EOF {
 		return nil, inputErrorf(ErrNotDocument, "JSON document: more than one value")
 	}
+	name := ""
+	if isPath {
+		root = selectJSON(root, steps)
+		name = zone
+	}
 	var b bytes.Buffer
 	b.Grow(len(body) + len(body)/2)
 	b.WriteString("<!DOCTYPE html><html><head></head><body><main>")
-	writeJSON(&b, root, "", 2)
+	if root != nil {
+		writeJSON(&b, root, name, 2)
+	}
 	b.WriteString("</main></body></html>")
 	return b.Bytes(), nil
 }
@@ -228,4 +241,114 @@ func writeJSON(b *bytes.Buffer, n *jsonNode, name string, h int) {
 	default:
 		b.WriteString("<p>" + esc(n.scalar) + "</p>")
 	}
+}
+
+// JSON zones.
+//
+// A watch of a JSON document may restrict itself to part of it with a
+// zone that is a path instead of a CSS selector: "$.offers", "$.offers[0]",
+// "$.offers[*].price", "$['opening hours']", "$..price" is not supported.
+// The part the path selects (every match of a wildcard, as an array) is
+// what is read as the page.
+
+// jsonStep is one step of a JSON path: a key, an index, or every member
+// (wild).
+type jsonStep struct {
+	key   string
+	index int // -1 for a key or wild
+	wild  bool
+}
+
+// parseJSONPath reads a zone that is a JSON path; ok is false when zone
+// is not one (it does not start with "$").
+func parseJSONPath(zone string) (steps []jsonStep, ok bool, err error) {
+	if !strings.HasPrefix(zone, "$") {
+		return nil, false, nil
+	}
+	bad := func(why string) ([]jsonStep, bool, error) {
+		return nil, true, inputErrorf(ErrZone, "invalid JSON path %q: %s", zone, why)
+	}
+	p := zone[1:]
+	for p != "" {
+		switch {
+		case strings.HasPrefix(p, ".."):
+			return bad("recursive descent (..) is not supported")
+		case p[0] == '.':
+			p = p[1:]
+			n := strings.IndexAny(p, ".[")
+			if n < 0 {
+				n = len(p)
+			}
+			if n == 0 {
+				return bad("a key is missing after '.'")
+			}
+			if p[:n] == "*" {
+				steps = append(steps, jsonStep{index: -1, wild: true})
+			} else {
+				steps = append(steps, jsonStep{key: p[:n], index: -1})
+			}
+			p = p[n:]
+		case p[0] == '[':
+			end := strings.IndexByte(p, ']')
+			if end < 0 {
+				return bad("a '[' is not closed")
+			}
+			in := strings.TrimSpace(p[1:end])
+			switch {
+			case in == "*":
+				steps = append(steps, jsonStep{index: -1, wild: true})
+			case len(in) >= 2 && (in[0] == '\'' || in[0] == '"') && in[len(in)-1] == in[0]:
+				steps = append(steps, jsonStep{key: in[1 : len(in)-1], index: -1})
+			default:
+				i, err := strconv.Atoi(in)
+				if err != nil || i < 0 {
+					return bad(fmt.Sprintf("%q is not an index, a quoted key or *", in))
+				}
+				steps = append(steps, jsonStep{index: i})
+			}
+			p = p[end+1:]
+		default:
+			return bad(fmt.Sprintf("unexpected %q", p[:1]))
+		}
+		if len(steps) > 64 {
+			return bad("more than 64 steps")
+		}
+	}
+	return steps, true, nil
+}
+
+// selectJSON applies steps to n: the one value they lead to, an array of
+// every value when a step is a wildcard, or nil when none.
+func selectJSON(n *jsonNode, steps []jsonStep) *jsonNode {
+	cur := []*jsonNode{n}
+	wild := false
+	for _, st := range steps {
+		var next []*jsonNode
+		for _, c := range cur {
+			switch {
+			case st.wild:
+				next = append(next, c.kids...)
+			case st.key != "" || st.index < 0:
+				if c.kind == 'o' {
+					for i, k := range c.keys {
+						if k == st.key {
+							next = append(next, c.kids[i])
+							break
+						}
+					}
+				}
+			case c.kind == 'a' && st.index < len(c.kids):
+				next = append(next, c.kids[st.index])
+			}
+		}
+		wild = wild || st.wild
+		cur = next
+	}
+	switch {
+	case len(cur) == 0:
+		return nil
+	case !wild:
+		return cur[0]
+	}
+	return &jsonNode{kind: 'a', kids: cur}
 }

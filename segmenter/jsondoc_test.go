@@ -47,7 +47,7 @@ func TestJSONDocument(t *testing.T) {
 	if !price || !tandem {
 		t.Errorf("price change told %v, tandem added told %v: %+v", price, tandem, changes)
 	}
-	page, err := jsonPage([]byte(old))
+	page, err := jsonPage([]byte(old), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,12 +56,12 @@ func TestJSONDocument(t *testing.T) {
 	}
 	// Python's encoder writes NaN and Infinity, which JSON has not.
 	nan := []byte(`{"avg": NaN, "max": -Infinity, "note": "NaN stays"}`)
-	if p, err := jsonPage(nan); !isJSONDocument(nan) || err != nil || !strings.Contains(string(p), "avg: NaN") ||
+	if p, err := jsonPage(nan, ""); !isJSONDocument(nan) || err != nil || !strings.Contains(string(p), "avg: NaN") ||
 		!strings.Contains(string(p), "max: -Infinity") || !strings.Contains(string(p), "note: NaN stays") {
 		t.Errorf("NaN: %v\n%s", err, p)
 	}
 	deep := strings.Repeat("[", 100) + strings.Repeat("]", 100)
-	if _, err := jsonPage([]byte(deep)); err == nil || !strings.Contains(err.Error(), "nested deeper") {
+	if _, err := jsonPage([]byte(deep), ""); err == nil || !strings.Contains(err.Error(), "nested deeper") {
 		t.Errorf("100 levels deep: %v", err)
 	}
 }
@@ -110,5 +110,49 @@ func TestJSONHistories(t *testing.T) {
 		if content == 0 || placed*10 < content*9 {
 			t.Errorf("%s: %d content changes, %d placed under their object", filepath.Base(h), content, placed)
 		}
+	}
+}
+
+// TestJSONZone checks zones that are JSON paths: the part they select is
+// what is compared, a wildcard gathers its matches, and a bad path is an
+// invalid zone.
+func TestJSONZone(t *testing.T) {
+	old := `{"updated": "2026-05-01", "offers": [{"name": "City bike", "price": 24}, {"name": "Cargo bike", "price": 80}], "opening hours": {"weekdays": "9-18"}}`
+	new := strings.NewReplacer(`"2026-05-01"`, `"2026-05-02"`, `"price": 80`, `"price": 85`, `"9-18"`, `"9-19"`).Replace(old)
+	s := New()
+	cases := []struct {
+		zone string
+		want []string // the new texts of the content changes
+	}{
+		{"", []string{"02", "85", "19"}},
+		{"$.offers", []string{"85"}},
+		{"$.offers[1].price", []string{"85"}},
+		{"$.offers[*].price", []string{"85"}},
+		{"$['opening hours']", []string{"19"}},
+		{"$.offers[0]", nil},
+		{"$.nothing", nil},
+	}
+	for _, c := range cases {
+		d, err := s.Diff([]byte(old), []byte(new), c.zone)
+		if err != nil {
+			t.Fatalf("%q: %v", c.zone, err)
+		}
+		var got []string
+		for _, ch := range d.Changes {
+			if ch.Type == changedigest.ChangeContent {
+				got = append(got, ch.NewText)
+			}
+		}
+		if strings.Join(got, "|") != strings.Join(c.want, "|") {
+			t.Errorf("zone %q: changes %q, want %q", c.zone, got, c.want)
+		}
+	}
+	for _, bad := range []string{"$..price", "$.offers[x]", "$.offers[0", "$.", "$offers"} {
+		if err := CheckZone(bad); err == nil || !strings.Contains(err.Error(), "invalid JSON path") {
+			t.Errorf("CheckZone(%q): %v", bad, err)
+		}
+	}
+	if err := CheckZone("$.offers[*]['name']"); err != nil {
+		t.Errorf("a good path: %v", err)
 	}
 }

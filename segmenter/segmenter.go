@@ -141,11 +141,15 @@ func (s *Segmenter) detect(w *work, in Input) (snap *changedigest.Snapshot, err 
 		// Read as the page it renders to (jsondoc.go), the previous
 		// version too.
 		in = in.whole()
-		if in.Body, err = jsonPage(in.Body); err != nil {
+		zone := ""
+		if _, isPath, _ := parseJSONPath(in.Zone); isPath {
+			zone, in.Zone = in.Zone, "" // the path picks the part rendered
+		}
+		if in.Body, err = jsonPage(in.Body, zone); err != nil {
 			return nil, err
 		}
 		if in.PrevBody != nil && isJSONDocument(in.PrevBody) {
-			if prev, err := jsonPage(in.PrevBody); err == nil {
+			if prev, err := jsonPage(in.PrevBody, zone); err == nil {
 				in.PrevBody = prev
 			}
 		}
@@ -215,10 +219,14 @@ func (s *Segmenter) diff(w *work, old, new []byte, zone string) (d *changedigest
 	}
 	if isJSONDocument(old) && isJSONDocument(new) {
 		// Both JSON documents: compared as the pages they render to.
-		if old, err = jsonPage(old); err != nil {
+		path := ""
+		if _, isPath, _ := parseJSONPath(zone); isPath {
+			path, zone = zone, ""
+		}
+		if old, err = jsonPage(old, path); err != nil {
 			return nil, labelled("old", err)
 		}
-		if new, err = jsonPage(new); err != nil {
+		if new, err = jsonPage(new, path); err != nil {
 			return nil, labelled("new", err)
 		}
 	}

@@ -81,6 +81,9 @@ func CheckZone(zone string) error {
 	if zone == "" {
 		return nil
 	}
+	if _, isPath, err := parseJSONPath(zone); isPath {
+		return err // a JSON document's zone
+	}
 	_, err := compileZone(zone)
 	return err
 }
