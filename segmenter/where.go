@@ -77,7 +77,8 @@ func clipWords(s string, n int) string {
 // another element.
 func landmark(d *doc, e int32) string {
 	role, _ := d.attr(&d.elems[e], "role")
-	switch tag := d.tagOf(e); {
+	tag := d.tagOf(e)
+	switch {
 	case tag == "nav" || role == "navigation":
 		return "navigation"
 	case tag == "footer" && !inArticle(d, e) || role == "contentinfo":
@@ -86,6 +87,24 @@ func landmark(d *doc, e int32) string {
 		return "page header"
 	case tag == "aside" || role == "complementary":
 		return "sidebar"
+	}
+	// Pages older than those elements name the parts by class or id
+	// (div.sphinxsidebar, div#footer, ul.navbar).
+	if tag == "div" || tag == "ul" || tag == "section" || tag == "td" {
+		id, _ := d.attr(&d.elems[e], "id")
+		class, _ := d.attr(&d.elems[e], "class")
+		for _, w := range strings.FieldsFunc(strings.ToLower(id+" "+class), func(r rune) bool {
+			return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9')
+		}) {
+			switch {
+			case strings.HasSuffix(w, "sidebar"):
+				return "sidebar"
+			case w == "navbar" || w == "navigation" || w == "nav" || w == "menu" || w == "mainmenu":
+				return "navigation"
+			case (w == "footer" || w == "pagefooter") && !inArticle(d, e):
+				return "footer"
+			}
+		}
 	}
 	return ""
 }

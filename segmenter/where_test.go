@@ -77,6 +77,27 @@ func TestWhere(t *testing.T) {
 			}
 		}
 	})
+	t.Run("parts named by class", func(t *testing.T) {
+		old := `<html><body><div class="document"><h2>News</h2><p>The release notes of version 2.0 are out today for everyone.</p></div>
+<div class="sphinxsidebar"><h3>Table Of Contents</h3><ul><li>News 2011</li><li>News 2010</li></ul></div>
+<div id="footer">© Copyright 2011, the team.</div></body></html>`
+		new := strings.NewReplacer("<li>News 2011</li>", "<li>News 2012</li><li>News 2011</li>", "2011, the team", "2012, the team").Replace(old)
+		want := map[string]bool{"in the sidebar": false, "in the footer": false}
+		for _, c := range detectTwo(t, old, new) {
+			if c.Type != changedigest.ChangeContent {
+				continue
+			}
+			if _, ok := want[c.Where]; !ok {
+				t.Errorf("%v: where %q", c, c.Where)
+			}
+			want[c.Where] = true
+		}
+		for w, seen := range want {
+			if !seen {
+				t.Errorf("no change %s", w)
+			}
+		}
+	})
 	t.Run("a paragraph added is no story", func(t *testing.T) {
 		cs := detectTwo(t, base, strings.Replace(base, "on Saturdays.</p>", "on Saturdays.</p><p>It is closed on public holidays and during the first week of August.</p>", 1))
 		for _, c := range cs {
