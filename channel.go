@@ -144,8 +144,8 @@ func (c *Channel) Validate() error {
 			return Errorf(EINVALID, "a Gotify channel needs the application's token")
 		}
 	case ChannelTelegram:
-		if c.Secret == "" {
-			return Errorf(EINVALID, "a Telegram channel needs the bot's token")
+		if !telegramToken(c.Secret) {
+			return Errorf(EINVALID, "a Telegram channel needs the bot's token (digits, a colon, then letters, digits, - and _)")
 		}
 		if !telegramChat(c.Room) {
 			return Errorf(EINVALID, "Telegram chat %q is not a chat id (a number) or a channel name (@name)", c.Room)
@@ -189,6 +189,17 @@ func telegramChat(s string) bool {
 	}
 	s = strings.TrimPrefix(s, "-")
 	return s != "" && len(s) <= 20 && strings.IndexFunc(s, func(r rune) bool { return r < '0' || r > '9' }) < 0
+}
+
+// telegramToken reports whether s looks like a bot token ("123456:AA…"):
+// it goes into the API's path.
+func telegramToken(s string) bool {
+	id, key, ok := strings.Cut(s, ":")
+	return ok && id != "" && key != "" && len(s) <= 200 &&
+		strings.IndexFunc(id, func(r rune) bool { return r < '0' || r > '9' }) < 0 &&
+		strings.IndexFunc(key, func(r rune) bool {
+			return !(r == '_' || r == '-' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9')
+		}) < 0
 }
 
 // pushoverKey reports whether s is a Pushover user or group key.

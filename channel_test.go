@@ -25,6 +25,7 @@ func TestChannelValidate(t *testing.T) {
 		{Channel{Kind: ChannelTelegram, URL: "https://api.telegram.org", Secret: "1:x", Room: "@town_news"}, ""},
 		{Channel{Kind: ChannelTelegram, URL: "https://api.telegram.org", Secret: "1:x", Room: "town news"}, "is not a chat id"},
 		{Channel{Kind: ChannelTelegram, URL: "https://api.telegram.org", Room: "42"}, "bot's token"},
+		{Channel{Kind: ChannelTelegram, URL: "https://api.telegram.org", Secret: "1:x/../../other?a=%zz", Room: "42"}, "bot's token"},
 		{Channel{Kind: ChannelPushover, URL: "https://api.pushover.net", Secret: "tok", Room: key}, ""},
 		{Channel{Kind: ChannelPushover, URL: "https://api.pushover.net", Secret: "tok", Room: "short"}, "is not 30 letters"},
 	}

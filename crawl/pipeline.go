@@ -312,7 +312,7 @@ func resolveLinks(cs []changedigest.Change, base string) {
 		if b == nil {
 			var err error
 			if b, err = url.Parse(base); err != nil {
-				return
+				b = &url.URL{} // links that are not absolute are dropped below
 			}
 		}
 		u, err := b.Parse(c.Link)

@@ -62,9 +62,13 @@ func checkTree(path string) error {
 	if pages := uint64(fi.Size()) / uint64(pageSize); hwm > pages || hwm < 4 {
 		return fmt.Errorf("%w: %d pages in use in a file of %d", errTree, hwm, pages)
 	}
-	t := &treeCheck{f: f, pageSize: int(pageSize), hwm: hwm, seen: make([]uint64, (hwm+63)/64)}
+	t := &treeCheck{f: f, pageSize: int(pageSize), hwm: hwm, seen: make([]uint64, (hwm+63)/64), budget: treeBudget(fi.Size())}
 	return t.page(root, 0)
 }
+
+// treeBudget bounds the elements a walk of a file of size bytes reads:
+// an element takes 16 bytes of a page.
+func treeBudget(size int64) int { return int(min(size/leafElemSize, 1<<40)) + 1024 }
 
 // readMeta returns the root page, the number of pages in use and the page
 // size from the newer of the two meta pages whose checksum holds, as
@@ -73,38 +77,35 @@ func readMeta(r io.ReaderAt) (root, hwm uint64, pageSize uint32, err error) {
 	var best uint64
 	found := false
 	buf := make([]byte, pageHeaderSize+64)
-	for i := range 2 {
-		// The first meta is at 0; the second one page size on, which
-		// the first says (both say the same).
-		off := int64(0)
-		if i == 1 {
-			if !found {
-				if _, err := r.ReadAt(buf, 0); err != nil {
-					return 0, 0, 0, err
-				}
-				off = int64(binary.LittleEndian.Uint32(buf[pageHeaderSize+8:]))
-			} else {
-				off = int64(pageSize)
-			}
-			if off <= 0 || off > 1<<20 {
-				break
-			}
-		}
+	// meta reads the meta page at off, when its checksum holds.
+	meta := func(off int64) bool {
 		if _, err := r.ReadAt(buf, off); err != nil {
-			continue
+			return false
 		}
 		m := buf[pageHeaderSize:]
 		h := fnv.New64a()
 		h.Write(m[:metaSumBytes])
 		if binary.LittleEndian.Uint32(m) != boltMagic || binary.LittleEndian.Uint32(m[4:]) != boltVersion ||
 			h.Sum64() != binary.LittleEndian.Uint64(m[56:]) {
-			continue
+			return false
 		}
 		if txid := binary.LittleEndian.Uint64(m[48:]); !found || txid > best {
 			best, found = txid, true
 			pageSize = binary.LittleEndian.Uint32(m[8:])
 			root = binary.LittleEndian.Uint64(m[16:])
 			hwm = binary.LittleEndian.Uint64(m[40:])
+		}
+		return true
+	}
+	if meta(0) {
+		meta(int64(pageSize)) // the second meta, one page on
+	} else {
+		// The first is damaged: look for the second where each page
+		// size would put it, as bbolt does.
+		for ps := int64(1024); ps <= 16<<20; ps *= 2 {
+			if meta(ps) && int64(pageSize) == ps {
+				break
+			}
 		}
 	}
 	if !found {
@@ -125,9 +126,13 @@ type treeCheck struct {
 	// and bucket every bucket with its sequence.
 	lenient  bool
 	problems []string
-	visit    func(path [][]byte, k, v []byte) error
-	bucket   func(path [][]byte, seq uint64) error
-	path     [][]byte
+	// elems counts the elements read, against budget (bounded by the
+	// file's size): inline buckets are not pages, and damaged ones could
+	// point at each other's bytes.
+	elems, budget int
+	visit         func(path [][]byte, k, v []byte) error
+	bucket        func(path [][]byte, seq uint64) error
+	path          [][]byte
 }
 
 // fail returns err, or notes it and returns nil when the walk is lenient.
@@ -176,6 +181,9 @@ func (t *treeCheck) page(id uint64, depth int) error {
 // page): its elements lie within it, and the pages and buckets they lead
 // to hold together.
 func (t *treeCheck) node(p []byte, depth int, name string) error {
+	if depth > maxTreeDepth {
+		return t.fail(fmt.Errorf("%w: deeper than %d pages", errTree, maxTreeDepth))
+	}
 	if len(p) < pageHeaderSize {
 		return t.fail(fmt.Errorf("%w: %s is cut short", errTree, name))
 	}
@@ -183,6 +191,10 @@ func (t *treeCheck) node(p []byte, depth int, name string) error {
 	count := int(binary.LittleEndian.Uint16(p[10:]))
 	if pageHeaderSize+count*leafElemSize > len(p) {
 		return t.fail(fmt.Errorf("%w: %s says it has %d elements", errTree, name, count))
+	}
+	if t.elems += count; t.elems > t.budget {
+		// Not lenient: the walk would not end.
+		return fmt.Errorf("%w: more elements than the file can hold (%s)", errTree, name)
 	}
 	switch flags {
 	case branchPageFlag:
@@ -276,7 +288,7 @@ func walkTree(path string, visit func(path [][]byte, k, v []byte) error, bucket 
 	}
 	hwm = min(hwm, uint64(fi.Size())/uint64(pageSize))
 	t := &treeCheck{f: f, pageSize: int(pageSize), hwm: hwm, seen: make([]uint64, (hwm+63)/64),
-		lenient: true, visit: visit, bucket: bucket}
+		budget: treeBudget(fi.Size()), lenient: true, visit: visit, bucket: bucket}
 	if err := t.page(root, 0); err != nil {
 		return t.problems, err
 	}

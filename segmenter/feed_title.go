@@ -29,10 +29,20 @@ const titleMaxLeft = 4096
 // titleSeparators are written as "|" in titleWords.
 var titleSeparators = strings.NewReplacer(":", " | ", "|", " | ", "–", " | ", "—", " | ", "·", " | ", " - ", " | ")
 
-// titleWords is an item's title as lowercase words, its separators
-// ("Monday: budget passed", "2.7.3 | Now Live") words "|" of their own.
+// titleMaxWords bounds the words of a title that are compared: a title
+// is a line, and a feed's can be made of anything.
+const titleMaxWords = 24
+
+// titleWords is an item's title as lowercase words (its first
+// titleMaxWords), its separators ("Monday: budget passed", "2.7.3 | Now
+// Live") words "|" of their own.
 func titleWords(it *FeedItem) []string {
-	return strings.Fields(titleSeparators.Replace(" " + strings.ToLower(it.Title) + " "))
+	t := it.Title
+	if len(t) > 512 {
+		t = t[:512]
+	}
+	ws := strings.Fields(titleSeparators.Replace(" " + strings.ToLower(t) + " "))
+	return ws[:min(len(ws), titleMaxWords)]
 }
 
 // sharedStart is how many words a and b start with alike.
@@ -62,14 +72,15 @@ func sameTitled(a, b []string, parts map[string]int) (int, bool) {
 }
 
 // titleParts counts the titles of items by each of their starts that
-// ends at a separator.
-func titleParts(versions ...[]FeedItem) map[string]int {
+// ends at a separator (within the first titleMaxWords words).
+func titleParts(w *work, versions ...[]FeedItem) map[string]int {
 	parts := map[string]int{}
 	for _, items := range versions {
 		for i := range items {
 			ws := titleWords(&items[i])
-			for k, w := range ws {
-				if titleSeparator(w) && k > 0 {
+			w.add(1 + len(ws))
+			for k, word := range ws {
+				if titleSeparator(word) && k > 0 {
 					parts[strings.Join(ws[:k+1], " ")]++
 				}
 			}
@@ -84,7 +95,7 @@ func (m *feedMatching) titlePass() {
 		return
 	}
 	key := func(ws []string) string { return ws[0] + " " + ws[1] }
-	parts := titleParts(m.old, m.new)
+	parts := titleParts(m.w, m.old, m.new)
 	byStart := map[string][]int{} // first two words → new leftovers
 	newWords := make(map[int][]string, len(nu))
 	for _, n := range nu {

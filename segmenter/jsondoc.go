@@ -95,6 +95,7 @@ type jsonNode struct {
 // zone that is a JSON path, only the part it selects (an empty page when
 // none).
 func jsonPage(body []byte, zone string) ([]byte, error) {
+	body = bytes.TrimPrefix(bytes.TrimLeft(body, " \t\r\n\f"), []byte("\xef\xbb\xbf"))
 	steps, isPath, err := parseJSONPath(zone)
 	if err != nil {
 		return nil, err
@@ -120,7 +121,11 @@ func jsonPage(body []byte, zone string) ([]byte, error) {
 	b.Grow(len(body) + len(body)/2)
 	b.WriteString("<!DOCTYPE html><html><head></head><body><main>")
 	if root != nil {
-		writeJSON(&b, root, name, 2)
+		// The page is bounded by the document's size: past the bound
+		// (many tiny objects render to more than they take) the rest is
+		// left out.
+		jw := &jsonWriter{b: &b, limit: b.Len() + 3*len(body) + 64<<10}
+		jw.write(root, name, 2)
 	}
 	b.WriteString("</main></body></html>")
 	return b.Bytes(), nil
@@ -192,23 +197,31 @@ func (n *jsonNode) label() string {
 	return ""
 }
 
-// writeJSON writes n, found under name (its key, "" for the root), with
+// jsonWriter writes a document's page up to limit bytes.
+type jsonWriter struct {
+	b     *bytes.Buffer
+	limit int
+}
+
+func (jw *jsonWriter) full() bool { return jw.b.Len() > jw.limit }
+
+// write writes n, found under name (its key, "" for the root), with
 // headings of level h for the objects and arrays it holds.
-func writeJSON(b *bytes.Buffer, n *jsonNode, name string, h int) {
-	esc := html.EscapeString
+func (jw *jsonWriter) write(n *jsonNode, name string, h int) {
+	b, esc := jw.b, html.EscapeString
 	hn := strconv.Itoa(min(h, 6))
 	switch n.kind {
 	case 'o':
 		// Scalars first as lines, then the nested values as sections.
 		for i, k := range n.keys {
-			if kid := n.kids[i]; kid.scalarKind() {
+			if kid := n.kids[i]; kid.scalarKind() && !jw.full() {
 				b.WriteString("<p>" + esc(k) + ": " + esc(kid.scalar) + "</p>")
 			}
 		}
 		for i, k := range n.keys {
-			if kid := n.kids[i]; !kid.scalarKind() {
+			if kid := n.kids[i]; !kid.scalarKind() && !jw.full() {
 				b.WriteString("<section><h" + hn + ">" + esc(k) + "</h" + hn + ">")
-				writeJSON(b, kid, k, h+1)
+				jw.write(kid, k, h+1)
 				b.WriteString("</section>")
 			}
 		}
@@ -220,22 +233,29 @@ func writeJSON(b *bytes.Buffer, n *jsonNode, name string, h int) {
 		if allScalar {
 			b.WriteString("<ul>")
 			for _, kid := range n.kids {
+				if jw.full() {
+					break
+				}
 				b.WriteString("<li>" + esc(kid.scalar) + "</li>")
 			}
 			b.WriteString("</ul>")
 			return
 		}
+		short := clipPlace(name) // a long key is not repeated for each object
 		for i, kid := range n.kids {
+			if jw.full() {
+				return
+			}
 			if kid.scalarKind() {
 				b.WriteString("<p>" + esc(kid.scalar) + "</p>")
 				continue
 			}
-			title := kid.label()
+			title := clipPlace(kid.label())
 			if title == "" {
-				title = fmt.Sprintf("%s[%d]", name, i)
+				title = fmt.Sprintf("%s[%d]", short, i)
 			}
 			b.WriteString("<article><h" + hn + ">" + esc(title) + "</h" + hn + ">")
-			writeJSON(b, kid, title, h+1)
+			jw.write(kid, title, h+1)
 			b.WriteString("</article>")
 		}
 	default:

@@ -60,6 +60,15 @@ func TestJSONDocument(t *testing.T) {
 		!strings.Contains(string(p), "max: -Infinity") || !strings.Contains(string(p), "note: NaN stays") {
 		t.Errorf("NaN: %v\n%s", err, p)
 	}
+	// Rendering is bounded by the document: a long key over many
+	// nameless objects is not repeated for each.
+	bomb := []byte(`{"` + strings.Repeat("k", 20000) + `":[` + strings.TrimSuffix(strings.Repeat("{},", 50000), ",") + `]}`)
+	if p, err := jsonPage(bomb, ""); err != nil || len(p) > 3*len(bomb)+(64<<10)+1024 {
+		t.Errorf("a %d-byte document rendered to %d bytes (%v)", len(bomb), len(p), err)
+	}
+	if p, err := jsonPage([]byte("\xef\xbb\xbf {\"a\": 1}"), ""); err != nil || !strings.Contains(string(p), "a: 1") {
+		t.Errorf("with a byte order mark: %v", err)
+	}
 	deep := strings.Repeat("[", 100) + strings.Repeat("]", 100)
 	if _, err := jsonPage([]byte(deep), ""); err == nil || !strings.Contains(err.Error(), "nested deeper") {
 		t.Errorf("100 levels deep: %v", err)

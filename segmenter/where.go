@@ -89,20 +89,22 @@ func landmark(d *doc, e int32) string {
 		return "sidebar"
 	}
 	// Pages older than those elements name the parts by class or id
-	// (div.sphinxsidebar, div#footer, ul.navbar).
+	// (div.sphinxsidebar, div#footer, ul.navbar): whole names only, so
+	// that a page's wrapper "has-sidebar" or a restaurant's "menu" is not
+	// taken for one.
 	if tag == "div" || tag == "ul" || tag == "section" || tag == "td" {
 		id, _ := d.attr(&d.elems[e], "id")
 		class, _ := d.attr(&d.elems[e], "class")
-		for _, w := range strings.FieldsFunc(strings.ToLower(id+" "+class), func(r rune) bool {
-			return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9')
-		}) {
-			switch {
-			case strings.HasSuffix(w, "sidebar"):
+		for _, w := range strings.Fields(strings.ToLower(id + " " + class)) {
+			switch w {
+			case "sidebar", "sphinxsidebar", "side-bar", "left-sidebar", "right-sidebar":
 				return "sidebar"
-			case w == "navbar" || w == "navigation" || w == "nav" || w == "menu" || w == "mainmenu":
+			case "navbar", "nav", "navigation", "main-nav", "mainnav", "main-menu", "mainmenu", "site-nav":
 				return "navigation"
-			case (w == "footer" || w == "pagefooter") && !inArticle(d, e):
-				return "footer"
+			case "footer", "site-footer", "page-footer", "pagefooter":
+				if !inArticle(d, e) {
+					return "footer"
+				}
 			}
 		}
 	}

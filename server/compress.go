@@ -57,7 +57,7 @@ func compress(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		cw := &compressWriter{ResponseWriter: w, accepts: acceptsGzip(r)}
+		cw := &compressWriter{ResponseWriter: w, accepts: acceptsGzip(r), crossSite: crossSite(r)}
 		done := false
 		defer func() {
 			if done {
@@ -101,10 +101,13 @@ func gzipBytes(b []byte) []byte {
 type compressWriter struct {
 	http.ResponseWriter
 	accepts bool
-	status  int    // status asked for, 0 before WriteHeader
-	held    []byte // body held while undecided
-	decided bool
-	gz      *gzip.Writer // nil: sent as it is
+	// crossSite is set for a request another site made the browser send:
+	// its HTML is not compressed (see crossSite).
+	crossSite bool
+	status    int    // status asked for, 0 before WriteHeader
+	held      []byte // body held while undecided
+	decided   bool
+	gz        *gzip.Writer // nil: sent as it is
 }
 
 func (c *compressWriter) WriteHeader(code int) {
@@ -113,9 +116,16 @@ func (c *compressWriter) WriteHeader(code int) {
 	}
 	c.status = code
 	h := c.Header()
-	text := compressible(h.Get("Content-Type"))
+	ctype := h.Get("Content-Type")
+	text := compressible(ctype)
 	if text && (code == http.StatusOK || code == http.StatusNotModified) {
 		addVary(h)
+	}
+	if code == http.StatusNotModified && text && c.accepts {
+		weakETag(h) // as the 200 it stands for was sent
+	}
+	if c.crossSite && strings.HasPrefix(ctype, "text/html") {
+		text = false
 	}
 	if code != http.StatusOK || h.Get("Content-Encoding") != "" || !text || !c.accepts {
 		c.decide(false)
@@ -212,5 +222,16 @@ func (c *compressWriter) close() {
 	}
 }
 
-// Unwrap lets http.ResponseController reach the connection.
-func (c *compressWriter) Unwrap() http.ResponseWriter { return c.ResponseWriter }
+// crossSite reports whether a browser sent r for another site (a link,
+// a form or a script of its page). A page of this site holds a CSRF token
+// beside text a request can choose (a search), and compressed, the size
+// of the answer would tell such a site the token byte by byte (BREACH):
+// pages asked for that way are sent as they are. Requests without
+// Sec-Fetch-Site (feed readers, older browsers) are compressed.
+func crossSite(r *http.Request) bool {
+	switch r.Header.Get("Sec-Fetch-Site") {
+	case "", "same-origin", "none":
+		return false
+	}
+	return true
+}

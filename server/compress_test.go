@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -141,5 +142,46 @@ func TestCompression(t *testing.T) {
 	// Small: sent as it is.
 	if r, b := fetch(t, e.http.URL+"/healthz", gz); r.Header.Get("Content-Encoding") != "" || string(b) != "ok\n" {
 		t.Errorf("healthz: Content-Encoding %q, body %q", r.Header.Get("Content-Encoding"), b)
+	}
+}
+
+// TestCompressCrossSite checks that HTML asked for by another site's
+// page is sent as it is (its size would tell that site the page's CSRF
+// token), while the same page asked for by this site, by a user or by a
+// client without Sec-Fetch-Site is compressed; and that a 304 carries
+// the weak ETag of the compressed 200 it stands for.
+func TestCompressCrossSite(t *testing.T) {
+	page := "<!DOCTYPE html><html><body>" + strings.Repeat("<p>the same paragraph again</p>", 200) + "</body></html>"
+	h := compress(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.Header().Set("ETag", `"v1"`)
+		if r.Header.Get("If-None-Match") != "" {
+			w.WriteHeader(http.StatusNotModified)
+			return
+		}
+		io.WriteString(w, page)
+	}))
+	for site, want := range map[string]string{"": "gzip", "same-origin": "gzip", "none": "gzip", "cross-site": "", "same-site": ""} {
+		req := httptest.NewRequest("GET", "/", nil)
+		req.Header.Set("Accept-Encoding", "gzip")
+		if site != "" {
+			req.Header.Set("Sec-Fetch-Site", site)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if got := rec.Header().Get("Content-Encoding"); got != want {
+			t.Errorf("Sec-Fetch-Site %q: Content-Encoding %q, want %q", site, got, want)
+		}
+		if want == "" && rec.Body.String() != page {
+			t.Errorf("Sec-Fetch-Site %q: the page sent as it is differs", site)
+		}
+	}
+	req := httptest.NewRequest("GET", "/", nil)
+	req.Header.Set("Accept-Encoding", "gzip")
+	req.Header.Set("If-None-Match", `W/"v1"`)
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if rec.Code != http.StatusNotModified || rec.Header().Get("ETag") != `W/"v1"` {
+		t.Errorf("304: %d, ETag %q, want the weak one", rec.Code, rec.Header().Get("ETag"))
 	}
 }

@@ -62,6 +62,12 @@ func (s *Server) serveFeed(w http.ResponseWriter, r *http.Request, format string
 	defer func() {
 		if err != nil {
 			status = statusFor(err)
+			// Nothing is written yet: the error gets its own status and
+			// none of the feed's cache headers.
+			h := w.Header()
+			for _, k := range []string{"ETag", "Cache-Control", "Last-Modified", "Link", "Content-Encoding"} {
+				h.Del(k)
+			}
 		}
 		metrics.FeedRequests.With(format, strconv.Itoa(status)).Inc()
 	}()
@@ -126,11 +132,7 @@ func (s *Server) serveFeed(w http.ResponseWriter, r *http.Request, format string
 	render := func() error {
 		buf.Reset()
 		if err := write(buf, info, events); err != nil {
-			// Nothing is written yet: the error gets its own status.
-			for _, k := range []string{"ETag", "Cache-Control", "Last-Modified", "Link"} {
-				h.Del(k)
-			}
-			return err
+			return err // (its headers are taken off above)
 		}
 		return nil
 	}
