@@ -124,3 +124,35 @@ func TestListShiftKeepsRemovedBlock(t *testing.T) {
 		check(t, snap.Changes)
 	})
 }
+
+// TestMovedLineKeepsItsWords: a press release's date line moved before
+// its title changes the order the page reads in; the move is told with
+// the line's words, not as its start tag only (which told the reader a
+// tag moved, not what).
+func TestMovedLineKeepsItsWords(t *testing.T) {
+	body := "The council approved the new budget for the coming year after a long debate about road repairs, schools and the library opening hours in the old town."
+	page := func(dateFirst bool) []byte {
+		date := `<p class="date">Published on 3 March 2024 by the press office</p>`
+		title := `<h1>Council approves the budget for next year</h1>`
+		head := title + date
+		if dateFirst {
+			head = date + title
+		}
+		return []byte(`<html><head><title>Press</title></head><body><nav><a href="/">Home</a> <a href="/press">Press</a></nav><main><article>` +
+			head + `<p>` + body + `</p><p>Questions go to the press office, which answers on weekdays.</p></article></main>` +
+			`<footer><p>City hall, Main square 1, open on weekdays.</p></footer></body></html>`)
+	}
+	d, err := New().DiffPages(page(false), page(true), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	told := false
+	for _, c := range d.Changes {
+		if strings.Contains(c.OldText, "Published on 3 March 2024") && strings.Contains(c.NewText, "Published on 3 March 2024") {
+			told = true
+		}
+	}
+	if !told {
+		t.Errorf("the date line's move is not told with its words: %+v", d.Changes)
+	}
+}
