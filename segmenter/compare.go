@@ -733,12 +733,15 @@ func (df *differ) kids(o, n *tnode, blk *blockPair) {
 		// Of the runs as long, the one that keeps the most words: of two
 		// blocks swapped, the shorter is told as moved (as a reader
 		// sees it), not whichever the first run found happens to leave.
+		// Between runs that keep as many words the first run found stays.
 		weight := make([]int, len(js))
 		for k, j := range js {
 			_, _, weight[k] = N[j].words()
 		}
 		df.w.add(len(seq) * len(seq))
-		inRun = heaviestRun(seq, weight)
+		if heavy := heaviestRun(seq, weight); runWeight(heavy, weight) > runWeight(inRun, weight) {
+			inRun = heavy
+		}
 	}
 
 	// Elements with words added or removed while the words of the pair
@@ -1660,6 +1663,17 @@ func all(b []bool) bool {
 		}
 	}
 	return true
+}
+
+// runWeight is the total weight of the marked elements.
+func runWeight(run []bool, weight []int) int {
+	w := 0
+	for k, in := range run {
+		if in {
+			w += weight[k]
+		}
+	}
+	return w
 }
 
 // heaviestRun marks the elements of a longest strictly increasing
