@@ -729,6 +729,20 @@ func (df *differ) kids(o, n *tnode, blk *blockPair) {
 		seq[k] = mn[j]
 	}
 	inRun := lisMask(seq)
+	if len(seq) <= maxWeighedRun && !all(inRun) {
+		// Of the runs as long, the one that keeps the most words: of two
+		// blocks swapped, the shorter is told as moved (as a reader
+		// sees it), not whichever the first run found happens to leave.
+		// Between runs that keep as many words the first run found stays.
+		weight := make([]int, len(js))
+		for k, j := range js {
+			_, _, weight[k] = N[j].words()
+		}
+		df.w.add(len(seq) * len(seq))
+		if heavy := heaviestRun(seq, weight); runWeight(heavy, weight) > runWeight(inRun, weight) {
+			inRun = heavy
+		}
+	}
 
 	// Elements with words added or removed while the words of the pair
 	// stay the same only change the markup.
@@ -1635,6 +1649,60 @@ func lcsGreedy(a, b []uint64, off int) [][2]int {
 		}
 	}
 	return out
+}
+
+// maxWeighedRun bounds the matched children whose moves are found by
+// heaviestRun, which takes time quadratic in their number; past it
+// lisMask's run is kept.
+const maxWeighedRun = 512
+
+func all(b []bool) bool {
+	for _, x := range b {
+		if !x {
+			return false
+		}
+	}
+	return true
+}
+
+// runWeight is the total weight of the marked elements.
+func runWeight(run []bool, weight []int) int {
+	w := 0
+	for k, in := range run {
+		if in {
+			w += weight[k]
+		}
+	}
+	return w
+}
+
+// heaviestRun marks the elements of a longest strictly increasing
+// subsequence of seq and, of those as long, one of the largest total
+// weight.
+func heaviestRun(seq, weight []int) []bool {
+	type score struct{ n, w int }
+	better := func(a, b score) bool { return a.n > b.n || a.n == b.n && a.w > b.w }
+	best := make([]score, len(seq))
+	prev := make([]int, len(seq))
+	top := -1
+	for k, v := range seq {
+		best[k], prev[k] = score{1, weight[k]}, -1
+		for j := 0; j < k; j++ {
+			if seq[j] < v {
+				if c := (score{best[j].n + 1, best[j].w + weight[k]}); better(c, best[k]) {
+					best[k], prev[k] = c, j
+				}
+			}
+		}
+		if top < 0 || better(best[k], best[top]) {
+			top = k
+		}
+	}
+	keep := make([]bool, len(seq))
+	for k := top; k >= 0; k = prev[k] {
+		keep[k] = true
+	}
+	return keep
 }
 
 // lisMask marks the elements of a longest strictly increasing subsequence.

@@ -396,6 +396,10 @@ func (s *Segmenter) compareVersions(prev *prevSide, cur *pageVersion, flags []bo
 	for _, sg := range cur.segs {
 		curHashes[sg.hash] = true
 	}
+	prevHashes := map[string]bool{}
+	for i := 0; i < prev.n(); i++ {
+		prevHashes[prev.hash(i)] = true
+	}
 	newSide := &side{}
 	for j, sg := range cur.segs {
 		newSide.starts = append(newSide.starts, sg.start)
@@ -410,17 +414,60 @@ func (s *Segmenter) compareVersions(prev *prevSide, cur *pageVersion, flags []bo
 	// Groups that need a comparison; runs of adjacent ones are compared
 	// as one, so content a misplaced boundary shifted from one segment to
 	// its neighbour is still matched.
-	var todo []group
-	for _, g := range groups(prev.n(), cur) {
+	gs := groups(prev.n(), cur)
+	needs := make([]bool, len(gs))
+	groupOf := make([]int, prev.n()) // the group of each old segment
+	var shifted []int                // groups whose boundary took in content from elsewhere
+	for k, g := range gs {
+		for i := g.o0; i < g.o1; i++ {
+			groupOf[i] = k
+		}
 		need := false
 		for j := g.n0; j < g.n1; j++ {
 			need = need || flags[j]
 		}
 		for i := g.o0; i < g.o1 && !need; i++ {
+			if curHashes[prev.hash(i)] {
+				continue // its content is still on the page
+			}
+			// An old segment whose content is gone is compared, unless
+			// the new segment at its boundary holds content the history
+			// has seen but the previous version did not have (a rotating
+			// banner flipping back, which the signature matrix does not
+			// count as new). Content the previous version had elsewhere
+			// is no such thing: it came from another place (a list
+			// shifted by one, a block replaced by its neighbour), and the
+			// old content it took the place of is gone.
 			anchored := g.n1 > g.n0 && cur.prev[g.n0] == i
-			need = !anchored && !curHashes[prev.hash(i)]
+			need = !anchored || prevHashes[cur.segs[g.n0].hash]
+			if anchored && need {
+				shifted = append(shifted, k)
+			}
 		}
-		if !need {
+		needs[k] = need
+	}
+	// A group that took in content from a nearby one is compared together
+	// with it and the groups between, so that the content is matched where
+	// it was rather than told as the update of the content it displaced.
+	if len(shifted) > 0 {
+		from := map[string][]int{}
+		for i := 0; i < prev.n(); i++ {
+			from[prev.hash(i)] = append(from[prev.hash(i)], groupOf[i])
+		}
+		for _, k := range shifted {
+			for _, f := range from[cur.segs[gs[k].n0].hash] {
+				if f == k || f < k-maxShift || f > k+maxShift {
+					continue
+				}
+				for x := min(f, k); x <= max(f, k); x++ {
+					needs[x] = true
+				}
+			}
+		}
+	}
+	var todo []group
+	for k, g := range gs {
+		if !needs[k] {
 			continue
 		}
 		if k := len(todo) - 1; k >= 0 && todo[k].o1 == g.o0 && todo[k].n1 == g.n0 {
@@ -559,6 +606,10 @@ func (s *Segmenter) compareVersions(prev *prevSide, cur *pageVersion, flags []bo
 	}
 	return changes, sim
 }
+
+// maxShift is how many groups away the content a group's boundary took
+// in may come from for the two to be compared as one.
+const maxShift = 4
 
 // coarse reports a changed group when the previous body is not at hand:
 // one change from the segments' texts.

@@ -159,7 +159,7 @@ func TestChangeDetails(t *testing.T) {
 		{"content-insert-paragraph", "html|body|main-content|article|p[3]", "", "A seal surfaced near the pier.", "", ""},
 		{"content-update-title", "html|head|title", "notes", "diary", "Harbour ", ""},
 		{"structural-update-href", "html|body|header-top|nav|ul|li[2]|a", `href="/archive"`, `href="/archives"`, "", ""},
-		{"structural-move-swap", "html|body|main-content|article|p", "Gulls sat on every post, waiting for the fishing boats to come back.", "Gulls sat on every post, waiting for the fishing boats to come back.", "", ""},
+		{"structural-move-swap", "html|body|main-content|article|p[2]", "The harbour was quiet this morning; only the ferry moved.", "The harbour was quiet this morning; only the ferry moved.", "", ""},
 		{"cosmetic-update-style", "html|body|main-content|article|h1", "", `style="color: navy"`, "", ""},
 		{"behavioural-update-handler", "html|body|footer|p|a", `onclick="track()"`, `onclick="track(2)"`, "", ""},
 	}

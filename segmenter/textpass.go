@@ -167,6 +167,16 @@ func (gt *groupText) nodeTokens(n *tnode) (int, int, bool) {
 	return gt.tokens(n.d, n.tokA, n.tokB)
 }
 
+// besideChange reports whether a token next to [i, j) is not kept by the
+// edit script. An element moved whose words the script keeps, with words
+// it does not keep beside them, changed the order the page reads in (of
+// two blocks swapped, the script may keep the one the tree comparison
+// found moved and take the other out and back in): the move is told with
+// its words, or none of the words that moved would be.
+func (gt *groupText) besideChange(i, j int) bool {
+	return i > 0 && gt.changed[i-1] || j < len(gt.changed) && gt.changed[j]
+}
+
 // minFirm is the length of a run of unchanged tokens whose words are
 // taken for kept in place.
 const minFirm = 8
@@ -369,7 +379,7 @@ func (df *differ) textPass(ctx int) {
 			oi, oj, ok1 := g.old.nodeTokens(rc.o)
 			ni, nj, ok2 := g.new.nodeTokens(rc.n)
 			if ok1 && ok2 && oj-oi >= minFirm && g.old.loose(oi, oj) == 0 && g.new.loose(ni, nj) == 0 &&
-				g.old.present(oi, oj, g.new) >= minPresent {
+				g.old.present(oi, oj, g.new) >= minPresent && !g.old.besideChange(oi, oj) && !g.new.besideChange(ni, nj) {
 				markup(&rc)
 			}
 		}
