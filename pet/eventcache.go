@@ -59,12 +59,7 @@ func (s *Store) eventVersion(tx *bolt.Tx, watchID int64, seq int, fetched int64)
 		return nil, err
 	}
 	h := &rec.hdr
-	snap := &changedigest.Snapshot{
-		WatchID: watchID, Seq: seq, FetchedAt: timeOf(h.FetchedAt),
-		Status: h.Status, ETag: h.ETag, LastModified: h.LastModified, ContentType: h.ContentType,
-		FinalURL: h.FinalURL, Kind: h.Kind, Title: h.Title, Zone: h.Zone, Size: h.Size, BodyHash: h.BodyHash,
-		Changes: h.Changes, Similarity: h.Similarity, Significance: h.Significance, Print: h.Print,
-	}
+	snap := h.snapshot(watchID, seq)
 	shot, err := shotOf(tx, watchID, seq, false)
 	if err != nil {
 		return nil, err

@@ -207,6 +207,18 @@ func (r *segRec) readText(tx *bolt.Tx, dict []byte) error {
 	return nil
 }
 
+// snapshot is the version the header describes, without its segments,
+// layout or screenshot.
+func (h *versionHeader) snapshot(watchID int64, seq int) *changedigest.Snapshot {
+	return &changedigest.Snapshot{
+		WatchID: watchID, Seq: seq, FetchedAt: timeOf(h.FetchedAt),
+		Status: h.Status, ETag: h.ETag, LastModified: h.LastModified, ContentType: h.ContentType,
+		FinalURL: h.FinalURL, Kind: h.Kind, Title: h.Title, Zone: h.Zone, Size: h.Size, BodyHash: h.BodyHash,
+		Changes: h.Changes, Similarity: h.Similarity, Significance: h.Significance, Print: h.Print,
+		FeedItems: h.FeedItems,
+	}
+}
+
 // maxText bounds one segment's text.
 const maxText = 4 << 20
 

@@ -1298,13 +1298,7 @@ func readVersion(tx *bolt.Tx, watchID int64, seq int, full bool) (*changedigest.
 		return nil, nil, err
 	}
 	h := &rec.hdr
-	snap := &changedigest.Snapshot{
-		WatchID: watchID, Seq: seq, FetchedAt: timeOf(h.FetchedAt),
-		Status: h.Status, ETag: h.ETag, LastModified: h.LastModified, ContentType: h.ContentType,
-		FinalURL: h.FinalURL, Kind: h.Kind, Title: h.Title, Zone: h.Zone, Size: h.Size, BodyHash: h.BodyHash,
-		Changes: h.Changes, Similarity: h.Similarity, Significance: h.Significance, Print: h.Print,
-		FeedItems: h.FeedItems,
-	}
+	snap := h.snapshot(watchID, seq)
 	cache := map[uint64]*segRec{}
 	if len(rec.segs) > 0 {
 		snap.Segments = make([]changedigest.Segment, len(rec.segs))
