@@ -48,22 +48,38 @@ func checkTree(path string) error {
 		return err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
+	t, root, err := newTreeCheck(f, false)
 	if err != nil {
 		return err
+	}
+	return t.page(root, 0)
+}
+
+// newTreeCheck reads f's meta page and returns the walk of its tree and
+// the root page. A lenient walk reads the pages a file cut short still
+// has; a strict one calls such a file damaged.
+func newTreeCheck(f *os.File, lenient bool) (*treeCheck, uint64, error) {
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, 0, err
 	}
 	root, hwm, pageSize, err := readMeta(f)
 	if err != nil {
-		return err
+		return nil, 0, err
 	}
 	if pageSize < 512 || pageSize > 1<<20 {
-		return fmt.Errorf("%w: page size %d", errTree, pageSize)
+		return nil, 0, fmt.Errorf("%w: page size %d", errTree, pageSize)
 	}
-	if pages := uint64(fi.Size()) / uint64(pageSize); hwm > pages || hwm < 4 {
-		return fmt.Errorf("%w: %d pages in use in a file of %d", errTree, hwm, pages)
+	pages := uint64(fi.Size()) / uint64(pageSize)
+	switch {
+	case lenient:
+		hwm = min(hwm, pages)
+	case hwm > pages || hwm < 4:
+		return nil, 0, fmt.Errorf("%w: %d pages in use in a file of %d", errTree, hwm, pages)
 	}
-	t := &treeCheck{f: f, pageSize: int(pageSize), hwm: hwm, seen: make([]uint64, (hwm+63)/64), budget: treeBudget(fi.Size())}
-	return t.page(root, 0)
+	t := &treeCheck{f: f, pageSize: int(pageSize), hwm: hwm, seen: make([]uint64, (hwm+63)/64),
+		budget: treeBudget(fi.Size()), lenient: lenient}
+	return t, root, nil
 }
 
 // treeBudget bounds the elements a walk of a file of size bytes reads:
@@ -275,24 +291,13 @@ func walkTree(path string, visit func(path [][]byte, k, v []byte) error, bucket 
 		return nil, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
+	t, root, err := newTreeCheck(f, true)
 	if err != nil {
 		return nil, err
 	}
-	root, hwm, pageSize, err := readMeta(f)
-	if err != nil {
-		return nil, err
-	}
-	if pageSize < 512 || pageSize > 1<<20 {
-		return nil, fmt.Errorf("%w: page size %d", errTree, pageSize)
-	}
-	hwm = min(hwm, uint64(fi.Size())/uint64(pageSize))
-	t := &treeCheck{f: f, pageSize: int(pageSize), hwm: hwm, seen: make([]uint64, (hwm+63)/64),
-		budget: treeBudget(fi.Size()), lenient: true, visit: visit, bucket: bucket}
-	if err := t.page(root, 0); err != nil {
-		return t.problems, err
-	}
-	return t.problems, nil
+	t.visit, t.bucket = visit, bucket
+	err = t.page(root, 0)
+	return t.problems, err
 }
 
 // span returns the end of the bytes at pos from element offset e, of n
