@@ -337,6 +337,16 @@ func parseJSONPath(zone string) (steps []jsonStep, ok bool, err error) {
 	return steps, true, nil
 }
 
+// splitJSONZone tells a JSON document's zone apart: a JSON path picks the
+// part of the document rendered (path), anything else is a CSS selector
+// of the rendered page (css).
+func splitJSONZone(zone string) (path, css string) {
+	if _, isPath, _ := parseJSONPath(zone); isPath {
+		return zone, ""
+	}
+	return "", zone
+}
+
 // selectJSON applies steps to n: the one value they lead to, an array of
 // every value when a step is a wildcard, or nil when none.
 func selectJSON(n *jsonNode, steps []jsonStep) *jsonNode {

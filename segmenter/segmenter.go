@@ -141,10 +141,8 @@ func (s *Segmenter) detect(w *work, in Input) (snap *changedigest.Snapshot, err 
 		// Read as the page it renders to (jsondoc.go), the previous
 		// version too.
 		in = in.whole()
-		zone := ""
-		if _, isPath, _ := parseJSONPath(in.Zone); isPath {
-			zone, in.Zone = in.Zone, "" // the path picks the part rendered
-		}
+		var zone string
+		zone, in.Zone = splitJSONZone(in.Zone)
 		if in.Body, err = jsonPage(in.Body, zone); err != nil {
 			return nil, err
 		}
@@ -219,10 +217,8 @@ func (s *Segmenter) diff(w *work, old, new []byte, zone string) (d *changedigest
 	}
 	if isJSONDocument(old) && isJSONDocument(new) {
 		// Both JSON documents: compared as the pages they render to.
-		path := ""
-		if _, isPath, _ := parseJSONPath(zone); isPath {
-			path, zone = zone, ""
-		}
+		var path string
+		path, zone = splitJSONZone(zone)
 		if old, err = jsonPage(old, path); err != nil {
 			return nil, labelled("old", err)
 		}
