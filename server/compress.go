@@ -128,7 +128,7 @@ func (c *compressWriter) WriteHeader(code int) {
 		text = false
 	}
 	if code != http.StatusOK || h.Get("Content-Encoding") != "" || !text || !c.accepts {
-		c.decide(false)
+		c.start(false) // nothing is held yet: the header goes out as it is
 	}
 	// Else undecided until minCompress bytes or the end.
 }
@@ -153,13 +153,6 @@ func (c *compressWriter) Write(p []byte) (int, error) {
 		return c.gz.Write(p)
 	}
 	return c.ResponseWriter.Write(p)
-}
-
-// decide sends the header, uncompressed, when nothing is held.
-func (c *compressWriter) decide(gz bool) {
-	if err := c.start(gz); err != nil {
-		c.held = nil
-	}
 }
 
 // start sends the header (compressed or not) and what is held.
