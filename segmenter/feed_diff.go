@@ -297,8 +297,7 @@ func (m *feedMatching) otherDate(o, n int) bool {
 // stable and both items carry one (so theirs differ), else
 // feedMatchThreshold.
 func (m *feedMatching) feedPairThreshold(o, n int) float64 {
-	oi, ni := &m.old[o], &m.new[n]
-	if m.idMatched && (oi.GUID != "" || oi.Link != "") && (ni.GUID != "" || ni.Link != "") {
+	if m.keptApart(o, n) {
 		return feedRepublishThreshold
 	}
 	return feedMatchThreshold

@@ -150,7 +150,8 @@ func (m *feedMatching) titlePass() {
 
 // keptApart reports whether two items carry stable identifiers of a
 // feed whose identifiers paired other items: theirs differ, so they are
-// two items.
+// two items (only a republished copy, feedRepublishThreshold alike, is
+// taken for one).
 func (m *feedMatching) keptApart(o, n int) bool {
 	oi, ni := &m.old[o], &m.new[n]
 	return m.idMatched && (oi.GUID != "" || oi.Link != "") && (ni.GUID != "" || ni.Link != "")
