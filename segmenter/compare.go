@@ -503,7 +503,7 @@ func (df *differ) node(o, n *tnode, blk *blockPair) {
 		df.emit(changedigest.ChangeBehavioural, changedigest.OpUpdate, o, n, df.behaviour(df.old, o), df.behaviour(df.new, n))
 		return
 	case o.tag == "style":
-		df.emit(changedigest.ChangeCosmetic, changedigest.OpUpdate, o, n, df.old.textRaw(o), df.new.textRaw(n))
+		df.emit(changedigest.ChangeCosmetic, changedigest.OpUpdate, o, n, df.behaviour(df.old, o), df.behaviour(df.new, n))
 		return
 	}
 	df.attrs(o, n)

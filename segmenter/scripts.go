@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/changedigest/changedigest"
+	"github.com/changedigest/changedigest/internal/textdiff"
 )
 
 // Scripts and style sheets in people's words.
@@ -36,23 +37,22 @@ const (
 	scriptContext   = 8 // pieces kept on each side
 )
 
-// narrowScripts tells each edited script or style sheet of cs by what
-// changed in it (see above). It runs after the noise marking, which reads
-// whole scripts, and may give more changes than it was given.
-func (s *Segmenter) narrowScripts(cs []changedigest.Change) []changedigest.Change {
+// narrowScripts tells each script or style sheet of cs by what changed
+// in it (see above): an edited one by its changed places, an added or
+// removed one by its start and length. It runs after the noise marking,
+// which reads whole scripts, and may give more changes than it was given.
+func (s *Segmenter) narrowScripts(w *work, cs []changedigest.Change) []changedigest.Change {
 	var out []changedigest.Change
 	for i, c := range cs {
-		if c.Type != changedigest.ChangeBehavioural && c.Type != changedigest.ChangeCosmetic ||
-			c.Op != changedigest.OpUpdate || c.Truncated || c.Before != "" || c.After != "" ||
-			!strings.HasPrefix(c.OldText, "<") || !strings.HasPrefix(c.NewText, "<") {
-			if out != nil {
-				out = append(out, c)
-			}
-			continue
-		}
 		tagO, codeO := splitStartTag(c.OldText)
 		tagN, codeN := splitStartTag(c.NewText)
-		if tagN == "" {
+		tag := tagN
+		if c.Op == changedigest.OpDelete {
+			tag = tagO
+		}
+		if c.Type != changedigest.ChangeBehavioural && c.Type != changedigest.ChangeCosmetic ||
+			c.Truncated || c.Before != "" || c.After != "" || !codeTag(tag) ||
+			c.Op == changedigest.OpUpdate && tagO == "" {
 			if out != nil {
 				out = append(out, c)
 			}
@@ -61,17 +61,20 @@ func (s *Segmenter) narrowScripts(cs []changedigest.Change) []changedigest.Chang
 		if out == nil {
 			out = append(make([]changedigest.Change, 0, len(cs)+4), cs[:i]...)
 		}
-		name := scriptName(tagN)
+		w.add(1 + (len(c.OldText)+len(c.NewText))/64)
+		name := scriptName(tag)
+		c.Where = name
+		if c.Op != changedigest.OpUpdate {
+			// Added or taken out whole: its start tag says which, its
+			// first bytes what it is, its length how much.
+			out = append(out, clipScript(c))
+			continue
+		}
 		if tagO == tagN && codeO != codeN {
 			if data := dataChanges(c, name, codeO, codeN); data != nil {
 				out = append(out, data...)
 				continue
 			}
-		}
-		c.Where = name
-		if len(c.OldText) <= maxScriptChange && len(c.NewText) <= maxScriptChange {
-			out = append(out, c) // short enough to read whole
-			continue
 		}
 		old, new := c.OldText, c.NewText
 		if tagO != tagN && withoutNonce(tagO) == withoutNonce(tagN) && codeO != codeN {
@@ -79,22 +82,139 @@ func (s *Segmenter) narrowScripts(cs []changedigest.Change) []changedigest.Chang
 			// source is what changed.
 			old, new = codeO, codeN
 		}
-		if before, o, n, after, ok := sharedAffixes(old, new, true); ok {
-			bp, ap := pieces(before), pieces(after)
-			c.Before = strings.TrimLeft(strings.Join(bp[max(0, len(bp)-scriptContext):], ""), " ")
-			c.After = strings.TrimRight(strings.Join(ap[:min(len(ap), scriptContext)], ""), " ")
-			c.OldText, c.NewText = o, n
+		hs := codeHunks(w.budget(), old, new)
+		if len(hs) == 0 {
+			out = append(out, clipScript(c))
+			continue
 		}
-		if len(c.OldText) > maxScriptChange || len(c.NewText) > maxScriptChange {
-			c.Truncated, c.OldLen, c.NewLen = true, len(c.OldText), len(c.NewText)
-			c.OldText, c.NewText = clip(c.OldText, maxScriptChange), clip(c.NewText, maxScriptChange)
+		for k, h := range hs {
+			if k == maxCodeHunks {
+				more := c
+				more.Where = fmt.Sprintf("%s: %d more places", name, len(hs)-k)
+				more.OldText, more.NewText = "", ""
+				out = append(out, more)
+				break
+			}
+			d := c
+			d.Before, d.OldText, d.NewText, d.After = h.before, h.old, h.new, h.after
+			out = append(out, clipScript(d))
 		}
-		out = append(out, c)
 	}
 	if out == nil {
 		return cs
 	}
 	return out
+}
+
+// codeTag reports whether a start tag opens a script, a style sheet or
+// an embedded object, whose text is code rather than words.
+func codeTag(tag string) bool {
+	for _, p := range []string{"<script", "<style", "<link", "<iframe", "<object", "<embed", "<noscript", "<template"} {
+		if strings.HasPrefix(tag, p) && len(tag) > len(p) && (tag[len(p)] == ' ' || tag[len(p)] == '>' || tag[len(p)] == '/') {
+			return true
+		}
+	}
+	return false
+}
+
+// clipScript cuts a script change's texts to maxScriptChange bytes,
+// saying so with the full lengths.
+func clipScript(c changedigest.Change) changedigest.Change {
+	if len(c.OldText) > maxScriptChange || len(c.NewText) > maxScriptChange {
+		c.Truncated, c.OldLen, c.NewLen = true, len(c.OldText), len(c.NewText)
+		c.OldText, c.NewText = clip(c.OldText, maxScriptChange), clip(c.NewText, maxScriptChange)
+	}
+	return c
+}
+
+// maxCodeHunks is the number of changed places of one script told, the
+// rest counted; maxCodeDiff the bytes of the part of a script between its
+// first and last difference that are compared piece by piece (a longer
+// one is told as that one part).
+const (
+	maxCodeHunks = 3
+	maxCodeDiff  = 64 << 10
+)
+
+// codeHunks splits the edit of a script's source into its changed places:
+// pieces (runs of letters and digits, single other characters) compared
+// by a diff drawn on bu, changed runs apart by fewer than scriptContext
+// equal pieces joined, each with up to scriptContext pieces on each side.
+// Nil when the texts share neither start nor end nor differ in words.
+func codeHunks(bu *textdiff.Budget, old, new string) []hunk {
+	before, o, n, after, ok := sharedAffixes(old, new, false)
+	if !ok {
+		before, o, n, after = "", old, new, ""
+	}
+	if len(o) > maxCodeDiff || len(n) > maxCodeDiff {
+		return []hunk{{before: tailPieces(before), old: o, new: n, after: headPieces(after)}}
+	}
+	po, pn := pieces(o), pieces(n)
+	runs := bu.Script(po, pn)
+	// the changed places: [i, j) ranges of runs that are not Equal, short
+	// equal runs between them folded in
+	type place struct{ i, j int }
+	var places []place
+	for i := 0; i < len(runs); {
+		if runs[i].Op == textdiff.Equal {
+			i++
+			continue
+		}
+		j := i
+		for j < len(runs) && runs[j].Op != textdiff.Equal {
+			j++
+		}
+		if k := len(places); k > 0 && places[k-1].j == i-1 && runs[i-1].N < scriptContext {
+			places[k-1].j = j
+		} else {
+			places = append(places, place{i, j})
+		}
+		i = j
+	}
+	join := func(ps []string) string { return strings.Join(ps, "") }
+	var out []hunk
+	for _, p := range places {
+		r0, r1 := runs[p.i], runs[p.j-1]
+		a0, b0 := r0.A, r0.B
+		a1, b1 := r1.A, r1.B
+		if r1.Op == textdiff.Delete {
+			a1 += r1.N
+		} else {
+			b1 += r1.N // the last run of a place changes something
+		}
+		h := hunk{old: join(po[a0:a1]), new: join(pn[b0:b1])}
+		if strings.TrimSpace(h.old) == strings.TrimSpace(h.new) {
+			continue
+		}
+		h.before = tailPieces(before + join(po[:a0]))
+		h.after = headPieces(join(po[a1:]) + after)
+		out = append(out, h)
+	}
+	return out
+}
+
+// tailPieces is the last scriptContext pieces of s, headPieces the first.
+func tailPieces(s string) string {
+	if len(s) > 4<<10 {
+		s = s[len(s)-4<<10:]
+		for len(s) > 0 && !isUTF8Start(s[0]) {
+			s = s[1:]
+		}
+	}
+	p := pieces(s)
+	return strings.TrimLeft(strings.Join(p[max(0, len(p)-scriptContext):], ""), " ")
+}
+
+func headPieces(s string) string {
+	if len(s) > 4<<10 {
+		cut := 4 << 10
+		for cut > 0 && !isUTF8Start(s[cut]) {
+			cut--
+		}
+		s = s[:cut]
+	}
+	p := pieces(s)
+	return strings.TrimRight(strings.Join(p[:min(len(p), scriptContext)], ""), " ")
 }
 
 // splitStartTag splits a script change's text into its start tag and its

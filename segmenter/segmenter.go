@@ -177,7 +177,7 @@ func (s *Segmenter) detect(w *work, in Input) (snap *changedigest.Snapshot, err 
 	}
 	if err == nil {
 		s.narrowMarkup(w, snap.Changes)
-		snap.Changes = s.narrowScripts(snap.Changes)
+		snap.Changes = s.narrowScripts(w, snap.Changes)
 	}
 	if err == nil {
 		if err = in.readErr(); err != nil {
@@ -249,7 +249,7 @@ func (s *Segmenter) diff(w *work, old, new []byte, zone string) (d *changedigest
 	if err == nil {
 		classify(w, d, old, new, prints) // noise and significance (noise.go)
 		s.narrowMarkup(w, d.Changes)
-		d.Changes = s.narrowScripts(d.Changes)
+		d.Changes = s.narrowScripts(w, d.Changes)
 	}
 	return d, err
 }
