@@ -60,13 +60,16 @@ func tellingScore(c ChangeView) int {
 	for _, p := range c.Pieces {
 		if p.Op == "del" || p.Op == "ins" {
 			for _, w := range wordsIn(p.Text) {
-				if letters(w) >= 3 {
-					score += 3
-					if p.Op == "ins" {
-						score++
-					}
-				} else {
+				if letters(w) < 3 {
 					score++
+					continue
+				}
+				// A run of Chinese or Japanese script is a phrase, not a
+				// word: about two characters make a word.
+				n := max(1, unspaced(w)/2)
+				score += 3 * n
+				if p.Op == "ins" {
+					score += n
 				}
 			}
 		}
@@ -93,6 +96,18 @@ func letters(w string) int {
 	n := 0
 	for _, r := range w {
 		if unicode.IsLetter(r) {
+			n++
+		}
+	}
+	return n
+}
+
+// unspaced counts the letters of w in scripts written without spaces
+// between words (Han, Hiragana, Katakana).
+func unspaced(w string) int {
+	n := 0
+	for _, r := range w {
+		if unicode.In(r, unicode.Han, unicode.Hiragana, unicode.Katakana) {
 			n++
 		}
 	}

@@ -46,6 +46,11 @@ func TestHeadline(t *testing.T) {
 		return ChangeView{Op: op, Item: &ItemView{Title: title}, Pieces: []Piece{{Op: "ins", Text: text}}, Interests: interests}
 	}
 	edit := ChangeView{Op: changedigest.OpUpdate, Pieces: []Piece{{Op: "eq", Text: "Tickets cost "}, {Op: "del", Text: "24"}, {Op: "ins", Text: "29"}, {Op: "eq", Text: " euros"}}}
+	// A Japanese sentence rewritten tells more than two names added
+	// beside it, though it is one run of letters.
+	ja := ChangeView{Type: changedigest.ChangeContent, Op: changedigest.OpUpdate, Where: "in the footer",
+		Pieces: []Piece{{Op: "del", Text: "News and Updates（英語）でご確認いただけます"}, {Op: "ins", Text: "ニュースとアップデートでご確認いただけます"}}}
+	names := ChangeView{Type: changedigest.ChangeContent, Op: changedigest.OpInsert, Where: "in the footer", Pieces: []Piece{{Op: "ins", Text: "English 한국어"}}}
 	cases := []struct {
 		name     string
 		v        EventView
@@ -62,6 +67,8 @@ func TestHeadline(t *testing.T) {
 				item("General election date announced", changedigest.OpInsert, "General election date announced The vote is in May.", "election")},
 			General: []ChangeView{edit}},
 			"General election date announced +2 more", "★ election: Riverside Daily: General election date announced +2 more", "election"},
+		{"a sentence without spaces", EventView{WatchName: "Guidelines", General: []ChangeView{names, ja}},
+			changeHeadline(ja) + " +1 more", "Guidelines: " + changeHeadline(ja) + " +1 more", ""},
 	}
 	for _, c := range cases {
 		h, lead := headline(&c.v)
