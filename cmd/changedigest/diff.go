@@ -159,8 +159,14 @@ func writeChanges(bw *bufio.Writer, kind changedigest.Kind, changes []changedige
 		if c.Noise != "" {
 			fmt.Fprintf(bw, "  %s\n", paint(ansiDim, "noise: "+c.Noise))
 		}
+		if c.Where != "" {
+			fmt.Fprintf(bw, "  %s\n", paint(ansiDim, c.Where))
+		}
 		hasContext := c.Before != "" || c.After != ""
 		switch {
+		case c.OldText == "" && c.NewText == "":
+			// counted with others (the more places of a script): its
+			// place says it
 		case c.Op == changedigest.OpInsert && !hasContext:
 			fmt.Fprintf(bw, "  %s\n", paint(ansiGreen, "+ "+shorten(c.NewText, 400)))
 		case c.Op == changedigest.OpDelete && !hasContext:
@@ -170,6 +176,9 @@ func writeChanges(bw *bufio.Writer, kind changedigest.Kind, changes []changedige
 		default:
 			// the unchanged words around the change, as the views show them
 			fmt.Fprintf(bw, "  %s%s%s\n", c.Before, wordDiff(c.OldText, c.NewText, colour), c.After)
+		}
+		if c.Truncated {
+			fmt.Fprintf(bw, "  %s\n", paint(ansiDim, fmt.Sprintf("(cut from %d and %d bytes)", c.OldLen, c.NewLen)))
 		}
 	}
 }

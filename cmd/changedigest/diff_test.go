@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -221,5 +222,55 @@ func TestWordDiffContext(t *testing.T) {
 	got := wordDiff(old, new, false)
 	if !strings.Contains(got, "[-delta-]{+DELTA+}") || !strings.Contains(got, "…") || len(got) > 200 {
 		t.Errorf("wordDiff = %q", got)
+	}
+}
+
+// TestDiffScriptsBounded: a long style sheet and a long script edited in
+// many places are told by a few changed places each, named, the rest
+// counted; no line of the report carries the whole sheet.
+func TestDiffScriptsBounded(t *testing.T) {
+	var css, js strings.Builder
+	for i := range 400 {
+		fmt.Fprintf(&css, ".c%d{background:url(https://cdn.example.net/sdk/HASH/img%d.png);color:#333}\n", i, i)
+		fmt.Fprintf(&js, "window.s%d={id:%d,build:'HASH'};", i, i)
+	}
+	page := func(h string) string {
+		return `<html><head><title>Shop</title><style id="theme">` + strings.ReplaceAll(css.String(), "HASH", h) +
+			`</style><script>` + strings.ReplaceAll(js.String(), "HASH", h) + `</script></head>` +
+			`<body><p>Kettles and teapots, sold here since 1902.</p></body></html>`
+	}
+	dir := t.TempDir()
+	old := writeFile(t, dir, "old.html", []byte(page("cf70eb5b3f4a")))
+	newf := writeFile(t, dir, "new.html", []byte(page("50888b6d7194")))
+	code, out, errs := runCmd(t, "diff", old, newf)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, want := range []string{"in the style sheet #theme", "in the style sheet #theme: 397 more places",
+		"in an inline script", "[-cf70eb5b3f4a-]{+50888b6d7194+}"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q:\n%s", want, out)
+		}
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if len(line) > 400 {
+			t.Errorf("a line of %d bytes: %.200s…", len(line), line)
+		}
+	}
+	code, out, errs = runCmd(t, "diff", "--json", old, newf)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var d changedigest.Diff
+	if err := json.Unmarshal([]byte(out), &d); err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Changes) != 8 {
+		t.Errorf("%d changes, want 3 places and a count for each of the two:\n%s", len(d.Changes), out)
+	}
+	for _, c := range d.Changes {
+		if len(c.OldText) > 240 || len(c.NewText) > 240 {
+			t.Errorf("%s: %d and %d bytes told", c.Where, len(c.OldText), len(c.NewText))
+		}
 	}
 }
