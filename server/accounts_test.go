@@ -511,3 +511,16 @@ func TestDescribeAgent(t *testing.T) {
 		}
 	}
 }
+
+func TestLinkSecretsStayOutOfTheLog(t *testing.T) {
+	for path, want := range map[string]string{
+		"/invite/abcDEF_-123":   "/invite/…",
+		"/cd/reset/abcDEF_-123": "/cd/reset/…",
+		"/settings":             "/settings",
+		"/watches/3/versions/2": "/watches/3/versions/2",
+	} {
+		if got := hideLinkSecret(path); got != want {
+			t.Errorf("hideLinkSecret(%q) = %q, want %q", path, got, want)
+		}
+	}
+}
