@@ -2,6 +2,7 @@ package cluster_test
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -150,5 +151,60 @@ func TestAccountAdminAcrossNodes(t *testing.T) {
 	// The name is free again.
 	if err := sb.CreateUser(ctx, &changedigest.User{Name: "bob", DigestHour: -1}); err != nil {
 		t.Errorf("a new bob: %v", err)
+	}
+}
+
+// TestImportKeepsAccountAdmin: a single node's registration mode, live
+// one-time links and audit log go into the cluster with its users, and
+// the cluster's audit entries follow the imported ones.
+func TestImportKeepsAccountAdmin(t *testing.T) {
+	ctx := context.Background()
+	quiet := slog.New(slog.DiscardHandler)
+	dir := t.TempDir()
+	st := pet.New(dir)
+	st.Logger = quiet
+	if err := st.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ann := &changedigest.User{Name: "ann", PasswordHash: []byte("hash"), Admin: true, DigestHour: -1}
+	if err := st.CreateUser(ctx, ann); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.SetRegistration(ctx, changedigest.RegistrationInvite); err != nil {
+		t.Fatal(err)
+	}
+	secret, err := st.CreateTicket(ctx, &pet.Ticket{Kind: pet.TicketInvite, CreatedBy: ann.ID, ExpiresAt: time.Now().Add(time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if err := st.AddAudit(ctx, &pet.AuditEntry{ActorID: ann.ID, ActorName: "ann", Action: "invite"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := cluster.Config{Name: "solo", Dir: t.TempDir(), Shards: 4, HostGap: 10 * time.Millisecond, Logger: quiet}
+	conn, err := cluster.Dial(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Import(ctx, st, 5, nil); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	conn.Close()
+
+	// A node with a store of its own copies them from the cluster.
+	a := startNodeWith(t, cfg, t.TempDir())
+	defer a.stop()
+	waitFor(t, "the imported account administration in a fresh copy", func() bool {
+		mode, _ := a.store.Registration(ctx)
+		_, terr := a.store.Ticket(ctx, secret)
+		es, _ := a.store.Audit(ctx, 0)
+		return mode == changedigest.RegistrationInvite && terr == nil && len(es) == 3
+	})
+	sa := cluster.Store{Store: a.store, Node: a.node}
+	e := &pet.AuditEntry{ActorID: ann.ID, ActorName: "ann", Action: "set registration"}
+	if err := sa.AddAudit(ctx, e); err != nil || e.ID != 4 {
+		t.Errorf("an entry after the imported ones: ID %d, %v; want 4", e.ID, err)
 	}
 }
