@@ -95,7 +95,7 @@ func (s *Server) loadSession(next http.Handler) http.Handler {
 					r = r.WithContext(context.WithValue(r.Context(), keySession, c.Value))
 					if s.now().Sub(sess.LastSeen) >= touchEvery {
 						if err := s.Store.TouchSession(r.Context(), c.Value, ""); err != nil {
-							s.Logger.Warn("session last seen", "err", err)
+							s.Logger.Debug("session last seen", "err", err)
 						}
 					}
 				}
