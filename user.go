@@ -13,7 +13,10 @@ type User struct {
 	Name         string `json:"name"`
 	PasswordHash []byte `json:"-"`
 	Admin        bool   `json:"admin,omitempty"`
-	Email        string `json:"email,omitempty"`
+	// Disabled users cannot log in, and their API tokens and feeds are
+	// refused; an administrator enables them again.
+	Disabled bool   `json:"disabled,omitempty"`
+	Email    string `json:"email,omitempty"`
 	// FeedToken is the secret that lets feed readers fetch the user's feeds.
 	FeedToken string    `json:"-"`
 	CreatedAt time.Time `json:"created_at"`
@@ -53,4 +56,27 @@ func ValidateUserName(name string) error {
 		return Errorf(EINVALID, "user name %q may hold only letters, digits, '.', '-' and '_'", name)
 	}
 	return nil
+}
+
+// Registration is who may create an account on the web: nobody but an
+// administrator (closed), a person with an invitation link (invite) or
+// anyone (open).
+type Registration string
+
+// The registration modes; the zero value reads as RegistrationClosed.
+const (
+	RegistrationClosed Registration = "closed"
+	RegistrationInvite Registration = "invite"
+	RegistrationOpen   Registration = "open"
+)
+
+// ParseRegistration reads a registration mode. Errors: EINVALID.
+func ParseRegistration(s string) (Registration, error) {
+	switch r := Registration(s); r {
+	case RegistrationClosed, RegistrationInvite, RegistrationOpen:
+		return r, nil
+	case "":
+		return RegistrationClosed, nil
+	}
+	return "", Errorf(EINVALID, "registration %q is not closed, invite or open", s)
 }

@@ -37,6 +37,7 @@ import (
 //	channel.<id>               a notification channel with its secret
 //	websub.<hash>              a WebSub subscription (channels.go)
 //	secret.web-key             the key that signs the web forms' tokens
+//	setting.*, ticket.*, audit.*  account administration (admin.go)
 
 const accountsSubjects = "$KV." + accountsBucket + ".>"
 
@@ -415,6 +416,8 @@ func (n *Node) applyAccount(ctx context.Context, m *jetstream.RawStreamMsg) erro
 		}
 	case "websub":
 		err = n.applySubscription(ctx, key, deleted, m.Data)
+	case "setting", "ticket", "audit":
+		err = n.applyAdmin(ctx, kind, rest, deleted, m.Data)
 	case "profile":
 		id, perr := strconv.ParseInt(rest, 10, 64)
 		if perr != nil {

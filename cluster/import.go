@@ -60,6 +60,11 @@ type storeContents struct {
 	channels []changedigest.Channel
 	subs     []changedigest.Subscription
 	watches  []changedigest.Watch
+	// Account administration: the registration mode, the live one-time
+	// links, the audit log.
+	registration changedigest.Registration
+	tickets      []pet.Ticket
+	audit        []pet.AuditEntry
 	// last are the store's last IDs, deleted records' included.
 	last pet.IDs
 }
@@ -105,6 +110,15 @@ func readStore(ctx context.Context, st *pet.Store, now time.Time) (*storeContent
 		return nil, err
 	}
 	if sc.last, err = st.LastIDs(ctx); err != nil {
+		return nil, err
+	}
+	if sc.registration, err = st.Registration(ctx); err != nil {
+		return nil, err
+	}
+	if sc.tickets, err = st.Tickets(ctx); err != nil {
+		return nil, err
+	}
+	if sc.audit, err = st.Audit(ctx, 0); err != nil {
 		return nil, err
 	}
 	return &sc, nil
@@ -311,6 +325,25 @@ func (c *Conn) importAccounts(ctx context.Context, sc *storeContents, im *Import
 			return err
 		}
 	}
+	var admin int // account administration's records, not counted apart
+	if sc.registration != "" && sc.registration != changedigest.RegistrationClosed {
+		wrote, err := create(ctx, c.accounts, registrationKey, sc.registration)
+		if err := count(wrote, err, &admin); err != nil {
+			return err
+		}
+	}
+	for _, t := range sc.tickets {
+		wrote, err := create(ctx, c.accounts, ticketKey(t.Hash), t)
+		if err := count(wrote, err, &admin); err != nil {
+			return err
+		}
+	}
+	for _, e := range sc.audit {
+		wrote, err := create(ctx, c.accounts, auditKey(e.ID), e)
+		if err := count(wrote, err, &admin); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -346,6 +379,9 @@ func (c *Conn) raiseCounters(ctx context.Context, sc *storeContents) error {
 	}
 	for _, w := range sc.watches {
 		top["watch"] = max(top["watch"], w.ID)
+	}
+	for _, e := range sc.audit {
+		top["audit"] = max(top["audit"], e.ID)
 	}
 	for name, n := range top {
 		if n <= 0 {

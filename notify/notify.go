@@ -609,7 +609,7 @@ func (n *Notifier) SendDue(ctx context.Context) (int, error) {
 	var firstErr error
 	for i := range users {
 		u := &users[i]
-		if u.Email == "" || u.DigestHour < 0 || now.Hour() < u.DigestHour || u.DigestSent == key {
+		if u.Email == "" || u.Disabled || u.DigestHour < 0 || now.Hour() < u.DigestHour || u.DigestSent == key {
 			continue
 		}
 		if err := n.SendDigest(ctx, u, yesterday); err != nil {

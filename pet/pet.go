@@ -238,11 +238,16 @@ var (
 	bChunkRefs  = []byte("chunk_refs")  // cid → uvarint refs + hash
 	bEvents     = []byte("events")      // uid|time|wid|seq → change type mask
 	bPending    = []byte("pending")     // n → doc keys to bring into the index
-	allBuckets  = [][]byte{bMeta, bUsers, bUserNames, bFeedTokens, bSessions, bTokens, bTokenHash,
+	// account administration (accounts.go)
+	bAccountSettings = []byte("account_settings") // "registration" → mode
+	bTickets         = []byte("tickets")          // sha256(secret) → Ticket JSON
+	bAudit           = []byte("audit")            // id → AuditEntry JSON
+	allBuckets       = [][]byte{bMeta, bUsers, bUserNames, bFeedTokens, bSessions, bTokens, bTokenHash,
 		bProfiles, bWatches, bUserWatch, bWatchKeys, bDue, bTracks, bVersions, bSegs, bSegHash,
 		bChunkHash, bChunkData, bChunkRefs, bEvents, bPending,
 		// notifications (outbox.go)
-		bOutbox, bChannels, bUserChans, bDeliveries, bDelivDue, bUserDeliv, bWebSub, bShots}
+		bOutbox, bChannels, bUserChans, bDeliveries, bDelivDue, bUserDeliv, bWebSub, bShots,
+		bAccountSettings, bTickets, bAudit}
 )
 
 // Open creates the directory and the databases on first use and opens

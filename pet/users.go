@@ -22,6 +22,7 @@ type userRec struct {
 	Name         string    `json:"name"`
 	PasswordHash []byte    `json:"password_hash,omitempty"`
 	Admin        bool      `json:"admin,omitempty"`
+	Disabled     bool      `json:"disabled,omitempty"`
 	Email        string    `json:"email,omitempty"`
 	FeedToken    string    `json:"feed_token"`
 	CreatedAt    time.Time `json:"created_at"`
@@ -31,12 +32,12 @@ type userRec struct {
 
 func (r *userRec) user() *changedigest.User {
 	return &changedigest.User{ID: r.ID, Name: r.Name, PasswordHash: r.PasswordHash, Admin: r.Admin,
-		Email: r.Email, FeedToken: r.FeedToken, CreatedAt: r.CreatedAt, DigestHour: r.DigestHour, DigestSent: r.DigestSent}
+		Disabled: r.Disabled, Email: r.Email, FeedToken: r.FeedToken, CreatedAt: r.CreatedAt, DigestHour: r.DigestHour, DigestSent: r.DigestSent}
 }
 
 func recOf(u *changedigest.User) *userRec {
 	return &userRec{ID: u.ID, Name: u.Name, PasswordHash: u.PasswordHash, Admin: u.Admin,
-		Email: u.Email, FeedToken: u.FeedToken, CreatedAt: u.CreatedAt, DigestHour: u.DigestHour, DigestSent: u.DigestSent}
+		Disabled: u.Disabled, Email: u.Email, FeedToken: u.FeedToken, CreatedAt: u.CreatedAt, DigestHour: u.DigestHour, DigestSent: u.DigestSent}
 }
 
 // NewSecret returns a random URL-safe secret of 256 bits, as used for
@@ -241,7 +242,8 @@ func (s *Store) UpdateUser(ctx context.Context, id int64, fn func(*changedigest.
 
 // DeleteUser deletes the user with everything they own: watches and
 // their histories, sessions, API tokens, profile, notification channels,
-// deliveries and WebSub subscriptions. Errors: ENOTFOUND.
+// deliveries, WebSub subscriptions and password reset links. Errors:
+// ENOTFOUND.
 func (s *Store) DeleteUser(ctx context.Context, id int64) error {
 	err := s.update(ctx, func(tx *bolt.Tx) error {
 		u, err := getUser(tx, id)
@@ -281,6 +283,9 @@ func (s *Store) DeleteUser(ctx context.Context, id int64) error {
 		if err := tx.Bucket(bProfiles).Delete(prefix); err != nil {
 			return err
 		}
+		if err := deleteUserTickets(tx, id); err != nil {
+			return err
+		}
 		if err := tx.Bucket(bUserNames).Delete(nameKey(u.Name)); err != nil {
 			return err
 		}
@@ -302,6 +307,11 @@ type Session struct {
 	UserID    int64     `json:"user_id"`
 	CreatedAt time.Time `json:"created_at"`
 	ExpiresAt time.Time `json:"expires_at"`
+	// LastSeen is when the session was last used (see TouchSession),
+	// to the precision the server keeps it; UserAgent is the browser's
+	// User-Agent at login.
+	LastSeen  time.Time `json:"last_seen,omitzero"`
+	UserAgent string    `json:"user_agent,omitempty"`
 }
 
 // CreateSession starts a session for the user lasting ttl and returns its

@@ -90,15 +90,24 @@ func (s *Server) loadSession(next http.Handler) http.Handler {
 				return
 			}
 			if err == nil {
-				if u, err := s.Store.User(r.Context(), sess.UserID); err == nil {
+				if u, err := s.Store.User(r.Context(), sess.UserID); err == nil && !u.Disabled {
 					r = withUser(r, u)
 					r = r.WithContext(context.WithValue(r.Context(), keySession, c.Value))
+					if s.now().Sub(sess.LastSeen) >= touchEvery {
+						if err := s.Store.TouchSession(r.Context(), c.Value, ""); err != nil {
+							s.Logger.Debug("session last seen", "err", err)
+						}
+					}
 				}
 			}
 		}
 		next.ServeHTTP(w, r)
 	})
 }
+
+// touchEvery is how often a session's last use is written down: the
+// session list shows it to within this.
+const touchEvery = 5 * time.Minute
 
 // requireUser refuses visitors: pages redirect to the login form.
 func (s *Server) requireUser(next http.Handler) http.Handler {
@@ -128,6 +137,10 @@ func (s *Server) requireToken(next http.Handler) http.Handler {
 				err = s.tokenFailed(r, changedigest.Errorf(changedigest.EUNAUTHORIZED, "the API token is not valid"))
 			}
 			s.apiError(w, r, err)
+			return
+		}
+		if u.Disabled {
+			s.apiError(w, r, changedigest.Errorf(changedigest.EFORBIDDEN, "the account of this API token is disabled"))
 			return
 		}
 		next.ServeHTTP(w, withUser(r, u))
@@ -249,13 +262,22 @@ func (s *Server) handleLoginForm(w http.ResponseWriter, r *http.Request) error {
 		http.Redirect(w, r, s.safeNext(r.URL.Query().Get("next")), http.StatusSeeOther)
 		return nil
 	}
-	return s.renderPage(w, r, http.StatusOK, "login", "login", "Log in", &loginPage{Next: r.URL.Query().Get("next")})
+	return s.renderPage(w, r, http.StatusOK, "login", "login", "Log in", s.loginPage(r, &loginPage{Next: r.URL.Query().Get("next")}))
 }
 
 type loginPage struct {
 	Name  string
 	Next  string
 	Error string
+	// Register offers "create an account": registration is open.
+	Register bool
+}
+
+// loginPage completes the login page's data.
+func (s *Server) loginPage(r *http.Request, p *loginPage) *loginPage {
+	mode, err := s.Store.Registration(r.Context())
+	p.Register = err == nil && mode == changedigest.RegistrationOpen
+	return p
 }
 
 // handleLogin checks a name and password and starts a session.
@@ -278,18 +300,34 @@ func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request) error {
 	if bcrypt.CompareHashAndPassword(hash, []byte(password)) != nil || u == nil || len(u.PasswordHash) == 0 {
 		s.logins.fail(addr, lname)
 		return s.renderPage(w, r, http.StatusUnauthorized, "login", "login", "Log in",
-			&loginPage{Name: name, Next: next, Error: "The name or the password is wrong."})
+			s.loginPage(r, &loginPage{Name: name, Next: next, Error: "The name or the password is wrong."}))
 	}
 	s.logins.succeed(addr, lname)
 	http.SetCookie(w, &http.Cookie{Name: s.cookieName(knownCookie), Value: s.knownValue(lname), Path: "/",
 		HttpOnly: true, Secure: s.secure, SameSite: http.SameSiteStrictMode, MaxAge: int(knownFor / time.Second)})
+	if u.Disabled {
+		return s.renderPage(w, r, http.StatusForbidden, "login", "login", "Log in",
+			s.loginPage(r, &loginPage{Name: name, Next: next, Error: "This account is disabled; ask an administrator to enable it."}))
+	}
+	if err := s.startSession(w, r, u); err != nil {
+		return err
+	}
+	http.Redirect(w, r, s.safeNext(next), http.StatusSeeOther)
+	return nil
+}
+
+// startSession logs the browser in as u: a new session, its cookie, and
+// the browser's User-Agent kept with it for the session list.
+func (s *Server) startSession(w http.ResponseWriter, r *http.Request, u *changedigest.User) error {
 	token, err := s.Store.CreateSession(r.Context(), u.ID, s.SessionTTL)
 	if err != nil {
 		return err
 	}
+	if err := s.Store.TouchSession(r.Context(), token, r.UserAgent()); err != nil {
+		s.Logger.Warn("session user agent", "err", err)
+	}
 	http.SetCookie(w, &http.Cookie{Name: s.cookieName(sessionCookie), Value: token, Path: "/", HttpOnly: true,
 		Secure: s.secure, SameSite: http.SameSiteLaxMode, MaxAge: int(s.SessionTTL / time.Second)})
-	http.Redirect(w, r, s.safeNext(next), http.StatusSeeOther)
 	return nil
 }
 

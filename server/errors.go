@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/changedigest/changedigest"
@@ -185,7 +186,18 @@ func clipTo(v string, n int) string {
 
 // logPath is the request's path for a log line, shortened: a path is the
 // client's input and may be megabytes long.
-func logPath(r *http.Request) string { return clipTo(r.URL.Path, 256) }
+func logPath(r *http.Request) string { return clipTo(hideLinkSecret(r.URL.Path), 256) }
+
+// hideLinkSecret hides the secret of a one-time link's path (an
+// invitation, a password reset) from the log.
+func hideLinkSecret(p string) string {
+	for _, prefix := range []string{"/invite/", "/reset/"} {
+		if i := strings.Index(p, prefix); i >= 0 {
+			return p[:i+len(prefix)] + "…"
+		}
+	}
+	return p
+}
 
 // clipErr is an error's text for a log line, shortened: errors may quote
 // the request's input.

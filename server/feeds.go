@@ -78,6 +78,9 @@ func (s *Server) serveFeed(w http.ResponseWriter, r *http.Request, format string
 		}
 		return err
 	}
+	if u.Disabled {
+		return changedigest.Errorf(changedigest.EFORBIDDEN, "the account of this feed is disabled")
+	}
 	info, filter, err := fn(r, u)
 	if err != nil {
 		return err

@@ -55,6 +55,7 @@ func (s *Server) Handler() http.Handler {
 		r.Get("/login", s.page(s.handleLoginForm))
 		r.Post("/login", s.page(s.handleLogin))
 		r.Post("/logout", s.page(s.handleLogout))
+		s.joinRoutes(r)
 
 		r.Group(func(r chi.Router) {
 			r.Use(s.requireUser)
@@ -99,6 +100,9 @@ func (s *Server) Handler() http.Handler {
 			r.Post("/settings/channels/{cid}/toggle", s.page(s.handleToggleChannel))
 			r.Post("/settings/channels/{cid}/delete", s.page(s.handleDeleteChannel))
 			r.Post("/settings/deliveries/redeliver", s.page(s.handleRedeliver))
+			r.Post("/settings/sessions/{sid}/end", s.page(s.handleEndSession))
+			r.Post("/settings/sessions/end-others", s.page(s.handleEndOtherSessions))
+			r.Route("/admin", s.adminRoutes)
 		})
 	})
 	if prefix := s.Render.Prefix(); prefix != "" {

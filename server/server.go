@@ -82,6 +82,10 @@ type Server struct {
 	// in bursts of up to 30. Requests beyond them are answered 429 with
 	// a Retry-After.
 	HubPerAddress, HubPerFeed RateLimit
+	// JoinsPerAddress bounds the accounts asked for from one address
+	// (open registration, invitations and password reset links): 1 a
+	// minute in bursts of up to 5. Requests beyond it are answered 429.
+	JoinsPerAddress RateLimit
 
 	// TrustedProxies are the reverse proxies in front of the server: a
 	// request from one of them is taken to come from the client its
@@ -108,6 +112,8 @@ type Server struct {
 
 	// hubAddrs and hubFeeds count WebSub requests per address and per feed.
 	hubAddrs, hubFeeds *ratelimit.Buckets
+	// joins counts the account forms sent per address (accounts.go).
+	joins *ratelimit.Buckets
 
 	rows rowCache // rendered rows of the watches table (rows.go)
 	// panels keeps the dashboard's rendered recent changes by their
@@ -125,16 +131,17 @@ type Server struct {
 // New returns a server with defaults; the caller sets the collaborators.
 func New() *Server {
 	return &Server{
-		Addr:           "127.0.0.1:8080",
-		Logger:         slog.Default(),
-		Now:            time.Now,
-		SessionTTL:     30 * 24 * time.Hour,
-		MaxUpload:      2 << 20,
-		RequestTimeout: 60 * time.Second,
-		LoginAttempts:  10,
-		LoginWindow:    10 * time.Minute,
-		HubPerAddress:  RateLimit{PerMinute: 60, Burst: 30},
-		HubPerFeed:     RateLimit{PerMinute: 30, Burst: 30},
+		Addr:            "127.0.0.1:8080",
+		Logger:          slog.Default(),
+		Now:             time.Now,
+		SessionTTL:      30 * 24 * time.Hour,
+		MaxUpload:       2 << 20,
+		RequestTimeout:  60 * time.Second,
+		LoginAttempts:   10,
+		LoginWindow:     10 * time.Minute,
+		HubPerAddress:   RateLimit{PerMinute: 60, Burst: 30},
+		HubPerFeed:      RateLimit{PerMinute: 30, Burst: 30},
+		JoinsPerAddress: RateLimit{PerMinute: 1, Burst: 5},
 	}
 }
 
@@ -177,6 +184,9 @@ func (s *Server) init() {
 	if s.hubAddrs == nil {
 		s.hubAddrs = ratelimit.New(s.HubPerAddress.PerMinute, s.HubPerAddress.Burst)
 		s.hubFeeds = ratelimit.New(s.HubPerFeed.PerMinute, s.HubPerFeed.Burst)
+	}
+	if s.joins == nil && s.JoinsPerAddress.PerMinute > 0 {
+		s.joins = ratelimit.New(s.JoinsPerAddress.PerMinute, max(1, s.JoinsPerAddress.Burst))
 	}
 	s.panels.Max = panelCacheBytes
 	s.feedGzip.Max = feedGzipBytes

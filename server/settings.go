@@ -28,6 +28,8 @@ type settingsPage struct {
 	Mail       bool // e-mail delivery is configured
 	// Subscribers are the WebSub subscriptions to the user's feeds.
 	Subscribers []subscriberRow
+	// Sessions are the user's live login sessions, this one first.
+	Sessions []sessionRow
 }
 
 // subscriberRow is a WebSub subscription as settings show it: the
@@ -56,6 +58,9 @@ func (s *Server) settingsPage(r *http.Request, u *changedigest.User) (*settingsP
 		p.TagFeeds = append(p.TagFeeds, tagFeed{Tag: t, URL: s.feedURL(u, "/tags/"+pathEscape(t)+".xml")})
 	}
 	if p.Tokens, err = s.Store.Tokens(r.Context(), u.ID); err != nil {
+		return nil, err
+	}
+	if p.Sessions, err = s.sessionRows(r, u); err != nil {
 		return nil, err
 	}
 	subs, err := s.Store.Subscriptions(r.Context(), u.ID)

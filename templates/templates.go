@@ -28,8 +28,8 @@
 // <head>. Each page is parsed on its own copy of the layout and
 // components, so every page may define the same names. Dot is a
 // render.Page: .User (nil for visitors), .Nav (the active item:
-// "dashboard", "add", "search", "digest", "profile", "settings" or
-// "login"), .Flash, .CSRF and
+// "dashboard", "add", "search", "digest", "profile", "settings",
+// "users" (administrators' pages) or "login"), .Flash, .CSRF and
 // .Data, the page's own values. Forms that POST write {{template "csrf" $}}
 // (a hidden csrf_token field). Show changes with {{template
 // "event-changes" EVENTVIEW}} or {{template "change" CHANGEVIEW}}, so
@@ -46,7 +46,7 @@
 //
 // The layout links these routes, which the server must serve: / (the
 // dashboard), /watches/new, /search, /digest, /profile, /settings, /login,
-// POST /logout,
+// POST /logout, /admin/users (for administrators),
 // /static/ (this FS's static folder); the change views link
 // /watches/ID, /watches/ID/versions/SEQ and /tags/TAG.
 package templates

@@ -104,9 +104,13 @@ func runUser(ctx context.Context, e *env) error {
 // printUsers lists users as a table.
 func printUsers(w io.Writer, users []changedigest.User) error {
 	tw := tabwriter.NewWriter(w, 2, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tNAME\tADMIN\tE-MAIL\tCREATED")
+	fmt.Fprintln(tw, "ID\tNAME\tADMIN\tE-MAIL\tCREATED\tSTATE")
 	for _, u := range users {
-		fmt.Fprintf(tw, "%d\t%s\t%v\t%s\t%s\n", u.ID, u.Name, u.Admin, orDash(u.Email), u.CreatedAt.Local().Format("2006-01-02"))
+		state := "enabled"
+		if u.Disabled {
+			state = "disabled"
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%v\t%s\t%s\t%s\n", u.ID, u.Name, u.Admin, orDash(u.Email), u.CreatedAt.Local().Format("2006-01-02"), state)
 	}
 	return tw.Flush()
 }
