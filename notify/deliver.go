@@ -257,6 +257,9 @@ func (d *Dispatcher) route(ctx context.Context) error {
 // targets lists the deliveries of notification n: one per channel that
 // Wants the version, and the hub's.
 func (d *Dispatcher) targets(ctx context.Context, n pet.Notification) ([]changedigest.Delivery, error) {
+	if u, err := d.Store.User(ctx, n.UserID); err == nil && u.Disabled {
+		return nil, nil // a disabled account is told nothing, and its feeds are not distributed
+	}
 	w, snap, err := d.version(ctx, n.WatchID, n.Seq)
 	if changedigest.ErrorCode(err) == changedigest.ENOTFOUND {
 		return nil, nil // deleted since: nothing to tell

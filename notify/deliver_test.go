@@ -723,3 +723,30 @@ func TestGotifyTelegramPushover(t *testing.T) {
 		})
 	}
 }
+
+// TestDisabledUserToldNothing: a version of a disabled user's watch makes
+// no delivery; enabled again, the next one does.
+func TestDisabledUserToldNothing(t *testing.T) {
+	f := newFixture(t)
+	rc := newReceiver(t)
+	f.channel(t, changedigest.Channel{Kind: changedigest.ChannelWebhook, URL: rc.URL})
+	setDisabled := func(v bool) {
+		if _, err := f.store.UpdateUser(context.Background(), f.user.ID, func(u *changedigest.User) error { u.Disabled = v; return nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setDisabled(true)
+	f.addVersion(t, f.now, []string{"a"}, footballChange)
+	d := f.dispatcher()
+	drain(t, d)
+	if ds := f.deliveries(t); len(ds) != 0 || len(rc.got()) != 0 {
+		t.Fatalf("disabled: %d deliveries, %d requests", len(ds), len(rc.got()))
+	}
+	setDisabled(false)
+	f.now = f.now.Add(time.Hour)
+	f.addVersion(t, f.now, []string{"b"}, footballChange)
+	drain(t, d)
+	if n := len(rc.got()); n != 1 {
+		t.Fatalf("enabled again: %d requests, want 1", n)
+	}
+}
