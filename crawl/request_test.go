@@ -51,8 +51,8 @@ func sealedOptions(t *testing.T, box *secret.Box, method, body string) *changedi
 	t.Helper()
 	o := &changedigest.RequestOptions{
 		Method: method, Body: body,
-		Headers: []changedigest.RequestHeader{{Name: "x-api-key", Value: "key-0123456789"}, {Name: "Accept-Language", Value: "fr"}},
-		Cookies: []changedigest.RequestCookie{{Name: "sid", Value: changedigest.Secret{Plain: "cookie-value-42"}}},
+		Headers:   []changedigest.RequestHeader{{Name: "x-api-key", Value: "key-0123456789"}, {Name: "Accept-Language", Value: "fr"}},
+		Cookies:   []changedigest.RequestCookie{{Name: "sid", Value: changedigest.Secret{Plain: "cookie-value-42"}}},
 		BasicAuth: &changedigest.BasicAuth{User: "ann", Password: changedigest.Secret{Plain: "pass word:1"}},
 	}
 	if err := o.Validate(); err != nil {
