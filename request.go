@@ -322,6 +322,27 @@ func (o *RequestOptions) Equal(p *RequestOptions) bool {
 		(o.BasicAuth == nil || *o.BasicAuth == *p.BasicAuth)
 }
 
+// Hinted returns a copy of o whose secrets hold only their hints, for
+// showing: no sealed value leaves the service.
+func (o *RequestOptions) Hinted() *RequestOptions {
+	c := o.Clone()
+	if c == nil {
+		return nil
+	}
+	for i := range c.Headers {
+		if !c.Headers[i].Secret.IsZero() {
+			c.Headers[i].Secret = Secret{Hint: c.Headers[i].Secret.Hint}
+		}
+	}
+	for i := range c.Cookies {
+		c.Cookies[i].Value = Secret{Hint: c.Cookies[i].Value.Hint}
+	}
+	if c.BasicAuth != nil {
+		c.BasicAuth.Password = Secret{Hint: c.BasicAuth.Password.Hint}
+	}
+	return c
+}
+
 // Clone returns a deep copy of o.
 func (o *RequestOptions) Clone() *RequestOptions {
 	if o == nil {

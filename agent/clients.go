@@ -311,7 +311,12 @@ func (c *Coordinator) Assignments(ctx context.Context, userID, id int64) ([]Assi
 	if err != nil {
 		return nil, err
 	}
-	ws = slices.DeleteFunc(ws, func(w changedigest.Watch) bool { return w.Paused || w.Kind == changedigest.KindFeed })
+	// A watch with request options (headers, cookies, basic auth, POST)
+	// is checked by the server only: a client would fetch another page
+	// without them, and their secrets never leave the server.
+	ws = slices.DeleteFunc(ws, func(w changedigest.Watch) bool {
+		return w.Paused || w.Kind == changedigest.KindFeed || !w.Request.IsEmpty()
+	})
 	places := make([]placement, len(ws))
 	c.mu.Lock()
 	for i := range ws {
