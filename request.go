@@ -53,8 +53,8 @@ type Secret struct {
 	Plain  string `json:"-"`
 }
 
-// IsZero reports whether s holds nothing.
-func (s Secret) IsZero() bool { return s.Sealed == "" && s.Plain == "" }
+// Unset reports whether s holds no value (a hint alone is none).
+func (s Secret) Unset() bool { return s.Sealed == "" && s.Plain == "" }
 
 // Limits of request options.
 const (
@@ -120,7 +120,7 @@ func (o *RequestOptions) HasSecrets() bool {
 		return false
 	}
 	for _, h := range o.Headers {
-		if !h.Secret.IsZero() {
+		if !h.Secret.Unset() {
 			return true
 		}
 	}
@@ -180,10 +180,10 @@ func (o *RequestOptions) Validate() error {
 			if h.Value != "" { // given in the open: seal it
 				h.Secret, h.Value = Secret{Plain: h.Value}, ""
 			}
-			if h.Secret.IsZero() {
+			if h.Secret.Unset() {
 				return Errorf(EINVALID, "headers: %s has no value", h.Name)
 			}
-		} else if !h.Secret.IsZero() {
+		} else if !h.Secret.Unset() {
 			return Errorf(EINVALID, "headers: %s is not a secret header", h.Name)
 		}
 		for _, v := range []string{h.Value, h.Secret.Plain} {
@@ -209,7 +209,7 @@ func (o *RequestOptions) Validate() error {
 			return Errorf(EINVALID, "cookies: %s is given twice", c.Name)
 		}
 		seen[c.Name] = true
-		if c.Value.IsZero() {
+		if c.Value.Unset() {
 			return Errorf(EINVALID, "cookies: %s has no value", c.Name)
 		}
 		if len(c.Value.Plain) > maxHeaderValue || !validCookieValue(c.Value.Plain) {
@@ -227,7 +227,7 @@ func (o *RequestOptions) Validate() error {
 			return Errorf(EINVALID, "basic_auth: the user name or password holds a line break or a control character")
 		case len(a.User) > maxHeaderName || len(a.Password.Plain) > maxHeaderValue:
 			return Errorf(EINVALID, "basic_auth: the user name or password is too long")
-		case a.Password.IsZero():
+		case a.Password.Unset():
 			return Errorf(EINVALID, "basic_auth: the password is missing")
 		}
 	}
@@ -256,7 +256,7 @@ func (o *RequestOptions) KeepSecrets(old *RequestOptions) {
 	for i := range o.Headers {
 		h := &o.Headers[i]
 		for _, oh := range old.Headers {
-			if strings.EqualFold(oh.Name, strings.TrimSpace(h.Name)) && !oh.Secret.IsZero() {
+			if strings.EqualFold(oh.Name, strings.TrimSpace(h.Name)) && !oh.Secret.Unset() {
 				if h.Value == oh.Secret.Hint {
 					h.Value = ""
 				}
@@ -330,7 +330,7 @@ func (o *RequestOptions) Hinted() *RequestOptions {
 		return nil
 	}
 	for i := range c.Headers {
-		if !c.Headers[i].Secret.IsZero() {
+		if !c.Headers[i].Secret.Unset() {
 			c.Headers[i].Secret = Secret{Hint: c.Headers[i].Secret.Hint}
 		}
 	}

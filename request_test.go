@@ -73,7 +73,7 @@ func TestRequestOptionsSecrets(t *testing.T) {
 	if h.Name != "X-Api-Key" || h.Value != "" || h.Secret.Sealed != "sealed(ABCDEFGH12341A2B)" || h.Secret.Hint != "••••1a2b" || h.Secret.Plain != "" {
 		t.Errorf("secret header %+v", h)
 	}
-	if o.Headers[1].Value != "fr" || !o.Headers[1].Secret.IsZero() {
+	if o.Headers[1].Value != "fr" || !o.Headers[1].Secret.Unset() {
 		t.Errorf("plain header %+v", o.Headers[1])
 	}
 	if c := o.Cookies[0].Value; c.Hint != HintPrefix || c.Sealed != "sealed(S3CR3T)" {

@@ -388,7 +388,7 @@ func (f *Fetcher) applyOptions(hreq *http.Request, jar *watchJar, opts *changedi
 	}
 	for _, h := range opts.Headers {
 		v := h.Value
-		if !h.Secret.IsZero() {
+		if !h.Secret.Unset() {
 			var err error
 			if v, err = open(h.Secret); err != nil {
 				return fmt.Errorf("header %s: %w", h.Name, err)
