@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -277,5 +278,9 @@ func TestAssignmentsLeaveOutRequestOptions(t *testing.T) {
 	as, err := c.Assignments(context.Background(), 7, id)
 	if err != nil || len(as) != 0 {
 		t.Errorf("assignments %+v, %v; want none", as, err)
+	}
+	err = c.Report(context.Background(), 7, id, 1, 1)
+	if changedigest.ErrorCode(err) != changedigest.EFORBIDDEN || !strings.Contains(err.Error(), "request options") {
+		t.Errorf("report of such a watch: %v, want EFORBIDDEN naming the request options", err)
 	}
 }
