@@ -74,3 +74,28 @@ func TestCheckZoneXPath(t *testing.T) {
 		t.Error("DiffPages with an invalid XPath zone did not fail")
 	}
 }
+
+// FuzzXPathZone: any zone written as XPath is refused with an error or
+// taken, and a page diffed within a zone that was taken does not fail.
+func FuzzXPathZone(f *testing.F) {
+	for _, z := range []string{"//p", "xpath://div[@id='a']", "/html/body/div[2]", "//p[", "xpath:count(//p)", "(//p)[last()]", "//a/@href", "//*[contains(text(),'x')]"} {
+		f.Add(z)
+	}
+	page := []byte(`<html><body><div id="a"><p>one <a href="/x">x</a></p></div><div><p>two</p></div></body></html>`)
+	other := []byte(`<html><body><div id="a"><p>one <a href="/y">y</a></p></div><div><p>three</p></div></body></html>`)
+	s := New()
+	f.Fuzz(func(t *testing.T, zone string) {
+		if len(zone) > 200 {
+			return
+		}
+		if !IsXPath(zone) {
+			zone = "/" + zone
+		}
+		if CheckZone(zone) != nil {
+			return
+		}
+		if _, err := s.DiffPages(page, other, zone); err != nil {
+			t.Errorf("DiffPages with the zone %q CheckZone took: %v", zone, err)
+		}
+	})
+}

@@ -2,6 +2,7 @@ package segmenter
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 	"strings"
 
@@ -71,7 +72,7 @@ func compileZone(zone string) (zoneQuery, error) {
 		if src == "" {
 			return zoneQuery{}, inputErrorf(ErrZone, "invalid zone XPath %q: the expression is empty", zone)
 		}
-		expr, err := xpath.Compile(src)
+		expr, err := compileXPath(src)
 		if err != nil {
 			return zoneQuery{}, inputErrorf(ErrZone, "invalid zone XPath %q: %v", zone, err)
 		}
@@ -85,6 +86,16 @@ func compileZone(zone string) (zoneQuery, error) {
 		return zoneQuery{}, inputErrorf(ErrZone, "invalid zone selector %q: %v", zone, err)
 	}
 	return zoneQuery{css: sel}, nil
+}
+
+// compileXPath compiles src, with a panic of the parser as an error.
+func compileXPath(src string) (expr *xpath.Expr, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			expr, err = nil, fmt.Errorf("%v", r)
+		}
+	}()
+	return xpath.Compile(src)
 }
 
 // selectsNodes reports whether expr evaluates to a node set, tried on an
