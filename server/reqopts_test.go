@@ -183,6 +183,9 @@ func TestWatchFormRequestOptions(t *testing.T) {
 	sealed := w.Request.Clone()
 	noPlainSecrets(t, "the store", storedBytes(t, dir))
 
+	_, page = c.get(fmt.Sprintf("/watches/%d", w.ID))
+	noPlainSecrets(t, "the watch page", []byte(page))
+	mustContain(t, page, "POST, a body of 3 bytes, 2 headers, 1 cookie, basic auth as ann")
 	_, page = c.get(fmt.Sprintf("/watches/%d/edit", w.ID))
 	noPlainSecrets(t, "the edit form", []byte(page))
 	mustContain(t, page, "X-Api-Key: ••••1a2b", "sid=••••77aa", `value="ann"`, "••••3e4f (empty keeps it)", `<option value="POST" selected>`)

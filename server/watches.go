@@ -57,6 +57,9 @@ type watchRow struct {
 	WaitFor    string // the selector the rendered page must show
 	Steps      []changedigest.Step
 	Shell      bool // fetched, and the page looks like an empty shell built by scripts
+	// Request sums up the request options ("POST, 2 headers, basic auth
+	// as ann"); empty for a plain GET. No secret is in it.
+	Request string
 	// FeedItems and FeedItemsKept, for a feed with more items than a
 	// version keeps: how many it has and how many of the newest are
 	// kept, with thousands separated ("40,000"); empty otherwise.
@@ -111,7 +114,34 @@ func rowOf(w *changedigest.Watch) watchRow {
 	if w.FeedItems > 0 {
 		row.FeedItems, row.FeedItemsKept = groupDigits(w.FeedItems), groupDigits(w.FeedItemsKept)
 	}
+	row.Request = requestSummary(w.Request)
 	return row
+}
+
+// requestSummary writes what a watch's request options ask for, without
+// their values.
+func requestSummary(o *changedigest.RequestOptions) string {
+	if o.IsEmpty() {
+		return ""
+	}
+	parts := []string{cmp.Or(o.Method, "GET")}
+	count := func(n int, one, many string) {
+		switch {
+		case n == 1:
+			parts = append(parts, "1 "+one)
+		case n > 1:
+			parts = append(parts, strconv.Itoa(n)+" "+many)
+		}
+	}
+	if o.Body != "" {
+		parts = append(parts, "a body of "+changedigest.FormatBytes(int64(len(o.Body))))
+	}
+	count(len(o.Headers), "header", "headers")
+	count(len(o.Cookies), "cookie", "cookies")
+	if o.BasicAuth != nil {
+		parts = append(parts, "basic auth as "+o.BasicAuth.User)
+	}
+	return strings.Join(parts, ", ")
 }
 
 // groupDigits writes n with its thousands separated by commas.
