@@ -5,6 +5,8 @@ go 1.26
 require (
 	github.com/andybalholm/brotli v1.2.0
 	github.com/andybalholm/cascadia v1.3.3
+	github.com/antchfx/htmlquery v1.3.4
+	github.com/antchfx/xpath v1.3.3
 	github.com/blevesearch/bleve/v2 v2.6.1
 	github.com/chromedp/cdproto v0.0.0-20250724212937-08a3db8b4327
 	github.com/chromedp/chromedp v0.14.1
@@ -19,6 +21,8 @@ require (
 	golang.org/x/net v0.57.0
 	golang.org/x/text v0.40.0
 )
+
+require github.com/golang/groupcache v0.0.0-20210331224755-41bb18bfe9da // indirect
 
 require (
 	github.com/RoaringBitmap/roaring/v2 v2.14.5 // indirect
@@ -56,7 +60,7 @@ require (
 	github.com/nats-io/jwt/v2 v2.7.4 // indirect
 	github.com/nats-io/nkeys v0.4.11 // indirect
 	github.com/nats-io/nuid v1.0.1 // indirect
-	golang.org/x/sys v0.47.0 // indirect
+	golang.org/x/sys v0.47.0
 	golang.org/x/time v0.12.0 // indirect
 	google.golang.org/protobuf v1.36.6 // indirect
 )

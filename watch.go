@@ -97,6 +97,10 @@ type Watch struct {
 	// Steps run on the rendered page before it is read (cookie walls,
 	// "load more" buttons); browser watches only, at most MaxSteps.
 	Steps []Step `json:"steps,omitempty"`
+	// Request, when set, says how the page is asked for: headers,
+	// cookies, basic auth, a POST body (fetched pages only). Its secrets
+	// are sealed.
+	Request *RequestOptions `json:"request,omitempty"`
 	// LooksLikeShell is set by the crawler when the last fetched version
 	// had little visible text and large scripts: rendering would help.
 	LooksLikeShell bool `json:"looks_like_shell,omitempty"`
@@ -260,6 +264,15 @@ func (w *Watch) Validate() error {
 		if err := w.Steps[i].Validate(); err != nil {
 			return Errorf(EINVALID, "step %d: %s", i+1, ErrorMessage(err))
 		}
+	}
+	if err := w.Request.Validate(); err != nil {
+		return err
+	}
+	if w.Request.IsEmpty() {
+		w.Request = nil
+	}
+	if w.Request != nil && w.Render == RenderBrowser {
+		return Errorf(EINVALID, "request options (headers, cookies, basic auth, POST) apply to fetched pages, not to pages rendered in a browser")
 	}
 	return w.validateFilters()
 }

@@ -311,7 +311,12 @@ func (c *Coordinator) Assignments(ctx context.Context, userID, id int64) ([]Assi
 	if err != nil {
 		return nil, err
 	}
-	ws = slices.DeleteFunc(ws, func(w changedigest.Watch) bool { return w.Paused || w.Kind == changedigest.KindFeed })
+	// A watch with request options (headers, cookies, basic auth, POST)
+	// is checked by the server only: a client would fetch another page
+	// without them, and their secrets never leave the server.
+	ws = slices.DeleteFunc(ws, func(w changedigest.Watch) bool {
+		return w.Paused || w.Kind == changedigest.KindFeed || !w.Request.IsEmpty()
+	})
 	places := make([]placement, len(ws))
 	c.mu.Lock()
 	for i := range ws {
@@ -367,7 +372,8 @@ func (c *Coordinator) Online(userID int64) int {
 // version base, the one its assignment named. The watch is
 // made due at once; its verified fetch confirms or refutes the report.
 // Errors: ENOTFOUND for a client or watch not the user's; EFORBIDDEN when
-// the client is ignored; ERATELIMIT over the client's rate limit.
+// the client is ignored or the watch has request options (clients are
+// not given those); ERATELIMIT over the client's rate limit.
 func (c *Coordinator) Report(ctx context.Context, userID, id, watchID int64, base int) error {
 	now := c.now()
 	c.mu.Lock()
@@ -386,8 +392,12 @@ func (c *Coordinator) Report(ctx context.Context, userID, id, watchID int64, bas
 	if err != nil {
 		return err
 	}
-	if !slices.ContainsFunc(ws, func(w changedigest.Watch) bool { return w.ID == watchID }) {
+	i := slices.IndexFunc(ws, func(w changedigest.Watch) bool { return w.ID == watchID })
+	if i < 0 {
 		return changedigest.Errorf(changedigest.ENOTFOUND, "watch %d is not yours", watchID)
+	}
+	if !ws[i].Request.IsEmpty() {
+		return changedigest.Errorf(changedigest.EFORBIDDEN, "watch %d has request options (headers, cookies, basic auth or a POST): only the server checks it", watchID)
 	}
 	return c.Manager.ClientReport(ctx, reporter, watchID, base, now)
 }

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -257,5 +258,29 @@ func TestIgnoredClientCannotRegisterAgain(t *testing.T) {
 	other, _ := c.Register(7, "desktop", "192.0.2.2")
 	if err := c.Report(ctx, 7, other, 1, 1); err != nil {
 		t.Errorf("another machine of the user: %v", err)
+	}
+}
+
+// TestAssignmentsLeaveOutRequestOptions: a watch with request options
+// (credentials, a POST) is never handed to a polling client, which would
+// fetch it without them; the server checks it alone.
+func TestAssignmentsLeaveOutRequestOptions(t *testing.T) {
+	f := newFixture(t)
+	c := NewCoordinator(f.store, f.m)
+	c.Now = f.clock
+	w := f.store.watch(1)
+	w.Request = &changedigest.RequestOptions{BasicAuth: &changedigest.BasicAuth{User: "ann", Password: changedigest.Secret{Sealed: "v1.x", Hint: "••••"}}}
+	f.store.watches[1] = &w
+	id, err := c.Register(7, "laptop", "192.0.2.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	as, err := c.Assignments(context.Background(), 7, id)
+	if err != nil || len(as) != 0 {
+		t.Errorf("assignments %+v, %v; want none", as, err)
+	}
+	err = c.Report(context.Background(), 7, id, 1, 1)
+	if changedigest.ErrorCode(err) != changedigest.EFORBIDDEN || !strings.Contains(err.Error(), "request options") {
+		t.Errorf("report of such a watch: %v, want EFORBIDDEN naming the request options", err)
 	}
 }

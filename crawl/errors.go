@@ -44,6 +44,13 @@ var (
 	// ErrErrorPage: the server answered 200 with what is evidently an
 	// error page (a soft 404); see IsErrorPage for the rules.
 	ErrErrorPage = errors.New("error page served with status 200")
+	// ErrSecrets: the watch's sealed secrets (password, cookies,
+	// credential headers) could not be opened: no key is set up, the key
+	// file is missing, or they were sealed under another key.
+	ErrSecrets = errors.New("the watch's secrets cannot be opened")
+	// ErrRedirectBody: a 307 or 308 redirect would send the POST body to
+	// another host.
+	ErrRedirectBody = errors.New("redirect would send the request body to another host")
 )
 
 // subError is a sentinel that is also a kind of a broader one.

@@ -36,12 +36,21 @@ type Request struct {
 	URL          string
 	ETag         string
 	LastModified string
+	// Options are the watch's headers, cookies, basic auth, method and
+	// body (nil: a plain GET). Their secrets are opened with
+	// Fetcher.Secrets.
+	Options *changedigest.RequestOptions
 }
 
-// WatchRequest returns the request for a check of w: its URL and the
-// validators of its last fetch.
+// WatchRequest returns the request for a check of w: its URL, the
+// validators of its last fetch and its request options.
 func WatchRequest(w *changedigest.Watch) Request {
-	return Request{URL: w.URL, ETag: w.ETag, LastModified: w.LastModified}
+	return Request{URL: w.URL, ETag: w.ETag, LastModified: w.LastModified, Options: w.Request}
+}
+
+// Opener opens the sealed secrets of request options (*secret.Box).
+type Opener interface {
+	Open(sealed string) (string, error)
 }
 
 // Response is a successful fetch. When NotModified is set (status 304) the
@@ -106,6 +115,9 @@ type Fetcher struct {
 	Resolver Resolver
 	// Now is the clock, used for Duration and Retry-After dates.
 	Now func() time.Time
+	// Secrets opens the sealed secrets of requests with options; a
+	// request with secrets fails with ErrSecrets while it is nil.
+	Secrets Opener
 
 	// allowAddr, when set by tests, replaces the address policy.
 	allowAddr func(netip.Addr) bool
@@ -179,10 +191,24 @@ func (f *Fetcher) now() time.Time {
 // checkRedirect allows at most MaxRedirects redirects to http or https
 // URLs and reports a loop when a hop comes back to a URL visited twice
 // already (once is allowed: sites redirect to themselves after setting a
-// cookie).
+// cookie). A hop to another origin (scheme, host or port) than the first
+// request's carries none of the watch's credentials: the Authorization
+// header (basic auth) and the headers that hold secrets are dropped (the
+// watch's cookies are the jar's, kept for its host), and a 307 or 308
+// that would send a POST body there is refused (ErrRedirectBody).
 func (f *Fetcher) checkRedirect(req *http.Request, via []*http.Request) error {
 	if req.URL.Scheme != "http" && req.URL.Scheme != "https" {
 		return fmt.Errorf("%w: redirect to %q", ErrBadURL, req.URL.Redacted())
+	}
+	if first := via[0].URL; !sameOrigin(first, req.URL) {
+		for name := range req.Header {
+			if name == "Authorization" || name == "Cookie" || changedigest.SecretHeader(name) {
+				req.Header.Del(name)
+			}
+		}
+		if req.Method == http.MethodPost && req.GetBody != nil {
+			return fmt.Errorf("%w: %s", ErrRedirectBody, req.URL.Redacted())
+		}
 	}
 	next, visits := req.URL.String(), 0
 	for _, v := range via {
@@ -220,26 +246,41 @@ func (f *Fetcher) Fetch(ctx context.Context, req Request) (*Response, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("crawl: fetch %q: %w", req.URL, ErrBadURL)
 	}
-	hreq, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	method, opts := http.MethodGet, req.Options
+	var sent io.Reader
+	if opts != nil && opts.Method == http.MethodPost {
+		method, sent = http.MethodPost, strings.NewReader(opts.Body)
+	}
+	hreq, err := http.NewRequestWithContext(ctx, method, u.String(), sent)
 	if err != nil {
 		return nil, fmt.Errorf("crawl: fetch %q: %w: %w", req.URL, ErrBadURL, err)
 	}
 	hreq.Header.Set("User-Agent", f.UserAgent)
 	hreq.Header.Set("Accept", "text/html,application/xhtml+xml,application/atom+xml,application/rss+xml,application/xml;q=0.9,*/*;q=0.8")
 	hreq.Header.Set("Accept-Encoding", acceptEncoding)
-	if req.ETag != "" {
-		hreq.Header.Set("If-None-Match", req.ETag)
-	}
-	if req.LastModified != "" {
-		hreq.Header.Set("If-Modified-Since", req.LastModified)
+	if method == http.MethodPost {
+		hreq.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	} else {
+		if req.ETag != "" {
+			hreq.Header.Set("If-None-Match", req.ETag)
+		}
+		if req.LastModified != "" {
+			hreq.Header.Set("If-Modified-Since", req.LastModified)
+		}
 	}
 	name := u.Redacted()
 
 	// A fresh cookie jar per fetch: sites that set a cookie and redirect
 	// to themselves to check it would loop without one, and nothing is
-	// kept from one fetch to the next.
+	// kept from one fetch to the next. The watch's own cookies go in it
+	// for the watch's host only.
 	client := *f.client
-	client.Jar, _ = cookiejar.New(&cookiejar.Options{PublicSuffixList: publicsuffix.List})
+	inner, _ := cookiejar.New(&cookiejar.Options{PublicSuffixList: publicsuffix.List})
+	jar := &watchJar{CookieJar: inner, origin: hreq.URL}
+	client.Jar = jar
+	if err := f.applyOptions(hreq, jar, opts); err != nil {
+		return nil, fmt.Errorf("crawl: fetch %s: %w", name, err)
+	}
 	resp, err := client.Do(hreq)
 	if err != nil {
 		return nil, f.classify(ctx, name, err)
@@ -299,6 +340,88 @@ func (f *Fetcher) Fetch(ctx context.Context, req Request) (*Response, error) {
 	return res, nil
 }
 
+// watchJar is a fetch's cookie jar: the cookies the pages set, and the
+// watch's own cookies, which go to the watch's origin (scheme, host and
+// port) only, unless a page set a cookie of the same name.
+type watchJar struct {
+	http.CookieJar
+	origin *url.URL
+	own    []*http.Cookie
+}
+
+func (j *watchJar) Cookies(u *url.URL) []*http.Cookie {
+	cs := j.CookieJar.Cookies(u)
+	if len(j.own) == 0 || !sameOrigin(u, j.origin) {
+		return cs
+	}
+	set := make(map[string]bool, len(cs))
+	for _, c := range cs {
+		set[c.Name] = true
+	}
+	for _, c := range j.own {
+		if !set[c.Name] {
+			cs = append(cs, c)
+		}
+	}
+	return cs
+}
+
+// applyOptions sets the watch's headers and basic auth on hreq and its
+// cookies in jar, opening the sealed secrets with f.Secrets. Errors wrap
+// ErrSecrets.
+func (f *Fetcher) applyOptions(hreq *http.Request, jar *watchJar, opts *changedigest.RequestOptions) error {
+	if opts.IsEmpty() {
+		return nil
+	}
+	open := func(s changedigest.Secret) (string, error) {
+		if s.Plain != "" { // not stored yet: given for this fetch (diff, tests)
+			return s.Plain, nil
+		}
+		if f.Secrets == nil {
+			return "", fmt.Errorf("%w: no key is set up", ErrSecrets)
+		}
+		v, err := f.Secrets.Open(s.Sealed)
+		if err != nil {
+			return "", fmt.Errorf("%w: %w", ErrSecrets, err)
+		}
+		return v, nil
+	}
+	for _, h := range opts.Headers {
+		v := h.Value
+		if !h.Secret.Unset() {
+			var err error
+			if v, err = open(h.Secret); err != nil {
+				return fmt.Errorf("header %s: %w", h.Name, err)
+			}
+		}
+		hreq.Header.Set(h.Name, v)
+	}
+	if a := opts.BasicAuth; a != nil {
+		pw, err := open(a.Password)
+		if err != nil {
+			return fmt.Errorf("basic auth: %w", err)
+		}
+		hreq.SetBasicAuth(a.User, pw)
+	}
+	if len(opts.Cookies) > 0 {
+		cs := make([]*http.Cookie, 0, len(opts.Cookies))
+		for _, c := range opts.Cookies {
+			v, err := open(c.Value)
+			if err != nil {
+				return fmt.Errorf("cookie %s: %w", c.Name, err)
+			}
+			cs = append(cs, &http.Cookie{Name: c.Name, Value: v})
+		}
+		jar.own = cs
+	}
+	return nil
+}
+
+// sameOrigin reports whether a and b have the same scheme, host and port.
+func sameOrigin(a, b *url.URL) bool {
+	return a.Scheme == b.Scheme && strings.EqualFold(a.Host, b.Host)
+}
+
 func isBlank(b []byte) bool {
 	for _, c := range b {
 		switch c {
@@ -318,7 +441,7 @@ func (f *Fetcher) classify(ctx context.Context, name string, err error) error {
 	case cerr != nil:
 		return fmt.Errorf("crawl: GET %s: %w: %w", name, ErrTimeout, cerr)
 	}
-	for _, sentinel := range []error{ErrPrivateAddress, ErrDNS, ErrTooManyRedirects, ErrBadURL, ErrTimeout, ErrConnect} {
+	for _, sentinel := range []error{ErrPrivateAddress, ErrDNS, ErrTooManyRedirects, ErrRedirectBody, ErrBadURL, ErrTimeout, ErrConnect} {
 		if errors.Is(err, sentinel) {
 			return fmt.Errorf("crawl: GET %s: %w", name, unwrapURLError(err))
 		}

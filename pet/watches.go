@@ -432,7 +432,8 @@ func userFieldsChanged(a, b *changedigest.Watch) bool {
 	return a.URL != b.URL || a.Title != b.Title || a.Zone != b.Zone || a.Category != b.Category ||
 		a.Interval != b.Interval || !slices.Equal(a.Tags, b.Tags) || a.Paused != b.Paused ||
 		a.KeepVersions != b.KeepVersions || a.KeepDays != b.KeepDays ||
-		a.Render != b.Render || a.WaitFor != b.WaitFor || !slices.Equal(a.Steps, b.Steps) || filtersChanged(a, b)
+		a.Render != b.Render || a.WaitFor != b.WaitFor || !slices.Equal(a.Steps, b.Steps) || filtersChanged(a, b) ||
+		!a.Request.Equal(b.Request)
 }
 
 func filtersChanged(a, b *changedigest.Watch) bool {

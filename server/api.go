@@ -8,10 +8,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"mime"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -279,6 +281,45 @@ type apiWatch struct {
 	// FeedItemsKept were kept and compared.
 	FeedItems     int `json:"feed_items,omitempty"`
 	FeedItemsKept int `json:"feed_items_kept,omitempty"`
+	// Request options: the method (GET or POST), the POST body, extra
+	// headers and cookies, basic auth. Secrets (cookie values, the
+	// password, credential headers) are shown only as hints ("••••1a2b").
+	Method    string            `json:"method"`
+	Body      string            `json:"body,omitempty"`
+	Headers   map[string]string `json:"headers,omitempty"`
+	Cookies   map[string]string `json:"cookies,omitempty"`
+	BasicAuth *apiBasicAuth     `json:"basic_auth,omitempty"`
+}
+
+// apiBasicAuth is a watch's basic auth in the API: the password is a hint
+// when shown, and empty or its hint keeps it when sent.
+type apiBasicAuth struct {
+	User     string `json:"user"`
+	Password string `json:"password"`
+}
+
+// setRequest fills the request options of a with o's, secrets as hints.
+func (a *apiWatch) setRequest(o *changedigest.RequestOptions) {
+	a.Method = "GET"
+	if o == nil {
+		return
+	}
+	a.Method, a.Body = cmp.Or(o.Method, "GET"), o.Body
+	for _, h := range o.Headers {
+		if a.Headers == nil {
+			a.Headers = map[string]string{}
+		}
+		a.Headers[h.Name] = cmp.Or(h.Value, h.Secret.Hint)
+	}
+	for _, c := range o.Cookies {
+		if a.Cookies == nil {
+			a.Cookies = map[string]string{}
+		}
+		a.Cookies[c.Name] = c.Value.Hint
+	}
+	if o.BasicAuth != nil {
+		a.BasicAuth = &apiBasicAuth{User: o.BasicAuth.User, Password: o.BasicAuth.Password.Hint}
+	}
 }
 
 func (s *Server) apiWatchOf(u *changedigest.User, w *changedigest.Watch) apiWatch {
@@ -306,6 +347,7 @@ func (s *Server) apiWatchOf(u *changedigest.User, w *changedigest.Watch) apiWatc
 	if w.Interval > 0 {
 		a.Every = formatInterval(w.Interval)
 	}
+	a.setRequest(w.Request)
 	return a
 }
 
@@ -334,12 +376,73 @@ type apiWatchInput struct {
 	WaitFor         *string   `json:"wait_for"`
 	// Steps replace the watch's steps; [] or null clears them.
 	Steps *[]changedigest.Step `json:"steps"`
+	// Request options. Headers and cookies ({} or null clears them) and
+	// basic_auth (null clears it) replace the watch's; a secret given
+	// empty or as its hint keeps the stored one.
+	Method    *string         `json:"method"`
+	Body      *string         `json:"body"`
+	Headers   json.RawMessage `json:"headers"`
+	Cookies   json.RawMessage `json:"cookies"`
+	BasicAuth json.RawMessage `json:"basic_auth"`
+}
+
+// requestLines reads a JSON object of names and values (null: none) into
+// lines "name SEP value", sorted by name. Errors: EINVALID naming field
+// for a value that is not an object of strings, a name holding sep, or
+// a name or value with a line break.
+func requestLines(field string, raw json.RawMessage, sep string) (string, error) {
+	var m map[string]string
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return "", changedigest.Errorf(changedigest.EINVALID, "%s: give an object of names and string values", field)
+	}
+	names := slices.Sorted(maps.Keys(m))
+	lines := make([]string, 0, len(names))
+	for _, n := range names {
+		if strings.Contains(n, sep) || strings.TrimSpace(n) == "" {
+			return "", changedigest.Errorf(changedigest.EINVALID, "%s: %q is not a name", field, clip(n))
+		}
+		if strings.ContainsAny(n+m[n], "\r\n") {
+			return "", changedigest.Errorf(changedigest.EINVALID, "%s: the value of %s holds a line break", field, clip(n))
+		}
+		lines = append(lines, n+sep+m[n])
+	}
+	return strings.Join(lines, "\n"), nil
 }
 
 // apply lays the input over w's current values and validates the result
-// with the web form's rules.
-func (in *apiWatchInput) apply(w *changedigest.Watch) error {
+// with the web form's rules; new secrets are sealed with seal.
+func (in *apiWatchInput) apply(w *changedigest.Watch, seal changedigest.Sealer) error {
 	f := formOf(w)
+	if in.Method != nil {
+		f.Method = *in.Method
+	}
+	if in.Body != nil {
+		f.Body = *in.Body
+	}
+	var err error
+	if in.Headers != nil {
+		if f.Headers, err = requestLines("headers", in.Headers, ":"); err != nil {
+			return err
+		}
+	}
+	if in.Cookies != nil {
+		if f.Cookies, err = requestLines("cookies", in.Cookies, "="); err != nil {
+			return err
+		}
+	}
+	if in.BasicAuth != nil {
+		var a *apiBasicAuth
+		if err := json.Unmarshal(in.BasicAuth, &a); err != nil {
+			return changedigest.Errorf(changedigest.EINVALID, "basic_auth: give an object {\"user\": …, \"password\": …} or null")
+		}
+		f.AuthUser, f.AuthPassword = "", ""
+		if a != nil {
+			f.AuthUser, f.AuthPassword = strings.TrimSpace(a.User), a.Password
+			if f.AuthUser == "" {
+				return changedigest.Errorf(changedigest.EINVALID, "basic_auth: the user name is missing (null removes basic auth)")
+			}
+		}
+	}
 	if in.URL != nil {
 		f.URL = strings.TrimSpace(*in.URL)
 	}
@@ -430,7 +533,7 @@ func (in *apiWatchInput) apply(w *changedigest.Watch) error {
 	if in.ShowNoise != nil {
 		f.ShowNoise = *in.ShowNoise
 	}
-	return f.apply(w)
+	return f.apply(w, seal)
 }
 
 // parseEvery reads the "every" field into the form's interval string.
@@ -520,7 +623,7 @@ func (s *Server) apiCreateWatch(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	nw := &changedigest.Watch{UserID: u.ID}
-	if err := in.apply(nw); err != nil {
+	if err := in.apply(nw, s.Secrets); err != nil {
 		return err
 	}
 	nw.NextCheck = s.now()
@@ -552,7 +655,7 @@ func (s *Server) apiUpdateWatch(w http.ResponseWriter, r *http.Request) error {
 	}
 	nw, err := s.Store.UpdateWatch(r.Context(), u.ID, wt.ID, func(x *changedigest.Watch) error {
 		oldURL := x.URL
-		if err := in.apply(x); err != nil {
+		if err := in.apply(x, s.Secrets); err != nil {
 			return err
 		}
 		if x.URL != oldURL { // a new address starts a fresh conditional GET

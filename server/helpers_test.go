@@ -7,6 +7,7 @@ import (
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -19,6 +20,7 @@ import (
 	"github.com/changedigest/changedigest/pet"
 	"github.com/changedigest/changedigest/profile"
 	"github.com/changedigest/changedigest/render"
+	"github.com/changedigest/changedigest/secret"
 	"github.com/changedigest/changedigest/segmenter"
 )
 
@@ -90,6 +92,7 @@ func mustServerIn(tb testing.TB, dir string) *testEnv {
 	s.Store, s.Render, s.Notify, s.Segmenter, s.Expander = e.store, eng, n, e.seg, ex
 	s.Profiles = profile.NewBuilder()
 	s.Now = e.clock
+	s.Secrets = secret.NewBox(filepath.Join(dir, secret.KeyFile))
 	s.Logger = discardLogger()
 	e.srv = s
 	e.http.Config.Handler = s.Handler()

@@ -19,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/changedigest/changedigest"
 	"github.com/changedigest/changedigest/agent"
 	"github.com/changedigest/changedigest/expand"
 	"github.com/changedigest/changedigest/internal/memo"
@@ -103,6 +104,11 @@ type Server struct {
 	// random key of the process unless set, which makes forms left open
 	// across a restart ask for a reload. See LoadKey.
 	Key []byte
+	// Secrets seals the secrets users give watches (basic-auth passwords,
+	// cookies, credential headers) before they are stored (a
+	// *secret.Box on the data directory's key). A watch with secrets is
+	// refused while it is nil.
+	Secrets changedigest.Sealer
 
 	ln     net.Listener
 	srv    *http.Server

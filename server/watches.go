@@ -57,6 +57,9 @@ type watchRow struct {
 	WaitFor    string // the selector the rendered page must show
 	Steps      []changedigest.Step
 	Shell      bool // fetched, and the page looks like an empty shell built by scripts
+	// Request sums up the request options ("POST, 2 headers, basic auth
+	// as ann"); empty for a plain GET. No secret is in it.
+	Request string
 	// FeedItems and FeedItemsKept, for a feed with more items than a
 	// version keeps: how many it has and how many of the newest are
 	// kept, with thousands separated ("40,000"); empty otherwise.
@@ -111,7 +114,34 @@ func rowOf(w *changedigest.Watch) watchRow {
 	if w.FeedItems > 0 {
 		row.FeedItems, row.FeedItemsKept = groupDigits(w.FeedItems), groupDigits(w.FeedItemsKept)
 	}
+	row.Request = requestSummary(w.Request)
 	return row
+}
+
+// requestSummary writes what a watch's request options ask for, without
+// their values.
+func requestSummary(o *changedigest.RequestOptions) string {
+	if o.IsEmpty() {
+		return ""
+	}
+	parts := []string{cmp.Or(o.Method, "GET")}
+	count := func(n int, one, many string) {
+		switch {
+		case n == 1:
+			parts = append(parts, "1 "+one)
+		case n > 1:
+			parts = append(parts, strconv.Itoa(n)+" "+many)
+		}
+	}
+	if o.Body != "" {
+		parts = append(parts, "a body of "+changedigest.FormatBytes(int64(len(o.Body))))
+	}
+	count(len(o.Headers), "header", "headers")
+	count(len(o.Cookies), "cookie", "cookies")
+	if o.BasicAuth != nil {
+		parts = append(parts, "basic auth as "+o.BasicAuth.User)
+	}
+	return strings.Join(parts, ", ")
 }
 
 // groupDigits writes n with its thousands separated by commas.
@@ -321,7 +351,19 @@ type watchForm struct {
 	Browser         bool   // render the page in a browser
 	WaitFor         string // with Browser: the CSS selector to wait for
 	Steps           string // with Browser: one step a line ("click #accept")
-	Error           string
+	// Request options: Method GET or POST, Body with POST, Headers one
+	// "Name: value" a line, Cookies one "name=value" a line (secrets
+	// shown as their hints, which keep them when sent back), basic auth.
+	// AuthPassword is never shown; empty keeps the stored one, whose hint
+	// is AuthHint.
+	Method       string
+	Body         string
+	Headers      string
+	Cookies      string
+	AuthUser     string
+	AuthPassword string
+	AuthHint     string
+	Error        string
 }
 
 // Told reports whether changes of type t are told (a checkbox of the form).
@@ -353,7 +395,47 @@ func formOf(w *changedigest.Watch) *watchForm {
 		f.Types = append(f.Types, string(t))
 	}
 	f.OnlyInterests, f.ShowNoise = w.OnlyInterests, w.ShowNoise
+	f.Method = "GET"
+	if o := w.Request; o != nil {
+		f.Method = cmp.Or(o.Method, "GET")
+		f.Body = o.Body
+		var hs, cs []string
+		for _, h := range o.Headers {
+			hs = append(hs, h.Name+": "+cmp.Or(h.Value, h.Secret.Hint))
+		}
+		for _, c := range o.Cookies {
+			cs = append(cs, c.Name+"="+c.Value.Hint)
+		}
+		f.Headers, f.Cookies = strings.Join(hs, "\n"), strings.Join(cs, "\n")
+		if a := o.BasicAuth; a != nil {
+			f.AuthUser, f.AuthHint = a.User, a.Password.Hint
+		}
+	}
 	return f
+}
+
+// requestOptions reads the form's request options. Errors: EINVALID
+// naming the line of a header or cookie that is not written as one.
+func (f *watchForm) requestOptions() (*changedigest.RequestOptions, error) {
+	o := &changedigest.RequestOptions{Method: f.Method, Body: f.Body}
+	for _, l := range lines(f.Headers) {
+		h, err := changedigest.ParseHeaderLine(l)
+		if err != nil {
+			return nil, err
+		}
+		o.Headers = append(o.Headers, h)
+	}
+	for _, l := range lines(f.Cookies) {
+		c, err := changedigest.ParseCookieLine(l)
+		if err != nil {
+			return nil, err
+		}
+		o.Cookies = append(o.Cookies, c)
+	}
+	if f.AuthUser != "" || f.AuthPassword != "" {
+		o.BasicAuth = &changedigest.BasicAuth{User: f.AuthUser, Password: changedigest.Secret{Plain: f.AuthPassword}}
+	}
+	return o, nil
 }
 
 func readWatchForm(r *http.Request) *watchForm {
@@ -368,7 +450,10 @@ func readWatchForm(r *http.Request) *watchForm {
 		Types:           formTypes(r),
 		OnlyInterests:   r.FormValue("only_interests") != "", ShowNoise: r.FormValue("show_noise") != "",
 		Browser: r.FormValue("render") == "browser", WaitFor: strings.TrimSpace(r.FormValue("wait_for")),
-		Steps: r.FormValue("steps"),
+		Steps:  r.FormValue("steps"),
+		Method: r.FormValue("method"), Body: strings.ReplaceAll(r.FormValue("body"), "\r\n", "\n"),
+		Headers: r.FormValue("headers"), Cookies: r.FormValue("cookies"),
+		AuthUser: strings.TrimSpace(r.FormValue("auth_user")), AuthPassword: r.FormValue("auth_password"),
 	}
 }
 
@@ -423,8 +508,17 @@ func parseSteps(text string) ([]changedigest.Step, error) {
 	return steps, nil
 }
 
-// apply copies the form into w and validates the result.
-func (f *watchForm) apply(w *changedigest.Watch) error {
+// apply copies the form into w and validates the result. The secrets of
+// its request options that the form leaves empty (or gives as their
+// hints) are w's; new ones are sealed with seal (an EUNAVAILABLE error
+// when seal is nil).
+func (f *watchForm) apply(w *changedigest.Watch, seal changedigest.Sealer) error {
+	opts, err := f.requestOptions()
+	if err != nil {
+		return err
+	}
+	opts.KeepSecrets(w.Request)
+	w.Request = opts
 	w.URL, w.Title, w.Zone, w.Paused = f.URL, f.Title, f.Zone, f.Paused
 	w.Category = changedigest.Category(f.Category)
 	w.Tags = changedigest.NormaliseTags([]string{f.Tags})
@@ -436,7 +530,6 @@ func (f *watchForm) apply(w *changedigest.Watch) error {
 		}
 		w.Interval = d
 	}
-	var err error
 	if w.KeepVersions, err = optionalInt(f.KeepVersions, "versions to keep"); err != nil {
 		return err
 	}
@@ -480,6 +573,21 @@ func (f *watchForm) apply(w *changedigest.Watch) error {
 		if err := segmenter.CheckZone(w.Zone); err != nil {
 			return err
 		}
+	}
+	return sealSecrets(w, seal)
+}
+
+// sealSecrets seals the plain secrets of w's request options with seal.
+// Errors: EUNAVAILABLE when there are some and seal is nil; the sealer's.
+func sealSecrets(w *changedigest.Watch, seal changedigest.Sealer) error {
+	if !w.Request.HasSecrets() {
+		return nil
+	}
+	if seal == nil {
+		return changedigest.Errorf(changedigest.EUNAVAILABLE, "this server has no key to keep secrets (passwords, cookies, credential headers) with")
+	}
+	if err := w.Request.Seal(seal); err != nil {
+		return fmt.Errorf("server: seal the watch's secrets: %w", err)
 	}
 	return nil
 }
@@ -546,7 +654,7 @@ func (s *Server) handleCreateWatch(w http.ResponseWriter, r *http.Request) error
 	}
 	f := readWatchForm(r)
 	nw := &changedigest.Watch{UserID: u.ID}
-	if err := f.apply(nw); err != nil {
+	if err := f.apply(nw, s.Secrets); err != nil {
 		return s.formError(w, r, "add", "Add a watch", f, err)
 	}
 	nw.NextCheck = s.now()
@@ -584,7 +692,7 @@ func (s *Server) handleUpdateWatch(w http.ResponseWriter, r *http.Request) error
 	f.ID = wt.ID
 	_, err = s.Store.UpdateWatch(r.Context(), wt.UserID, wt.ID, func(x *changedigest.Watch) error {
 		oldURL := x.URL
-		if err := f.apply(x); err != nil {
+		if err := f.apply(x, s.Secrets); err != nil {
 			return err
 		}
 		if x.URL != oldURL { // a new address starts a fresh conditional GET

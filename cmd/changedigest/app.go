@@ -15,6 +15,7 @@ import (
 	"github.com/changedigest/changedigest/cluster"
 	"github.com/changedigest/changedigest/crawl"
 	"github.com/changedigest/changedigest/pet"
+	"github.com/changedigest/changedigest/secret"
 	"github.com/changedigest/changedigest/segmenter"
 )
 
@@ -109,12 +110,19 @@ func viewRefused(dir string) error {
 	return usagef("the data directory %s is a cluster node's (its copy of the cluster's watches and versions): change it through the cluster (its web pages and API, 'changedigest cluster add' and 'cluster user'), or run 'serve --cluster NAME' on it", dir)
 }
 
+// secrets is the box of the watches' secrets: the key file in the data
+// directory, made on first use.
+func (f *storeFlags) secrets() *secret.Box {
+	return secret.NewBox(filepath.Join(f.data, secret.KeyFile))
+}
+
 // pipeline builds the fetcher, the browser pool (Chromium starts at the
 // first page rendered) and the check pipeline over a store. The caller
 // closes the pool.
 func (f *storeFlags) pipeline(store *pet.Store) (*crawl.Fetcher, *crawl.Pipeline, *browser.Pool) {
 	fetcher := crawl.NewFetcher()
 	fetcher.AllowPrivate = f.allowPrivate
+	fetcher.Secrets = f.secrets()
 	pool := browser.NewPool(fetcher.DialContext)
 	pool.Exec = f.chromium
 	if f.browserTabs > 0 {

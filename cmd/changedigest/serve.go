@@ -437,6 +437,7 @@ func (m *Main) Run(ctx context.Context) error {
 	srv.Dispatch, srv.Hub = disp, hub
 	srv.Segmenter, srv.Expander, srv.Profiles = segmenter.New(), ex, profiles
 	srv.Logger = log.With("component", "server")
+	srv.Secrets = c.secrets()
 	if srv.Key, err = server.LoadKey(filepath.Join(c.data, "server.key")); err != nil {
 		ln.Close()
 		return err

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"flag"
@@ -58,10 +59,12 @@ func runWatch(ctx context.Context, e *env) error {
 
 func runWatchAdd(ctx context.Context, e *env) error {
 	var sf storeFlags
-	fs := newFlagSet(e, "watch add", "URL [--zone SEL] [--browser [--wait-for SEL] [--step 'click SEL']…] [--category news|personal|academic | --every 30m] [--tag T]…")
+	fs := newFlagSet(e, "watch add", "URL [--zone SEL] [--browser [--wait-for SEL] [--step 'click SEL']…] [--header 'K: V']… [--cookie k=v]… [--basic-auth USER[:PASS]] [--method POST --body B] [--category news|personal|academic | --every 30m] [--tag T]…")
 	sf.register(fs)
 	user := fs.String("user", "", "the user the watch belongs to")
-	zone := fs.String("zone", "", "CSS selector: watch only this part of the page")
+	zone := fs.String("zone", "", "CSS selector or XPath (xpath:EXPR, or starting with /): watch only this part of the page")
+	var rf requestFlags
+	rf.register(fs)
 	inBrowser := fs.Bool("browser", false, "render the page in headless Chromium (for pages built by JavaScript)")
 	waitFor := fs.String("wait-for", "", "with --browser: CSS selector the rendered page must show before it is read")
 	category := fs.String("category", "", "news (1 h), personal (24 h) or academic (48 h): the first check interval")
@@ -105,10 +108,16 @@ func runWatchAdd(ctx context.Context, e *env) error {
 		}
 	}
 	ff.apply(fs, w)
+	if w.Request, err = rf.options(e); err != nil {
+		return err
+	}
 	if err := w.Validate(); err != nil {
 		return err
 	}
 	if err := segmenter.CheckZone(w.Zone); err != nil {
+		return err
+	}
+	if err := w.Request.Seal(sf.secrets()); err != nil {
 		return err
 	}
 	if err := browser.CheckWaitFor(w.WaitFor); err != nil {
@@ -128,6 +137,74 @@ func runWatchAdd(ctx context.Context, e *env) error {
 	}
 	fmt.Fprintf(e.stdout, "watch %d: %s (%s)\n", w.ID, w.URL, intervalText(w))
 	return nil
+}
+
+// requestFlags are the flags of a watch's request options.
+type requestFlags struct {
+	headers, cookies   multiFlag
+	method, body, auth string
+}
+
+func (rf *requestFlags) register(fs *flag.FlagSet) {
+	fs.Var(&rf.headers, "header", "a request header 'Name: value' (repeat for more); credential headers are stored encrypted")
+	fs.Var(&rf.cookies, "cookie", "a cookie 'name=value' sent to the page's host (repeat for more); stored encrypted")
+	fs.StringVar(&rf.method, "method", "", "GET (the default) or POST")
+	fs.StringVar(&rf.body, "body", "", "with --method POST: the body (a form, unless a Content-Type header says otherwise); @FILE reads it from FILE")
+	fs.StringVar(&rf.auth, "basic-auth", "", "HTTP basic auth USER:PASSWORD, or USER alone to read the password from standard input; stored encrypted")
+}
+
+// options reads the flags into request options (nil when none is set).
+// Errors: EINVALID naming the flag.
+func (rf *requestFlags) options(e *env) (*changedigest.RequestOptions, error) {
+	o := &changedigest.RequestOptions{Method: rf.method, Body: rf.body}
+	if name, ok := strings.CutPrefix(rf.body, "@"); ok {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			return nil, changedigest.Errorf(changedigest.EINVALID, "--body: %v", err)
+		}
+		o.Body = string(b)
+	}
+	for _, l := range rf.headers {
+		h, err := changedigest.ParseHeaderLine(l)
+		if err != nil {
+			return nil, changedigest.Errorf(changedigest.EINVALID, "--header: %s", changedigest.ErrorMessage(err))
+		}
+		o.Headers = append(o.Headers, h)
+	}
+	for _, l := range rf.cookies {
+		c, err := changedigest.ParseCookieLine(l)
+		if err != nil {
+			return nil, changedigest.Errorf(changedigest.EINVALID, "--cookie: %s", changedigest.ErrorMessage(err))
+		}
+		o.Cookies = append(o.Cookies, c)
+	}
+	if rf.auth != "" {
+		user, pass, ok := strings.Cut(rf.auth, ":")
+		if !ok {
+			line, err := readLine(e.stdin)
+			if err != nil {
+				return nil, changedigest.Errorf(changedigest.EINVALID, "--basic-auth %s: give the password on standard input (%v)", user, err)
+			}
+			pass = line
+		}
+		o.BasicAuth = &changedigest.BasicAuth{User: user, Password: changedigest.Secret{Plain: pass}}
+	}
+	if o.IsEmpty() {
+		return nil, nil
+	}
+	return o, nil
+}
+
+// readLine reads the first line of r, without its line ending.
+func readLine(r io.Reader) (string, error) {
+	if r == nil {
+		return "", io.EOF
+	}
+	line, err := bufio.NewReader(r).ReadString('\n')
+	if err != nil && (err != io.EOF || line == "") {
+		return "", err
+	}
+	return strings.TrimRight(line, "\r\n"), nil
 }
 
 // filterFlags are the flags of a watch's filters (changedigest.Notable).
@@ -275,6 +352,9 @@ func runWatchList(ctx context.Context, e *env) error {
 	if *asJSON {
 		if ws == nil {
 			ws = []changedigest.Watch{}
+		}
+		for i := range ws {
+			ws[i].Request = ws[i].Request.Hinted() // secrets as hints only
 		}
 		enc := json.NewEncoder(e.stdout)
 		enc.SetIndent("", "  ")
