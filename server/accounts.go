@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/hex"
@@ -402,13 +403,7 @@ func (s *Server) handleResetPassword(w http.ResponseWriter, r *http.Request) err
 		if err != nil {
 			return err
 		}
-		if _, err := s.Store.UpdateUser(r.Context(), target.ID, func(x *changedigest.User) error {
-			x.PasswordHash = hash
-			return nil
-		}); err != nil {
-			return err
-		}
-		if err := s.Store.DeleteUserSessions(r.Context(), target.ID); err != nil {
+		if err := s.setPassword(r.Context(), target.ID, hash); err != nil {
 			return err
 		}
 		if err := s.audit(r, "reset password", target, "temporary password"); err != nil {
@@ -754,13 +749,7 @@ func (s *Server) handleSetPassword(w http.ResponseWriter, r *http.Request) error
 	if _, err := s.Store.UseTicket(r.Context(), chiParam(r, "token")); err != nil {
 		return err
 	}
-	if _, err := s.Store.UpdateUser(r.Context(), u.ID, func(x *changedigest.User) error {
-		x.PasswordHash = hash
-		return nil
-	}); err != nil {
-		return err
-	}
-	if err := s.Store.DeleteUserSessions(r.Context(), u.ID); err != nil {
+	if err := s.setPassword(r.Context(), u.ID, hash); err != nil {
 		return err
 	}
 	s.setFlash(w, "info", "Your new password is set. Log in with it.")
@@ -892,4 +881,16 @@ func describeAgent(ua string) string {
 		return "A browser on " + system
 	}
 	return clipTo(ua, 60)
+}
+
+// setPassword gives user id the password of hash and ends all its
+// sessions: whoever knew the old one is logged out.
+func (s *Server) setPassword(ctx context.Context, id int64, hash []byte) error {
+	if _, err := s.Store.UpdateUser(ctx, id, func(x *changedigest.User) error {
+		x.PasswordHash = hash
+		return nil
+	}); err != nil {
+		return err
+	}
+	return s.Store.DeleteUserSessions(ctx, id)
 }

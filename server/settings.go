@@ -150,14 +150,8 @@ func (s *Server) handlePassword(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return s.settingsError(w, r, u, err)
 	}
-	if _, err := s.Store.UpdateUser(r.Context(), u.ID, func(x *changedigest.User) error {
-		x.PasswordHash = hash
-		return nil
-	}); err != nil {
-		return err
-	}
 	// Other sessions end; this browser logs in again.
-	if err := s.Store.DeleteUserSessions(r.Context(), u.ID); err != nil {
+	if err := s.setPassword(r.Context(), u.ID, hash); err != nil {
 		return err
 	}
 	s.setFlash(w, "info", "Password changed. Please log in again.")
