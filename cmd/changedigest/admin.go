@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -12,9 +14,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/changedigest/changedigest"
 	"github.com/changedigest/changedigest/backup"
 	"github.com/changedigest/changedigest/cluster"
 	"github.com/changedigest/changedigest/pet"
+	"github.com/changedigest/changedigest/userdata"
 )
 
 // The admin socket: while serve runs, the data directory is locked by
@@ -171,10 +175,47 @@ func refuseNode(data, what string) error {
 	return nil
 }
 
+// adminExport answers the settings of a user as userdata's document.
 func (m *Main) adminExport(w http.ResponseWriter, r *http.Request) {
-	adminError(w, http.StatusNotImplemented, errors.New("not yet"))
+	d, err := userdata.Export(r.Context(), m.clusterStore(), r.PathValue("name"), userdata.Options{Secrets: r.URL.Query().Get("secrets") == "1"})
+	if err != nil {
+		adminError(w, adminStatus(err), err)
+		return
+	}
+	var buf bytes.Buffer
+	if err := d.Encode(&buf); err != nil {
+		adminError(w, http.StatusInternalServerError, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Write(buf.Bytes())
 }
 
+// adminImport imports a userdata document into a user's settings and
+// answers the report.
 func (m *Main) adminImport(w http.ResponseWriter, r *http.Request) {
-	adminError(w, http.StatusNotImplemented, errors.New("not yet"))
+	d, err := userdata.Parse(http.MaxBytesReader(w, r.Body, userdata.MaxDocument+1))
+	if err != nil {
+		adminError(w, adminStatus(err), err)
+		return
+	}
+	rep, err := userdata.Import(r.Context(), m.clusterStore(), r.PathValue("name"), d)
+	if err != nil {
+		adminError(w, adminStatus(err), err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(rep)
+}
+
+// adminStatus is the status of an error of the admin socket: 400 for bad
+// input, 404 for an unknown user, 500 for the rest.
+func adminStatus(err error) int {
+	switch changedigest.ErrorCode(err) {
+	case changedigest.EINVALID, changedigest.ETOOLARGE, changedigest.ECONFLICT:
+		return http.StatusBadRequest
+	case changedigest.ENOTFOUND:
+		return http.StatusNotFound
+	}
+	return http.StatusInternalServerError
 }
