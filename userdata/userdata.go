@@ -429,7 +429,7 @@ func jsonError(data []byte, err error) string {
 	var te *json.UnmarshalTypeError
 	switch {
 	case errors.As(err, &se):
-		line, col := position(data, se.Offset)
+		line, col := position(data, se.Offset-1) // Offset is past the byte at fault
 		return fmt.Sprintf("not valid JSON at line %d, column %d: %v", line, col, se)
 	case errors.As(err, &te):
 		line, col := position(data, te.Offset)
