@@ -134,7 +134,9 @@ func TestExportImportRoundTrip(t *testing.T) {
 	if got, want := comparable(t, export(t, dst, "bob", true)), comparable(t, doc); got != want {
 		t.Errorf("the import exports differently:\n%s\nwant\n%s", got, want)
 	}
-	_, fdoc, err := dst.Profile(ctx, 2-1)
+	bob, err := dst.UserByName(ctx, "bob")
+	must(t, err)
+	_, fdoc, err := dst.Profile(ctx, bob.ID)
 	must(t, err)
 	if !bytes.Equal(fdoc, demo.Profile) {
 		t.Errorf("FOAF document not kept byte for byte")
