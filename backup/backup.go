@@ -18,6 +18,7 @@ package backup
 import (
 	"archive/tar"
 	"bufio"
+	"bytes"
 	"compress/gzip"
 	"context"
 	"crypto/sha256"
@@ -125,17 +126,27 @@ func (w *Writer) AddStore(ctx context.Context, st *pet.Store) error {
 
 // Add adds a small file, one of Files.
 func (w *Writer) Add(name string, data []byte) error {
+	return w.AddReader(name, int64(len(data)), bytes.NewReader(data))
+}
+
+// AddReader adds the file name, one of Files, of size bytes read from r:
+// the store as copied beforehand (pet.Store.Backup), or a small file.
+func (w *Writer) AddReader(name string, size int64, r io.Reader) error {
 	if !slices.Contains(Files, name) {
 		return fmt.Errorf("backup: %s is not a file of a backup", name)
 	}
-	if err := w.tw.WriteHeader(w.header(name, int64(len(data)))); err != nil {
+	if err := w.tw.WriteHeader(w.header(name, size)); err != nil {
 		return fmt.Errorf("backup: %w", err)
 	}
-	if _, err := w.tw.Write(data); err != nil {
+	h := sha256.New()
+	n, err := io.Copy(io.MultiWriter(w.tw, h), io.LimitReader(r, size))
+	if err == nil && n != size {
+		err = fmt.Errorf("%s is %d bytes, not %d", name, n, size)
+	}
+	if err != nil {
 		return fmt.Errorf("backup: %w", err)
 	}
-	sum := sha256.Sum256(data)
-	w.m.Files = append(w.m.Files, File{Name: name, Size: int64(len(data)), SHA256: hex.EncodeToString(sum[:])})
+	w.m.Files = append(w.m.Files, File{Name: name, Size: size, SHA256: hexSum(h)})
 	return nil
 }
 

@@ -43,6 +43,12 @@ func (m *Main) serveAdmin(ctx context.Context) error {
 	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("admin socket: %w", err)
 	}
+	// And so are copies of the store a backup through it left.
+	if left, _ := filepath.Glob(filepath.Join(m.Config.data, ".backup-*.db")); len(left) > 0 {
+		for _, f := range left {
+			os.Remove(f)
+		}
+	}
 	ln, err := net.Listen("unix", path)
 	if err != nil {
 		m.Logger.Warn("no admin socket: backup and user export need the service stopped", "path", path, "err", err)
@@ -83,26 +89,62 @@ func adminError(w http.ResponseWriter, status int, err error) {
 }
 
 // adminBackup streams a backup archive of the running service's store.
+// The store is first copied to a file beside it, in one read transaction,
+// at the speed of the disk: a transaction held open while a slow client
+// reads would hold up every write that must grow pet.db, and with it the
+// reads queued behind that write, for as long as the client takes.
 func (m *Main) adminBackup(w http.ResponseWriter, r *http.Request) {
 	if m.Config.Cluster.on() {
 		adminError(w, http.StatusConflict, errors.New("this serve is a node of a cluster of several: its store is the cluster's copy of its shards, not a backup of the cluster"))
 		return
 	}
+	copied, err := os.CreateTemp(m.Config.data, ".backup-*.db")
+	if err != nil {
+		adminError(w, http.StatusInternalServerError, fmt.Errorf("copy the store: %w", err))
+		return
+	}
+	defer os.Remove(copied.Name())
+	defer copied.Close()
+	size, err := m.Store.Backup(r.Context(), func(int64) (io.Writer, error) { return copied, nil })
+	if err == nil {
+		_, err = copied.Seek(0, io.SeekStart)
+	}
+	if err != nil {
+		adminError(w, http.StatusInternalServerError, fmt.Errorf("copy the store: %w", err))
+		return
+	}
 	w.Header().Set("Content-Type", "application/x-tar")
+	aw := backup.NewWriter(w, time.Now(), "service", buildVersion())
+	err = aw.AddReader(pet.DBFile, size, copied)
+	if err == nil {
+		err = addSmallFiles(aw, m.Config.data)
+	}
+	if err == nil {
+		_, err = aw.Close()
+	}
 	// An error once the archive has started cuts it short: the command
 	// finds no manifest at its end and says so.
-	if err := writeArchive(r.Context(), w, m.Store, m.Config.data, "service"); err != nil {
+	if err != nil {
 		m.Logger.Warn("backup through the admin socket", "err", err)
 	}
 }
 
 // writeArchive writes a backup archive of the open store st of the data
-// directory data to w.
+// directory data to w, with no service running.
 func writeArchive(ctx context.Context, w io.Writer, st *pet.Store, data, source string) error {
 	aw := backup.NewWriter(w, time.Now(), source, buildVersion())
 	if err := aw.AddStore(ctx, st); err != nil {
 		return err
 	}
+	if err := addSmallFiles(aw, data); err != nil {
+		return err
+	}
+	_, err := aw.Close()
+	return err
+}
+
+// addSmallFiles adds the files of the data directory beside the store.
+func addSmallFiles(aw *backup.Writer, data string) error {
 	for _, name := range backup.Files[1:] {
 		b, err := os.ReadFile(filepath.Join(data, name))
 		if errors.Is(err, os.ErrNotExist) {
@@ -115,8 +157,7 @@ func writeArchive(ctx context.Context, w io.Writer, st *pet.Store, data, source 
 			return err
 		}
 	}
-	_, err := aw.Close()
-	return err
+	return nil
 }
 
 // adminClient is a client of the admin socket of the data directory, or

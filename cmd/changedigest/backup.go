@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"time"
@@ -213,8 +214,9 @@ func runRestore(ctx context.Context, e *env) error {
 		return os.OpenFile(filepath.Join(staging, name), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	})
 	if err != nil {
+		os.RemoveAll(staging)
 		if len(entries) == 0 {
-			os.Remove(data) // only when empty: it was, but for the staging directory
+			os.Remove(data) // it was empty or missing: leave it as it was
 		}
 		if errors.Is(err, backup.ErrFormat) || errors.Is(err, backup.ErrTruncated) || errors.Is(err, backup.ErrDamaged) {
 			return usagef("%s: %v (nothing was restored)", args[0], plainBackupError(err))
@@ -232,6 +234,7 @@ func runRestore(ctx context.Context, e *env) error {
 		return err
 	}
 	st := pet.New(data)
+	st.Logger = slog.New(slog.DiscardHandler) // replaying the copy's pending index work is no news
 	if err := st.Open(ctx); err != nil {
 		return err
 	}
