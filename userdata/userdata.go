@@ -55,11 +55,18 @@ const MaxDocument = 16 << 20
 // is wrong. It also carries changedigest's EINVALID code.
 var ErrInvalid = errors.New("invalid user document")
 
-// Store is what export and import need of a store: a *pet.Store, or the
-// store of a running service, which writes through its cluster.
+// Store is what export and import by user name need of a store: a
+// *pet.Store, or the store of a running service, which writes through its
+// cluster.
 type Store interface {
 	UserByName(ctx context.Context, name string) (*changedigest.User, error)
 	CreateUser(ctx context.Context, u *changedigest.User) error
+	Target
+}
+
+// Target is what ExportUser and ImportInto need of a store, for a user
+// at hand (the web pages' signed-in user).
+type Target interface {
 	UpdateUser(ctx context.Context, id int64, fn func(*changedigest.User) error) (*changedigest.User, error)
 	Profile(ctx context.Context, userID int64) (*changedigest.Profile, []byte, error)
 	PutProfile(ctx context.Context, p *changedigest.Profile, document []byte) error
@@ -160,6 +167,11 @@ func Export(ctx context.Context, st Store, name string, opt Options) (*Document,
 	if err != nil {
 		return nil, err
 	}
+	return ExportUser(ctx, st, u, opt)
+}
+
+// ExportUser returns the settings of user u. Errors: the store's.
+func ExportUser(ctx context.Context, st Target, u *changedigest.User, opt Options) (*Document, error) {
 	now := time.Now
 	if opt.Now != nil {
 		now = opt.Now
@@ -489,14 +501,27 @@ func Import(ctx context.Context, st Store, name string, d *Document) (*Report, e
 			return nil, err
 		}
 		rep.CreatedUser = true
+		return rep, importRest(ctx, st, u, d, rep)
 	} else if err != nil {
 		return nil, err
-	} else if err := importSettings(ctx, st, u, d, rep); err != nil {
+	}
+	return ImportInto(ctx, st, u, d)
+}
+
+// ImportInto adds the document's settings to user u, as Import does.
+func ImportInto(ctx context.Context, st Target, u *changedigest.User, d *Document) (*Report, error) {
+	rep := &Report{User: u.Name}
+	if err := importSettings(ctx, st, u, d, rep); err != nil {
 		return nil, err
 	}
+	return rep, importRest(ctx, st, u, d, rep)
+}
+
+// importRest imports the profile, watches and channels.
+func importRest(ctx context.Context, st Target, u *changedigest.User, d *Document, rep *Report) error {
 	existing, err := st.Channels(ctx, u.ID)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if n := len(existing) + len(d.Channels); n > pet.MaxChannels && len(d.Channels) > 0 {
 		// Counted before any write, at worst (some may be kept).
@@ -507,15 +532,15 @@ func Import(ctx context.Context, st Store, name string, d *Document) (*Report, e
 			}
 		}
 		if n-kept > pet.MaxChannels {
-			return nil, invalid([]string{fmt.Sprintf("channels: the user has %d and the document adds %d: more than the %d a user may have", len(existing), len(d.Channels)-kept, pet.MaxChannels)})
+			return invalid([]string{fmt.Sprintf("channels: the user has %d and the document adds %d: more than the %d a user may have", len(existing), len(d.Channels)-kept, pet.MaxChannels)})
 		}
 	}
 	if err := importProfile(ctx, st, u, d, rep); err != nil {
-		return nil, err
+		return err
 	}
 	ids, err := importWatches(ctx, st, u, d, rep)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	for i := range d.Channels {
 		xc := &d.Channels[i]
@@ -541,19 +566,19 @@ func Import(ctx context.Context, st Store, name string, d *Document) (*Report, e
 			}
 		}
 		if err := st.CreateChannel(ctx, c); err != nil {
-			return rep, fmt.Errorf("userdata: %s: %w", label, err)
+			return fmt.Errorf("userdata: %s: %w", label, err)
 		}
 		rep.Channels++
 		if xc.SecretOmitted {
 			rep.Notes = append(rep.Notes, fmt.Sprintf("%s was imported disabled: its secret was left out of the export; set it and enable the channel", label))
 		}
 	}
-	return rep, nil
+	return nil
 }
 
 // importSettings sets the e-mail address and digest hour a user has not
 // set; a different one already set is kept.
-func importSettings(ctx context.Context, st Store, u *changedigest.User, d *Document, rep *Report) error {
+func importSettings(ctx context.Context, st Target, u *changedigest.User, d *Document, rep *Report) error {
 	email, hour := u.Email, u.DigestHour
 	if d.User.Email != "" && d.User.Email != email {
 		if email == "" {
@@ -582,7 +607,7 @@ func importSettings(ctx context.Context, st Store, u *changedigest.User, d *Docu
 	return err
 }
 
-func importProfile(ctx context.Context, st Store, u *changedigest.User, d *Document, rep *Report) error {
+func importProfile(ctx context.Context, st Target, u *changedigest.User, d *Document, rep *Report) error {
 	if d.Profile == nil {
 		return nil
 	}
@@ -610,7 +635,7 @@ func importProfile(ctx context.Context, st Store, u *changedigest.User, d *Docum
 
 // importWatches creates the watches the user lacks and maps the
 // document's watch IDs to the store's.
-func importWatches(ctx context.Context, st Store, u *changedigest.User, d *Document, rep *Report) (map[int64]int64, error) {
+func importWatches(ctx context.Context, st Target, u *changedigest.User, d *Document, rep *Report) (map[int64]int64, error) {
 	have, err := st.Watches(ctx, u.ID, "")
 	if err != nil {
 		return nil, err
