@@ -27,13 +27,11 @@ file changedigest-backup-TIME.tar in DIR, or to standard output (-). While
 serve runs it is asked for the copy through its admin socket (DATA/admin.sock);
 otherwise the store is read directly. The search index is not copied:
 restore rebuilds it. The archive is checked as it is written; a backup that
-fails leaves no file.`
+fails leaves no file.
+`
 
 // runBackup writes a backup archive of the data directory.
 func runBackup(ctx context.Context, e *env) error {
-	if len(e.args) > 0 && subcommandHelp(e, e.args[0], "usage: changedigest backup "+backupUsage) {
-		return nil
-	}
 	var sf storeFlags
 	fs := newFlagSet(e, "backup", backupUsage)
 	sf.register(fs)
@@ -150,13 +148,11 @@ holds is kept aside as pet.db.replaced-TIME, and its search index and cluster
 files are dropped). The service must be stopped. The archive is checked whole
 (sizes, SHA-256, every page of the store) before anything is replaced; the
 search index is rebuilt from the store, and the next serve starts its cluster
-of one from it.`
+of one from it.
+`
 
 // runRestore restores a backup archive into a data directory.
 func runRestore(ctx context.Context, e *env) error {
-	if len(e.args) > 0 && subcommandHelp(e, e.args[0], "usage: changedigest restore "+restoreUsage) {
-		return nil
-	}
 	var sf storeFlags
 	fs := newFlagSet(e, "restore", restoreUsage)
 	sf.register(fs)
