@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/changedigest/changedigest/backup"
@@ -49,6 +50,9 @@ func runBackup(ctx context.Context, e *env) error {
 	start := time.Now()
 	out, info := args[0], e.stdout
 	if out == "-" {
+		if isTerminal(e.stdout) {
+			return usagef("backup - writes the archive to standard output, which is a terminal: redirect it to a file or a program")
+		}
 		info = e.stderr
 	} else if st, err := os.Stat(out); err == nil && st.IsDir() {
 		out = filepath.Join(out, "changedigest-backup-"+start.UTC().Format("20060102T150405Z")+".tar")
@@ -63,16 +67,22 @@ func runBackup(ctx context.Context, e *env) error {
 	defer src.Close()
 	var m backup.Manifest
 	if out == "-" {
-		m, err = backup.Read(io.TeeReader(src, e.stdout), discardFiles)
+		tee := io.TeeReader(src, e.stdout)
+		if m, err = backup.Read(tee, discardFiles); err == nil {
+			_, err = io.Copy(io.Discard, tee)
+		}
 	} else {
 		m, err = writeBackupFile(out, src)
 	}
 	if err != nil {
 		return fmt.Errorf("backup of %s %s: %w", sf.data, via, err)
 	}
-	db, _ := m.File(pet.DBFile)
-	fmt.Fprintf(info, "backed up %s %s to %s in %s: %s of %s, %d files\n", absData(sf.data), via, out,
-		time.Since(start).Round(time.Millisecond), pet.DBFile, byteSize(db.Size), len(m.Files))
+	var files []string
+	for _, f := range m.Files {
+		files = append(files, fmt.Sprintf("%s (%s)", f.Name, byteSize(f.Size)))
+	}
+	fmt.Fprintf(info, "backed up %s %s to %s in %s: %s\n", absData(sf.data), via, out,
+		time.Since(start).Round(time.Millisecond), strings.Join(files, ", "))
 	return nil
 }
 
@@ -99,14 +109,29 @@ func openArchive(ctx context.Context, data string) (io.ReadCloser, string, error
 		return nil, "", err
 	}
 	pr, pw := io.Pipe()
+	done := make(chan struct{})
 	go func() {
+		defer close(done)
 		err := writeArchive(ctx, pw, st, data, "store")
 		if cerr := st.Close(); err == nil {
 			err = cerr
 		}
 		pw.CloseWithError(err)
 	}()
-	return pr, "(the store, no service running)", nil
+	return &storeArchive{pr, done}, "(the store, no service running)", nil
+}
+
+// storeArchive is the archive of a store opened directly, written as it
+// is read; Close stops the writing and waits for the store to be closed.
+type storeArchive struct {
+	*io.PipeReader
+	done chan struct{}
+}
+
+func (a *storeArchive) Close() error {
+	a.PipeReader.Close()
+	<-a.done
+	return nil
 }
 
 // writeBackupFile writes the archive read from src to the file out,
@@ -117,7 +142,12 @@ func writeBackupFile(out string, src io.Reader) (backup.Manifest, error) {
 	if err != nil {
 		return backup.Manifest{}, err
 	}
-	m, err := backup.Read(io.TeeReader(src, f), discardFiles)
+	tee := io.TeeReader(src, f)
+	m, err := backup.Read(tee, discardFiles)
+	if err == nil {
+		// The tar format's padding after the end, if any, is the file's too.
+		_, err = io.Copy(io.Discard, tee)
+	}
 	if err == nil {
 		err = f.Sync()
 	}
@@ -242,8 +272,9 @@ func runRestore(ctx context.Context, e *env) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(e.stdout, "restored %s (taken %s, %s) into %s: %d users, %d watches, %d versions; search index rebuilt\n",
-		args[0], m.Created.Local().Format(time.DateTime), m.Source, absData(data), stats.Users, stats.Watches, stats.Versions)
+	how := map[string]string{"service": " through the running service", "store": " from the store"}[m.Source]
+	fmt.Fprintf(e.stdout, "restored %s (taken %s%s) into %s: %d users, %d watches, %d versions; search index rebuilt\n",
+		args[0], m.Created.Local().Format(time.DateTime), how, absData(data), stats.Users, stats.Watches, stats.Versions)
 	return nil
 }
 
