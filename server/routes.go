@@ -90,6 +90,8 @@ func (s *Server) Handler() http.Handler {
 			r.Get("/settings", s.page(s.handleSettings))
 			r.Post("/settings", s.page(s.handleSaveSettings))
 			r.Post("/settings/password", s.page(s.handlePassword))
+			r.Get("/settings/export", s.page(s.handleExportSettings))
+			r.Post("/settings/import", s.page(s.handleImportSettings))
 			r.Post("/settings/tokens", s.page(s.handleCreateToken))
 			r.Post("/settings/tokens/{tid}/revoke", s.page(s.handleRevokeToken))
 			r.Post("/settings/feed-token", s.page(s.handleRotateFeedToken))

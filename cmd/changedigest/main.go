@@ -190,7 +190,7 @@ func subcommandHelp(e *env, sub, usage string) bool {
 // packagePrefix is the name of one of the module's packages at the start
 // of an error's text, or of a part of it ("crawl: GET …: pet: …"), which
 // says where in the code it was made: not for the person reading it.
-var packagePrefix = lazyregexp.New(`(^|: )(?:crawl|pet|segmenter|server|notify|cluster|profile|expand|render|agent|browser|visual|demo|metrics): `)
+var packagePrefix = lazyregexp.New(`(^|: )(?:crawl|pet|segmenter|server|notify|cluster|profile|expand|render|agent|browser|visual|demo|metrics|backup|userdata): `)
 
 // plainError is err's text without the package names of its parts.
 func plainError(err error) string {

@@ -497,6 +497,10 @@ func (m *Main) Run(ctx context.Context) error {
 			return err
 		}
 	}
+	// backup and user export/import reach the running service there.
+	if err := m.serveAdmin(runCtx); err != nil {
+		return err
+	}
 	m.Agent.Start()
 	m.goRun(func() error { return sched.Run(runCtx) })
 	m.goRun(func() error { return m.Digests.Run(runCtx, time.Minute) })
