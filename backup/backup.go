@@ -32,6 +32,7 @@ import (
 	"time"
 
 	"github.com/changedigest/changedigest/pet"
+	"github.com/changedigest/changedigest/secret"
 )
 
 // Format and Version name the archive's layout in its manifest.
@@ -44,8 +45,10 @@ const (
 const ManifestName = "MANIFEST.json"
 
 // Files are the files of a data directory an archive may hold: the store,
-// then the small files beside it. The store is required.
-var Files = []string{pet.DBFile, "server.key", "tag-authority"}
+// then the small files beside it (the key of the service's cookies, the
+// feeds' tag authority, the key that opens the watches' secrets). The
+// store is required.
+var Files = []string{pet.DBFile, "server.key", "tag-authority", secret.KeyFile}
 
 // Sentinel errors of Read, to compare with errors.Is.
 var (

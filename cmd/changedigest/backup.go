@@ -13,6 +13,7 @@ import (
 
 	"github.com/changedigest/changedigest/backup"
 	"github.com/changedigest/changedigest/pet"
+	"github.com/changedigest/changedigest/secret"
 )
 
 func init() {
@@ -300,7 +301,7 @@ func replaceStore(e *env, data, staging string, m backup.Manifest, stamp string)
 		}
 		fmt.Fprintf(e.stdout, "kept the store that was there aside as %s\n", filepath.Base(aside))
 	}
-	for _, name := range []string{"index.bleve", "nats", "positions.json", "local.json", "server.key", "tag-authority", adminSocket} {
+	for _, name := range []string{"index.bleve", "nats", "positions.json", "local.json", "server.key", "tag-authority", secret.KeyFile, adminSocket} {
 		if err := os.RemoveAll(filepath.Join(data, name)); err != nil {
 			return err
 		}

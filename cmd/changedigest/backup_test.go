@@ -21,6 +21,7 @@ import (
 	"github.com/changedigest/changedigest/demo"
 	"github.com/changedigest/changedigest/pet"
 	"github.com/changedigest/changedigest/profile"
+	"github.com/changedigest/changedigest/secret"
 	"github.com/changedigest/changedigest/userdata"
 )
 
@@ -301,7 +302,7 @@ func TestBackupUnderLoad(t *testing.T) {
 // --force, and refuses a directory a service runs on.
 func TestBackupWithoutService(t *testing.T) {
 	data := t.TempDir()
-	for _, args := range [][]string{{"user", "add", "ann", "--email", "ann@example.org"}, {"watch", "add", "http://127.0.0.1:1/news", "--every", "2h", "--tag", "x"}} {
+	for _, args := range [][]string{{"user", "add", "ann", "--email", "ann@example.org"}, {"watch", "add", "http://127.0.0.1:1/news", "--every", "2h", "--tag", "x", "--basic-auth", "ann:a-secret-of-ann"}} {
 		if code, out, errs := runCmdIn(t, "a good password\n", append(args, "--data", data)...); code != 0 {
 			t.Fatalf("%v: exit %d: %s%s", args, code, out, errs)
 		}
@@ -333,6 +334,12 @@ func TestBackupWithoutService(t *testing.T) {
 	}
 	live.Close()
 	restored.Close()
+	// The key of the watches' secrets comes back with them.
+	if key, _ := os.ReadFile(filepath.Join(data, secret.KeyFile)); len(key) == 0 {
+		t.Errorf("no %s made for the watch's password", secret.KeyFile)
+	} else if rk, _ := os.ReadFile(filepath.Join(target, secret.KeyFile)); !bytes.Equal(rk, key) {
+		t.Errorf("%s not restored", secret.KeyFile)
+	}
 
 	if code, _, errs := runCmd(t, "restore", "--data", target, files[0]); code != 2 || !strings.Contains(errs, "not empty") {
 		t.Errorf("restore into a store: exit %d: %s", code, errs)
