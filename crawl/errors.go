@@ -44,6 +44,9 @@ var (
 	// ErrErrorPage: the server answered 200 with what is evidently an
 	// error page (a soft 404); see IsErrorPage for the rules.
 	ErrErrorPage = errors.New("error page served with status 200")
+	// ErrNotPDF: the body was served as a PDF (application/pdf) and is
+	// not one: an error page, or a document cut short at its start.
+	ErrNotPDF = errors.New("not a PDF document")
 )
 
 // subError is a sentinel that is also a kind of a broader one.
