@@ -30,10 +30,8 @@ func TestDiffPDF(t *testing.T) {
 	var d struct {
 		Kind    string
 		Changes []struct {
-			Type, Op, Where   string
-			OldText, NewText string `json:"-"`
-			Old               string `json:"old_text"`
-			New               string `json:"new_text"`
+			Type, Op, Where string
+			New             string `json:"new_text"`
 		}
 	}
 	if err := json.Unmarshal([]byte(out), &d); err != nil {
