@@ -33,7 +33,7 @@ const (
 	DefaultTimeout   = 20 * time.Second
 	DefaultMaxMemory = 1 << 30
 	DefaultMaxPages  = 500
-	DefaultMaxOutput = 16 << 20
+	DefaultMaxOutput = 8 << 20
 )
 
 // Errors. Each error Pages returns for a document wraps one of these and
@@ -108,7 +108,8 @@ type Extractor struct {
 }
 
 // New returns an Extractor with the default knobs: pdftotext from PATH,
-// 20 s, 1 GiB of address space, 500 pages, 16 MiB of text.
+// 20 s, 1 GiB of address space, 500 pages, 8 MiB of text (the page it
+// renders to stays near the segmenter's 10 MiB document limit).
 func New() *Extractor {
 	return &Extractor{
 		Program:   DefaultProgram,
