@@ -91,3 +91,21 @@ func TestDiffBadPDF(t *testing.T) {
 		t.Fatalf("got %v (%q), want the output limit", err, changedigest.ErrorMessage(err))
 	}
 }
+
+func TestPDFPageLimit(t *testing.T) {
+	testenv.Tool(t, "pdftotext")
+	s := segmenter.New()
+	s.PDF = pdftext.New()
+	s.PDF.MaxPages = 2
+	snap, err := s.Detect(segmenter.Input{Body: pdftest.Pages(pdfPages...)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text strings.Builder
+	for _, sg := range snap.Segments {
+		text.WriteString(sg.Text + "\n")
+	}
+	if got := text.String(); strings.Contains(got, "Page 3") || !strings.Contains(got, "more than 2 pages; only those are read") {
+		t.Fatalf("want the first 2 of 3 pages and a note saying so; got:\n%s", got)
+	}
+}
