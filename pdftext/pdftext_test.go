@@ -84,6 +84,7 @@ func TestBadDocuments(t *testing.T) {
 		// a minute before it was stopped).
 		{"bomb time", pdftest.Bomb(8 << 20), func(x *Extractor) { x.Timeout = 300 * time.Millisecond }, ErrTimeLimit, "time limit of 300ms", changedigest.ETOOLARGE},
 		{"bomb memory", pdftest.Bomb(8 << 20), func(x *Extractor) { x.MaxMemory = 160 << 20; x.Timeout = time.Minute }, ErrMemoryLimit, "memory limit of 160 MiB", changedigest.ETOOLARGE},
+		{"bomb memory, ulimit", pdftest.Bomb(8 << 20), func(x *Extractor) { x.MaxMemory = 160 << 20; x.Timeout = time.Minute; x.limiter = "sh" }, ErrMemoryLimit, "memory limit of 160 MiB", changedigest.ETOOLARGE},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
