@@ -12,6 +12,7 @@ import (
 	"golang.org/x/text/encoding/unicode"
 
 	"github.com/changedigest/changedigest/internal/lazyregexp"
+	"github.com/changedigest/changedigest/pdftext"
 )
 
 // boms maps byte order marks to encoding labels, longest first.
@@ -160,7 +161,11 @@ func asciiCompatible(name string) bool {
 // ToUTF8 returns a stored body in UTF-8, decoded by the rules of the
 // fetcher (byte order mark, the Content-Type charset, <meta> or the XML
 // declaration, else UTF-8 or windows-1252). Undecodable bytes become U+FFFD.
+// A PDF is returned as it is: it is read by its text (package pdftext).
 func ToUTF8(body []byte, contentType string) []byte {
+	if pdftext.IsPDF(body) {
+		return body // read by its text, as Fetch returns it
+	}
 	out, _, err := toUTF8(body, contentType)
 	if err != nil {
 		return bytes.ToValidUTF8(body, []byte("\uFFFD"))

@@ -51,6 +51,9 @@ var (
 	// ErrRedirectBody: a 307 or 308 redirect would send the POST body to
 	// another host.
 	ErrRedirectBody = errors.New("redirect would send the request body to another host")
+	// ErrNotPDF: the body was served as a PDF (application/pdf) and is
+	// not one: an error page, or a document cut short at its start.
+	ErrNotPDF = errors.New("not a PDF document")
 )
 
 // subError is a sentinel that is also a kind of a broader one.

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/changedigest/changedigest"
+	"github.com/changedigest/changedigest/pdftext"
 	"golang.org/x/net/publicsuffix"
 )
 
@@ -231,6 +232,8 @@ func (f *Fetcher) checkRedirect(req *http.Request, via []*http.Request) error {
 }
 
 // Fetch gets req.URL with a conditional GET and returns the decoded body.
+// A PDF (by its "%PDF-" header) is returned as it came, its Body its Raw;
+// a body served as application/pdf that is not one is an ErrNotPDF.
 // A 304 answer is a Response with NotModified set. Every failure is an
 // error naming the URL and wrapping one of the Err* sentinels of this
 // package, or an *HTTPError for a status of 400 and above (3xx that could
@@ -327,6 +330,15 @@ func (f *Fetcher) Fetch(ctx context.Context, req Request) (*Response, error) {
 	}
 	if isBlank(raw) {
 		return nil, fmt.Errorf("crawl: GET %s: %w (status %d)", name, ErrEmptyBody, resp.StatusCode)
+	}
+	if pdftext.IsPDF(raw) {
+		// A PDF is read by its text (package pdftext), not as characters.
+		res.Raw, res.Body = raw, raw
+		res.Duration = f.now().Sub(start)
+		return res, nil
+	}
+	if pdftext.IsPDFType(res.ContentType) {
+		return nil, fmt.Errorf("crawl: GET %s: %w: served as %s, it does not start as a PDF does (%%PDF-)", name, ErrNotPDF, res.ContentType)
 	}
 	body, cs, err := toUTF8(raw, res.ContentType)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/changedigest/changedigest"
+	"github.com/changedigest/changedigest/pdftext"
 )
 
 // Segmenter cuts pages into segments and finds the typed changes between
@@ -43,6 +44,9 @@ type Segmenter struct {
 	// and the snapshot's FeedItems says how many the feed had (see
 	// DetectFeed). Diff compares every item.
 	MaxItems int
+	// PDF reads the text of PDF documents (pdfdoc.go) under its limits;
+	// nil reads with pdftext's defaults.
+	PDF *pdftext.Extractor
 }
 
 // Defaults, chosen by measurement on the test corpus (see the package
@@ -73,6 +77,7 @@ func New() *Segmenter {
 		MaxBytes:   DefaultMaxBytes,
 		Context:    DefaultContext,
 		MaxItems:   DefaultMaxItems,
+		PDF:        pdftext.New(),
 	}
 }
 
@@ -135,6 +140,31 @@ func (s *Segmenter) detect(w *work, in Input) (snap *changedigest.Snapshot, err 
 	w.check()
 	if err := s.checkSize(in.Body, ""); err != nil {
 		return nil, err
+	}
+	if isPDF(in.Body) {
+		// Read as the page its text renders to (pdfdoc.go), the previous
+		// version too; without it, changes are told from the stored
+		// segments' texts.
+		in = in.whole()
+		if in.Body, err = s.pdfPage(w.ctx, in.Body); err != nil {
+			return nil, err
+		}
+		if in.PrevBody != nil && isPDF(in.PrevBody) {
+			if in.PrevBody, err = s.pdfPage(w.ctx, in.PrevBody); err != nil {
+				if w.ctx.Err() != nil {
+					return nil, err
+				}
+				in.PrevBody = nil
+			}
+		}
+		defer func() {
+			if snap != nil {
+				for i := range snap.Segments {
+					// The segments are of the rendered page, not the body.
+					snap.Segments[i].Start, snap.Segments[i].End = -1, -1
+				}
+			}
+		}()
 	}
 	jsonDoc := isJSONDocument(in.Body)
 	if jsonDoc {
@@ -214,6 +244,17 @@ func (s *Segmenter) diff(w *work, old, new []byte, zone string) (d *changedigest
 	}
 	if err := s.checkSize(new, "new"); err != nil {
 		return nil, err
+	}
+	if isPDF(old) {
+		// A PDF is compared as the page its text renders to (pdfdoc.go).
+		if old, err = s.pdfPage(w.ctx, old); err != nil {
+			return nil, labelledPDF("old", err)
+		}
+	}
+	if isPDF(new) {
+		if new, err = s.pdfPage(w.ctx, new); err != nil {
+			return nil, labelledPDF("new", err)
+		}
 	}
 	if isJSONDocument(old) && isJSONDocument(new) {
 		// Both JSON documents: compared as the pages they render to.

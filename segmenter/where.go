@@ -40,6 +40,9 @@ func (p *places) placeOf(n *tnode) string {
 		if d.elems[e].tok < 0 {
 			break // a phantom ancestor of a partial scan
 		}
+		if page, ok := d.attr(&d.elems[e], pdfPageAttr); ok && page != "" {
+			return "on page " + clipPlace(page) // a page of a PDF (pdfdoc.go)
+		}
 		if e != ei {
 			if label, ok := d.attr(&d.elems[e], "aria-label"); ok && strings.TrimSpace(label) != "" {
 				return "in ‘" + clipPlace(label) + "’"

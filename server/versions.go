@@ -6,11 +6,13 @@ import (
 	"mime"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/changedigest/changedigest"
 	"github.com/changedigest/changedigest/crawl"
 	"github.com/changedigest/changedigest/notify"
+	"github.com/changedigest/changedigest/pdftext"
 	"github.com/changedigest/changedigest/render"
 )
 
@@ -134,7 +136,8 @@ func (s *Server) handleVersionContent(w http.ResponseWriter, r *http.Request) er
 }
 
 // handleVersionSource sends a stored body as plain text in a sandbox, so
-// the page's own markup and scripts never run on this site.
+// the page's own markup and scripts never run on this site; a PDF as its
+// text, page by page (its bytes are the API's body download).
 func (s *Server) handleVersionSource(w http.ResponseWriter, r *http.Request) error {
 	wt, v, err := s.userVersion(r)
 	if err != nil {
@@ -144,6 +147,21 @@ func (s *Server) handleVersionSource(w http.ResponseWriter, r *http.Request) err
 	body, err := s.Store.Body(r.Context(), wt.ID, seq)
 	if err != nil {
 		return err
+	}
+	if pdftext.IsPDF(body) {
+		// A PDF's source, as people read it, is its text page by page.
+		text, err := s.Segmenter.PDF.Pages(r.Context(), body)
+		if err != nil {
+			return err
+		}
+		var b strings.Builder
+		for i, p := range text.Pages {
+			fmt.Fprintf(&b, "--- Page %d ---\n\n%s\n", i+1, strings.TrimRight(p, "\n "))
+		}
+		if text.More {
+			fmt.Fprintf(&b, "--- The document has more than %d pages; only those are read. ---\n", len(text.Pages))
+		}
+		body = []byte(b.String())
 	}
 	h := w.Header()
 	h.Set("Content-Type", "text/plain; charset=utf-8")

@@ -185,6 +185,9 @@ func writeChanges(bw *bufio.Writer, kind changedigest.Kind, changes []changedige
 
 func location(c changedigest.Change) string {
 	var parts []string
+	if c.Where != "" {
+		parts = append(parts, c.Where) // "under ‘Prices’", "on page 2"
+	}
 	if c.Title != "" {
 		parts = append(parts, fmt.Sprintf("%q", c.Title))
 	}
