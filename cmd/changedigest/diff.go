@@ -159,9 +159,6 @@ func writeChanges(bw *bufio.Writer, kind changedigest.Kind, changes []changedige
 		if c.Noise != "" {
 			fmt.Fprintf(bw, "  %s\n", paint(ansiDim, "noise: "+c.Noise))
 		}
-		if c.Where != "" {
-			fmt.Fprintf(bw, "  %s\n", paint(ansiDim, c.Where))
-		}
 		hasContext := c.Before != "" || c.After != ""
 		switch {
 		case c.OldText == "" && c.NewText == "":
