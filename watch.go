@@ -536,3 +536,12 @@ func clipRunes(s string, n int) string {
 	r := []rune(s)
 	return strings.TrimSpace(string(r[:n-1])) + "…"
 }
+
+// CopyFilters sets w's filters (what of its changes is told: IgnoreText,
+// TriggerText, MinSignificance, NotifyTypes, OnlyInterests, ShowNoise)
+// to from's.
+func (w *Watch) CopyFilters(from *Watch) {
+	w.IgnoreText, w.TriggerText = from.IgnoreText, from.TriggerText
+	w.MinSignificance, w.NotifyTypes = from.MinSignificance, from.NotifyTypes
+	w.OnlyInterests, w.ShowNoise = from.OnlyInterests, from.ShowNoise
+}

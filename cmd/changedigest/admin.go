@@ -62,6 +62,7 @@ func (m *Main) serveAdmin(ctx context.Context) error {
 	mux.HandleFunc("GET /backup", m.adminBackup)
 	mux.HandleFunc("GET /users/{name}/export", m.adminExport)
 	mux.HandleFunc("POST /users/{name}/import", m.adminImport)
+	m.adminStoreRoutes(mux)
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	m.goRun(func() error {
 		<-ctx.Done()

@@ -88,7 +88,7 @@ func (f *storeFlags) openStore(ctx context.Context, logger *slog.Logger) (*pet.S
 	}
 	if err := s.Open(ctx); err != nil {
 		if errors.Is(err, pet.ErrLocked) {
-			return nil, fmt.Errorf("the data directory %s is in use by another changedigest process (stop it, or use --data)", f.data)
+			return nil, lockedError{f.data}
 		}
 		return nil, err
 	}
@@ -153,9 +153,57 @@ func (f *storeFlags) openAs(ctx context.Context, name string, e *env) (*pet.Stor
 	return store, u, nil
 }
 
+// lockedError is the error of a command whose data directory another
+// process (a running serve) holds.
+type lockedError struct{ data string }
+
+func (e lockedError) Error() string {
+	return fmt.Sprintf("the data directory %s is in use by another changedigest process (stop it, or use --data)", e.data)
+}
+
+func (e lockedError) Unwrap() error { return pet.ErrLocked }
+
+// openCLI opens what the user and watch commands read and write: the
+// store, or, while a running service holds it, the service's store
+// through its admin socket (remote.go). The caller closes it.
+func (f *storeFlags) openCLI(ctx context.Context) (cliStore, error) {
+	// A service that answers on the socket holds the store: asked first,
+	// it spares the wait for the store's lock.
+	if c := adminClient(ctx, f.data); c != nil && !cluster.IsView(f.data) {
+		return remoteStore{c}, nil
+	}
+	store, err := f.openStore(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	store.DeferIndex = true // see openAs
+	return localStore{store}, nil
+}
+
+// openCLIAs is openCLI and the user a command acts for (see cliUser).
+func (f *storeFlags) openCLIAs(ctx context.Context, name string, e *env) (cliStore, *changedigest.User, error) {
+	store, err := f.openCLI(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	u, err := cliUser(ctx, store, name, e)
+	if err != nil {
+		store.Close()
+		return nil, nil, err
+	}
+	return store, u, nil
+}
+
+// userStore is where cliUser finds users.
+type userStore interface {
+	Users(ctx context.Context) ([]changedigest.User, error)
+	UserByName(ctx context.Context, name string) (*changedigest.User, error)
+	CreateUser(ctx context.Context, u *changedigest.User) error
+}
+
 // cliUser is the user command-line watches belong to: the one named, or
 // the only user, or (in an empty store) a new user "admin".
-func cliUser(ctx context.Context, store *pet.Store, name string, e *env) (*changedigest.User, error) {
+func cliUser(ctx context.Context, store userStore, name string, e *env) (*changedigest.User, error) {
 	if name != "" {
 		return store.UserByName(ctx, name)
 	}

@@ -76,7 +76,7 @@ func runUser(ctx context.Context, e *env) error {
 		}
 	}
 	sf.mayOpenView = sub == "list"
-	store, err := sf.openStore(ctx, nil)
+	store, err := sf.openCLI(ctx)
 	if err != nil {
 		return err
 	}
@@ -93,13 +93,7 @@ func runUser(ctx context.Context, e *env) error {
 		if err != nil {
 			return err
 		}
-		if _, err := store.UpdateUser(ctx, u.ID, func(x *changedigest.User) error {
-			x.PasswordHash = hash
-			return nil
-		}); err != nil {
-			return err
-		}
-		if err := store.DeleteUserSessions(ctx, u.ID); err != nil {
+		if err := store.SetPassword(ctx, u.ID, hash); err != nil {
 			return err
 		}
 		fmt.Fprintf(e.stdout, "password of %s changed; its sessions ended\n", u.Name)

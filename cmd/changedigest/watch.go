@@ -126,7 +126,7 @@ func runWatchAdd(ctx context.Context, e *env) error {
 	if err := browser.CheckSteps(w.Steps); err != nil {
 		return err
 	}
-	store, u, err := sf.openAs(ctx, *user, e)
+	store, u, err := sf.openCLIAs(ctx, *user, e)
 	if err != nil {
 		return err
 	}
@@ -296,7 +296,7 @@ func runWatchFilter(ctx context.Context, e *env) error {
 	if len(args) != 1 {
 		return usagef("watch filter takes one watch id or URL, got %d arguments", len(args))
 	}
-	store, u, err := sf.openAs(ctx, *user, e)
+	store, u, err := sf.openCLIAs(ctx, *user, e)
 	if err != nil {
 		return err
 	}
@@ -305,10 +305,7 @@ func runWatchFilter(ctx context.Context, e *env) error {
 	if err != nil {
 		return err
 	}
-	w, err = store.UpdateWatch(ctx, u.ID, w.ID, func(x *changedigest.Watch) error {
-		ff.apply(fs, x)
-		return x.Validate()
-	})
+	w, err = store.SetFilters(ctx, u.ID, w.ID, func(x *changedigest.Watch) { ff.apply(fs, x) })
 	if err != nil {
 		return err
 	}
@@ -340,7 +337,7 @@ func runWatchList(ctx context.Context, e *env) error {
 		return err
 	}
 	sf.mayOpenView = true // reads only
-	store, u, err := sf.openAs(ctx, *user, e)
+	store, u, err := sf.openCLIAs(ctx, *user, e)
 	if err != nil {
 		return err
 	}
@@ -390,7 +387,7 @@ func runWatchRm(ctx context.Context, e *env) error {
 	if len(args) == 0 {
 		return usagef("watch rm takes watch ids or URLs")
 	}
-	store, u, err := sf.openAs(ctx, *user, e)
+	store, u, err := sf.openCLIAs(ctx, *user, e)
 	if err != nil {
 		return err
 	}
@@ -408,8 +405,14 @@ func runWatchRm(ctx context.Context, e *env) error {
 	return nil
 }
 
+// watchStore is where findWatch finds watches.
+type watchStore interface {
+	Watch(ctx context.Context, userID, id int64) (*changedigest.Watch, error)
+	Watches(ctx context.Context, userID int64, tag string) ([]changedigest.Watch, error)
+}
+
 // findWatch finds a user's watch by id or URL.
-func findWatch(ctx context.Context, store *pet.Store, u *changedigest.User, arg string) (*changedigest.Watch, error) {
+func findWatch(ctx context.Context, store watchStore, u *changedigest.User, arg string) (*changedigest.Watch, error) {
 	if id, err := strconv.ParseInt(arg, 10, 64); err == nil && id > 0 {
 		return store.Watch(ctx, u.ID, id)
 	}

@@ -1,0 +1,73 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"testing"
+)
+
+// TestCommandsBesideService: while serve runs, the user and watch
+// commands go through its admin socket and work as they do on a stopped
+// store, with the same output; the service sees at once what they did.
+func TestCommandsBesideService(t *testing.T) {
+	data := t.TempDir()
+	if code, out, errs := runCmdIn(t, "a good password\n", "user", "add", "ann", "--admin", "--data", data); code != 0 {
+		t.Fatalf("user add: exit %d: %s%s", code, out, errs)
+	}
+	m, _ := startServe(t, data, "")
+	run := func(stdin string, args ...string) string {
+		t.Helper()
+		code, out, errs := runCmdIn(t, stdin, append(args, "--data", data)...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s%s", args, code, out, errs)
+		}
+		return out
+	}
+	if out := run("another good password\n", "user", "add", "bob"); !strings.Contains(out, "created user bob (id 2)") {
+		t.Errorf("user add through the service: %q", out)
+	}
+	if out := run("", "user", "list"); !strings.Contains(out, "ann") || !strings.Contains(out, "bob") {
+		t.Errorf("user list: %q", out)
+	}
+	if out := run("a new password of bob\n", "user", "passwd", "bob"); !strings.Contains(out, "password of bob changed") {
+		t.Errorf("user passwd: %q", out)
+	}
+	if out := run("", "watch", "add", "http://127.0.0.1:1/news", "--user", "bob", "--every", "2h", "--tag", "town"); !strings.Contains(out, "watch 1: http://127.0.0.1:1/news (every 2h0m0s)") {
+		t.Errorf("watch add: %q", out)
+	}
+	run("", "watch", "add", "http://127.0.0.1:1/prices", "--user", "bob", "--every", "3h", "--ignore", "sale")
+	if out := run("", "watch", "filter", "http://127.0.0.1:1/news", "--user", "bob", "--trigger", "harbour", "--types", "content"); !strings.Contains(out, "harbour") {
+		t.Errorf("watch filter: %q", out)
+	}
+	// The service has them: its store, as the web pages read it.
+	ctx := context.Background()
+	st := m.clusterStore()
+	bob, err := st.UserByName(ctx, "bob")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws, err := st.Watches(ctx, bob.ID, "")
+	if err != nil || len(ws) != 2 || len(ws[0].TriggerText) != 1 || ws[0].TriggerText[0] != "harbour" || len(ws[1].IgnoreText) != 1 {
+		t.Fatalf("the service's watches of bob: %+v, %v", ws, err)
+	}
+	if out := run("", "watch", "rm", "http://127.0.0.1:1/prices", "--user", "bob"); !strings.Contains(out, "removed watch 2") {
+		t.Errorf("watch rm: %q", out)
+	}
+	remote := run("", "watch", "list", "--user", "bob")
+	remoteJSON := run("", "watch", "list", "--user", "bob", "--json")
+	if code, _, errs := runCmd(t, "user", "add", "bad name!", "--data", data); code != 2 || !strings.Contains(errs, "name") {
+		t.Errorf("a bad name through the service: exit %d: %s", code, errs)
+	}
+	if code, _, errs := runCmd(t, "watch", "rm", "99", "--user", "bob", "--data", data); code == 0 || !strings.Contains(errs, "not found") {
+		t.Errorf("an unknown watch through the service: exit %d: %s", code, errs)
+	}
+	m.Close()
+
+	// The same commands on the stopped store say the same.
+	if local := run("", "watch", "list", "--user", "bob"); local != remote {
+		t.Errorf("watch list differs:\nthrough the service:\n%s\nfrom the store:\n%s", remote, local)
+	}
+	if local := run("", "watch", "list", "--user", "bob", "--json"); local != remoteJSON {
+		t.Errorf("watch list --json differs:\nthrough the service:\n%s\nfrom the store:\n%s", remoteJSON, local)
+	}
+}
