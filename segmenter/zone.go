@@ -39,6 +39,9 @@ func regions(d *doc, zone string) ([]region, error) {
 }
 
 func compileZone(zone string) (cascadia.Selector, error) {
+	if isJQZone(zone) {
+		return nil, inputErrorf(ErrZone, "zone %q is a jq program, for JSON documents; this one is not JSON", zone)
+	}
 	sel, err := cascadia.Compile(zone)
 	if err != nil {
 		return nil, inputErrorf(ErrZone, "invalid zone selector %q: %v", zone, err)
@@ -75,14 +78,19 @@ func (d *doc) htmlTree() (*html.Node, map[*html.Node]int32) {
 	return root, byNode
 }
 
-// CheckZone reports whether zone is a CSS selector the segmenter accepts:
-// nil for "" and valid selectors, else an EINVALID error naming it.
+// CheckZone reports whether zone is a zone the segmenter accepts (a CSS
+// selector, a JSON path or a jq program): nil for "" and valid zones,
+// else an EINVALID error naming it.
 func CheckZone(zone string) error {
 	if zone == "" {
 		return nil
 	}
 	if _, isPath, err := parseJSONPath(zone); isPath {
 		return err // a JSON document's zone
+	}
+	if isJQZone(zone) {
+		_, err := parseJQ(zone) // a JSON document's zone
+		return err
 	}
 	_, err := compileZone(zone)
 	return err

@@ -1,0 +1,295 @@
+package segmenter
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"math/big"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/itchyny/gojq"
+)
+
+// jq zones.
+//
+// A watch of a JSON document may also restrict itself with a jq program
+// (github.com/itchyny/gojq), written as a zone that starts with "jq:":
+// "jq:.items[] | {name, price}". The program runs on the decoded
+// document; its output is what is read as the page (several outputs as
+// an array of them, none as an empty page). Objects the program builds
+// have their keys in alphabetical order (jq's objects keep no order).
+//
+// A program is bounded: it runs under a time limit (Segmenter.JQTimeout,
+// DefaultJQTimeout), at most JQMaxOutputs outputs are read, and the
+// outputs together may hold at most jqMaxBytes bytes of keys and values.
+// Past a bound the check fails with an error naming the zone; nothing is
+// compared.
+
+// JQPrefix starts a zone that is a jq program.
+const JQPrefix = "jq:"
+
+// Bounds of a jq zone's run.
+const (
+	// DefaultJQTimeout is the time a jq program may run on one document.
+	// Real programs over real API answers take milliseconds.
+	DefaultJQTimeout = time.Second
+	// JQMaxOutputs is the number of outputs of a jq program read.
+	JQMaxOutputs = 10000
+	// jqMaxLen bounds the program's text.
+	jqMaxLen = 1024
+)
+
+// jqMaxBytes bounds the size of a program's outputs over a document of
+// size bytes: four times the document, at least 1 MiB.
+func jqMaxBytes(size int) int { return max(4*size, 1<<20) }
+
+// isJQZone reports whether zone is a jq program.
+func isJQZone(zone string) bool { return strings.HasPrefix(zone, JQPrefix) }
+
+// parseJQ compiles a zone that is a jq program; an invalid one is an
+// EINVALID error wrapping ErrZone, naming the zone.
+func parseJQ(zone string) (*gojq.Code, error) {
+	src := strings.TrimSpace(strings.TrimPrefix(zone, JQPrefix))
+	if src == "" {
+		return nil, inputErrorf(ErrZone, "invalid jq zone %q: the program after %q is empty", zone, JQPrefix)
+	}
+	if len(src) > jqMaxLen {
+		return nil, inputErrorf(ErrZone, "invalid jq zone: the program is longer than %d bytes", jqMaxLen)
+	}
+	q, err := gojq.Parse(src)
+	if err != nil {
+		return nil, inputErrorf(ErrZone, "invalid jq zone %q: %s", zone, jqErrorText(err, src))
+	}
+	// No environment ($ENV is empty), modules or input: the program
+	// sees the document and nothing of the service. A string repeated
+	// ("x" * 1e9) is bounded: it is one allocation the time limit cannot
+	// stop.
+	boundMultiply(reflect.ValueOf(q))
+	code, err := gojq.Compile(q, gojq.WithFunction(jqMulFunc, 2, 2, jqMultiply))
+	if err != nil {
+		return nil, inputErrorf(ErrZone, "invalid jq zone %q: %v", zone, err)
+	}
+	return code, nil
+}
+
+// jqMulFunc is the function boundMultiply puts in place of "*".
+const jqMulFunc = "_changedigest_multiply"
+
+// jqMaxRepeat bounds the length of a string repeated by "*".
+const jqMaxRepeat = 1 << 20
+
+// boundMultiply rewrites every "a * b" in the query v points to as
+// jqMulFunc(a; b), walking the syntax tree by reflection so that no
+// kind of term is missed.
+func boundMultiply(v reflect.Value) {
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Interface:
+		if v.IsNil() {
+			return
+		}
+		if q, ok := v.Interface().(*gojq.Query); ok && q.Op == gojq.OpMul {
+			boundMultiply(reflect.ValueOf(q.Left))
+			boundMultiply(reflect.ValueOf(q.Right))
+			*q = gojq.Query{Term: &gojq.Term{Type: gojq.TermTypeFunc, Func: &gojq.Func{Name: jqMulFunc, Args: []*gojq.Query{q.Left, q.Right}}}}
+			return
+		}
+		boundMultiply(v.Elem())
+	case reflect.Struct:
+		for i := range v.NumField() {
+			if v.Type().Field(i).IsExported() {
+				boundMultiply(v.Field(i))
+			}
+		}
+	case reflect.Slice:
+		for i := range v.Len() {
+			boundMultiply(v.Index(i))
+		}
+	}
+}
+
+// jqMulCode is jq's own "*", which jqMultiply calls once it has seen
+// that no long string is made.
+var jqMulCode = sync.OnceValue(func() *gojq.Code {
+	q, err := gojq.Parse("$a * $b")
+	if err != nil {
+		panic(err)
+	}
+	code, err := gojq.Compile(q, gojq.WithVariables([]string{"$a", "$b"}))
+	if err != nil {
+		panic(err)
+	}
+	return code
+})
+
+func jqMultiply(_ any, args []any) any {
+	a, b := args[0], args[1]
+	if _, ok := b.(string); ok {
+		a, b = b, a
+	}
+	if s, ok := a.(string); ok {
+		if n, ok := gojq.ToFloat64(b); ok && n > 0 && float64(len(s))*n > jqMaxRepeat {
+			return fmt.Errorf("a string of %d bytes repeated %v times is longer than %d bytes", len(s), n, jqMaxRepeat)
+		}
+	}
+	v, _ := jqMulCode().Run(nil, args[0], args[1]).Next()
+	return v
+}
+
+// jqErrorText says where in src a parse error is.
+func jqErrorText(err error, src string) string {
+	var pe *gojq.ParseError
+	if errors.As(err, &pe) && pe.Token != "" && pe.Offset <= len(src) {
+		return fmt.Sprintf("%v at byte %d of the program", err, max(pe.Offset-len(pe.Token), 0)+1)
+	}
+	return err.Error()
+}
+
+// runJQ runs the jq zone over root under ctx and at most timeout: its
+// one output, an array of its outputs when there are several, or nil
+// when none. size is the document's, for the bound on the outputs.
+func runJQ(ctx context.Context, root *jsonNode, zone string, timeout time.Duration, size int) (*jsonNode, error) {
+	code, err := parseJQ(zone)
+	if err != nil {
+		return nil, err
+	}
+	if timeout <= 0 {
+		timeout = DefaultJQTimeout
+	}
+	rctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	conv := &jqConv{budget: jqMaxBytes(size)}
+	var outs []*jsonNode
+	iter := code.RunWithContext(rctx, root.value())
+	for {
+		v, ok := iter.Next()
+		if !ok {
+			break
+		}
+		if err, isErr := v.(error); isErr {
+			switch {
+			case ctx.Err() != nil: // the check's own context
+				return nil, fmt.Errorf("segmenter: %w", ctx.Err())
+			case errors.Is(err, context.DeadlineExceeded):
+				return nil, inputErrorf(ErrZone, "jq zone %q ran longer than %v and was stopped", zone, timeout)
+			}
+			var halt *gojq.HaltError
+			if errors.As(err, &halt) && halt.Value() == nil {
+				break // halt: the outputs so far
+			}
+			return nil, inputErrorf(ErrZone, "jq zone %q: %v", zone, err)
+		}
+		if len(outs) == JQMaxOutputs {
+			return nil, inputErrorf(ErrZone, "jq zone %q gives more than %d outputs", zone, JQMaxOutputs)
+		}
+		n, ok := conv.node(v, 0)
+		if !ok {
+			return nil, inputErrorf(ErrZone, "jq zone %q gives more than %d bytes (or is nested deeper than %d)", zone, jqMaxBytes(size), jsonMaxDepth)
+		}
+		outs = append(outs, n)
+	}
+	switch len(outs) {
+	case 0:
+		return nil, nil
+	case 1:
+		return outs[0], nil
+	}
+	return &jsonNode{kind: 'a', kids: outs}, nil
+}
+
+// value converts n to the values gojq reads: map[string]any, []any,
+// json.Number, string, bool and nil.
+func (n *jsonNode) value() any {
+	switch n.kind {
+	case 'o':
+		m := make(map[string]any, len(n.keys))
+		for i, k := range n.keys {
+			m[k] = n.kids[i].value()
+		}
+		return m
+	case 'a':
+		a := make([]any, len(n.kids))
+		for i, kid := range n.kids {
+			a[i] = kid.value()
+		}
+		return a
+	case 's':
+		return n.scalar
+	case 'n':
+		return json.Number(n.scalar)
+	case 'b':
+		return n.scalar == "true"
+	}
+	return nil
+}
+
+// jqConv converts a jq program's outputs back to jsonNodes within a
+// budget of bytes.
+type jqConv struct{ budget int }
+
+func (c *jqConv) spend(n int) bool {
+	c.budget -= n
+	return c.budget >= 0
+}
+
+// node converts v; false when the budget or the depth bound is passed.
+func (c *jqConv) node(v any, depth int) (*jsonNode, bool) {
+	if depth > jsonMaxDepth || !c.spend(2) {
+		return nil, false
+	}
+	scalar := func(kind byte, s string) (*jsonNode, bool) {
+		return &jsonNode{kind: kind, scalar: s}, c.spend(len(s))
+	}
+	switch v := v.(type) {
+	case nil:
+		return scalar('z', "null")
+	case bool:
+		return scalar('b', strconv.FormatBool(v))
+	case string:
+		return scalar('s', v)
+	case int:
+		return scalar('n', strconv.Itoa(v))
+	case float64:
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return scalar('n', strconv.FormatFloat(v, 'g', -1, 64))
+		}
+		b, _ := gojq.Marshal(v)
+		return scalar('n', string(b))
+	case *big.Int:
+		return scalar('n', v.String())
+	case json.Number:
+		return scalar('n', v.String())
+	case []any:
+		n := &jsonNode{kind: 'a', kids: make([]*jsonNode, 0, min(len(v), 1024))}
+		for _, e := range v {
+			kid, ok := c.node(e, depth+1)
+			if !ok {
+				return nil, false
+			}
+			n.kids = append(n.kids, kid)
+		}
+		return n, true
+	case map[string]any:
+		keys := make([]string, 0, len(v))
+		for k := range v {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		n := &jsonNode{kind: 'o', keys: keys, kids: make([]*jsonNode, 0, len(keys))}
+		for _, k := range keys {
+			kid, ok := c.node(v[k], depth+1)
+			if !ok || !c.spend(len(k)) {
+				return nil, false
+			}
+			n.kids = append(n.kids, kid)
+		}
+		return n, true
+	}
+	return scalar('s', fmt.Sprint(v))
+}

@@ -1,0 +1,234 @@
+package segmenter
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/changedigest/changedigest"
+	"github.com/changedigest/changedigest/internal/testenv"
+)
+
+// TestJQZone checks zones that are jq programs: their output is what is
+// compared, several outputs as an array, none as an empty page, and an
+// invalid program is an invalid zone naming it.
+func TestJQZone(t *testing.T) {
+	old := `{"updated": "2026-05-01", "offers": [{"name": "City bike", "price": 24, "stock": 3}, {"name": "Cargo bike", "price": 80, "stock": 1}], "opening hours": {"weekdays": "9-18"}}`
+	new := strings.NewReplacer(`"2026-05-01"`, `"2026-05-02"`, `"price": 80`, `"price": 85`, `"stock": 3`, `"stock": 2`, `"9-18"`, `"9-19"`).Replace(old)
+	s := New()
+	cases := []struct {
+		zone string
+		want []string // the new texts of the content changes
+	}{
+		{"jq:.offers[] | {name, price}", []string{"85"}},
+		{"jq: .offers | map(.stock)", []string{"2"}},
+		{"jq:.offers[] | select(.price > 50) | .name", nil},
+		{"jq:[.offers[].price] | add", []string{"109"}},
+		{`jq:.["opening hours"].weekdays`, []string{"19"}},
+		{"jq:.updated", []string{"02"}},
+		{"jq:empty", nil},
+		{"jq:.nothing", nil},
+	}
+	for _, c := range cases {
+		d, err := s.Diff([]byte(old), []byte(new), c.zone)
+		if err != nil {
+			t.Fatalf("%q: %v", c.zone, err)
+		}
+		var got []string
+		for _, ch := range d.Changes {
+			if ch.Type == changedigest.ChangeContent {
+				got = append(got, ch.NewText)
+			}
+		}
+		if strings.Join(got, "|") != strings.Join(c.want, "|") {
+			t.Errorf("zone %q: changes %q, want %q", c.zone, got, c.want)
+		}
+	}
+	// A detection (a check) reads the same way, told under the object's
+	// name.
+	changes := detectZone(t, s, "jq:.offers[] | {name, price}", old, new)
+	if len(changes) != 1 || changes[0].Where != "under ‘Cargo bike’" || changes[0].OldText != "80" || changes[0].NewText != "85" {
+		t.Errorf("detected %+v", changes)
+	}
+	for _, bad := range []string{"jq:", "jq:.offers[", "jq:.a | foo", "jq:$x", "jq:input", "jq:{", "jq:" + strings.Repeat(".a", 600)} {
+		err := CheckZone(bad)
+		if err == nil || !errors.Is(err, ErrZone) || changedigest.ErrorCode(err) != changedigest.EINVALID ||
+			!strings.Contains(changedigest.ErrorMessage(err), "invalid jq zone") {
+			t.Errorf("CheckZone(%q): %v", bad, err)
+		}
+	}
+	if err := CheckZone("jq:.offers[] | {name, price}"); err != nil {
+		t.Errorf("a good program: %v", err)
+	}
+	// The program sees nothing of the service: no environment.
+	t.Setenv("CHANGEDIGEST_TEST_SECRET", "hush")
+	p, err := jsonPage([]byte(`{"a":1}`), "jq:$ENV | tostring")
+	if err != nil || strings.Contains(string(p), "hush") {
+		t.Errorf("$ENV: %v\n%s", err, p)
+	}
+	// A jq zone on a page that is not JSON says so.
+	if _, err := s.Diff([]byte("<p>a</p>"), []byte("<p>b</p>"), "jq:.a"); err == nil || !strings.Contains(err.Error(), "not JSON") {
+		t.Errorf("jq zone on HTML: %v", err)
+	}
+	// A runtime error names the zone.
+	if _, err := s.Diff([]byte(old), []byte(new), "jq:.updated.x"); err == nil || !strings.Contains(err.Error(), `jq zone "jq:.updated.x"`) {
+		t.Errorf("runtime error: %v", err)
+	}
+}
+
+func detectZone(t *testing.T, s *Segmenter, zone, old, new string) []changedigest.Change {
+	t.Helper()
+	prev, err := s.Detect(Input{Body: []byte(old), Zone: zone})
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := s.Detect(Input{Body: []byte(new), Zone: zone, Prev: prev, PrevBody: []byte(old), History: [][]string{prev.Hashes()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return snap.Changes
+}
+
+// TestJQZoneBounds runs programs that loop, recurse or explode: each is
+// stopped within its time limit or output bounds with an error naming
+// the zone, and memory stays bounded.
+func TestJQZoneBounds(t *testing.T) {
+	doc := []byte(`{"a": [1, 2, 3], "s": "x"}`)
+	s := New()
+	s.JQTimeout = 300 * time.Millisecond
+	cases := []struct{ zone, want string }{
+		{"jq:def f: f; f", "ran longer than 300ms"},
+		{"jq:def f: 1 + f; f", "ran longer than 300ms"},
+		{"jq:last(range(1e15))", "ran longer than 300ms"},
+		{"jq:[repeat(.)] | length", "ran longer than 300ms"},
+		{"jq:repeat(.)", "more than 10000 outputs"},
+		{"jq:range(1e9)", "more than 10000 outputs"},
+		{"jq:[range(3e5)]", "more than 1048576 bytes"},
+		{`jq:.s * 1e9`, "longer than 1048576 bytes"},
+		{`jq:reduce range(3) as $i (.s; . * 1000)`, "longer than 1048576 bytes"},
+		{`jq:[.s * 1e6, .s * 1e6]`, "more than 1048576 bytes"},
+		{`jq:[limit(100; repeat(.s * 1e5))]`, "more than 1048576 bytes"},
+		{`jq:error("boom")`, "boom"},
+	}
+	for _, c := range cases {
+		runtime.GC()
+		var before runtime.MemStats
+		runtime.ReadMemStats(&before)
+		start := time.Now()
+		_, err := s.Diff(doc, doc, c.zone)
+		took := time.Since(start)
+		var after runtime.MemStats
+		runtime.ReadMemStats(&after)
+		if err == nil || !errors.Is(err, ErrZone) || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), strconv.Quote(c.zone)) {
+			t.Errorf("%q: %v, want an error saying %q and naming the zone", c.zone, err, c.want)
+		}
+		if took > 2*time.Second {
+			t.Errorf("%q: stopped after %v", c.zone, took)
+		}
+		t.Logf("%-40q %7v %6d MB allocated: %v", c.zone, took.Round(time.Millisecond), (after.TotalAlloc-before.TotalAlloc)>>20, err)
+	}
+	// The check's own context still stops it, as a cancellation.
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if _, err := s.DiffContext(ctx, doc, doc, "jq:def f: f; f"); !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrZone) {
+		t.Errorf("cancelled check: %v", err)
+	}
+}
+
+// TestJQHistories runs jq zones over the corpus's JSON histories as
+// checks do: one state's doses in the vaccination table are told exactly
+// when they changed, with their key and their old and new value, whatever
+// else changed;
+// a zone over what never changes tells nothing.
+func TestJQHistories(t *testing.T) {
+	dir := testenv.Corpus(t, "versions-json")
+	files, _ := filepath.Glob(filepath.Join(dir, "cdc-vaccinations-by-state", "*.json"))
+	if len(files) < 10 {
+		t.Fatal("no vaccination history")
+	}
+	sort.Strings(files)
+	files = files[:20]
+	s := New()
+	const zone = `jq:.vaccination_data[] | select(.Location == "NY") | {LongName, Doses_Administered}`
+	doses := func(body []byte) string {
+		var d struct {
+			Data []struct {
+				Location string
+				Doses    json.Number `json:"Doses_Administered"`
+			} `json:"vaccination_data"`
+		}
+		if err := json.Unmarshal(body, &d); err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range d.Data {
+			if r.Location == "NY" {
+				return r.Doses.String()
+			}
+		}
+		t.Fatal("no NY")
+		return ""
+	}
+	var prev, still *changedigest.Snapshot
+	var prevBody []byte
+	told, same := 0, 0
+	for _, f := range files {
+		body, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in := Input{Body: body, Zone: zone}
+		quiet := Input{Body: body, Zone: `jq:[.vaccination_data[] | {Location, LongName}]`}
+		if prev != nil {
+			in.Prev, in.PrevBody, in.History = prev, prevBody, [][]string{prev.Hashes()}
+			quiet.Prev, quiet.PrevBody, quiet.History = still, prevBody, [][]string{still.Hashes()}
+		}
+		start := time.Now()
+		snap, err := s.Detect(in)
+		if err != nil {
+			t.Fatalf("%s: %v", filepath.Base(f), err)
+		}
+		if took := time.Since(start); took > time.Second {
+			t.Errorf("%s: took %v", filepath.Base(f), took)
+		}
+		qsnap, err := s.Detect(quiet)
+		if err != nil {
+			t.Fatalf("%s: %v", filepath.Base(f), err)
+		}
+		if prev != nil {
+			was, now := doses(prevBody), doses(body)
+			var content []changedigest.Change
+			for _, c := range snap.Changes {
+				if c.Type == changedigest.ChangeContent {
+					content = append(content, c)
+				}
+			}
+			switch {
+			case was == now && len(content) != 0:
+				t.Errorf("%s: doses unchanged (%s), told %+v", filepath.Base(f), now, content)
+			case was == now:
+				same++
+			case len(content) != 1 || content[0].OldText != was || content[0].NewText != now ||
+				!strings.Contains(content[0].Where+content[0].Before, "Doses_Administered"):
+				t.Errorf("%s: doses %s → %s, told %d: where %q old %q new %q before %q", filepath.Base(f), was, now, len(content), content[0].Where, content[0].OldText, content[0].NewText, content[0].Before)
+			default:
+				told++
+			}
+			if len(qsnap.Changes) != 0 && filepath.Base(f)[:4] != "0361" {
+				t.Errorf("%s: a zone of names told %+v", filepath.Base(f), qsnap.Changes)
+			}
+		}
+		prev, still, prevBody = snap, qsnap, body
+	}
+	if told == 0 || same == 0 {
+		t.Errorf("told %d changes of doses, %d pairs without", told, same)
+	}
+	t.Logf("%d pairs told the doses' change, %d pairs with the same doses told nothing", told, same)
+}
