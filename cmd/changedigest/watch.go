@@ -61,7 +61,7 @@ func runWatchAdd(ctx context.Context, e *env) error {
 	fs := newFlagSet(e, "watch add", "URL [--zone SEL] [--browser [--wait-for SEL] [--step 'click SEL']…] [--category news|personal|academic | --every 30m] [--tag T]…")
 	sf.register(fs)
 	user := fs.String("user", "", "the user the watch belongs to")
-	zone := fs.String("zone", "", "CSS selector: watch only this part of the page")
+	zone := fs.String("zone", "", "watch only this part of the page: a CSS selector; of a JSON document also a JSON path ($.a[0]) or a jq program (jq:.items[] | {name, price})")
 	inBrowser := fs.Bool("browser", false, "render the page in headless Chromium (for pages built by JavaScript)")
 	waitFor := fs.String("wait-for", "", "with --browser: CSS selector the rendered page must show before it is read")
 	category := fs.String("category", "", "news (1 h), personal (24 h) or academic (48 h): the first check interval")
@@ -176,6 +176,9 @@ func (f *filterFlags) apply(fs *flag.FlagSet, w *changedigest.Watch) {
 // filterText describes a watch's filters in one line.
 func filterText(w *changedigest.Watch) string {
 	var parts []string
+	if w.Zone != "" {
+		parts = append(parts, fmt.Sprintf("zone %q", w.Zone))
+	}
 	if len(w.NotifyTypes) > 0 {
 		ts := make([]string, len(w.NotifyTypes))
 		for i, t := range w.NotifyTypes {
@@ -207,9 +210,10 @@ func filterText(w *changedigest.Watch) string {
 // others stay.
 func runWatchFilter(ctx context.Context, e *env) error {
 	var sf storeFlags
-	fs := newFlagSet(e, "watch filter", "ID|URL [--ignore T]… [--trigger T]… [--min-significance F] [--types T,…] [--only-interests] [--show-noise]")
+	fs := newFlagSet(e, "watch filter", "ID|URL [--zone Z] [--ignore T]… [--trigger T]… [--min-significance F] [--types T,…] [--only-interests] [--show-noise]")
 	sf.register(fs)
 	user := fs.String("user", "", "whose watch")
+	zone := fs.String("zone", "", "watch only this part: a CSS selector, a JSON path ($.a[0]) or a jq program (jq:.items[] | {name, price}); \"\" for the whole page")
 	var ff filterFlags
 	ff.register(fs)
 	args, err := e.parse(fs, e.args)
@@ -218,6 +222,9 @@ func runWatchFilter(ctx context.Context, e *env) error {
 	}
 	if len(args) != 1 {
 		return usagef("watch filter takes one watch id or URL, got %d arguments", len(args))
+	}
+	if err := segmenter.CheckZone(*zone); err != nil {
+		return err
 	}
 	store, u, err := sf.openAs(ctx, *user, e)
 	if err != nil {
@@ -230,6 +237,11 @@ func runWatchFilter(ctx context.Context, e *env) error {
 	}
 	w, err = store.UpdateWatch(ctx, u.ID, w.ID, func(x *changedigest.Watch) error {
 		ff.apply(fs, x)
+		fs.Visit(func(fl *flag.Flag) {
+			if fl.Name == "zone" {
+				x.Zone = strings.TrimSpace(*zone)
+			}
+		})
 		return x.Validate()
 	})
 	if err != nil {
