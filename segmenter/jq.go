@@ -28,7 +28,9 @@ import (
 //
 // A program is bounded: it runs under a time limit (Segmenter.JQTimeout,
 // DefaultJQTimeout), at most JQMaxOutputs outputs are read, and the
-// outputs together may hold at most jqMaxBytes bytes of keys and values.
+// outputs together may hold at most jqMaxBytes bytes of keys and values;
+// "+" and "*" make no string longer than 16 MiB, "+" no array longer than
+// 1,048,576 values.
 // Past a bound the check fails with an error naming the zone; nothing is
 // compared.
 
@@ -68,65 +70,91 @@ func parseJQ(zone string) (*gojq.Code, error) {
 		return nil, inputErrorf(ErrZone, "invalid jq zone %q: %s", zone, jqErrorText(err, src))
 	}
 	// No environment ($ENV is empty), modules or input: the program
-	// sees the document and nothing of the service. A string repeated
-	// ("x" * 1e9) is bounded: it is one allocation the time limit cannot
-	// stop.
-	boundMultiply(reflect.ValueOf(q))
-	code, err := gojq.Compile(q, gojq.WithFunction(jqMulFunc, 2, 2, jqMultiply))
+	// sees the document and nothing of the service. Its "+" and "*"
+	// are bounded (boundOperators).
+	boundOperators(reflect.ValueOf(q))
+	code, err := gojq.Compile(q, gojq.WithFunction(jqAddFunc, 2, 2, jqAdd), gojq.WithFunction(jqMulFunc, 2, 2, jqMultiply))
 	if err != nil {
 		return nil, inputErrorf(ErrZone, "invalid jq zone %q: %v", zone, err)
 	}
 	return code, nil
 }
 
-// jqMulFunc is the function boundMultiply puts in place of "*".
-const jqMulFunc = "_changedigest_multiply"
+// jq's "+" and "*" are replaced by functions that refuse to make a
+// string longer than jqMaxString or an array longer than jqMaxArray, then
+// call jq's own operator: "x" * 1e9, or a string or array doubled in a
+// loop, is one allocation the time limit cannot stop.
+const (
+	jqAddFunc   = "_changedigest_add"
+	jqMulFunc   = "_changedigest_multiply"
+	jqMaxString = 16 << 20
+	jqMaxArray  = 1 << 20
+)
 
-// jqMaxRepeat bounds the length of a string repeated by "*".
-const jqMaxRepeat = 1 << 20
-
-// boundMultiply rewrites every "a * b" in the query v points to as
-// jqMulFunc(a; b), walking the syntax tree by reflection so that no
-// kind of term is missed.
-func boundMultiply(v reflect.Value) {
+// boundOperators rewrites every "a + b" and "a * b" in the query v points
+// to as jqAddFunc(a; b) and jqMulFunc(a; b), walking the syntax tree by
+// reflection so that no kind of term is missed.
+func boundOperators(v reflect.Value) {
 	switch v.Kind() {
 	case reflect.Pointer, reflect.Interface:
 		if v.IsNil() {
 			return
 		}
-		if q, ok := v.Interface().(*gojq.Query); ok && q.Op == gojq.OpMul {
-			boundMultiply(reflect.ValueOf(q.Left))
-			boundMultiply(reflect.ValueOf(q.Right))
-			*q = gojq.Query{Term: &gojq.Term{Type: gojq.TermTypeFunc, Func: &gojq.Func{Name: jqMulFunc, Args: []*gojq.Query{q.Left, q.Right}}}}
+		if q, ok := v.Interface().(*gojq.Query); ok && (q.Op == gojq.OpAdd || q.Op == gojq.OpMul) {
+			boundOperators(reflect.ValueOf(q.Left))
+			boundOperators(reflect.ValueOf(q.Right))
+			name := jqAddFunc
+			if q.Op == gojq.OpMul {
+				name = jqMulFunc
+			}
+			*q = gojq.Query{Term: &gojq.Term{Type: gojq.TermTypeFunc, Func: &gojq.Func{Name: name, Args: []*gojq.Query{q.Left, q.Right}}}}
 			return
 		}
-		boundMultiply(v.Elem())
+		boundOperators(v.Elem())
 	case reflect.Struct:
 		for i := range v.NumField() {
 			if v.Type().Field(i).IsExported() {
-				boundMultiply(v.Field(i))
+				boundOperators(v.Field(i))
 			}
 		}
 	case reflect.Slice:
 		for i := range v.Len() {
-			boundMultiply(v.Index(i))
+			boundOperators(v.Index(i))
 		}
 	}
 }
 
-// jqMulCode is jq's own "*", which jqMultiply calls once it has seen
-// that no long string is made.
-var jqMulCode = sync.OnceValue(func() *gojq.Code {
-	q, err := gojq.Parse("$a * $b")
-	if err != nil {
-		panic(err)
+// jqOperator is jq's own operator op over $a and $b.
+func jqOperator(op string) func() *gojq.Code {
+	return sync.OnceValue(func() *gojq.Code {
+		q, err := gojq.Parse("$a " + op + " $b")
+		if err != nil {
+			panic(err)
+		}
+		code, err := gojq.Compile(q, gojq.WithVariables([]string{"$a", "$b"}))
+		if err != nil {
+			panic(err)
+		}
+		return code
+	})
+}
+
+var jqAddCode, jqMulCode = jqOperator("+"), jqOperator("*")
+
+func jqAdd(_ any, args []any) any {
+	switch a := args[0].(type) {
+	case string:
+		if b, ok := args[1].(string); ok && len(a)+len(b) > jqMaxString {
+			return fmt.Errorf("adding strings of %d and %d bytes makes one longer than %d bytes", len(a), len(b), jqMaxString)
+		}
+	case []any:
+		if b, ok := args[1].([]any); ok && len(a)+len(b) > jqMaxArray {
+			return fmt.Errorf("adding arrays of %d and %d values makes one longer than %d values", len(a), len(b), jqMaxArray)
+		}
 	}
-	code, err := gojq.Compile(q, gojq.WithVariables([]string{"$a", "$b"}))
-	if err != nil {
-		panic(err)
-	}
-	return code
-})
+	v, _ := jqAddCode().Run(nil, args[0], args[1]).Next()
+	return v
+}
 
 func jqMultiply(_ any, args []any) any {
 	a, b := args[0], args[1]
@@ -134,8 +162,8 @@ func jqMultiply(_ any, args []any) any {
 		a, b = b, a
 	}
 	if s, ok := a.(string); ok {
-		if n, ok := gojq.ToFloat64(b); ok && n > 0 && float64(len(s))*n > jqMaxRepeat {
-			return fmt.Errorf("a string of %d bytes repeated %v times is longer than %d bytes", len(s), n, jqMaxRepeat)
+		if n, ok := gojq.ToFloat64(b); ok && n > 0 && float64(len(s))*n > jqMaxString {
+			return fmt.Errorf("a string of %d bytes repeated %v times is longer than %d bytes", len(s), n, jqMaxString)
 		}
 	}
 	v, _ := jqMulCode().Run(nil, args[0], args[1]).Next()
