@@ -349,7 +349,7 @@ type channelRow struct {
 
 type channelForm struct {
 	Name, Kind, URL, Room, Select, Tags, NtfyTags, Template string
-	Priority                                      int
+	Priority                                                int
 }
 
 func (s *Server) channelsPage(r *http.Request, u *changedigest.User) (*channelsPage, error) {
