@@ -138,9 +138,16 @@ func (ev *event) data() MessageData {
 // ErrTemplate is wrapped by every error of a message template.
 var ErrTemplate = errors.New("notify: message template")
 
-// templateErr is a user-facing template error.
+// templateError is a user-facing template error: errors.Is matches
+// ErrTemplate, changedigest.ErrorCode and ErrorMessage read its code
+// (EINVALID) and message.
+type templateError struct{ user *changedigest.Error }
+
+func (e *templateError) Error() string   { return "notify: " + e.user.Message }
+func (e *templateError) Unwrap() []error { return []error{ErrTemplate, e.user} }
+
 func templateErr(format string, args ...any) error {
-	return fmt.Errorf("%w: %w", ErrTemplate, changedigest.Errorf(changedigest.EINVALID, "message template: "+format, args...))
+	return &templateError{user: changedigest.Errorf(changedigest.EINVALID, "message template: "+format, args...)}
 }
 
 // printfWidth finds a width or precision of four digits or more, or one

@@ -184,7 +184,8 @@ func TestTemplateRefused(t *testing.T) {
 		{`{{range 1000000000}}{{end}}`, "range goes only over"},
 		{`{{range $i, $c := .Seq}}{{end}}`, "range goes only over"},
 		{`{{range (slice .Changes 0 1)}}{{end}}`, "range goes only over"},
-		{`{{define "x"}}{{template "x" .}}{{end}}{{template "x" .}}`, `defines "x"`},
+		{`{{define "x"}}x{{end}}`, `defines "x"`},
+		{`{{define "title"}}{{template "title" .}}{{end}}`, "{{template}} and {{block}} are not supported"},
 		{`{{template "title" .}}`, "{{template}} and {{block}} are not supported"},
 		{`{{block "title" .}}x{{end}}`, "{{template}} and {{block}} are not supported"},
 		{`{{range $.Changes}}{{range $.Changes}}{{range $.Interests}}{{range $.Lines}}{{end}}{{end}}{{end}}{{end}}`, "nested more than 3 deep"},
@@ -210,6 +211,12 @@ func TestTemplateRefused(t *testing.T) {
 		if err := CheckTemplate(good); err != nil {
 			t.Errorf("%.60q: %v", good, err)
 		}
+	}
+	// The README's example.
+	readme := "{{define \"title\"}}{{.Watch.Name}}: {{len .Changes}} change(s){{end}}{{range .Changes}}{{with .Where}}{{.}}: {{end}}{{.Old}} → {{.New}}{{range .Matches}} ★ {{.}}{{end}}\n{{end}}{{.URL}}"
+	if title, msg, err := RenderSample(readme); err != nil || title != "Harbour Bikes: 2 change(s)" ||
+		msg != "under ‘Cargo bike’: 80 → 85\n → Tandem: a bike for two, 45 euros a day. ★ matches your interest cycling (hyponym: tandem)\nhttps://changedigest.example.org/watches/7/versions/12" {
+		t.Errorf("README example: %q %q %v", title, msg, err)
 	}
 	title, msg, err := RenderSample(testTemplate)
 	if err != nil || title != "T: Harbour Bikes #12" || !strings.Contains(msg, "[update 80 → 85]") ||
