@@ -23,8 +23,10 @@ import (
 // (github.com/itchyny/gojq), written as a zone that starts with "jq:":
 // "jq:.items[] | {name, price}". The program runs on the decoded
 // document; its output is what is read as the page (several outputs as
-// an array of them, none as an empty page). Objects the program builds
-// have their keys in alphabetical order (jq's objects keep no order).
+// an array of them, none as an empty page; one object with a name is
+// headed by it, as the objects of an array are). Objects the program
+// builds have their keys in alphabetical order (jq's objects keep no
+// order).
 //
 // A program is bounded: it runs under a time limit (Segmenter.JQTimeout,
 // DefaultJQTimeout), at most JQMaxOutputs outputs are read, and the

@@ -171,8 +171,8 @@ func TestJQZoneBounds(t *testing.T) {
 
 // TestJQHistories runs jq zones over the corpus's JSON histories as
 // checks do: one state's doses in the vaccination table are told exactly
-// when they changed, with their key and their old and new value, whatever
-// else changed;
+// when they changed, under the state's name, with their key and their old
+// and new value, whatever else changed;
 // a zone over what never changes tells nothing.
 func TestJQHistories(t *testing.T) {
 	dir := testenv.Corpus(t, "versions-json")
@@ -242,7 +242,7 @@ func TestJQHistories(t *testing.T) {
 			case was == now:
 				same++
 			case len(content) != 1 || content[0].OldText != was || content[0].NewText != now ||
-				!strings.Contains(content[0].Where+content[0].Before, "Doses_Administered"):
+				content[0].Where != "under ‘New York State’" || !strings.Contains(content[0].Before, "Doses_Administered"):
 				t.Errorf("%s: doses %s → %s, told %d: where %q old %q new %q before %q", filepath.Base(f), was, now, len(content), content[0].Where, content[0].OldText, content[0].NewText, content[0].Before)
 			default:
 				told++
@@ -257,4 +257,83 @@ func TestJQHistories(t *testing.T) {
 		t.Errorf("told %d changes of doses, %d pairs without", told, same)
 	}
 	t.Logf("%d pairs told the doses' change, %d pairs with the same doses told nothing", told, same)
+}
+
+// TestJQTradePrices runs a jq zone over the corpus's trade price history
+// (hundreds of items, prices changing every week): the medians of the
+// generic mods are told exactly where they changed, each under its mod's
+// name, and nothing else is.
+func TestJQTradePrices(t *testing.T) {
+	dir := testenv.Corpus(t, "versions-json")
+	files, _ := filepath.Glob(filepath.Join(dir, "warframe-riven-trade-prices", "[0-9]*.json"))
+	if len(files) < 10 {
+		t.Fatal("no trade price history")
+	}
+	sort.Strings(files)
+	const zone = `jq:.[] | select(.compatibility == null and .rerolled == false) | {itemType, median}`
+	medians := func(body []byte) map[string]string {
+		var items []struct {
+			ItemType      string
+			Compatibility *string
+			Rerolled      bool
+			Median        json.RawMessage
+		}
+		if err := json.Unmarshal(quoteNonNumbers(body), &items); err != nil { // NaN as Python writes it
+			t.Fatal(err)
+		}
+		m := map[string]string{}
+		for _, it := range items {
+			if it.Compatibility == nil && !it.Rerolled {
+				m[it.ItemType] = strings.Trim(string(it.Median), `"`)
+			}
+		}
+		return m
+	}
+	s := New()
+	var prev *changedigest.Snapshot
+	var prevBody []byte
+	told := 0
+	for _, f := range files[:16] {
+		body, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in := Input{Body: body, Zone: zone}
+		if prev != nil {
+			in.Prev, in.PrevBody, in.History = prev, prevBody, [][]string{prev.Hashes()}
+		}
+		snap, err := s.Detect(in)
+		if err != nil {
+			t.Fatalf("%s: %v", filepath.Base(f), err)
+		}
+		if prev != nil {
+			var want, got []string
+			was, now := medians(prevBody), medians(body)
+			for k, v := range now {
+				if w, ok := was[k]; ok && w != v {
+					want = append(want, "under ‘"+k+"’")
+				}
+			}
+			for _, c := range snap.Changes {
+				if c.Type != changedigest.ChangeContent || c.Op != changedigest.OpUpdate {
+					continue
+				}
+				got = append(got, c.Where)
+				if !strings.HasPrefix(c.Before, "median: ") {
+					t.Errorf("%s: %s: %q %q → %q", filepath.Base(f), c.Where, c.Before, c.OldText, c.NewText)
+				}
+			}
+			sort.Strings(want)
+			sort.Strings(got)
+			if strings.Join(got, "|") != strings.Join(want, "|") {
+				t.Errorf("%s: told %q, want %q", filepath.Base(f), got, want)
+			}
+			told += len(got)
+		}
+		prev, prevBody = snap, body
+	}
+	if told == 0 {
+		t.Error("no median change told")
+	}
+	t.Logf("%d median changes told, each under its mod", told)
 }

@@ -135,6 +135,11 @@ func jsonPageContext(ctx context.Context, body []byte, zone string, jqTimeout ti
 		if root, err = runJQ(ctx, root, zone, jqTimeout, len(body)); err != nil {
 			return nil, err
 		}
+		if root != nil && root.label() != "" {
+			// One named object (select(.id == …)): headed by its name,
+			// as in an array, so that its changes are told under it.
+			root = &jsonNode{kind: 'a', kids: []*jsonNode{root}}
+		}
 	}
 	var b bytes.Buffer
 	b.Grow(len(body) + len(body)/2)
