@@ -31,8 +31,8 @@ import (
 // A program is bounded: it runs under a time limit (Segmenter.JQTimeout,
 // DefaultJQTimeout), at most JQMaxOutputs outputs are read, and the
 // outputs together may hold at most jqMaxBytes bytes of keys and values;
-// "+" and "*" make no string longer than 16 MiB, "+" no array longer than
-// 1,048,576 values.
+// "+" and "*" make no string longer than 16 MiB, "+" and setting a path
+// no array longer than 1,048,576 values.
 // Past a bound the check fails with an error naming the zone; nothing is
 // compared.
 
@@ -73,9 +73,17 @@ func parseJQ(zone string) (*gojq.Code, error) {
 	}
 	// No environment ($ENV is empty), modules or input: the program
 	// sees the document and nothing of the service. Its "+" and "*"
-	// are bounded (boundOperators).
+	// are bounded (boundOperators), and so are the array indexes it
+	// sets (boundAssignments).
+	boundAssignments(reflect.ValueOf(q))
+	prelude, err := gojq.Parse(jqPrelude)
+	if err != nil {
+		panic(err)
+	}
+	q.FuncDefs = append(prelude.FuncDefs, q.FuncDefs...)
 	boundOperators(reflect.ValueOf(q))
-	code, err := gojq.Compile(q, gojq.WithFunction(jqAddFunc, 2, 2, jqAdd), gojq.WithFunction(jqMulFunc, 2, 2, jqMultiply))
+	code, err := gojq.Compile(q, gojq.WithFunction(jqAddFunc, 2, 2, jqAdd), gojq.WithFunction(jqMulFunc, 2, 2, jqMultiply),
+		gojq.WithFunction(jqSetpathFunc, 2, 2, jqSetpath))
 	if err != nil {
 		return nil, inputErrorf(ErrZone, "invalid jq zone %q: %v", zone, err)
 	}
@@ -170,6 +178,99 @@ func jqMultiply(_ any, args []any) any {
 	}
 	v, _ := jqMulCode().Run(nil, args[0], args[1]).Next()
 	return v
+}
+
+// Setting a path makes an array as long as the index it sets
+// (.a[100000000] = 1 is 1.5 GB at once). The prelude puts a bounded
+// setpath in place of jq's, for the program and for the builtins that
+// set paths (fromstream, pick), and the assignment operators as jq
+// defines them over it; boundAssignments rewrites "a = b", "a |= f" and
+// "a += b"… as calls of these.
+const (
+	jqSetpathFunc = "_changedigest_setpath"
+	jqPrelude     = `
+def setpath($p; $v): _changedigest_setpath($p; $v);
+def _changedigest_assign(p; $v): reduce path(p) as $q (.; setpath($q; $v));
+def _changedigest_modify(p; f): reduce path(p) as $q (.; . as $x | label $out | (setpath($q; $x | getpath($q) | f) | ., break $out), delpaths([$q]));
+def _changedigest_update_add(p; $v): _changedigest_modify(p; . + $v);
+def _changedigest_update_sub(p; $v): _changedigest_modify(p; . - $v);
+def _changedigest_update_mul(p; $v): _changedigest_modify(p; . * $v);
+def _changedigest_update_div(p; $v): _changedigest_modify(p; . / $v);
+def _changedigest_update_mod(p; $v): _changedigest_modify(p; . % $v);
+def _changedigest_update_alt(p; $v): _changedigest_modify(p; . // $v);
+def fromstream(f): foreach f as $pv (null; if .e then null end | $pv as [$p, $v] | if $pv | length == 2 then setpath(["v"] + $p; $v) | setpath(["e"]; $p | length == 0) else setpath(["e"]; $p | length == 1) end; if .e then .v else empty end);
+def pick(f): . as $v | reduce path(f) as $p (null; setpath($p; $v | getpath($p)));
+.`
+)
+
+// jqAssignFuncs are the prelude's functions of the assignment operators.
+var jqAssignFuncs = map[gojq.Operator]string{
+	gojq.OpAssign: "_changedigest_assign", gojq.OpModify: "_changedigest_modify",
+	gojq.OpUpdateAdd: "_changedigest_update_add", gojq.OpUpdateSub: "_changedigest_update_sub",
+	gojq.OpUpdateMul: "_changedigest_update_mul", gojq.OpUpdateDiv: "_changedigest_update_div",
+	gojq.OpUpdateMod: "_changedigest_update_mod", gojq.OpUpdateAlt: "_changedigest_update_alt",
+}
+
+// boundAssignments rewrites every assignment in the query v points to
+// as a call of the prelude's function for it.
+func boundAssignments(v reflect.Value) {
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Interface:
+		if v.IsNil() {
+			return
+		}
+		if q, ok := v.Interface().(*gojq.Query); ok {
+			if name, ok := jqAssignFuncs[q.Op]; ok {
+				boundAssignments(reflect.ValueOf(q.Left))
+				boundAssignments(reflect.ValueOf(q.Right))
+				*q = gojq.Query{Term: &gojq.Term{Type: gojq.TermTypeFunc, Func: &gojq.Func{Name: name, Args: []*gojq.Query{q.Left, q.Right}}}}
+				return
+			}
+		}
+		boundAssignments(v.Elem())
+	case reflect.Struct:
+		for i := range v.NumField() {
+			if v.Type().Field(i).IsExported() {
+				boundAssignments(v.Field(i))
+			}
+		}
+	case reflect.Slice:
+		for i := range v.Len() {
+			boundAssignments(v.Index(i))
+		}
+	}
+}
+
+var jqSetpathCode = sync.OnceValue(func() *gojq.Code {
+	q, err := gojq.Parse("setpath($p; $v)")
+	if err != nil {
+		panic(err)
+	}
+	code, err := gojq.Compile(q, gojq.WithVariables([]string{"$p", "$v"}))
+	if err != nil {
+		panic(err)
+	}
+	return code
+})
+
+// jqSetpath is jq's setpath refusing an array index (or slice end) past
+// jqMaxArray.
+func jqSetpath(v any, args []any) any {
+	if path, ok := args[0].([]any); ok {
+		for _, p := range path {
+			ns := []any{p}
+			if m, ok := p.(map[string]any); ok {
+				ns = []any{m["start"], m["end"]}
+			}
+			for _, n := range ns {
+				if f, ok := gojq.ToFloat64(n); ok && f > jqMaxArray {
+					return fmt.Errorf("setting index %v makes an array longer than %d values", n, jqMaxArray)
+				}
+			}
+		}
+	}
+	r, _ := jqSetpathCode().Run(v, args[0], args[1]).Next()
+	return r
 }
 
 // jqErrorText says where in src a parse error is.

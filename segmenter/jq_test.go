@@ -71,7 +71,11 @@ func TestJQZone(t *testing.T) {
 		t.Errorf("a good program: %v", err)
 	}
 	// "+" and "*", bounded, give what jq's own give, in the same order.
-	for _, prog := range []string{"[(1,2) + (10,20)]", "[(1,2) * (10,20)]", `["ab" * 2, 2 * "ab", ("a" + null), ({"a":{"b":1}} * {"a":{"c":2}}), ([1] + [2]), (1.5 * 2), (9007199254740993 + 1)]`} {
+	for _, prog := range []string{"[(1,2) + (10,20)]", "[(1,2) * (10,20)]", `["ab" * 2, 2 * "ab", ("a" + null), ({"a":{"b":1}} * {"a":{"c":2}}), ([1] + [2]), (1.5 * 2), (9007199254740993 + 1)]`,
+		// Assignments, over the bounded setpath.
+		`{"a":[1,2,3],"b":null} | [.a[0] = 5, (.a[] |= . + 1), (.a += [4]), (.b //= 3), ((.a[], .b) = 9), (.x.y[2] = 1), (.a[1:2] = ["x","y"]), (.a[] *= 2), (.a |= map(select(. > 1))), (.a[0] -= 1), (.a[2] /= 2), (.a[2] %= 2)]`,
+		`[(1,2) as $x | {"a":0} | .a += $x], ({"a":1} | .a = (2,3)), ({"a":[1,2]} | .a[] |= empty)`,
+		`[[[0],1],[[1],2],[[1]]] | [fromstream(.[])], ({"a":{"b":1,"c":2}} | pick(.a.b)), ([1,[2]] | [tostream] | fromstream(.[]))`} {
 		q, _ := gojq.Parse(prog)
 		code, _ := gojq.Compile(q)
 		want, _ := code.Run(nil).Next()
@@ -138,6 +142,13 @@ func TestJQZoneBounds(t *testing.T) {
 		{`jq:reduce range(40) as $i (.a; . + .)`, "longer than 1048576 values"},
 		{`jq:[.s * 1e6, .s * 1e6]`, "more than 1048576 bytes"},
 		{`jq:[limit(100; repeat(.s * 1e5))]`, "more than 1048576 bytes"},
+		{`jq:.a[100000000] = 1`, "setting index 100000000 makes an array longer than 1048576 values"},
+		{`jq:.a[100000000] |= 1`, "longer than 1048576 values"},
+		{`jq:.a[100000000] += 1`, "longer than 1048576 values"},
+		{`jq:setpath(["a", 50000000]; 1)`, "longer than 1048576 values"},
+		{`jq:fromstream([[100000000], 1], [[100000000]])`, "longer than 1048576 values"},
+		{`jq:pick(.a[100000000])`, "longer than 1048576 values"},
+		{`jq:.a[1:100000000] = [1]`, "longer than 1048576 values"},
 		{`jq:error("boom")`, "boom"},
 	}
 	for _, c := range cases {
