@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
 	"strings"
 	"text/template"
 	"text/template/parse"
@@ -150,13 +149,43 @@ func templateErr(format string, args ...any) error {
 	return &templateError{user: changedigest.Errorf(changedigest.EINVALID, "message template: "+format, args...)}
 }
 
-// printfWidth finds a width or precision of four digits or more, or one
-// given by an argument (*).
-var printfWidth = regexp.MustCompile(`%[-+# 0]*(\d{4,}|\*|\d*\.(\d{4,}|\*))`)
+// wideVerb reports whether a verb of format has a width or precision of
+// four digits or more, or one given by an argument (*, %[2]*d).
+func wideVerb(format string) bool {
+	for i := 0; i < len(format); i++ {
+		if format[i] != '%' {
+			continue
+		}
+		digits := 0
+		for i++; i < len(format); i++ {
+			c := format[i]
+			switch {
+			case c == '*':
+				return true
+			case c >= '0' && c <= '9':
+				if digits++; digits > 3 {
+					return true
+				}
+				continue
+			case c == '[':
+				// An argument index: its digits are no width.
+				for i < len(format) && format[i] != ']' {
+					i++
+				}
+			case strings.IndexByte("+-# .", c) >= 0:
+			default: // the verb (or %%)
+				goto next
+			}
+			digits = 0
+		}
+	next:
+	}
+	return false
+}
 
 var templateFuncs = template.FuncMap{
 	"printf": func(format string, args ...any) (string, error) {
-		if printfWidth.MatchString(format) {
+		if wideVerb(format) {
 			return "", errors.New("printf: a width or precision over 999")
 		}
 		return fmt.Sprintf(format, args...), nil

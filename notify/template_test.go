@@ -192,6 +192,8 @@ func TestTemplateRefused(t *testing.T) {
 		{`{{printf "%0999999999d" 1}}`, "width or precision over 999"},
 		{`{{printf "%*d" 1000000000 1}}`, "width or precision over 999"},
 		{`{{printf "%.99999f" 1.0}}`, "width or precision over 999"},
+		{`{{printf "%[2]*[1]d" 1 1000000000}}`, "width or precision over 999"},
+		{`{{printf "%-+# 01000s" ""}}`, "width or precision over 999"},
 		{manyWide, "longer than 65536 bytes"},
 		{strings.Repeat("x", MaxTemplateLen+1), "longer than 16384 bytes"},
 	}
@@ -207,7 +209,7 @@ func TestTemplateRefused(t *testing.T) {
 		}
 	}
 	for _, good := range []string{"", testTemplate, `{{range $c := .Changes}}{{range $.Changes}}{{range $c.Matches}}{{.}}{{end}}{{end}}{{end}}`,
-		`{{.Time | date "2006-01-02"}} {{clip 10 .Title}} {{upper .Summary}} {{printf "%-20s|" .Watch.Name}}`} {
+		`{{.Time | date "2006-01-02"}} {{clip 10 .Title}} {{upper .Summary}} {{printf "%-20s|%[1]q %5.2f %% %x" .Watch.Name .Significance 255}}`} {
 		if err := CheckTemplate(good); err != nil {
 			t.Errorf("%.60q: %v", good, err)
 		}
