@@ -79,6 +79,11 @@ type Channel struct {
 	Priority int `json:"priority,omitempty"`
 	// Tags are ntfy tags (emoji short codes or words).
 	NtfyTags []string `json:"ntfy_tags,omitempty"`
+	// Template, when set, is a Go text/template that writes the message
+	// in place of the default one (see notify.MessageData for what it
+	// sees and notify.ParseTemplate for its bounds); "" keeps the
+	// default message.
+	Template string `json:"template,omitempty"`
 
 	// Routing: the watches and tags whose versions go here (both empty:
 	// every watch), and which of their versions.
@@ -157,6 +162,12 @@ func (c *Channel) Validate() error {
 		if !pushoverKey(c.Room) {
 			return Errorf(EINVALID, "Pushover user key %q is not 30 letters and digits", c.Room)
 		}
+	}
+	if len(c.Template) > 16<<10 {
+		return Errorf(EINVALID, "message template is longer than 16384 bytes")
+	}
+	if strings.TrimSpace(c.Template) == "" {
+		c.Template = ""
 	}
 	if len(c.Secret) > 1024 {
 		return Errorf(EINVALID, "channel secret is longer than 1024 characters")

@@ -13,6 +13,7 @@ require (
 	github.com/fluhus/gostuff v1.4.0
 	github.com/go-chi/chi/v5 v5.5.0
 	github.com/gorilla/feeds v1.2.0
+	github.com/itchyny/gojq v0.12.20
 	github.com/mmcdole/gofeed v1.4.2
 	github.com/nats-io/nats-server/v2 v2.11.6
 	github.com/nats-io/nats.go v1.43.0
@@ -52,6 +53,7 @@ require (
 	github.com/gobwas/ws v1.4.0 // indirect
 	github.com/golang/snappy v1.0.0 // indirect
 	github.com/google/go-tpm v0.9.5 // indirect
+	github.com/itchyny/timefmt-go v0.1.9 // indirect
 	github.com/json-iterator/go v0.0.0-20171115153421-f7279a603ede // indirect
 	github.com/klauspost/compress v1.18.2
 	github.com/minio/highwayhash v1.0.3 // indirect

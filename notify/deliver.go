@@ -484,6 +484,19 @@ func (d *Dispatcher) Test(ctx context.Context, c *changedigest.Channel) Result {
 
 // Send delivers ev to channel c once.
 func (d *Dispatcher) Send(ctx context.Context, c *changedigest.Channel, ev *event) Result {
+	if c.Template != "" {
+		// The channel's own message (template.go); a template that
+		// fails fails the same way at every try.
+		t, err := ParseTemplate(c.Template)
+		if err != nil {
+			return Result{Err: err, Permanent: true}
+		}
+		title, text, err := ev.render(t)
+		if err != nil {
+			return Result{Err: err, Permanent: true}
+		}
+		ev.templated, ev.tmplTitle, ev.text = true, title, text
+	}
 	switch c.Kind {
 	case changedigest.ChannelWebhook:
 		body, err := json.Marshal(ev.payload(d.now()))
@@ -491,6 +504,12 @@ func (d *Dispatcher) Send(ctx context.Context, c *changedigest.Channel, ev *even
 			return Result{Err: err}
 		}
 		h := http.Header{"Content-Type": {"application/json"}}
+		if ev.templated {
+			body = []byte(ev.text)
+			if !json.Valid(body) {
+				h.Set("Content-Type", "text/plain; charset=utf-8")
+			}
+		}
 		if c.Secret != "" {
 			h.Set(SignatureHeader, Sign(c.Secret, d.now(), body))
 			h.Set(TimestampHeader, strconv.FormatInt(d.now().Unix(), 10))
@@ -535,6 +554,9 @@ func (d *Dispatcher) Send(ctx context.Context, c *changedigest.Channel, ev *even
 		// Plain text (no parse mode): nothing in a change can break the
 		// message's markup.
 		text := clip(ev.title()+"\n\n"+string(ev.ntfyBody())+"\n\n"+ev.url, 4000)
+		if ev.templated {
+			text = clip(ev.text, 4000)
+		}
 		body, err := json.Marshal(map[string]any{"chat_id": c.Room, "text": text, "disable_web_page_preview": true})
 		if err != nil {
 			return Result{Err: err}
@@ -653,7 +675,11 @@ func (d *Dispatcher) sendEmail(ctx context.Context, c *changedigest.Channel, ev 
 	var msg bytes.Buffer
 	h := render.MailHeader{From: n.Mail.From, To: mail.Address{Name: u.Name, Address: c.URL}, Date: d.now(),
 		Subject: ev.title(), MessageID: "<" + txnID(ev.key) + "@" + n.Render.Authority + ">"}
-	if err := n.Render.DigestEmail(&msg, h, data); err != nil {
+	write := func() error { return n.Render.DigestEmail(&msg, h, data) }
+	if ev.templated {
+		write = func() error { return n.Render.TextEmail(&msg, h, ev.text) }
+	}
+	if err := write(); err != nil {
 		return Result{Err: err, Permanent: true}
 	}
 	if err := n.Mail.Send(ctx, c.URL, msg.Bytes()); err != nil {

@@ -106,6 +106,10 @@ type event struct {
 	// without a render engine): the title and the lines of a push are
 	// its headline and brief lines.
 	view *render.EventView
+	// templated is set once the channel's template wrote the title and
+	// text of the message.
+	templated       bool
+	tmplTitle, text string
 }
 
 // payload builds the webhook document of ev at time now.
@@ -194,6 +198,9 @@ func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 // title is the one-line headline of ev, as the feeds title it ("Watch
 // name: ‘What changed’ +2 more"), or "Watch name: 3 changes, …".
 func (ev *event) title() string {
+	if ev.templated {
+		return ev.tmplTitle
+	}
 	if ev.test {
 		return "changedigest test message"
 	}
@@ -317,6 +324,9 @@ func Verify(secret, header string, body []byte, now time.Time, tolerance time.Du
 // headline and a few changes. Slack's link syntax is <url|text>; Discord
 // and Mattermost read Markdown [text](url).
 func (ev *event) chatText(kind changedigest.ChannelKind) string {
+	if ev.templated {
+		return ev.text
+	}
 	var b strings.Builder
 	head := ev.title()
 	if kind == changedigest.ChannelSlack {
@@ -365,6 +375,9 @@ func (ev *event) chatBody(kind changedigest.ChannelKind) ([]byte, error) {
 
 // matrixBody is an m.room.message event (m.text with an HTML body).
 func (ev *event) matrixBody() ([]byte, error) {
+	if ev.templated {
+		return json.Marshal(map[string]any{"msgtype": "m.text", "body": ev.text, "changedigest.id": ev.key})
+	}
 	head := ev.title()
 	lines, more := ev.lines(maxChatChanges*2, maxChatText)
 	plain := head + "\n" + ev.url
@@ -391,6 +404,9 @@ func (ev *event) matrixBody() ([]byte, error) {
 
 // ntfyBody is the message text of an ntfy publication.
 func (ev *event) ntfyBody() []byte {
+	if ev.templated {
+		return []byte(ev.text)
+	}
 	lines, more := ev.lines(maxChatChanges, maxChatText)
 	if ev.test {
 		lines = append([]string{"This is a test message from changedigest."}, lines...)

@@ -389,3 +389,47 @@ func mailAddress(field string, a mail.Address) (string, error) {
 	a.Name = oneLine(a.Name)
 	return a.String(), nil
 }
+
+// TextEmail writes a message with body as its only part (text/plain,
+// UTF-8, quoted-printable, lines ending in CRLF): a channel's message
+// written by its own template. h needs every field. It returns an error
+// wrapping ErrInvalidMail for a missing or malformed address, date or
+// message id.
+func (e *Engine) TextEmail(w io.Writer, h MailHeader, body string) error {
+	from, err := mailAddress("From", h.From)
+	if err != nil {
+		return err
+	}
+	to, err := mailAddress("To", h.To)
+	if err != nil {
+		return err
+	}
+	if h.Date.IsZero() {
+		return fmt.Errorf("%w: no date", ErrInvalidMail)
+	}
+	msgID := h.MessageID
+	if strings.ContainsAny(msgID, "\r\n \t") || !strings.HasPrefix(msgID, "<") || !strings.HasSuffix(msgID, ">") || !strings.Contains(msgID, "@") {
+		return fmt.Errorf("%w: message id %q is not <local@domain>", ErrInvalidMail, msgID)
+	}
+	var buf bytes.Buffer
+	hdr := func(k, v string) { buf.WriteString(k + ": " + v + "\r\n") }
+	hdr("From", from)
+	hdr("To", to)
+	hdr("Subject", mime.QEncoding.Encode("utf-8", oneLine(h.Subject)))
+	hdr("Date", h.Date.Format(time.RFC1123Z))
+	hdr("Message-ID", msgID)
+	hdr("MIME-Version", "1.0")
+	hdr("Auto-Submitted", "auto-generated")
+	hdr("Content-Type", "text/plain; charset=utf-8")
+	hdr("Content-Transfer-Encoding", "quoted-printable")
+	buf.WriteString("\r\n")
+	qp := quotedprintable.NewWriter(&buf)
+	if _, err := qp.Write([]byte(body)); err != nil {
+		return fmt.Errorf("render: mail body: %w", err)
+	}
+	if err := qp.Close(); err != nil {
+		return fmt.Errorf("render: mail body: %w", err)
+	}
+	_, err = w.Write(buf.Bytes())
+	return err
+}

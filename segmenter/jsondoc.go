@@ -2,6 +2,7 @@ package segmenter
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // JSON documents.
@@ -95,10 +97,22 @@ type jsonNode struct {
 // zone that is a JSON path, only the part it selects (an empty page when
 // none).
 func jsonPage(body []byte, zone string) ([]byte, error) {
+	return jsonPageContext(context.Background(), body, zone, 0)
+}
+
+// jsonPageContext is jsonPage under ctx, for a zone that may also be a
+// jq program (jq.go), run for at most jqTimeout (0: DefaultJQTimeout).
+func jsonPageContext(ctx context.Context, body []byte, zone string, jqTimeout time.Duration) ([]byte, error) {
 	body = bytes.TrimPrefix(bytes.TrimLeft(body, " \t\r\n\f"), []byte("\xef\xbb\xbf"))
 	steps, isPath, err := parseJSONPath(zone)
 	if err != nil {
 		return nil, err
+	}
+	isJQ := isJQZone(zone)
+	if isJQ {
+		if _, err := parseJQ(zone); err != nil {
+			return nil, err
+		}
 	}
 	if !json.Valid(body) {
 		body = quoteNonNumbers(body)
@@ -113,9 +127,19 @@ func jsonPage(body []byte, zone string) ([]byte, error) {
 		return nil, inputErrorf(ErrNotDocument, "JSON document: more than one value")
 	}
 	name := ""
-	if isPath {
+	switch {
+	case isPath:
 		root = selectJSON(root, steps)
 		name = zone
+	case isJQ:
+		if root, err = runJQ(ctx, root, zone, jqTimeout, len(body)); err != nil {
+			return nil, err
+		}
+		if root != nil && root.label() != "" {
+			// One named object (select(.id == …)): headed by its name,
+			// as in an array, so that its changes are told under it.
+			root = &jsonNode{kind: 'a', kids: []*jsonNode{root}}
+		}
 	}
 	var b bytes.Buffer
 	b.Grow(len(body) + len(body)/2)
@@ -337,11 +361,11 @@ func parseJSONPath(zone string) (steps []jsonStep, ok bool, err error) {
 	return steps, true, nil
 }
 
-// splitJSONZone tells a JSON document's zone apart: a JSON path picks the
-// part of the document rendered (path), anything else is a CSS selector
+// splitJSONZone tells a JSON document's zone apart: a JSON path or a jq
+// program picks the part of the document rendered (path), anything else is a CSS selector
 // of the rendered page (css).
 func splitJSONZone(zone string) (path, css string) {
-	if _, isPath, _ := parseJSONPath(zone); isPath {
+	if _, isPath, _ := parseJSONPath(zone); isPath || isJQZone(zone) {
 		return zone, ""
 	}
 	return "", zone

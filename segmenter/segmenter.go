@@ -2,6 +2,7 @@ package segmenter
 
 import (
 	"context"
+	"time"
 
 	"github.com/changedigest/changedigest"
 	"github.com/changedigest/changedigest/pdftext"
@@ -47,6 +48,9 @@ type Segmenter struct {
 	// PDF reads the text of PDF documents (pdfdoc.go) under its limits;
 	// nil reads with pdftext's defaults.
 	PDF *pdftext.Extractor
+	// JQTimeout bounds the run of a zone that is a jq program on one
+	// JSON document (see JQPrefix); 0 is DefaultJQTimeout.
+	JQTimeout time.Duration
 }
 
 // Defaults, chosen by measurement on the test corpus (see the package
@@ -173,11 +177,11 @@ func (s *Segmenter) detect(w *work, in Input) (snap *changedigest.Snapshot, err 
 		in = in.whole()
 		var zone string
 		zone, in.Zone = splitJSONZone(in.Zone)
-		if in.Body, err = jsonPage(in.Body, zone); err != nil {
+		if in.Body, err = jsonPageContext(w.ctx, in.Body, zone, s.JQTimeout); err != nil {
 			return nil, err
 		}
 		if in.PrevBody != nil && isJSONDocument(in.PrevBody) {
-			if prev, err := jsonPage(in.PrevBody, zone); err == nil {
+			if prev, err := jsonPageContext(w.ctx, in.PrevBody, zone, s.JQTimeout); err == nil {
 				in.PrevBody = prev
 			}
 		}
@@ -260,10 +264,10 @@ func (s *Segmenter) diff(w *work, old, new []byte, zone string) (d *changedigest
 		// Both JSON documents: compared as the pages they render to.
 		var path string
 		path, zone = splitJSONZone(zone)
-		if old, err = jsonPage(old, path); err != nil {
+		if old, err = jsonPageContext(w.ctx, old, path, s.JQTimeout); err != nil {
 			return nil, labelled("old", err)
 		}
-		if new, err = jsonPage(new, path); err != nil {
+		if new, err = jsonPageContext(w.ctx, new, path, s.JQTimeout); err != nil {
 			return nil, labelled("new", err)
 		}
 	}

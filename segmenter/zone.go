@@ -67,6 +67,9 @@ func IsXPath(zone string) bool {
 }
 
 func compileZone(zone string) (zoneQuery, error) {
+	if isJQZone(zone) {
+		return zoneQuery{}, inputErrorf(ErrZone, "zone %q is a jq program, for JSON documents; this one is not JSON", zone)
+	}
 	if IsXPath(zone) {
 		src := strings.TrimSpace(strings.TrimPrefix(zone, xpathPrefix))
 		if src == "" {
@@ -169,16 +172,20 @@ func (d *doc) htmlTree() (*html.Node, map[*html.Node]int32) {
 	return root, byNode
 }
 
-// CheckZone reports whether zone is a CSS selector, an XPath expression
-// (written "xpath:EXPR" or starting with "/") or a JSON path the
-// segmenter accepts: nil for "" and valid zones, else an EINVALID error
-// naming it.
+// CheckZone reports whether zone is a zone the segmenter accepts (a CSS
+// selector, an XPath expression written "xpath:EXPR" or starting with
+// "/", a JSON path or a jq program): nil for "" and valid zones, else an
+// EINVALID error naming it.
 func CheckZone(zone string) error {
 	if zone == "" {
 		return nil
 	}
 	if _, isPath, err := parseJSONPath(zone); isPath {
 		return err // a JSON document's zone
+	}
+	if isJQZone(zone) {
+		_, err := parseJQ(zone) // a JSON document's zone
+		return err
 	}
 	_, err := compileZone(zone)
 	return err

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/changedigest/changedigest"
+	"github.com/changedigest/changedigest/notify"
 	"github.com/changedigest/changedigest/pet"
 )
 
@@ -33,6 +34,9 @@ type apiChannel struct {
 	Tags     []string                 `json:"tags,omitempty"`
 	Select   changedigest.Selection   `json:"select"`
 	Disabled bool                     `json:"disabled,omitempty"`
+	// Template is the channel's message template ("": the default
+	// message).
+	Template string `json:"template,omitempty"`
 	// Dead counts the deliveries that failed for good (up to 1000);
 	// LastError is the error of the newest of them.
 	Dead        int       `json:"dead"`
@@ -45,7 +49,7 @@ type apiChannel struct {
 func (s *Server) apiChannelOf(ctx context.Context, c *changedigest.Channel) (apiChannel, error) {
 	out := apiChannel{ID: c.ID, Name: c.Name, Kind: c.Kind, URL: c.DisplayURL(), Secret: c.SecretHint(), Room: c.Room,
 		Priority: c.Priority, NtfyTags: c.NtfyTags, Watches: c.Watches, Tags: c.Tags, Select: c.Select,
-		Disabled: c.Disabled, CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt}
+		Disabled: c.Disabled, Template: c.Template, CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt}
 	dead, err := s.Store.Deliveries(ctx, pet.DeliveryFilter{UserID: c.UserID, ChannelID: c.ID,
 		State: changedigest.DeliveryDead, Limit: 1000})
 	if err != nil {
@@ -72,6 +76,7 @@ type channelInput struct {
 	Tags     []string                  `json:"tags"`
 	Select   *changedigest.Selection   `json:"select"`
 	Disabled *bool                     `json:"disabled"`
+	Template *string                   `json:"template"`
 }
 
 // apply sets the fields sent; watches must be the user's.
@@ -102,6 +107,12 @@ func (s *Server) applyChannel(ctx context.Context, in *channelInput, c *changedi
 	}
 	if in.Disabled != nil {
 		c.Disabled = *in.Disabled
+	}
+	if in.Template != nil {
+		if err := notify.CheckTemplate(*in.Template); err != nil {
+			return err
+		}
+		c.Template = *in.Template
 	}
 	if in.Watches != nil {
 		for _, id := range in.Watches {
@@ -314,8 +325,17 @@ type channelsPage struct {
 	Tags     []string
 	Error    string
 	Mail     bool
-	// Form holds what was typed when a new channel was refused.
+	// Form holds what was typed when a new channel was refused or its
+	// message previewed.
 	Form channelForm
+	// Preview is a message template rendered against a sample event.
+	Preview *templatePreview
+}
+
+// templatePreview is a message template rendered against a sample event,
+// or why it cannot be.
+type templatePreview struct {
+	Title, Message, Error string
 }
 
 type channelRow struct {
@@ -328,8 +348,8 @@ type channelRow struct {
 }
 
 type channelForm struct {
-	Name, Kind, URL, Room, Select, Tags, NtfyTags string
-	Priority                                      int
+	Name, Kind, URL, Room, Select, Tags, NtfyTags, Template string
+	Priority                                                int
 }
 
 func (s *Server) channelsPage(r *http.Request, u *changedigest.User) (*channelsPage, error) {
@@ -392,7 +412,8 @@ func splitList(s string) []string {
 // creating checks that an address was given. Watches must be the user's.
 func (s *Server) readChannelForm(r *http.Request, c *changedigest.Channel) (channelForm, error) {
 	f := channelForm{Name: r.FormValue("name"), Kind: r.FormValue("kind"), URL: r.FormValue("url"), Room: r.FormValue("room"),
-		Select: r.FormValue("select"), Tags: r.FormValue("tags"), NtfyTags: r.FormValue("ntfy_tags")}
+		Select: r.FormValue("select"), Tags: r.FormValue("tags"), NtfyTags: r.FormValue("ntfy_tags"),
+		Template: strings.ReplaceAll(r.FormValue("template"), "\r\n", "\n")}
 	c.Name, c.Room, c.Select = f.Name, f.Room, changedigest.Selection(f.Select)
 	c.Tags, c.NtfyTags = splitList(f.Tags), splitList(f.NtfyTags)
 	if f.Kind != "" {
@@ -412,6 +433,10 @@ func (s *Server) readChannelForm(r *http.Request, c *changedigest.Channel) (chan
 		}
 		c.Priority, f.Priority = n, n
 	}
+	if err := notify.CheckTemplate(f.Template); err != nil {
+		return f, err
+	}
+	c.Template = f.Template
 	c.Watches = nil
 	for _, v := range r.Form["watch"] {
 		id, err := strconv.ParseInt(v, 10, 64)
@@ -448,6 +473,38 @@ func (s *Server) handleCreateChannel(w http.ResponseWriter, r *http.Request) err
 
 // handleUpdateChannel saves a channel's edit form; an empty address or
 // secret keeps the stored one.
+// handlePreviewChannel renders the message template of a channel form
+// (the new channel's or an edited one's) against a sample event and shows
+// it on the channels page, with the new channel's form as it was typed.
+func (s *Server) handlePreviewChannel(w http.ResponseWriter, r *http.Request) error {
+	u, err := requestUser(r)
+	if err != nil {
+		return err
+	}
+	if err := r.ParseForm(); err != nil {
+		return changedigest.Errorf(changedigest.EINVALID, "the form could not be read: %v", err)
+	}
+	p, err := s.channelsPage(r, u)
+	if err != nil {
+		return err
+	}
+	f := channelForm{Name: r.FormValue("name"), Kind: r.FormValue("kind"), URL: r.FormValue("url"), Room: r.FormValue("room"),
+		Select: r.FormValue("select"), Tags: r.FormValue("tags"), NtfyTags: r.FormValue("ntfy_tags"),
+		Template: strings.ReplaceAll(r.FormValue("template"), "\r\n", "\n")}
+	if r.FormValue("new") != "" {
+		p.Form = f
+	}
+	p.Preview = &templatePreview{}
+	if strings.TrimSpace(f.Template) == "" {
+		p.Preview.Error = "The template is empty: the channel sends its default message."
+	} else if title, msg, err := notify.RenderSample(f.Template); err != nil {
+		p.Preview.Error = changedigest.ErrorMessage(err)
+	} else {
+		p.Preview.Title, p.Preview.Message = title, msg
+	}
+	return s.renderPage(w, r, http.StatusOK, "channels", "settings", "Notifications", p)
+}
+
 func (s *Server) handleUpdateChannel(w http.ResponseWriter, r *http.Request) error {
 	u, c, err := s.userChannel(r)
 	if err != nil {

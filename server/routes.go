@@ -97,6 +97,7 @@ func (s *Server) Handler() http.Handler {
 			r.Post("/settings/feed-token", s.page(s.handleRotateFeedToken))
 			r.Get("/settings/channels", s.page(s.handleChannels))
 			r.Post("/settings/channels", s.page(s.handleCreateChannel))
+			r.Post("/settings/channels/preview", s.page(s.handlePreviewChannel))
 			r.Post("/settings/channels/{cid}", s.page(s.handleUpdateChannel))
 			r.Post("/settings/channels/{cid}/test", s.page(s.handleTestChannel))
 			r.Post("/settings/channels/{cid}/toggle", s.page(s.handleToggleChannel))

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -17,12 +18,12 @@ import (
 )
 
 func init() {
-	commands["channel"] = command{summary: "notification channels: channel add KIND URL | list | rm ID | test ID | retry ID", run: runChannel}
+	commands["channel"] = command{summary: "notification channels: channel add KIND URL | list | rm ID | test ID | retry ID | template ID FILE", run: runChannel}
 }
 
 func runChannel(ctx context.Context, e *env) error {
 	if len(e.args) == 0 {
-		return usagef("want a sub-command: channel add KIND URL | channel list | channel rm ID | channel test ID | channel retry ID")
+		return usagef("want a sub-command: channel add KIND URL | channel list | channel rm ID | channel test ID | channel retry ID | channel template ID FILE")
 	}
 	sub, rest := e.args[0], &env{args: e.args[1:], global: e.global, stdin: e.stdin, stdout: e.stdout, stderr: e.stderr}
 	if subcommandHelp(e, sub, `usage: changedigest channel SUB-COMMAND …
@@ -31,6 +32,8 @@ func runChannel(ctx context.Context, e *env) error {
   rm ID          remove one
   test ID        send a test message
   retry ID       send again what failed
+  template ID FILE|--clear
+                 set the channel's message template (and show it written for a sample change) or go back to the default message
 'changedigest channel SUB-COMMAND -h' lists a sub-command's flags.`) {
 		return nil
 	}
@@ -45,13 +48,15 @@ func runChannel(ctx context.Context, e *env) error {
 		return runChannelTest(ctx, rest)
 	case "retry":
 		return runChannelRetry(ctx, rest)
+	case "template":
+		return runChannelTemplate(ctx, rest)
 	}
-	return usagef("unknown sub-command %q: want add, list, rm, test or retry", sub)
+	return usagef("unknown sub-command %q: want add, list, rm, test, retry or template", sub)
 }
 
 func runChannelAdd(ctx context.Context, e *env) error {
 	var sf storeFlags
-	fs := newFlagSet(e, "channel add", "webhook|slack|mattermost|discord|matrix|ntfy|gotify|telegram|pushover|email URL [--secret-stdin] [--room R] [--select all|significant|interests] [--tag T]… [--watch ID]…")
+	fs := newFlagSet(e, "channel add", "webhook|slack|mattermost|discord|matrix|ntfy|gotify|telegram|pushover|email URL [--secret-stdin] [--room R] [--select all|significant|interests] [--tag T]… [--watch ID]… [--template FILE]")
 	sf.register(fs)
 	user := fs.String("user", "", "the user the channel belongs to")
 	name := fs.String("name", "", "a name for the channel (default: its kind)")
@@ -63,6 +68,7 @@ func runChannelAdd(ctx context.Context, e *env) error {
 	fs.Var(&tags, "tag", "send only versions of watches with this tag (repeat for more)")
 	fs.Var(&watches, "watch", "send only versions of this watch id (repeat for more)")
 	fs.Var(&ntfyTags, "ntfy-tag", "an ntfy tag (repeat for more)")
+	tmplFile := fs.String("template", "", "a file with the message template (Go text/template; see the README's \"Message templates\")")
 	args, err := e.parse(fs, e.args)
 	if err != nil {
 		return err
@@ -86,6 +92,11 @@ func runChannelAdd(ctx context.Context, e *env) error {
 		}
 		if c.Secret = strings.TrimSpace(line); c.Secret == "" {
 			return usagef("--secret-stdin: no secret on standard input")
+		}
+	}
+	if *tmplFile != "" {
+		if c.Template, err = readTemplate(*tmplFile); err != nil {
+			return err
 		}
 	}
 	if err := c.Validate(); err != nil {
@@ -151,6 +162,9 @@ func runChannelList(ctx context.Context, e *env) error {
 		}
 		if c.Disabled {
 			sends += " (paused)"
+		}
+		if c.Template != "" {
+			sends += " (own message)"
 		}
 		addr := c.DisplayURL()
 		if c.Room != "" {
@@ -243,5 +257,72 @@ func runChannelRetry(ctx context.Context, e *env) error {
 		}
 	}
 	fmt.Fprintf(e.stdout, "%d failed notification(s) of channel %d (%s) will be sent again\n", len(dead), c.ID, c.Name)
+	return nil
+}
+
+// readTemplate reads a message template from file and checks it (parsed
+// and run against a sample change).
+func readTemplate(file string) (string, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return "", changedigest.Errorf(changedigest.EINVALID, "--template: %v", err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, notify.MaxTemplateLen+1))
+	if err != nil {
+		return "", changedigest.Errorf(changedigest.EINVALID, "--template: %v", err)
+	}
+	if err := notify.CheckTemplate(string(b)); err != nil {
+		return "", fmt.Errorf("%s: %w", file, err)
+	}
+	return string(b), nil
+}
+
+// runChannelTemplate sets a channel's message template from a file, or
+// clears it, and shows the message it writes for a sample change.
+func runChannelTemplate(ctx context.Context, e *env) error {
+	sf := &storeFlags{}
+	fs := newFlagSet(e, "channel template", "ID FILE | ID --clear")
+	sf.register(fs)
+	user := fs.String("user", "", "whose channel")
+	clear := fs.Bool("clear", false, "remove the template: the channel sends its default message")
+	args, err := e.parse(fs, e.args)
+	if err != nil {
+		return err
+	}
+	if *clear && len(args) != 1 || !*clear && len(args) != 2 {
+		return usagef("channel template takes a channel id and a file, or a channel id and --clear")
+	}
+	id, err := strconv.ParseInt(args[0], 10, 64)
+	if err != nil || id <= 0 {
+		return usagef("%q is not a channel id", args[0])
+	}
+	src := ""
+	if !*clear {
+		if src, err = readTemplate(args[1]); err != nil {
+			return err
+		}
+	}
+	store, u, err := sf.openAs(ctx, *user, e)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	c, err := store.UpdateChannel(ctx, u.ID, id, func(x *changedigest.Channel) error {
+		x.Template = src
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if src == "" {
+		fmt.Fprintf(e.stdout, "channel %d (%s) sends the default message\n", c.ID, c.Name)
+		return nil
+	}
+	title, msg, err := notify.RenderSample(src)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "channel %d (%s) sends its own message; for a sample change:\ntitle: %s\n%s\n", c.ID, c.Name, title, msg)
 	return nil
 }

@@ -24,7 +24,7 @@ func init() {
 func runDiff(ctx context.Context, e *env) error {
 	fs := newFlagSet(e, "diff", "OLD NEW [--json] [--zone SELECTOR]")
 	asJSON := fs.Bool("json", false, "print the result as one JSON object")
-	zone := fs.String("zone", "", "CSS `selector` restricting the comparison to part of a page")
+	zone := fs.String("zone", "", "CSS `selector` restricting the comparison to part of a page; of JSON documents also a JSON path or a jq program (jq:…)")
 	allowPrivate := fs.Bool("allow-private", false, "allow fetching private, loopback and link-local addresses")
 	args, err := e.parse(fs, e.args)
 	if err != nil {

@@ -8,6 +8,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -200,5 +202,62 @@ func TestChannelCommands(t *testing.T) {
 	run(0, "", "channel", "rm", "1")
 	if out = run(0, "", "channel", "list"); !strings.Contains(out, "no channels yet") {
 		t.Errorf("after rm: %s", out)
+	}
+}
+
+// TestChannelTemplateCommands: channel add --template FILE and channel
+// template set a channel's message template, refusing one that does not
+// run or could run without bound; channel test sends what it writes.
+func TestChannelTemplateCommands(t *testing.T) {
+	var bodies []string
+	var mu sync.Mutex
+	topic := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		bodies = append(bodies, string(b))
+		mu.Unlock()
+	}))
+	defer topic.Close()
+	data := t.TempDir()
+	run := func(want int, args ...string) string {
+		t.Helper()
+		code, out, errs := runCmdIn(t, "", append(args, "--data", data)...)
+		if code != want {
+			t.Fatalf("%v: exit %d, want %d\n%s%s", args, code, want, out, errs)
+		}
+		return out + errs
+	}
+	file := func(name, src string) string {
+		p := filepath.Join(t.TempDir(), name)
+		if err := os.WriteFile(p, []byte(src), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	loop := file("loop.tmpl", "{{range 1000000000}}{{end}}")
+	if out := run(2, "channel", "add", "ntfy", topic.URL+"/t", "--template", loop); !strings.Contains(out, "message template: ") || !strings.Contains(out, "range goes only over") {
+		t.Errorf("a looping template: %s", out)
+	}
+	if out := run(2, "channel", "add", "ntfy", topic.URL+"/t", "--template", file("bad.tmpl", "{{.Watch.Nope}}")); !strings.Contains(out, "can't evaluate field Nope") {
+		t.Errorf("a template that does not run: %s", out)
+	}
+	run(0, "channel", "add", "ntfy", topic.URL+"/t", "--template", file("good.tmpl", `{{if .Test}}TEST {{end}}{{.Watch.Name}}: {{.Summary}}`))
+	if out := run(0, "channel", "list"); !strings.Contains(out, "(own message)") {
+		t.Errorf("channel list: %s", out)
+	}
+	run(0, "channel", "test", "1", "--allow-private")
+	out := run(0, "channel", "template", "1", file("other.tmpl", `{{range .Changes}}{{.Where}}: {{.Old}} → {{.New}}{{"\n"}}{{end}}`))
+	if !strings.Contains(out, "under ‘Cargo bike’: 80 → 85") {
+		t.Errorf("channel template: %s", out)
+	}
+	run(2, "channel", "template", "1", loop)
+	if out := run(0, "channel", "template", "1", "--clear"); !strings.Contains(out, "sends the default message") {
+		t.Errorf("channel template --clear: %s", out)
+	}
+	run(0, "channel", "test", "1", "--allow-private")
+	mu.Lock()
+	defer mu.Unlock()
+	if len(bodies) != 2 || bodies[0] != "TEST Test watch: 1 change" || !strings.Contains(bodies[1], "This is a test message from changedigest.") {
+		t.Errorf("the topic got %q", bodies)
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/changedigest/changedigest"
 	"github.com/changedigest/changedigest/pet"
+	"github.com/changedigest/changedigest/segmenter"
 )
 
 // The commands of accounts and watches beside a running service.
@@ -37,8 +38,8 @@ type cliStore interface {
 	Watches(ctx context.Context, userID int64, tag string) ([]changedigest.Watch, error)
 	Watch(ctx context.Context, userID, id int64) (*changedigest.Watch, error)
 	CreateWatch(ctx context.Context, w *changedigest.Watch) error
-	// SetFilters gives watch id the filters that edit sets on it (see
-	// changedigest.Watch.CopyFilters).
+	// SetFilters gives watch id the filters and the zone that edit sets
+	// on it (see changedigest.Watch.CopyFilters).
 	SetFilters(ctx context.Context, userID, id int64, edit func(*changedigest.Watch)) (*changedigest.Watch, error)
 	DeleteWatch(ctx context.Context, userID, id int64) error
 	Close() error
@@ -301,6 +302,10 @@ func (m *Main) adminStoreRoutes(mux *http.ServeMux) {
 		x = changedigest.Watch{UserID: id[0], URL: given.URL, Zone: given.Zone, Category: given.Category, Interval: given.Interval,
 			Tags: given.Tags, Title: given.Title, Render: given.Render, WaitFor: given.WaitFor, Steps: given.Steps, Request: given.Request}
 		x.CopyFilters(&given)
+		if err := segmenter.CheckZone(x.Zone); err != nil {
+			answer(w, nil, err)
+			return
+		}
 		if err := x.Validate(); err != nil {
 			answer(w, nil, err)
 			return
@@ -320,8 +325,13 @@ func (m *Main) adminStoreRoutes(mux *http.ServeMux) {
 		if !decode(w, r, &in) {
 			return
 		}
+		if err := segmenter.CheckZone(in.Zone); err != nil {
+			answer(w, nil, err)
+			return
+		}
 		x, err := st.UpdateWatch(r.Context(), id[0], id[1], func(x *changedigest.Watch) error {
 			x.CopyFilters(&in)
+			x.Zone = in.Zone
 			return x.Validate()
 		})
 		if err == nil {

@@ -62,7 +62,7 @@ func runWatchAdd(ctx context.Context, e *env) error {
 	fs := newFlagSet(e, "watch add", "URL [--zone SEL] [--browser [--wait-for SEL] [--step 'click SEL']…] [--header 'K: V']… [--cookie k=v]… [--basic-auth USER[:PASS]] [--method POST --body B] [--category news|personal|academic | --every 30m] [--tag T]…")
 	sf.register(fs)
 	user := fs.String("user", "", "the user the watch belongs to")
-	zone := fs.String("zone", "", "CSS selector or XPath (xpath:EXPR, or starting with /): watch only this part of the page")
+	zone := fs.String("zone", "", "watch only this part of the page: a CSS selector or XPath (xpath:EXPR, or starting with /); of a JSON document also a JSON path ($.a[0]) or a jq program (jq:.items[] | {name, price})")
 	var rf requestFlags
 	rf.register(fs)
 	inBrowser := fs.Bool("browser", false, "render the page in headless Chromium (for pages built by JavaScript)")
@@ -253,6 +253,9 @@ func (f *filterFlags) apply(fs *flag.FlagSet, w *changedigest.Watch) {
 // filterText describes a watch's filters in one line.
 func filterText(w *changedigest.Watch) string {
 	var parts []string
+	if w.Zone != "" {
+		parts = append(parts, fmt.Sprintf("zone %q", w.Zone))
+	}
 	if len(w.NotifyTypes) > 0 {
 		ts := make([]string, len(w.NotifyTypes))
 		for i, t := range w.NotifyTypes {
@@ -284,9 +287,10 @@ func filterText(w *changedigest.Watch) string {
 // others stay.
 func runWatchFilter(ctx context.Context, e *env) error {
 	var sf storeFlags
-	fs := newFlagSet(e, "watch filter", "ID|URL [--ignore T]… [--trigger T]… [--min-significance F] [--types T,…] [--only-interests] [--show-noise]")
+	fs := newFlagSet(e, "watch filter", "ID|URL [--zone Z] [--ignore T]… [--trigger T]… [--min-significance F] [--types T,…] [--only-interests] [--show-noise]")
 	sf.register(fs)
 	user := fs.String("user", "", "whose watch")
+	zone := fs.String("zone", "", "watch only this part: a CSS selector, a JSON path ($.a[0]) or a jq program (jq:.items[] | {name, price}); \"\" for the whole page")
 	var ff filterFlags
 	ff.register(fs)
 	args, err := e.parse(fs, e.args)
@@ -295,6 +299,9 @@ func runWatchFilter(ctx context.Context, e *env) error {
 	}
 	if len(args) != 1 {
 		return usagef("watch filter takes one watch id or URL, got %d arguments", len(args))
+	}
+	if err := segmenter.CheckZone(*zone); err != nil {
+		return err
 	}
 	store, u, err := sf.openCLIAs(ctx, *user, e)
 	if err != nil {
@@ -305,7 +312,14 @@ func runWatchFilter(ctx context.Context, e *env) error {
 	if err != nil {
 		return err
 	}
-	w, err = store.SetFilters(ctx, u.ID, w.ID, func(x *changedigest.Watch) { ff.apply(fs, x) })
+	w, err = store.SetFilters(ctx, u.ID, w.ID, func(x *changedigest.Watch) {
+		ff.apply(fs, x)
+		fs.Visit(func(fl *flag.Flag) {
+			if fl.Name == "zone" {
+				x.Zone = strings.TrimSpace(*zone)
+			}
+		})
+	})
 	if err != nil {
 		return err
 	}

@@ -304,3 +304,27 @@ func TestCheckProcs(t *testing.T) {
 		}
 	}
 }
+
+// TestWatchJQZone: watch add and watch filter take a jq program as zone
+// and refuse an invalid one, saying why.
+func TestWatchJQZone(t *testing.T) {
+	data := t.TempDir()
+	run := func(want int, args ...string) string {
+		t.Helper()
+		code, out, errs := runCmd(t, append(args, "--data", data)...)
+		if code != want {
+			t.Fatalf("%v: exit %d, want %d\n%s%s", args, code, want, out, errs)
+		}
+		return out + errs
+	}
+	if out := run(2, "watch", "add", "https://api.example.org/prices", "--zone", "jq:.items[] | {name, price"); !strings.Contains(out, `invalid jq zone "jq:.items[] | {name, price"`) {
+		t.Errorf("watch add, bad program: %s", out)
+	}
+	run(0, "watch", "add", "https://api.example.org/prices", "--zone", "jq:.items[] | {name, price}")
+	if out := run(2, "watch", "filter", "1", "--zone", "jq:.items | nosuch"); !strings.Contains(out, "invalid jq zone") || !strings.Contains(out, "nosuch") {
+		t.Errorf("watch filter, bad program: %s", out)
+	}
+	if out := run(0, "watch", "filter", "1", "--zone", "jq:[.items[].price]"); !strings.Contains(out, `zone "jq:[.items[].price]"`) {
+		t.Errorf("watch filter: %s", out)
+	}
+}
