@@ -3,7 +3,6 @@ package segmenter
 import (
 	"context"
 	"fmt"
-	"runtime"
 
 	"github.com/changedigest/changedigest/internal/textdiff"
 )
@@ -90,10 +89,7 @@ func (w *work) add(n int) {
 	}
 }
 
-// check looks at the context now, and lets other goroutines run: a
-// service comparing a large page answers its readers between two
-// milliseconds of the comparison rather than after the scheduler's time
-// slice (10 ms), on a machine whose processors the checks fill.
+// check looks at the context now.
 func (w *work) check() {
 	if w == nil {
 		return
@@ -102,7 +98,6 @@ func (w *work) check() {
 	if err := w.ctx.Err(); err != nil {
 		panic(stopped{err})
 	}
-	runtime.Gosched()
 }
 
 // catch turns the panic of a stopped detection into its error, set in
