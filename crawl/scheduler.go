@@ -220,6 +220,11 @@ type Scheduler struct {
 	// OnCheck, if set, is called after every check of Run, from the
 	// scheduling goroutine (keep it short).
 	OnCheck func(Report)
+	// Hold, if set, reports a due watch that is not to be checked now
+	// (its owner's account is disabled): Run moves its turn HoldFor on
+	// (default 1 h) and asks again then.
+	Hold    func(w *changedigest.Watch) bool
+	HoldFor time.Duration
 	// Now is the clock (default time.Now). Timers use the runtime clock:
 	// tests of the loop run inside testing/synctest.
 	Now    func() time.Time
@@ -434,9 +439,20 @@ func (src *storeSource) due(ctx context.Context, now time.Time, free, claimed in
 	more := len(ws) >= limit
 	out := ws[:0]
 	for _, w := range ws {
-		if w != nil && !w.Paused {
-			out = append(out, w)
+		if w == nil || w.Paused {
+			continue
 		}
+		if src.s.Hold != nil && src.s.Hold(w) {
+			hold := src.s.HoldFor
+			if hold <= 0 {
+				hold = time.Hour
+			}
+			if err := src.postpone(ctx, w, now.Add(hold)); err != nil {
+				return nil, false, err
+			}
+			continue
+		}
+		out = append(out, w)
 	}
 	return out, more, nil
 }

@@ -778,3 +778,38 @@ func TestAnsweredFreesTheHost(t *testing.T) {
 func TestAnsweredOutsideAScheduler(t *testing.T) {
 	crawl.Answered(t.Context(), time.Second)
 }
+
+// TestRunHoldsWatches: a watch Hold reports is not checked, and is asked
+// about again an hour later; once Hold lets it go, it is checked.
+func TestRunHoldsWatches(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := crawltest.NewMemStore(watches(2, 2, changedigest.CategoryNews)...)
+		rec := newRecorder()
+		s := newScheduler(store, rec)
+		var asked atomic.Int32
+		held := atomic.Bool{}
+		held.Store(true)
+		s.Hold = func(w *changedigest.Watch) bool {
+			if w.ID != 1 {
+				return false
+			}
+			asked.Add(1)
+			return held.Load()
+		}
+		runFor(t, s, 30*time.Minute)
+		if w := store.Watch(1); w.Checks != 0 {
+			t.Errorf("a held watch was checked %d times", w.Checks)
+		}
+		if w := store.Watch(2); w.Checks != 1 {
+			t.Errorf("the other watch: %d checks, want 1", w.Checks)
+		}
+		if n := asked.Load(); n != 1 {
+			t.Errorf("Hold asked %d times in half an hour, want once (the turn moves an hour on)", n)
+		}
+		held.Store(false)
+		runFor(t, s, 31*time.Minute)
+		if w := store.Watch(1); w.Checks != 1 {
+			t.Errorf("let go: %d checks, want 1", w.Checks)
+		}
+	})
+}

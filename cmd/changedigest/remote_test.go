@@ -2,8 +2,15 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
+	"time"
+
+	"github.com/changedigest/changedigest"
 )
 
 // TestCommandsBesideService: while serve runs, the user and watch
@@ -69,5 +76,54 @@ func TestCommandsBesideService(t *testing.T) {
 	}
 	if local := run("", "watch", "list", "--user", "bob", "--json"); local != remoteJSON {
 		t.Errorf("watch list --json differs:\nthrough the service:\n%s\nfrom the store:\n%s", remoteJSON, local)
+	}
+}
+
+// TestDisabledAccountNotChecked: the service fetches nothing for the
+// watches of a disabled account, while it checks the others.
+func TestDisabledAccountNotChecked(t *testing.T) {
+	var mu sync.Mutex
+	hits := map[string]int{}
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		hits[r.URL.Path]++
+		mu.Unlock()
+		fmt.Fprintf(w, "<html><body><p>The page at %s.</p></body></html>", r.URL.Path)
+	}))
+	defer site.Close()
+	data := t.TempDir()
+	for _, args := range [][]string{{"user", "add", "ann"}, {"user", "add", "bob"},
+		{"watch", "add", site.URL + "/ann", "--user", "ann", "--every", "1h"},
+		{"watch", "add", site.URL + "/bob", "--user", "bob", "--every", "1h"}} {
+		if code, out, errs := runCmdIn(t, "a good password\n", append(args, "--data", data)...); code != 0 {
+			t.Fatalf("%v: exit %d: %s%s", args, code, out, errs)
+		}
+	}
+	st := openStore(t, data)
+	bob, err := st.UserByName(context.Background(), "bob")
+	if err == nil {
+		_, err = st.UpdateUser(context.Background(), bob.ID, func(u *changedigest.User) error { u.Disabled = true; return nil })
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	m, _ := startServe(t, data, "")
+	defer m.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		mu.Lock()
+		a := hits["/ann"]
+		mu.Unlock()
+		if a > 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(300 * time.Millisecond) // bob's turn came at the same time
+	mu.Lock()
+	defer mu.Unlock()
+	if hits["/ann"] == 0 || hits["/bob"] != 0 {
+		t.Errorf("requests: %v; want ann's page and not bob's", hits)
 	}
 }

@@ -357,6 +357,12 @@ func (m *Main) Run(ctx context.Context) error {
 	sched := crawl.NewScheduler(store, pipeline)
 	sched.Workers, sched.HostGap, sched.GapFactor = c.Workers, c.HostGap, c.GapFactor
 	sched.Logger = log.With("component", "crawl")
+	// A disabled account's watches wait: nothing is fetched for it until
+	// an administrator enables it again.
+	sched.Hold = func(w *changedigest.Watch) bool {
+		u, err := store.User(ctx, w.UserID)
+		return err == nil && u.Disabled
+	}
 	m.Scheduler = sched
 	if dialing == nil {
 		dialing = m.dial(ctx, m.nodeName(ln.Addr()))
