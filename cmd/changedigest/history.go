@@ -32,7 +32,7 @@ func runHistory(ctx context.Context, e *env) error {
 		return usagef("history takes one watch id or URL")
 	}
 	sf.mayOpenView = true // reads only
-	store, u, err := sf.openAs(ctx, *user, e)
+	store, u, err := sf.openCLIAs(ctx, *user, e)
 	if err != nil {
 		return err
 	}
@@ -116,7 +116,7 @@ func runShow(ctx context.Context, e *env) error {
 		}
 	}
 	sf.mayOpenView = true // reads only
-	store, u, err := sf.openAs(ctx, *user, e)
+	store, u, err := sf.openCLIAs(ctx, *user, e)
 	if err != nil {
 		return err
 	}
@@ -161,7 +161,9 @@ func runShow(ctx context.Context, e *env) error {
 
 // versionAt is the newest version fetched at or before t (the newest of
 // all for a zero t).
-func versionAt(ctx context.Context, store *pet.Store, w *changedigest.Watch, t time.Time) (int, error) {
+func versionAt(ctx context.Context, store interface {
+	Versions(ctx context.Context, watchID int64, before, limit int) ([]changedigest.Snapshot, error)
+}, w *changedigest.Watch, t time.Time) (int, error) {
 	before := 0
 	for {
 		vs, err := store.Versions(ctx, w.ID, before, 1000)
@@ -237,7 +239,7 @@ func runSearch(ctx context.Context, e *env) error {
 		q.Types = []changedigest.ChangeType{t}
 	}
 	sf.mayOpenView = true // reads only
-	store, u, err := sf.openAs(ctx, *user, e)
+	store, u, err := sf.openCLIAs(ctx, *user, e)
 	if err != nil {
 		return err
 	}

@@ -21,7 +21,8 @@ import (
 //
 // While serve runs, the data directory is its own: the commands that
 // read or change users and watches (user add, passwd and list; watch
-// add, list, filter and rm) then go through its admin socket, and the
+// add, list, filter and rm; history, show and search) then go through
+// its admin socket, and the
 // service makes the change as its web pages do, through its cluster of
 // one. The commands are written once, against cliStore, which the store
 // itself and the admin socket's client both are, so their output is the
@@ -42,6 +43,11 @@ type cliStore interface {
 	// on it (see changedigest.Watch.CopyFilters).
 	SetFilters(ctx context.Context, userID, id int64, edit func(*changedigest.Watch)) (*changedigest.Watch, error)
 	DeleteWatch(ctx context.Context, userID, id int64) error
+	// The reads of history, show and search.
+	Versions(ctx context.Context, watchID int64, before, limit int) ([]changedigest.Snapshot, error)
+	Version(ctx context.Context, watchID int64, seq int) (*changedigest.Snapshot, error)
+	Body(ctx context.Context, watchID int64, seq int) ([]byte, error)
+	Search(ctx context.Context, q pet.Query) (*pet.Results, error)
 	Close() error
 }
 
@@ -196,6 +202,40 @@ func settle(ctx context.Context, seen func() bool) {
 
 const settleFor = 3 * time.Second
 
+func versionsPath(watchID int64) string {
+	return "/watches/" + strconv.FormatInt(watchID, 10) + "/versions"
+}
+
+func (r remoteStore) Versions(ctx context.Context, watchID int64, before, limit int) ([]changedigest.Snapshot, error) {
+	var vs []changedigest.Snapshot
+	return vs, r.call(ctx, "GET", versionsPath(watchID)+"?before="+strconv.Itoa(before)+"&limit="+strconv.Itoa(limit), nil, &vs)
+}
+
+func (r remoteStore) Version(ctx context.Context, watchID int64, seq int) (*changedigest.Snapshot, error) {
+	var v changedigest.Snapshot
+	if err := r.call(ctx, "GET", versionsPath(watchID)+"/"+strconv.Itoa(seq), nil, &v); err != nil {
+		return nil, err
+	}
+	return &v, nil
+}
+
+func (r remoteStore) Body(ctx context.Context, watchID int64, seq int) ([]byte, error) {
+	res, err := adminDo(ctx, r.c, "GET", versionsPath(watchID)+"/"+strconv.Itoa(seq)+"/body", nil)
+	if err != nil {
+		return nil, err
+	}
+	defer res.Body.Close()
+	return io.ReadAll(res.Body)
+}
+
+func (r remoteStore) Search(ctx context.Context, q pet.Query) (*pet.Results, error) {
+	var res pet.Results
+	if err := r.call(ctx, "POST", "/search", q, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
 // adminStoreRoutes adds the admin socket's routes of users and watches,
 // answered from the service's cluster of one.
 func (m *Main) adminStoreRoutes(mux *http.ServeMux) {
@@ -341,6 +381,45 @@ func (m *Main) adminStoreRoutes(mux *http.ServeMux) {
 			})
 		}
 		answer(w, x, err)
+	})
+	mux.HandleFunc("GET /watches/{watch}/versions", func(w http.ResponseWriter, r *http.Request) {
+		id, ok := ids(w, r, "watch")
+		if !ok {
+			return
+		}
+		before, _ := strconv.Atoi(r.URL.Query().Get("before"))
+		limit, _ := strconv.Atoi(r.URL.Query().Get("limit"))
+		vs, err := st.Versions(r.Context(), id[0], before, limit)
+		answer(w, vs, err)
+	})
+	mux.HandleFunc("GET /watches/{watch}/versions/{seq}", func(w http.ResponseWriter, r *http.Request) {
+		id, ok := ids(w, r, "watch", "seq")
+		if !ok {
+			return
+		}
+		v, err := st.Version(r.Context(), id[0], int(id[1]))
+		answer(w, v, err)
+	})
+	mux.HandleFunc("GET /watches/{watch}/versions/{seq}/body", func(w http.ResponseWriter, r *http.Request) {
+		id, ok := ids(w, r, "watch", "seq")
+		if !ok {
+			return
+		}
+		b, err := st.Body(r.Context(), id[0], int(id[1]))
+		if err != nil {
+			adminError(w, adminStatus(err), err)
+			return
+		}
+		w.Header().Set("Content-Type", "application/octet-stream")
+		w.Write(b)
+	})
+	mux.HandleFunc("POST /search", func(w http.ResponseWriter, r *http.Request) {
+		var q pet.Query
+		if !decode(w, r, &q) {
+			return
+		}
+		res, err := st.Search(r.Context(), q)
+		answer(w, res, err)
 	})
 	mux.HandleFunc("DELETE /users/{user}/watches/{watch}", func(w http.ResponseWriter, r *http.Request) {
 		id, ok := ids(w, r, "user", "watch")

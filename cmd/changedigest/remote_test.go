@@ -127,3 +127,50 @@ func TestDisabledAccountNotChecked(t *testing.T) {
 		t.Errorf("requests: %v; want ann's page and not bob's", hits)
 	}
 }
+
+// TestReadsBesideService: history, show and search say the same through
+// a running service as from the stopped store.
+func TestReadsBesideService(t *testing.T) {
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, "<html><head><title>Harbour</title></head><body><h1>Ferry times</h1><p>The harbour ferry leaves at nine.</p></body></html>")
+	}))
+	defer site.Close()
+	data := t.TempDir()
+	for _, args := range [][]string{{"user", "add", "ann"}, {"watch", "add", site.URL + "/ferry", "--every", "1h"}} {
+		if code, out, errs := runCmdIn(t, "a good password\n", append(args, "--data", data)...); code != 0 {
+			t.Fatalf("%v: exit %d: %s%s", args, code, out, errs)
+		}
+	}
+	m, _ := startServe(t, data, "")
+	reads := [][]string{{"history", "1"}, {"show", "1"}, {"show", "1", "--raw"}, {"search", "harbour"}}
+	outputs := func() []string {
+		var out []string
+		for _, args := range reads {
+			code, o, errs := runCmd(t, append(args, "--data", data)...)
+			if code != 0 {
+				t.Fatalf("%v: exit %d: %s%s", args, code, o, errs)
+			}
+			out = append(out, o)
+		}
+		return out
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		code, o, _ := runCmd(t, "search", "harbour", "--data", data)
+		if code == 0 && strings.Contains(o, "1 hit") || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	remote := outputs()
+	m.Close()
+	local := outputs()
+	for i := range reads {
+		if remote[i] != local[i] {
+			t.Errorf("%v differs:\nthrough the service:\n%s\nfrom the store:\n%s", reads[i], remote[i], local[i])
+		}
+	}
+	if !strings.Contains(local[3], "harbour") || !strings.Contains(local[2], "The harbour ferry leaves at nine.") {
+		t.Errorf("search and show --raw: %q, %q", local[3], local[2])
+	}
+}
