@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/changedigest/changedigest"
+	"github.com/changedigest/changedigest/cluster"
+	"github.com/changedigest/changedigest/crawl"
 	"github.com/changedigest/changedigest/pet"
 	"github.com/changedigest/changedigest/segmenter"
 )
@@ -270,6 +272,7 @@ func (m *Main) adminStoreRoutes(mux *http.ServeMux) {
 		}
 		return out, true
 	}
+	mux.HandleFunc("POST /check", m.adminCheck)
 	mux.HandleFunc("GET /users", func(w http.ResponseWriter, r *http.Request) {
 		us, err := st.Users(r.Context())
 		answer(w, us, err)
@@ -435,4 +438,110 @@ func (m *Main) adminStoreRoutes(mux *http.ServeMux) {
 		}
 		answer(w, struct{}{}, err)
 	})
+}
+
+// checkLine is one check's report as the admin socket streams it (one
+// JSON object a line), and the summary at the end.
+type checkLine struct {
+	ID      int64          `json:"id,omitempty"`
+	URL     string         `json:"url,omitempty"`
+	Result  string         `json:"result,omitempty"`
+	Error   string         `json:"error,omitempty"`
+	Summary *crawl.Summary `json:"summary,omitempty"`
+}
+
+// checkLineText is the line check prints for one watch's check.
+func checkLineText(id int64, url, result, errText string) string {
+	line := fmt.Sprintf("%-6d %-50s ", id, oneLine(url, 50))
+	if errText != "" {
+		return line + "error: " + oneLine(errText, 120)
+	}
+	return line + result
+}
+
+// checkSummaryText is check's last line.
+func checkSummaryText(sum crawl.Summary) string {
+	return fmt.Sprintf("checked %d: %d changed, %d first versions, %d unchanged, %d not modified, %d failed",
+		sum.Checked, sum.Changed, sum.FirstVersion, sum.Unchanged, sum.NotModified, sum.Failed)
+}
+
+// remoteCheck has the running service check ws now, as the web page's
+// "check now" does, and prints what came of each as check does.
+func remoteCheck(ctx context.Context, e *env, r remoteStore, ws []*changedigest.Watch) (crawl.Summary, error) {
+	ids := make([]int64, len(ws))
+	for i, w := range ws {
+		ids[i] = w.ID
+	}
+	b, _ := json.Marshal(struct {
+		Watches []int64 `json:"watches"`
+	}{ids})
+	res, err := adminDo(ctx, r.c, "POST", "/check", bytes.NewReader(b))
+	if err != nil {
+		return crawl.Summary{}, err
+	}
+	defer res.Body.Close()
+	bar := newProgress(e.stderr, len(ws))
+	defer bar.done()
+	dec := json.NewDecoder(res.Body)
+	for {
+		var l checkLine
+		if err := dec.Decode(&l); err != nil {
+			if errors.Is(err, io.EOF) {
+				err = errors.New("the running service ended the check before its summary")
+			}
+			return crawl.Summary{}, err
+		}
+		if l.Summary != nil {
+			return *l.Summary, nil
+		}
+		bar.step()
+		bar.println(e.stdout, checkLineText(l.ID, l.URL, l.Result, l.Error))
+	}
+}
+
+// adminCheck checks the watches of the request now, streaming a line per
+// check and the summary.
+func (m *Main) adminCheck(w http.ResponseWriter, r *http.Request) {
+	var in struct {
+		Watches []int64 `json:"watches"`
+	}
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20)).Decode(&in); err != nil {
+		adminError(w, http.StatusBadRequest, fmt.Errorf("a bad request of the command line: %w", err))
+		return
+	}
+	st := m.clusterStore()
+	var ws []*changedigest.Watch
+	for _, id := range in.Watches {
+		x, err := st.Watch(r.Context(), pet.AnyUser, id)
+		if err != nil {
+			adminError(w, adminStatus(err), err)
+			return
+		}
+		ws = append(ws, x)
+	}
+	if m.Scheduler == nil {
+		adminError(w, http.StatusServiceUnavailable, errors.New("checks are not running in this service"))
+		return
+	}
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	enc := json.NewEncoder(w)
+	flush := func() {
+		if f, ok := w.(http.Flusher); ok {
+			f.Flush()
+		}
+	}
+	checker := cluster.Checker{Node: m.Node, Local: m.Scheduler}
+	sum, err := checker.CheckNow(r.Context(), func(rep crawl.Report) {
+		l := checkLine{ID: rep.Watch.ID, URL: rep.Watch.URL, Result: rep.Outcome.Result.String()}
+		if rep.Err != nil {
+			l.Error = plainError(rep.Err)
+		}
+		enc.Encode(l)
+		flush()
+	}, ws...)
+	if err != nil {
+		m.Logger.Warn("check through the admin socket", "err", err)
+		return // the command finds no summary and says so
+	}
+	enc.Encode(checkLine{Summary: &sum})
 }

@@ -174,3 +174,46 @@ func TestReadsBesideService(t *testing.T) {
 		t.Errorf("search and show --raw: %q, %q", local[3], local[2])
 	}
 }
+
+// TestCheckBesideService: check through a running service checks now and
+// prints what check prints; the version is the service's.
+func TestCheckBesideService(t *testing.T) {
+	var mu sync.Mutex
+	text := "The harbour ferry leaves at nine."
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintf(w, "<html><body><h1>Ferry times</h1><p>%s</p></body></html>", text)
+	}))
+	defer site.Close()
+	data := t.TempDir()
+	for _, args := range [][]string{{"user", "add", "ann"}, {"watch", "add", site.URL + "/ferry", "--every", "24h"}} {
+		if code, out, errs := runCmdIn(t, "a good password\n", append(args, "--data", data)...); code != 0 {
+			t.Fatalf("%v: exit %d: %s%s", args, code, out, errs)
+		}
+	}
+	m, _ := startServe(t, data, "")
+	defer m.Close()
+	// The service's first check at start; then the page changes.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, o, _ := runCmd(t, "history", "1", "--data", data)
+		if strings.Contains(o, "1 checks") || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	mu.Lock()
+	text = "The harbour ferry leaves at ten."
+	mu.Unlock()
+	code, out, errs := runCmd(t, "check", "1", "--data", data)
+	if code != 0 || !strings.Contains(out, "changed") || !strings.Contains(out, "checked 1: 1 changed, 0 first versions") {
+		t.Fatalf("check through the service: exit %d: %s%s", code, out, errs)
+	}
+	if code, out, errs := runCmd(t, "show", "1", "--changes", "--data", data); code != 0 || !strings.Contains(out, "[-nine-]{+ten+}") {
+		t.Errorf("the new version: exit %d: %s%s", code, out, errs)
+	}
+	if code, _, errs := runCmd(t, "check", "7", "--data", data); code == 0 || !strings.Contains(errs, "7") {
+		t.Errorf("an unknown watch: exit %d: %s", code, errs)
+	}
+}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/changedigest/changedigest"
 	"github.com/changedigest/changedigest/browser"
+	"github.com/changedigest/changedigest/cluster"
 	"github.com/changedigest/changedigest/crawl"
 	"github.com/changedigest/changedigest/internal/prefault"
 	"github.com/changedigest/changedigest/pet"
@@ -493,34 +494,35 @@ func runCheck(ctx context.Context, e *env) error {
 		return usagef("give watch ids or URLs, or --all")
 	}
 	sf.commitDelay = checkCommitDelay
+	if c := adminClient(ctx, sf.data); c != nil && !cluster.IsView(sf.data) {
+		// A running service checks them, as its "check now" does.
+		r := remoteStore{c}
+		defer r.Close()
+		u, err := cliUser(ctx, r, *user, e)
+		if err != nil {
+			return err
+		}
+		ws, err := checkList(ctx, r, u, *all, args)
+		if err != nil || len(ws) == 0 {
+			return noneToCheck(e, err)
+		}
+		sum, err := remoteCheck(ctx, e, r, ws)
+		if err != nil {
+			return err
+		}
+		return checkSummary(e, sum)
+	}
 	store, u, err := sf.openAs(ctx, *user, e)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
-	var ws []*changedigest.Watch
-	if *all {
-		list, err := store.Watches(ctx, u.ID, "")
-		if err != nil {
-			return err
-		}
-		for i := range list {
-			ws = append(ws, &list[i])
-		}
-	} else {
-		for _, a := range args {
-			w, err := findWatch(ctx, store, u, a)
-			if err != nil {
-				return err
-			}
-			ws = append(ws, w)
-		}
-	}
-	if len(ws) == 0 {
-		fmt.Fprintln(e.stdout, "no watches to check")
-		return nil
+	ws, err := checkList(ctx, store, u, *all, args)
+	if err != nil || len(ws) == 0 {
+		return noneToCheck(e, err)
 	}
 	if shortLived {
+
 		if _, set := os.LookupEnv("GOMAXPROCS"); !set {
 			runtime.GOMAXPROCS(min(runtime.GOMAXPROCS(0), checkProcs(ws, *workers)))
 		}
@@ -538,13 +540,11 @@ func runCheck(ctx context.Context, e *env) error {
 	bar := newProgress(e.stderr, len(ws))
 	sum, err := sched.CheckNow(ctx, func(r crawl.Report) {
 		bar.step()
-		line := fmt.Sprintf("%-6d %-50s ", r.Watch.ID, oneLine(r.Watch.URL, 50))
+		errText := ""
 		if r.Err != nil {
-			line += "error: " + oneLine(plainError(r.Err), 120)
-		} else {
-			line += r.Outcome.Result.String()
+			errText = plainError(r.Err)
 		}
-		bar.println(e.stdout, line)
+		bar.println(e.stdout, checkLineText(r.Watch.ID, r.Watch.URL, r.Outcome.Result.String(), errText))
 	}, ws...)
 	bar.done()
 	if serr := saves.flush(context.WithoutCancel(ctx)); err == nil && serr != nil {
@@ -553,8 +553,44 @@ func runCheck(ctx context.Context, e *env) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(e.stdout, "checked %d: %d changed, %d first versions, %d unchanged, %d not modified, %d failed\n",
-		sum.Checked, sum.Changed, sum.FirstVersion, sum.Unchanged, sum.NotModified, sum.Failed)
+	return checkSummary(e, sum)
+}
+
+// checkList is the watches check is to check: all the user's, or those
+// named. None is not an error: it says so.
+func checkList(ctx context.Context, store watchStore, u *changedigest.User, all bool, args []string) ([]*changedigest.Watch, error) {
+	var ws []*changedigest.Watch
+	if all {
+		list, err := store.Watches(ctx, u.ID, "")
+		if err != nil {
+			return nil, err
+		}
+		for i := range list {
+			ws = append(ws, &list[i])
+		}
+	} else {
+		for _, a := range args {
+			w, err := findWatch(ctx, store, u, a)
+			if err != nil {
+				return nil, err
+			}
+			ws = append(ws, w)
+		}
+	}
+	return ws, nil
+}
+
+// noneToCheck says there is nothing to check, unless err says why.
+func noneToCheck(e *env, err error) error {
+	if err == nil {
+		fmt.Fprintln(e.stdout, "no watches to check")
+	}
+	return err
+}
+
+// checkSummary prints check's last line; failed checks make its error.
+func checkSummary(e *env, sum crawl.Summary) error {
+	fmt.Fprintln(e.stdout, checkSummaryText(sum))
 	if sum.Failed > 0 {
 		return fmt.Errorf("%d of %d checks failed", sum.Failed, sum.Checked)
 	}
