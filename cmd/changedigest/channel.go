@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -102,7 +103,7 @@ func runChannelAdd(ctx context.Context, e *env) error {
 	if err := c.Validate(); err != nil {
 		return err
 	}
-	store, u, err := sf.openAs(ctx, *user, e)
+	store, u, err := sf.openCLIAs(ctx, *user, e)
 	if err != nil {
 		return err
 	}
@@ -129,7 +130,7 @@ func runChannelList(ctx context.Context, e *env) error {
 		return err
 	}
 	sf.mayOpenView = true // reads only
-	store, u, err := sf.openAs(ctx, *user, e)
+	store, u, err := sf.openCLIAs(ctx, *user, e)
 	if err != nil {
 		return err
 	}
@@ -178,7 +179,7 @@ func runChannelList(ctx context.Context, e *env) error {
 
 // channelArg opens the store and finds the channel named by the one
 // argument; the caller closes the store.
-func channelArg(ctx context.Context, e *env, name, usage string) (*pet.Store, *changedigest.Channel, *storeFlags, error) {
+func channelArg(ctx context.Context, e *env, name, usage string) (cliStore, *changedigest.Channel, *storeFlags, error) {
 	sf := &storeFlags{}
 	fs := newFlagSet(e, name, usage)
 	sf.register(fs)
@@ -194,7 +195,7 @@ func channelArg(ctx context.Context, e *env, name, usage string) (*pet.Store, *c
 	if err != nil || id <= 0 {
 		return nil, nil, nil, usagef("%q is not a channel id", args[0])
 	}
-	store, u, err := sf.openAs(ctx, *user, e)
+	store, u, err := sf.openCLIAs(ctx, *user, e)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -227,14 +228,29 @@ func runChannelTest(ctx context.Context, e *env) error {
 		return err
 	}
 	defer store.Close()
-	fetcher := crawl.NewFetcher()
-	fetcher.AllowPrivate = sf.allowPrivate
-	d := notify.NewDispatcher(store, nil, fetcher.Client(30*time.Second))
-	res := d.Test(ctx, c)
-	if res.Err != nil {
-		return fmt.Errorf("test message to channel %d (%s) failed: %w", c.ID, c.Name, res.Err)
+	var status int
+	var sendErr error
+	switch st := store.(type) {
+	case remoteStore: // the service sends it, as its web page does
+		res, err := st.channelDo(ctx, c.UserID, c.ID, "test")
+		if err != nil {
+			return err
+		}
+		status = res.Status
+		if res.Error != "" {
+			sendErr = errors.New(res.Error)
+		}
+	case localStore:
+		fetcher := crawl.NewFetcher()
+		fetcher.AllowPrivate = sf.allowPrivate
+		d := notify.NewDispatcher(st.Store, nil, fetcher.Client(30*time.Second))
+		res := d.Test(ctx, c)
+		status, sendErr = res.Status, res.Err
 	}
-	fmt.Fprintf(e.stdout, "test message sent to channel %d (%s): status %d\n", c.ID, c.Name, res.Status)
+	if sendErr != nil {
+		return fmt.Errorf("test message to channel %d (%s) failed: %w", c.ID, c.Name, sendErr)
+	}
+	fmt.Fprintf(e.stdout, "test message sent to channel %d (%s): status %d\n", c.ID, c.Name, status)
 	return nil
 }
 
@@ -246,17 +262,28 @@ func runChannelRetry(ctx context.Context, e *env) error {
 		return err
 	}
 	defer store.Close()
-	dead, err := store.Deliveries(ctx, pet.DeliveryFilter{UserID: c.UserID, ChannelID: c.ID, State: changedigest.DeliveryDead, Limit: 1000})
-	if err != nil {
-		return err
-	}
-	d := notify.NewDispatcher(store, nil, nil)
-	for _, x := range dead {
-		if _, err := d.Redeliver(ctx, c.UserID, x.ID); err != nil {
+	n := 0
+	switch st := store.(type) {
+	case remoteStore:
+		res, err := st.channelDo(ctx, c.UserID, c.ID, "retry")
+		if err != nil {
 			return err
 		}
+		n = res.Retried
+	case localStore:
+		dead, err := st.Deliveries(ctx, pet.DeliveryFilter{UserID: c.UserID, ChannelID: c.ID, State: changedigest.DeliveryDead, Limit: 1000})
+		if err != nil {
+			return err
+		}
+		d := notify.NewDispatcher(st.Store, nil, nil)
+		for _, x := range dead {
+			if _, err := d.Redeliver(ctx, c.UserID, x.ID); err != nil {
+				return err
+			}
+		}
+		n = len(dead)
 	}
-	fmt.Fprintf(e.stdout, "%d failed notification(s) of channel %d (%s) will be sent again\n", len(dead), c.ID, c.Name)
+	fmt.Fprintf(e.stdout, "%d failed notification(s) of channel %d (%s) will be sent again\n", n, c.ID, c.Name)
 	return nil
 }
 
@@ -303,15 +330,12 @@ func runChannelTemplate(ctx context.Context, e *env) error {
 			return err
 		}
 	}
-	store, u, err := sf.openAs(ctx, *user, e)
+	store, u, err := sf.openCLIAs(ctx, *user, e)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
-	c, err := store.UpdateChannel(ctx, u.ID, id, func(x *changedigest.Channel) error {
-		x.Template = src
-		return nil
-	})
+	c, err := store.SetTemplate(ctx, u.ID, id, src)
 	if err != nil {
 		return err
 	}

@@ -23,8 +23,8 @@ import (
 //
 // While serve runs, the data directory is its own: the commands that
 // read or change users and watches (user add, passwd and list; watch
-// add, list, filter and rm; history, show and search) then go through
-// its admin socket, and the
+// add, list, filter and rm; check, history, show and search; the channel
+// commands) then go through its admin socket, and the
 // service makes the change as its web pages do, through its cluster of
 // one. The commands are written once, against cliStore, which the store
 // itself and the admin socket's client both are, so their output is the
@@ -50,6 +50,7 @@ type cliStore interface {
 	Version(ctx context.Context, watchID int64, seq int) (*changedigest.Snapshot, error)
 	Body(ctx context.Context, watchID int64, seq int) ([]byte, error)
 	Search(ctx context.Context, q pet.Query) (*pet.Results, error)
+	channelStore
 	Close() error
 }
 
@@ -273,6 +274,7 @@ func (m *Main) adminStoreRoutes(mux *http.ServeMux) {
 		return out, true
 	}
 	mux.HandleFunc("POST /check", m.adminCheck)
+	m.adminChannelRoutes(mux)
 	mux.HandleFunc("GET /users", func(w http.ResponseWriter, r *http.Request) {
 		us, err := st.Users(r.Context())
 		answer(w, us, err)
@@ -544,4 +546,272 @@ func (m *Main) adminCheck(w http.ResponseWriter, r *http.Request) {
 		return // the command finds no summary and says so
 	}
 	enc.Encode(checkLine{Summary: &sum})
+}
+
+// channelStore is what the channel commands read and write besides the
+// watches.
+type channelStore interface {
+	Channels(ctx context.Context, userID int64) ([]changedigest.Channel, error)
+	Channel(ctx context.Context, userID, id int64) (*changedigest.Channel, error)
+	CreateChannel(ctx context.Context, c *changedigest.Channel) error
+	DeleteChannel(ctx context.Context, userID, id int64) error
+	// SetTemplate gives channel id its own message template ("": the
+	// default message).
+	SetTemplate(ctx context.Context, userID, id int64, src string) (*changedigest.Channel, error)
+	Deliveries(ctx context.Context, f pet.DeliveryFilter) ([]changedigest.Delivery, error)
+}
+
+func (s localStore) SetTemplate(ctx context.Context, userID, id int64, src string) (*changedigest.Channel, error) {
+	return s.UpdateChannel(ctx, userID, id, func(x *changedigest.Channel) error {
+		x.Template = src
+		return nil
+	})
+}
+
+// wireChannel is a channel as the admin socket carries it: with its
+// secret, which a channel's JSON leaves out.
+type wireChannel struct {
+	changedigest.Channel
+	Secret string `json:"secret,omitempty"`
+}
+
+func unwire(w wireChannel) *changedigest.Channel {
+	c := w.Channel
+	c.Secret = w.Secret
+	return &c
+}
+
+func channelsPath(userID int64) string { return "/users/" + strconv.FormatInt(userID, 10) + "/channels" }
+
+func (r remoteStore) Channels(ctx context.Context, userID int64) ([]changedigest.Channel, error) {
+	var ws []wireChannel
+	if err := r.call(ctx, "GET", channelsPath(userID), nil, &ws); err != nil {
+		return nil, err
+	}
+	out := make([]changedigest.Channel, len(ws))
+	for i := range ws {
+		out[i] = *unwire(ws[i])
+	}
+	return out, nil
+}
+
+func (r remoteStore) Channel(ctx context.Context, userID, id int64) (*changedigest.Channel, error) {
+	var w wireChannel
+	if err := r.call(ctx, "GET", channelsPath(userID)+"/"+strconv.FormatInt(id, 10), nil, &w); err != nil {
+		return nil, err
+	}
+	return unwire(w), nil
+}
+
+func (r remoteStore) CreateChannel(ctx context.Context, c *changedigest.Channel) error {
+	var w wireChannel
+	if err := r.call(ctx, "POST", channelsPath(c.UserID), wireChannel{Channel: *c, Secret: c.Secret}, &w); err != nil {
+		return err
+	}
+	*c = *unwire(w)
+	return nil
+}
+
+func (r remoteStore) DeleteChannel(ctx context.Context, userID, id int64) error {
+	return r.call(ctx, "DELETE", channelsPath(userID)+"/"+strconv.FormatInt(id, 10), nil, nil)
+}
+
+func (r remoteStore) SetTemplate(ctx context.Context, userID, id int64, src string) (*changedigest.Channel, error) {
+	var w wireChannel
+	if err := r.call(ctx, "POST", channelsPath(userID)+"/"+strconv.FormatInt(id, 10)+"/template", struct {
+		Template string `json:"template"`
+	}{src}, &w); err != nil {
+		return nil, err
+	}
+	return unwire(w), nil
+}
+
+func (r remoteStore) Deliveries(ctx context.Context, f pet.DeliveryFilter) ([]changedigest.Delivery, error) {
+	var ds []changedigest.Delivery
+	return ds, r.call(ctx, "POST", "/deliveries", f, &ds)
+}
+
+// channelResult is what the service made of a channel's test message or
+// of its retry.
+type channelResult struct {
+	Status  int    `json:"status,omitempty"`
+	Error   string `json:"error,omitempty"`
+	Retried int    `json:"retried,omitempty"`
+}
+
+// adminChannelRoutes adds the admin socket's routes of channels.
+func (m *Main) adminChannelRoutes(mux *http.ServeMux) {
+	st := m.clusterStore()
+	view := m.Store
+	answer := func(w http.ResponseWriter, v any, err error) {
+		if err != nil {
+			adminError(w, adminStatus(err), err)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(v)
+	}
+	decode := func(w http.ResponseWriter, r *http.Request, v any) bool {
+		if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20)).Decode(v); err != nil {
+			adminError(w, http.StatusBadRequest, fmt.Errorf("a bad request of the command line: %w", err))
+			return false
+		}
+		return true
+	}
+	ids := func(w http.ResponseWriter, r *http.Request, names ...string) ([]int64, bool) {
+		var out []int64
+		for _, n := range names {
+			id, err := strconv.ParseInt(r.PathValue(n), 10, 64)
+			if err != nil || id <= 0 {
+				adminError(w, http.StatusBadRequest, fmt.Errorf("%s %q is not an id", n, r.PathValue(n)))
+				return nil, false
+			}
+			out = append(out, id)
+		}
+		return out, true
+	}
+	wire := func(c *changedigest.Channel) wireChannel { return wireChannel{Channel: *c, Secret: c.Secret} }
+	mux.HandleFunc("GET /users/{user}/channels", func(w http.ResponseWriter, r *http.Request) {
+		id, ok := ids(w, r, "user")
+		if !ok {
+			return
+		}
+		cs, err := st.Channels(r.Context(), id[0])
+		out := make([]wireChannel, len(cs))
+		for i := range cs {
+			out[i] = wire(&cs[i])
+		}
+		answer(w, out, err)
+	})
+	mux.HandleFunc("GET /users/{user}/channels/{channel}", func(w http.ResponseWriter, r *http.Request) {
+		id, ok := ids(w, r, "user", "channel")
+		if !ok {
+			return
+		}
+		c, err := st.Channel(r.Context(), id[0], id[1])
+		if err != nil {
+			answer(w, nil, err)
+			return
+		}
+		answer(w, wire(c), nil)
+	})
+	mux.HandleFunc("POST /users/{user}/channels", func(w http.ResponseWriter, r *http.Request) {
+		id, ok := ids(w, r, "user")
+		if !ok {
+			return
+		}
+		var in wireChannel
+		if !decode(w, r, &in) {
+			return
+		}
+		c := unwire(in)
+		c.ID, c.UserID = 0, id[0]
+		if err := c.Validate(); err != nil {
+			answer(w, nil, err)
+			return
+		}
+		if err := st.CreateChannel(r.Context(), c); err != nil {
+			answer(w, nil, err)
+			return
+		}
+		settle(r.Context(), func() bool { _, err := view.Channel(r.Context(), c.UserID, c.ID); return err == nil })
+		answer(w, wire(c), nil)
+	})
+	mux.HandleFunc("POST /users/{user}/channels/{channel}/template", func(w http.ResponseWriter, r *http.Request) {
+		id, ok := ids(w, r, "user", "channel")
+		if !ok {
+			return
+		}
+		var in struct {
+			Template string `json:"template"`
+		}
+		if !decode(w, r, &in) {
+			return
+		}
+		c, err := st.UpdateChannel(r.Context(), id[0], id[1], func(x *changedigest.Channel) error {
+			x.Template = in.Template
+			return x.Validate()
+		})
+		if err != nil {
+			answer(w, nil, err)
+			return
+		}
+		settle(r.Context(), func() bool {
+			v, err := view.Channel(r.Context(), id[0], id[1])
+			return err == nil && v.Template == in.Template
+		})
+		answer(w, wire(c), nil)
+	})
+	mux.HandleFunc("DELETE /users/{user}/channels/{channel}", func(w http.ResponseWriter, r *http.Request) {
+		id, ok := ids(w, r, "user", "channel")
+		if !ok {
+			return
+		}
+		err := st.DeleteChannel(r.Context(), id[0], id[1])
+		if err == nil {
+			settle(r.Context(), func() bool {
+				_, err := view.Channel(r.Context(), id[0], id[1])
+				return changedigest.ErrorCode(err) == changedigest.ENOTFOUND
+			})
+		}
+		answer(w, struct{}{}, err)
+	})
+	mux.HandleFunc("POST /deliveries", func(w http.ResponseWriter, r *http.Request) {
+		var f pet.DeliveryFilter
+		if !decode(w, r, &f) {
+			return
+		}
+		ds, err := st.Deliveries(r.Context(), f)
+		answer(w, ds, err)
+	})
+	mux.HandleFunc("POST /users/{user}/channels/{channel}/test", func(w http.ResponseWriter, r *http.Request) {
+		id, ok := ids(w, r, "user", "channel")
+		if !ok {
+			return
+		}
+		c, err := st.Channel(r.Context(), id[0], id[1])
+		if err != nil || m.Dispatch == nil {
+			if err == nil {
+				err = errors.New("this service sends no notifications")
+			}
+			answer(w, nil, err)
+			return
+		}
+		res := m.Dispatch.Test(r.Context(), c)
+		out := channelResult{Status: res.Status}
+		if res.Err != nil {
+			out.Error = plainError(res.Err)
+		}
+		answer(w, out, nil)
+	})
+	mux.HandleFunc("POST /users/{user}/channels/{channel}/retry", func(w http.ResponseWriter, r *http.Request) {
+		id, ok := ids(w, r, "user", "channel")
+		if !ok {
+			return
+		}
+		if m.Dispatch == nil {
+			answer(w, nil, errors.New("this service sends no notifications"))
+			return
+		}
+		dead, err := st.Deliveries(r.Context(), pet.DeliveryFilter{UserID: id[0], ChannelID: id[1], State: changedigest.DeliveryDead, Limit: 1000})
+		if err != nil {
+			answer(w, nil, err)
+			return
+		}
+		for _, x := range dead {
+			if _, err := m.Dispatch.Redeliver(r.Context(), id[0], x.ID); err != nil {
+				answer(w, nil, err)
+				return
+			}
+		}
+		answer(w, channelResult{Retried: len(dead)}, nil)
+	})
+}
+
+// channelDo asks the running service to send channel id's test message
+// (what "test") or its failed notifications again ("retry").
+func (r remoteStore) channelDo(ctx context.Context, userID, id int64, what string) (channelResult, error) {
+	var out channelResult
+	err := r.call(ctx, "POST", channelsPath(userID)+"/"+strconv.FormatInt(id, 10)+"/"+what, struct{}{}, &out)
+	return out, err
 }

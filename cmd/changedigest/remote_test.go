@@ -3,8 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -215,5 +218,67 @@ func TestCheckBesideService(t *testing.T) {
 	}
 	if code, _, errs := runCmd(t, "check", "7", "--data", data); code == 0 || !strings.Contains(errs, "7") {
 		t.Errorf("an unknown watch: exit %d: %s", code, errs)
+	}
+}
+
+// TestChannelsBesideService: the channel commands through a running
+// service: add, list, test (the service sends it), template, rm; the
+// list says the same as from the stopped store.
+func TestChannelsBesideService(t *testing.T) {
+	var mu sync.Mutex
+	var got []string
+	rc := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		got = append(got, string(b))
+		mu.Unlock()
+	}))
+	defer rc.Close()
+	data := t.TempDir()
+	if code, out, errs := runCmdIn(t, "a good password\n", "user", "add", "ann", "--data", data); code != 0 {
+		t.Fatalf("user add: exit %d: %s%s", code, out, errs)
+	}
+	m, _ := startServe(t, data, "")
+	run := func(stdin string, args ...string) string {
+		t.Helper()
+		code, out, errs := runCmdIn(t, stdin, append(args, "--data", data)...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s%s", args, code, out, errs)
+		}
+		return out
+	}
+	if out := run("a-signing-secret-1234\n", "channel", "add", "webhook", rc.URL+"/hook", "--secret-stdin"); !strings.Contains(out, "channel 1: webhook") {
+		t.Errorf("channel add: %q", out)
+	}
+	if out := run("", "channel", "test", "1"); !strings.Contains(out, "test message sent to channel 1") {
+		t.Errorf("channel test: %q", out)
+	}
+	mu.Lock()
+	if len(got) != 1 {
+		t.Errorf("the receiver got %d requests, want the test message", len(got))
+	}
+	mu.Unlock()
+	tmpl := filepath.Join(t.TempDir(), "msg.tmpl")
+	if err := os.WriteFile(tmpl, []byte("{{.Title}}: {{.URL}}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out := run("", "channel", "template", "1", tmpl); !strings.Contains(out, "sends its own message") {
+		t.Errorf("channel template: %q", out)
+	}
+	remote := run("", "channel", "list")
+	if !strings.Contains(remote, "(own message)") || !strings.Contains(remote, "…1234") {
+		t.Errorf("channel list: %q", remote)
+	}
+	m.Close()
+	if local := run("", "channel", "list"); local != remote {
+		t.Errorf("channel list differs:\nthrough the service:\n%s\nfrom the store:\n%s", remote, local)
+	}
+	m, _ = startServe(t, data, "")
+	defer m.Close()
+	if out := run("", "channel", "rm", "1"); !strings.Contains(out, "removed channel 1") {
+		t.Errorf("channel rm: %q", out)
+	}
+	if out := run("", "channel", "list"); !strings.Contains(out, "no channels yet") {
+		t.Errorf("channel list after rm: %q", out)
 	}
 }
