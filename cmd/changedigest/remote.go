@@ -581,7 +581,9 @@ func unwire(w wireChannel) *changedigest.Channel {
 	return &c
 }
 
-func channelsPath(userID int64) string { return "/users/" + strconv.FormatInt(userID, 10) + "/channels" }
+func channelsPath(userID int64) string {
+	return "/users/" + strconv.FormatInt(userID, 10) + "/channels"
+}
 
 func (r remoteStore) Channels(ctx context.Context, userID int64) ([]changedigest.Channel, error) {
 	var ws []wireChannel
