@@ -189,6 +189,16 @@ func (p *Pipeline) Check(ctx context.Context, w *changedigest.Watch) (Outcome, e
 			snap.Segments[i].Start, snap.Segments[i].End = -1, -1
 		}
 	}
+	if w.ReadsValue() {
+		// The value and what the versions before held, so that the
+		// watch's condition is weighed from the version alone.
+		snap.Value = segmenter.ReadValue(res.Body, w.ValueSelector)
+		var was *changedigest.Value
+		if prev != nil {
+			was = prev.Value
+		}
+		snap.Value.Follow(was, w.Condition())
+	}
 	seq, err := p.Track.AddVersion(ctx, w.ID, snap, res.Raw)
 	if err != nil {
 		return Outcome{}, fmt.Errorf("crawl: store a version of %s: %w", w, err)
