@@ -348,9 +348,13 @@ type watchForm struct {
 	Types           []string
 	OnlyInterests   bool
 	ShowNoise       bool
-	Browser         bool   // render the page in a browser
-	WaitFor         string // with Browser: the CSS selector to wait for
-	Steps           string // with Browser: one step a line ("click #accept")
+	// ValueSelector and When: the value read from each version and the
+	// condition on it (changedigest.ParseCondition).
+	ValueSelector string
+	When          string
+	Browser       bool   // render the page in a browser
+	WaitFor       string // with Browser: the CSS selector to wait for
+	Steps         string // with Browser: one step a line ("click #accept")
 	// Request options: Method GET or POST, Body with POST, Headers one
 	// "Name: value" a line, Cookies one "name=value" a line (secrets
 	// shown as their hints, which keep them when sent back), basic auth.
@@ -395,6 +399,7 @@ func formOf(w *changedigest.Watch) *watchForm {
 		f.Types = append(f.Types, string(t))
 	}
 	f.OnlyInterests, f.ShowNoise = w.OnlyInterests, w.ShowNoise
+	f.ValueSelector, f.When = w.ValueSelector, w.When
 	f.Method = "GET"
 	if o := w.Request; o != nil {
 		f.Method = cmp.Or(o.Method, "GET")
@@ -449,6 +454,7 @@ func readWatchForm(r *http.Request) *watchForm {
 		MinSignificance: strings.TrimSpace(r.FormValue("min_significance")),
 		Types:           formTypes(r),
 		OnlyInterests:   r.FormValue("only_interests") != "", ShowNoise: r.FormValue("show_noise") != "",
+		ValueSelector: strings.TrimSpace(r.FormValue("value_selector")), When: strings.TrimSpace(r.FormValue("when")),
 		Browser: r.FormValue("render") == "browser", WaitFor: strings.TrimSpace(r.FormValue("wait_for")),
 		Steps:  r.FormValue("steps"),
 		Method: r.FormValue("method"), Body: strings.ReplaceAll(r.FormValue("body"), "\r\n", "\n"),
@@ -553,6 +559,7 @@ func (f *watchForm) apply(w *changedigest.Watch, seal changedigest.Sealer) error
 		w.NotifyTypes = append(w.NotifyTypes, changedigest.ChangeType(t))
 	}
 	w.OnlyInterests, w.ShowNoise = f.OnlyInterests, f.ShowNoise
+	w.ValueSelector, w.When = f.ValueSelector, f.When
 	w.Render, w.WaitFor = changedigest.RenderFetch, f.WaitFor
 	if f.Browser {
 		w.Render = changedigest.RenderBrowser
@@ -573,6 +580,9 @@ func (f *watchForm) apply(w *changedigest.Watch, seal changedigest.Sealer) error
 		if err := segmenter.CheckZone(w.Zone); err != nil {
 			return err
 		}
+	}
+	if err := segmenter.CheckValueSelector(w.ValueSelector); err != nil {
+		return err
 	}
 	return sealSecrets(w, seal)
 }
