@@ -778,6 +778,72 @@ type watchPage struct {
 	Latest   int
 	Interval string
 	Agent    *agentView
+	// Value is the watch's value and its series, for a watch that reads one.
+	Value *valueView
+}
+
+// valueView is a watch's value on its page: the newest version's value,
+// why it could not be read, the condition and the series as a chart.
+type valueView struct {
+	Selector string // "" for the page's offer
+	When     string
+	Current  string // the newest value, with its currency and availability
+	Error    string // why the newest version's value was not read
+	// Held says whether the newest version met the condition; Why says
+	// why not.
+	Held  bool
+	Why   string
+	Chart template.HTML
+}
+
+// valueViewOf builds the value panel of w from its versions, newest first.
+func valueViewOf(w *changedigest.Watch, versions []changedigest.Snapshot) *valueView {
+	if !w.ReadsValue() {
+		return nil
+	}
+	vv := &valueView{Selector: w.ValueSelector, When: w.When}
+	cond := w.Condition()
+	var points []render.ValuePoint
+	unit := ""
+	for i := range versions {
+		v := versions[i].Value
+		if v == nil {
+			continue
+		}
+		if i == 0 {
+			vv.Error = v.Error
+			vv.Held, vv.Why = cond.Holds(v)
+			vv.Current = valueLine(v)
+		}
+		if v.Number != nil {
+			held, _ := cond.Holds(v)
+			points = append(points, render.ValuePoint{At: versions[i].FetchedAt, Value: *v.Number, Told: held && w.When != "" && i < len(versions)-1})
+			if unit == "" {
+				unit = v.Currency
+			}
+		}
+	}
+	if len(versions) > 0 && versions[0].Value == nil {
+		vv.Error = "no value was read from the newest version (it was stored before the watch read one)"
+	}
+	vv.Chart = render.ValueChart(points, unit)
+	return vv
+}
+
+// valueLine writes a value for people: "19.5 EUR, in stock".
+func valueLine(v *changedigest.Value) string {
+	var parts []string
+	if v.Number != nil {
+		n := strconv.FormatFloat(*v.Number, 'f', -1, 64)
+		if v.Currency != "" {
+			n += " " + v.Currency
+		}
+		parts = append(parts, n)
+	}
+	if v.Avail != "" {
+		parts = append(parts, v.Avail)
+	}
+	return strings.Join(parts, ", ")
 }
 
 // Oldest is the sequence number of the oldest stored version, 0 for none.
@@ -841,7 +907,7 @@ func (s *Server) handleWatch(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	p := &watchPage{WatchPage: wp, Watch: rowOf(wt), Timeline: rows, Agent: s.agentViewOf(wt)}
+	p := &watchPage{WatchPage: wp, Watch: rowOf(wt), Timeline: rows, Agent: s.agentViewOf(wt), Value: valueViewOf(wt, versions)}
 	if len(rows) > 0 {
 		p.Latest = rows[0].Seq
 	}
