@@ -15,13 +15,13 @@ import (
 	"time"
 
 	"github.com/changedigest/changedigest"
+	"github.com/changedigest/changedigest/crawl"
 	"github.com/changedigest/changedigest/expand"
 	"github.com/changedigest/changedigest/notify"
 	"github.com/changedigest/changedigest/pet"
 	"github.com/changedigest/changedigest/profile"
 	"github.com/changedigest/changedigest/render"
 	"github.com/changedigest/changedigest/secret"
-	"github.com/changedigest/changedigest/crawl"
 	"github.com/changedigest/changedigest/segmenter"
 )
 
