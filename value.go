@@ -62,6 +62,26 @@ func (v *Value) ReadValueText(text string) {
 	v.Avail = ParseAvailability(text)
 }
 
+// String writes v for people: "19.5 EUR, in stock", or "not read: "
+// and why.
+func (v *Value) String() string {
+	if v.Error != "" {
+		return "not read: " + v.Error
+	}
+	var parts []string
+	if v.Number != nil {
+		n := fmtNum(*v.Number)
+		if v.Currency != "" {
+			n += " " + v.Currency
+		}
+		parts = append(parts, n)
+	}
+	if v.Avail != "" {
+		parts = append(parts, v.Avail)
+	}
+	return strings.Join(parts, ", ")
+}
+
 // Follow records on v what prev, the value of the version before, and
 // the versions before it held: the last number and availability read,
 // and the base a change in percent is measured from under condition c.

@@ -813,7 +813,7 @@ func valueViewOf(w *changedigest.Watch, versions []changedigest.Snapshot) *value
 		if i == 0 {
 			vv.Error = v.Error
 			vv.Held, vv.Why = cond.Holds(v)
-			vv.Current = valueLine(v)
+			vv.Current = v.String()
 		}
 		if v.Number != nil {
 			held, _ := cond.Holds(v)
@@ -828,22 +828,6 @@ func valueViewOf(w *changedigest.Watch, versions []changedigest.Snapshot) *value
 	}
 	vv.Chart = render.ValueChart(points, unit)
 	return vv
-}
-
-// valueLine writes a value for people: "19.5 EUR, in stock".
-func valueLine(v *changedigest.Value) string {
-	var parts []string
-	if v.Number != nil {
-		n := strconv.FormatFloat(*v.Number, 'f', -1, 64)
-		if v.Currency != "" {
-			n += " " + v.Currency
-		}
-		parts = append(parts, n)
-	}
-	if v.Avail != "" {
-		parts = append(parts, v.Avail)
-	}
-	return strings.Join(parts, ", ")
 }
 
 // Oldest is the sequence number of the oldest stored version, 0 for none.

@@ -187,3 +187,43 @@ func TestConditionEndToEnd(t *testing.T) {
 		t.Errorf("version 4's value: %+v, want why none was read", v4.Value)
 	}
 }
+
+// TestConditionHistory: on a stopped store, check stores each version's
+// value and history lists the values and the versions that met the
+// condition.
+func TestConditionHistory(t *testing.T) {
+	var mu sync.Mutex
+	page := productPage("24.00", "in", 1)
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.Write([]byte(page))
+	}))
+	defer site.Close()
+	data := t.TempDir()
+	run := func(want int, args ...string) string {
+		t.Helper()
+		code, out, errs := runCmd(t, append(args, "--data", data)...)
+		if code != want {
+			t.Fatalf("%v: exit %d, want %d\n%s%s", args, code, want, out, errs)
+		}
+		return out + errs
+	}
+	run(0, "watch", "add", site.URL+"/", "--when", "below 20") // the page's offer
+	for _, price := range []string{"24.00", "29.00", "19.50"} {
+		mu.Lock()
+		page = productPage(price, "in", 1)
+		mu.Unlock()
+		run(0, "check", "1", "--allow-private")
+	}
+	out := run(0, "history", "1")
+	for _, want := range []string{"VALUE", "WHEN BELOW 20", "24 USD, in stock", "29 USD, in stock", "19.5 USD, in stock"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("history lacks %q:\n%s", want, out)
+		}
+	}
+	if n := strings.Count(out, " met"); n != 1 || !strings.Contains(out, "19.5 USD, in stock  met") {
+		t.Errorf("history: %d versions met the condition, want the last one:\n%s", n, out)
+	}
+}
