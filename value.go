@@ -322,9 +322,9 @@ func containsFold(s, sub string) bool {
 
 func fmtNum(x float64) string { return strconv.FormatFloat(x, 'f', -1, 64) }
 
-// numberRun finds the first number of a text: digits, with dots,
-// commas, apostrophes and spaces between them.
-var numberRun = regexp.MustCompile(`[-−]?\d(?:[\d.,'’\s\x{00a0}\x{202f}\x{2009}]*\d)?`)
+// numberRun finds a number in a text: digits, with dots and commas
+// between them, and spaces or apostrophes before groups of three.
+var numberRun = regexp.MustCompile(`[-−]?\d+(?:[.,]\d+|[ '’\x{00a0}\x{202f}\x{2009}]\d{3}\b)*`)
 
 // currencyCode finds an ISO currency code.
 var currencyCode = regexp.MustCompile(`\b(EUR|USD|GBP|JPY|CHF|CAD|AUD|CNY|SEK|NOK|DKK|PLN|CZK|HUF|VND|KRW|INR|BRL|MXN|RUB|TRY|ZAR|NZD|SGD|HKD|KWD|BHD|OMR|JOD|TND)\b`)
@@ -340,9 +340,11 @@ var currencySymbols = []struct{ sign, code string }{
 // "1.500" is one and a half.
 var threeDecimals = map[string]bool{"KWD": true, "BHD": true, "OMR": true, "JOD": true, "TND": true}
 
-// ParseNumber reads the first number of a text as shops write prices,
-// with the currency written beside it ("EUR", or the code of a sign:
-// "€" is EUR, "$" USD, "¥" JPY); ok is false when the text has no number.
+// ParseNumber reads a number of a text as shops write prices, with the
+// currency written in it ("EUR", or the code of a sign: "€" is EUR, "$"
+// USD, "¥" JPY); ok is false when the text has no number. The number is
+// the first one written beside the currency, or the first one when none
+// is ("Save 20 % – now 19,99 €" is 19.99).
 //
 // Spaces (also no-break and thin ones) and apostrophes between digits
 // group thousands ("1 234,56", "1'234.50"). Of dots and commas:
@@ -358,11 +360,21 @@ var threeDecimals = map[string]bool{"KWD": true, "BHD": true, "OMR": true, "JOD"
 //
 // A trailing ",-" or ".–" ("12,– €") means no cents.
 func ParseNumber(text string) (n float64, currency string, ok bool) {
-	loc := numberRun.FindStringIndex(text)
-	if loc == nil {
+	runs := numberRun.FindAllStringIndex(text, 20)
+	if runs == nil {
 		return 0, "", false
 	}
 	currency = findCurrency(text)
+	loc := runs[0]
+	if len(runs) > 1 && currency != "" {
+		// The number written beside a currency ("Save 20 % – now 19,99 €").
+		for _, r := range runs {
+			if besideCurrency(text, r[0], r[1]) {
+				loc = r
+				break
+			}
+		}
+	}
 	raw := text[loc[0]:loc[1]]
 	neg := false
 	if strings.HasPrefix(raw, "-") || strings.HasPrefix(raw, "−") {
@@ -410,6 +422,25 @@ func ParseNumber(text string) (n float64, currency string, ok bool) {
 		n = -n
 	}
 	return n, currency, true
+}
+
+// besideCurrency reports whether a currency sign or code is written
+// right before text[start:] or right after text[:end], spaces aside.
+func besideCurrency(text string, start, end int) bool {
+	before := strings.TrimRight(text[:start], " \u00a0\u202f\u2009")
+	after := strings.TrimLeft(text[end:], " \u00a0\u202f\u2009")
+	for _, c := range currencySymbols {
+		if strings.HasSuffix(before, c.sign) || strings.HasPrefix(after, c.sign) {
+			return true
+		}
+	}
+	if m := currencyCode.FindStringIndex(after); m != nil && m[0] == 0 {
+		return true
+	}
+	if m := currencyCode.FindAllStringIndex(before, -1); m != nil && m[len(m)-1][1] == len(before) {
+		return true
+	}
+	return false
 }
 
 func findCurrency(text string) string {

@@ -41,6 +41,11 @@ func TestParseNumber(t *testing.T) {
 		{"Price: 29.00 EUR incl. VAT", 29, "EUR"},
 		{"-5,00 €", -5, "EUR"},
 		{"42", 42, ""},
+		{"24.00 2 items", 24, ""},                 // a space before a short group ends the number
+		{"Save 20 % – now 19,99 €", 19.99, "EUR"}, // the number beside the currency
+		{"2 for 1 234,00 EUR", 1234, "EUR"},       // the same, after it
+		{"1 234 567 ₫", 1234567, "VND"},
+		{"Art. 4471 – $ 12.50", 12.5, "USD"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {
