@@ -459,11 +459,11 @@ func findCurrency(text string) string {
 // Lager", "unavailable" holds "available".
 var (
 	outOfStockWords = []string{
-		"outofstock", "out of stock", "out-of-stock", "sold out", "soldout", "discontinued",
-		"unavailable", "not available", "currently unavailable", "backorder", "preorder", "presale",
+		"outofstock", "out of stock", "out-of-stock", "not in stock", "no stock", "sold out", "soldout", "discontinued",
+		"unavailable", "not available", "no longer available", "backorder", "preorder", "presale",
 		"ausverkauft", "nicht auf lager", "nicht lieferbar", "nicht verfügbar", "vergriffen",
-		"rupture de stock", "épuisé", "epuise", "indisponible", "en rupture",
-		"agotado", "sin stock", "esaurito", "non disponibile", "niet op voorraad", "uitverkocht",
+		"rupture de stock", "épuisé", "epuise", "indisponible", "non disponible", "en rupture",
+		"agotado", "sin stock", "no disponible", "esaurito", "non disponibile", "niet op voorraad", "uitverkocht",
 		"在庫切れ", "売り切れ", "缺货", "hết hàng",
 	}
 	inStockWords = []string{
