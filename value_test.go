@@ -2,6 +2,7 @@ package changedigest
 
 import (
 	"errors"
+	"math"
 	"strings"
 	"testing"
 )
@@ -195,4 +196,24 @@ func TestNotableCondition(t *testing.T) {
 	if ok || !strings.Contains(why, "matched nothing") {
 		t.Errorf("a version without a value: %v, %q", ok, why)
 	}
+}
+
+// FuzzParseNumber: no text makes ParseNumber panic or return a number
+// that is not finite, and a plain integer reads as itself.
+func FuzzParseNumber(f *testing.F) {
+	for _, s := range []string{"1.234,56 €", "$1,234.56", "¥12,800", "12,– €", "-5", "1 234 567 ₫", "0.500 KWD"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		n, _, ok := ParseNumber(s)
+		if ok && (math.IsNaN(n) || math.IsInf(n, 0)) {
+			t.Errorf("ParseNumber(%q) = %v", s, n)
+		}
+		ParseAvailability(s)
+		if c, err := ParseCondition(s); err == nil {
+			if c2, err := ParseCondition(c.String()); err != nil || c2 != c {
+				t.Errorf("condition %q reads back as %q, %v", c.String(), c2.String(), err)
+			}
+		}
+	})
 }
