@@ -93,7 +93,7 @@ func ReadValue(body []byte, sel string) *changedigest.Value {
 	var price *float64
 	switch {
 	case q.isPath:
-		text, found, err = jsonValue(body, q.path)
+		text, price, found, err = jsonValue(body, q.path)
 		if err != nil {
 			v.Error = err.Error()
 			return v
@@ -199,8 +199,10 @@ func elementValue(n *html.Node) string {
 }
 
 // jsonValue is the text of the value steps lead to in a JSON document:
-// a scalar as written, an object or array as its scalars, space-separated.
-func jsonValue(body []byte, steps []jsonStep) (string, bool, error) {
+// a scalar as written, an object or array as its scalars, space-separated;
+// num is a JSON number read exactly (1234.567 is not a shop's "1.234"),
+// nil for any other value.
+func jsonValue(body []byte, steps []jsonStep) (text string, num *float64, found bool, err error) {
 	body = bytes.TrimPrefix(bytes.TrimLeft(body, " \t\r\n\f"), []byte("\xef\xbb\xbf"))
 	if !json.Valid(body) {
 		body = quoteNonNumbers(body)
@@ -209,11 +211,16 @@ func jsonValue(body []byte, steps []jsonStep) (string, bool, error) {
 	d.UseNumber()
 	root, err := readJSON(d, 0)
 	if err != nil {
-		return "", false, fmt.Errorf("the document does not read as JSON: %v", err)
+		return "", nil, false, fmt.Errorf("the document does not read as JSON: %v", err)
 	}
 	n := selectJSON(root, steps)
 	if n == nil {
-		return "", false, nil
+		return "", nil, false, nil
+	}
+	if n.kind == 'n' {
+		if f, err := strconv.ParseFloat(n.scalar, 64); err == nil && !math.IsInf(f, 0) {
+			num = &f
+		}
 	}
 	var parts []string
 	var walk func(*jsonNode)
@@ -227,7 +234,7 @@ func jsonValue(body []byte, steps []jsonStep) (string, bool, error) {
 		}
 	}
 	walk(n)
-	return strings.Join(parts, " "), true, nil
+	return strings.Join(parts, " "), num, true, nil
 }
 
 // offerValue finds the first offer in the ld+json scripts of a page and

@@ -1,12 +1,15 @@
 package segmenter
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 
 	"github.com/changedigest/changedigest"
+	"github.com/changedigest/changedigest/internal/testenv"
 )
 
 func TestReadValue(t *testing.T) {
@@ -37,6 +40,7 @@ func TestReadValue(t *testing.T) {
 		// JSON paths in a JSON document.
 		{file: "api-product.json", sel: "$.product.variants[0].price", number: 24},
 		{file: "api-product.json", sel: "$.product.variants[1].inventory", avail: changedigest.AvailOutOfStock},
+		{file: "api-product.json", sel: "$.product.list_price", number: 1234.567}, // a JSON number, read exactly
 		{file: "api-product.json", sel: "$.product.missing", err: "leads to nothing"},
 	}
 	for _, tt := range tests {
@@ -66,6 +70,56 @@ func TestReadValue(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestReadValueTradePrices reads one price through the corpus's trade
+// price history (a JSON document a week): each version's value is the
+// number the document holds, read exactly (not as a shop's thousands),
+// and a condition on the series tells the weeks it held.
+func TestReadValueTradePrices(t *testing.T) {
+	dir := testenv.Corpus(t, "versions-json")
+	files, _ := filepath.Glob(filepath.Join(dir, "warframe-riven-trade-prices", "[0-9]*.json"))
+	if len(files) < 10 {
+		t.Fatal("no trade price history")
+	}
+	sort.Strings(files)
+	cond, err := changedigest.ParseCondition("change 10%")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var prev *changedigest.Value
+	read, told := 0, 0
+	for _, f := range files {
+		body, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var items []struct {
+			ItemType string
+			Avg      json.Number
+		}
+		if err := json.Unmarshal(quoteNonNumbers(body), &items); err != nil || len(items) == 0 {
+			t.Fatalf("%s: %v", filepath.Base(f), err)
+		}
+		want, err := items[0].Avg.Float64()
+		if err != nil {
+			continue // NaN as Python writes it
+		}
+		v := ReadValue(body, "$[0].avg")
+		if v.Error != "" || v.Number == nil || *v.Number != want {
+			t.Fatalf("%s: value %+v, want %v", filepath.Base(f), v, want)
+		}
+		v.Follow(prev, cond)
+		if ok, _ := cond.Holds(v); ok {
+			told++
+		}
+		read++
+		prev = v
+	}
+	if read < 10 || told == 0 || told >= read {
+		t.Errorf("%d versions read, %d told under change 10%%: want some told, not all", read, told)
+	}
+	t.Logf("%d versions read, %d told under change 10%%", read, told)
 }
 
 func TestCheckValueSelector(t *testing.T) {
