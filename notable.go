@@ -29,7 +29,11 @@ import (
 //     one of them appears or disappears (its count differs between the old
 //     and the new text);
 //   - interests: when the watch tells only OnlyInterests, only a change
-//     that matched them.
+//     that matched them;
+//   - condition: when the watch has a condition (When), only the changes
+//     of a version whose value meets it (Condition.Holds), the version's
+//     value having been read when it was stored; a version whose value
+//     could not be read is not told, and why says so.
 func Notable(w *Watch, s *Snapshot, c *Change, interest bool) (ok bool, why string) {
 	if c.Noise != "" && (w == nil || !w.ShowNoise) {
 		return false, "noise: " + c.Noise
@@ -75,6 +79,15 @@ func Notable(w *Watch, s *Snapshot, c *Change, interest bool) (ok bool, why stri
 	}
 	if w.OnlyInterests && !interest {
 		return false, "does not match your interests"
+	}
+	if w.When != "" {
+		var v *Value
+		if s != nil {
+			v = s.Value
+		}
+		if ok, why := w.Condition().Holds(v); !ok {
+			return false, "condition " + w.When + ": " + why
+		}
 	}
 	return true, ""
 }
@@ -200,5 +213,14 @@ func (w *Watch) validateFilters() error {
 		}
 	}
 	w.NotifyTypes = types
+	w.ValueSelector = strings.TrimSpace(w.ValueSelector)
+	if len(w.ValueSelector) > 1024 {
+		return Errorf(EINVALID, "value selector is longer than 1024 characters")
+	}
+	c, err := ParseCondition(w.When)
+	if err != nil {
+		return err
+	}
+	w.When = c.String()
 	return nil
 }

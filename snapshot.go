@@ -52,6 +52,11 @@ type Snapshot struct {
 	// page looks like an empty frame its scripts fill in is told from it.
 	Weight *PageWeight `json:"-"`
 
+	// Value is what the watch's value selector (or the page's offer)
+	// read from this version, for a watch that reads one; nil otherwise.
+	// The values of a watch's versions are its series.
+	Value *Value `json:"value,omitempty"`
+
 	// Screenshot of a version rendered in a browser; nil for fetched
 	// pages. Stored beside the version, its image once across versions.
 	Screenshot *Screenshot `json:"screenshot,omitempty"`

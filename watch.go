@@ -88,6 +88,16 @@ type Watch struct {
 	OnlyInterests bool `json:"only_interests,omitempty"`
 	// ShowNoise tells noise changes too.
 	ShowNoise bool `json:"show_noise,omitempty"`
+	// ValueSelector reads a value (a price, an availability) from each
+	// version: a CSS selector, an XPath expression ("xpath:…" or "/…") or,
+	// for a JSON document, a JSON path ("$.offer.price"). Empty with When
+	// set, the value is the page's offer in its structured data (ld+json
+	// Offer: price and availability). The series of values is kept on
+	// the versions (Snapshot.Value).
+	ValueSelector string `json:"value_selector,omitempty"`
+	// When, when set, tells a version only when its value meets this
+	// condition ("below 20", "drop 10%", "in stock"; see ParseCondition).
+	When string `json:"when,omitempty"`
 	// Render is how the page is read: fetched (the default) or rendered
 	// in a headless browser, for pages that build their content with
 	// JavaScript. WaitFor is a CSS selector the rendered page must show
@@ -538,10 +548,25 @@ func clipRunes(s string, n int) string {
 }
 
 // CopyFilters sets w's filters (what of its changes is told: IgnoreText,
-// TriggerText, MinSignificance, NotifyTypes, OnlyInterests, ShowNoise)
-// to from's.
+// TriggerText, MinSignificance, NotifyTypes, OnlyInterests, ShowNoise,
+// ValueSelector and When) to from's.
 func (w *Watch) CopyFilters(from *Watch) {
 	w.IgnoreText, w.TriggerText = from.IgnoreText, from.TriggerText
 	w.MinSignificance, w.NotifyTypes = from.MinSignificance, from.NotifyTypes
 	w.OnlyInterests, w.ShowNoise = from.OnlyInterests, from.ShowNoise
+	w.ValueSelector, w.When = from.ValueSelector, from.When
+}
+
+// ReadsValue reports whether a value is read from w's versions: it has
+// a value selector or a condition.
+func (w *Watch) ReadsValue() bool { return w.ValueSelector != "" || w.When != "" }
+
+// Condition is w's When, parsed; the zero Condition when it has none or
+// it does not parse (Validate refuses it).
+func (w *Watch) Condition() Condition {
+	c, err := ParseCondition(w.When)
+	if err != nil {
+		return Condition{}
+	}
+	return c
 }

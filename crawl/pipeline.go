@@ -189,6 +189,7 @@ func (p *Pipeline) Check(ctx context.Context, w *changedigest.Watch) (Outcome, e
 			snap.Segments[i].Start, snap.Segments[i].End = -1, -1
 		}
 	}
+	snap.Value = ReadValue(w, res.Body, prev)
 	seq, err := p.Track.AddVersion(ctx, w.ID, snap, res.Raw)
 	if err != nil {
 		return Outcome{}, fmt.Errorf("crawl: store a version of %s: %w", w, err)
@@ -226,6 +227,23 @@ func (p *Pipeline) Check(ctx context.Context, w *changedigest.Watch) (Outcome, e
 	}
 	out.Seq = seq
 	return out, nil
+}
+
+// ReadValue reads the value of w from a new version's body (UTF-8),
+// with what the versions before held (prev is the newest stored version,
+// nil for none), so that the watch's condition is weighed from the
+// version alone. Nil for a watch that reads no value.
+func ReadValue(w *changedigest.Watch, body []byte, prev *changedigest.Snapshot) *changedigest.Value {
+	if !w.ReadsValue() {
+		return nil
+	}
+	v := segmenter.ReadValue(body, w.ValueSelector)
+	var was *changedigest.Value
+	if prev != nil {
+		was = prev.Value
+	}
+	v.Follow(was, w.Condition())
+	return v
 }
 
 // mostChecksChange reports whether most of the watch's recent checks

@@ -6,6 +6,7 @@ import (
 	"crypto/md5"
 	"encoding/binary"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -215,7 +216,7 @@ func (h *versionHeader) snapshot(watchID int64, seq int) *changedigest.Snapshot 
 		Status: h.Status, ETag: h.ETag, LastModified: h.LastModified, ContentType: h.ContentType,
 		FinalURL: h.FinalURL, Kind: h.Kind, Title: h.Title, Zone: h.Zone, Size: h.Size, BodyHash: h.BodyHash,
 		Changes: h.Changes, Similarity: h.Similarity, Significance: h.Significance, Print: h.Print,
-		FeedItems: h.FeedItems,
+		FeedItems: h.FeedItems, Value: h.Value,
 	}
 }
 
@@ -241,6 +242,12 @@ type versionHeader struct {
 	Print        *changedigest.TextPrint
 	FeedItems    int
 	Changes      []changedigest.Change
+	// Value is the value the watch read from the version; a record with
+	// one is written in recordFormatExt, whose header ends with an
+	// extension byte of flags (extValue) and the fields they announce.
+	Value *changedigest.Value
+	// ext says the header has the extension (records in recordFormatExt).
+	ext bool
 	// CRC is the body's CRC-32C, checked on read when hasCRC. Records
 	// written before it have Sum instead, the first 8 bytes of the body's
 	// SHA-256, unless BodyHash is the body's MD5 (then that is checked).
@@ -410,7 +417,28 @@ func (h *versionHeader) encode(e *enc) {
 			e.str(c.Where)
 		}
 	}
+	if h.ext {
+		var xf byte
+		var value []byte
+		if h.Value != nil {
+			// A number that is not finite does not marshal: the value is
+			// then left out.
+			if b, err := json.Marshal(h.Value); err == nil {
+				xf, value = xf|extValue, b
+			}
+		}
+		e.byte(xf)
+		if xf&extValue != 0 {
+			e.str(string(value))
+		}
+	}
 }
+
+// Extension flags (records in recordFormatExt): which fields follow the
+// changes' places.
+const (
+	extValue = 1 << iota // the version's value follows, as JSON
+)
 
 func (d *dec) fixed(n int) []byte {
 	if d.err != nil {
@@ -520,6 +548,20 @@ func (h *versionHeader) decode(d *dec) {
 			h.Changes[i].Where = d.str()
 		}
 	}
+	if h.ext {
+		xf := d.byte()
+		if xf&extValue != 0 {
+			raw := d.str()
+			if d.err == nil {
+				var v changedigest.Value
+				if err := json.Unmarshal([]byte(raw), &v); err != nil {
+					d.fail(fmt.Errorf("version value: %w", err))
+				} else {
+					h.Value = &v
+				}
+			}
+		}
+	}
 }
 
 // segRef is one segment of a version: the watch's segment id and what
@@ -554,11 +596,16 @@ type versionRec struct {
 
 const recordFormat = 1
 
+// recordFormatExt is recordFormat with a header extension (versionHeader.ext);
+// records without extended fields are written as before.
+const recordFormatExt = 2
+
 // encode writes the record: a format byte, then the packed body. Ids are
 // delta-coded, so a version that shares most segments and chunks with the
 // one before costs about a byte per segment and chunk.
 func (r *versionRec) encode() ([]byte, error) {
 	var e enc
+	r.hdr.ext = r.hdr.Value != nil
 	r.hdr.encode(&e)
 	e.uint(r.layout)
 	e.uint(uint64(len(r.segs)))
@@ -595,7 +642,11 @@ func (r *versionRec) encode() ([]byte, error) {
 			e.uint(uint64(n))
 		}
 	}
-	return append([]byte{recordFormat}, pack(e.b)...), nil
+	format := byte(recordFormat)
+	if r.hdr.ext {
+		format = recordFormatExt
+	}
+	return append([]byte{format}, pack(e.b)...), nil
 }
 
 // decodeHeader decodes the header alone of a stored version record: it
@@ -603,9 +654,10 @@ func (r *versionRec) encode() ([]byte, error) {
 // (its changes, a few kilobytes), not the segment list after it. The
 // header's strings share one copy of its bytes.
 func decodeHeader(v []byte) (*versionHeader, error) {
-	if len(v) < 2 || v[0] != recordFormat {
+	if len(v) < 2 || v[0] != recordFormat && v[0] != recordFormatExt {
 		return nil, fmt.Errorf("unknown version record format")
 	}
+	ext := v[0] == recordFormatExt
 	if v[1] != blobFlate {
 		rec, err := decodeVersion(v)
 		if err != nil {
@@ -640,13 +692,13 @@ func decodeHeader(v []byte) (*versionHeader, error) {
 			return nil, fmt.Errorf("inflate: %w", err)
 		}
 		// This try's strings share buf, which is reused: it is dropped.
-		var try versionHeader
+		try := versionHeader{ext: ext}
 		d := dec{b: buf, alias: true}
 		try.decode(&d)
 		if d.err == nil {
 			// Decoded again from a copy of its bytes alone, which its
 			// strings then share.
-			h := &versionHeader{}
+			h := &versionHeader{ext: ext}
 			d = dec{b: bytes.Clone(buf[:len(buf)-len(d.b)]), alias: true}
 			h.decode(&d)
 			return h, d.err
@@ -661,7 +713,7 @@ func decodeHeader(v []byte) (*versionHeader, error) {
 }
 
 func decodeVersion(v []byte) (*versionRec, error) {
-	if len(v) < 2 || v[0] != recordFormat {
+	if len(v) < 2 || v[0] != recordFormat && v[0] != recordFormatExt {
 		return nil, fmt.Errorf("unknown version record format")
 	}
 	body, err := unpack(v[1:], 1<<30)
@@ -669,7 +721,7 @@ func decodeVersion(v []byte) (*versionRec, error) {
 		return nil, err
 	}
 	d := dec{b: body}
-	r := &versionRec{}
+	r := &versionRec{hdr: versionHeader{ext: v[0] == recordFormatExt}}
 	r.hdr.decode(&d)
 	r.layout = d.uint()
 	n := d.count()

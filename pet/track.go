@@ -450,7 +450,7 @@ func (t *trackTx) add(want int, gap bool, snap *changedigest.Snapshot, body []by
 		LastModified: snap.LastModified, ContentType: snap.ContentType, FinalURL: snap.FinalURL,
 		Kind: snap.Kind, Title: snap.Title, Zone: snap.Zone, Size: len(body), BodyHash: snap.BodyHash,
 		Similarity: snap.Similarity, Significance: snap.Significance, Print: snap.Print, Changes: snap.Changes,
-		FeedItems: snap.FeedItems,
+		FeedItems: snap.FeedItems, Value: snap.Value,
 	}}
 	rec.hdr.CRC, rec.hdr.hasCRC = crc32.Checksum(body, castagnoli), true
 	rec.hdr.bodyMD5 = isHexMD5(snap.BodyHash)

@@ -239,6 +239,44 @@ func TestFeedItemsKept(t *testing.T) {
 	}
 }
 
+// TestValueKept stores versions with and without a value: each reads
+// back as stored, whole and in the version list (headers alone).
+func TestValueKept(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	n, prev := 19.5, 24.0
+	values := []*changedigest.Value{
+		{Text: "19,50 €", Number: &n, Currency: "EUR", PrevNumber: &prev, Base: &prev},
+		nil,
+		{Error: `the value selector ".price" matched nothing`, PrevNumber: &n},
+		{Text: "Auf Lager", Avail: changedigest.AvailInStock, PrevAvail: changedigest.AvailOutOfStock},
+	}
+	for i, v := range values {
+		body := []byte(page(fmt.Sprintf("version %d", i)))
+		snap := snapshotOf(body)
+		snap.Value = v
+		if _, err := f.s.AddVersion(ctx, f.watch.ID, snap, body); err != nil {
+			t.Fatal(err)
+		}
+		got, err := f.s.Version(ctx, f.watch.ID, i+1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got.Value, v) || got.Segments[0].Text != snap.Segments[0].Text {
+			t.Errorf("version %d: value %+v, want %+v", i+1, got.Value, v)
+		}
+	}
+	list, err := f.s.Versions(ctx, f.watch.ID, 0, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range list {
+		if want := values[s.Seq-1]; !reflect.DeepEqual(s.Value, want) {
+			t.Errorf("listed version %d: value %+v, want %+v", s.Seq, s.Value, want)
+		}
+	}
+}
+
 func TestChunkDedup(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()

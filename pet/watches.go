@@ -439,7 +439,8 @@ func userFieldsChanged(a, b *changedigest.Watch) bool {
 func filtersChanged(a, b *changedigest.Watch) bool {
 	return !slices.Equal(a.IgnoreText, b.IgnoreText) || !slices.Equal(a.TriggerText, b.TriggerText) ||
 		a.MinSignificance != b.MinSignificance || !slices.Equal(a.NotifyTypes, b.NotifyTypes) ||
-		a.OnlyInterests != b.OnlyInterests || a.ShowNoise != b.ShowNoise
+		a.OnlyInterests != b.OnlyInterests || a.ShowNoise != b.ShowNoise ||
+		a.ValueSelector != b.ValueSelector || a.When != b.When
 }
 
 // DeleteWatch deletes the watch with its whole history and its index

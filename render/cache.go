@@ -14,7 +14,8 @@ import (
 
 // WatchKey fingerprints the fields of w that the rendering of its events
 // reads: its id, creation time, name, address, kind and tags, and the
-// filters that decide which changes are told (changedigest.Notable).
+// filters that decide which changes are told (changedigest.Notable),
+// its value selector and condition among them.
 // Callers that keep what they work out of an event (see Event.Key) key
 // it by this and the version.
 func WatchKey(w *changedigest.Watch) uint64 {
@@ -51,6 +52,8 @@ func WatchKey(w *changedigest.Watch) uint64 {
 	b = strconv.AppendFloat(b, w.MinSignificance, 'g', -1, 64)
 	b = strconv.AppendBool(b, w.OnlyInterests)
 	b = strconv.AppendBool(b, w.ShowNoise)
+	str(w.ValueSelector)
+	str(w.When)
 	h.Write(b)
 	return h.Sum64()
 }
@@ -73,6 +76,11 @@ func EventKey(ev Event) uint64 {
 	b = append(b, 0)
 	b = append(b, s.Kind...)
 	b = strconv.AppendBool(b, s.Screenshot != nil)
+	if s.Value != nil {
+		// What the watch's condition weighs (changedigest.Notable).
+		b = append(b, s.Value.String()...)
+	}
+	b = append(b, 0)
 	b = strconv.AppendInt(b, int64(len(s.Changes)), 10)
 	b = append(b, 0)
 	// The changes are stored with their version and never change: their

@@ -255,16 +255,22 @@ type apiWatch struct {
 	NotifyTypes     []changedigest.ChangeType `json:"notify_types"`
 	OnlyInterests   bool                      `json:"only_interests"`
 	ShowNoise       bool                      `json:"show_noise"`
-	CreatedAt       time.Time                 `json:"created_at"`
-	UpdatedAt       time.Time                 `json:"updated_at"`
-	NextCheck       time.Time                 `json:"next_check"`
-	LastCheck       time.Time                 `json:"last_check,omitzero"`
-	LastChange      time.Time                 `json:"last_change,omitzero"`
-	LastError       string                    `json:"last_error,omitempty"`
-	LastErrorAt     time.Time                 `json:"last_error_at,omitzero"`
-	ErrorCount      int                       `json:"error_count"`
-	Checks          int                       `json:"checks"`
-	ChangeChecks    int                       `json:"change_checks"`
+	// ValueSelector and When: the value read from each version ("" with
+	// a condition: the page's ld+json offer) and the condition a version
+	// is told under ("below 20", "drop 10%", "in stock"; "" tells all).
+	// Each version's value is in its "value" (GET …/versions).
+	ValueSelector string    `json:"value_selector"`
+	When          string    `json:"when"`
+	CreatedAt     time.Time `json:"created_at"`
+	UpdatedAt     time.Time `json:"updated_at"`
+	NextCheck     time.Time `json:"next_check"`
+	LastCheck     time.Time `json:"last_check,omitzero"`
+	LastChange    time.Time `json:"last_change,omitzero"`
+	LastError     string    `json:"last_error,omitempty"`
+	LastErrorAt   time.Time `json:"last_error_at,omitzero"`
+	ErrorCount    int       `json:"error_count"`
+	Checks        int       `json:"checks"`
+	ChangeChecks  int       `json:"change_checks"`
 	// FeedURL is the watch's Atom feed, for feed readers.
 	FeedURL string `json:"feed_url"`
 	// Render is "browser" for a page rendered in headless Chromium, else
@@ -330,6 +336,7 @@ func (s *Server) apiWatchOf(u *changedigest.User, w *changedigest.Watch) apiWatc
 		Checks: w.Checks, ChangeChecks: w.ChangeChecks, FeedURL: s.feedURL(u, fmt.Sprintf("/watches/%d.xml", w.ID)),
 		IgnoreText: w.IgnoreText, TriggerText: w.TriggerText, MinSignificance: w.MinSignificance,
 		NotifyTypes: w.NotifyTypes, OnlyInterests: w.OnlyInterests, ShowNoise: w.ShowNoise,
+		ValueSelector: w.ValueSelector, When: w.When,
 		Render: cmp.Or(string(w.Render), "fetch"), WaitFor: w.WaitFor, Steps: w.Steps, LooksLikeShell: w.LooksLikeShell,
 		FeedItems: w.FeedItems, FeedItemsKept: w.FeedItemsKept}
 	if a.Tags == nil {
@@ -372,6 +379,8 @@ type apiWatchInput struct {
 	NotifyTypes     *[]string `json:"notify_types"`
 	OnlyInterests   *bool     `json:"only_interests"`
 	ShowNoise       *bool     `json:"show_noise"`
+	ValueSelector   *string   `json:"value_selector"`
+	When            *string   `json:"when"`
 	Render          *string   `json:"render"`
 	WaitFor         *string   `json:"wait_for"`
 	// Steps replace the watch's steps; [] or null clears them.
@@ -477,6 +486,12 @@ func (in *apiWatchInput) apply(w *changedigest.Watch, seal changedigest.Sealer) 
 	}
 	if in.WaitFor != nil {
 		f.WaitFor = strings.TrimSpace(*in.WaitFor)
+	}
+	if in.ValueSelector != nil {
+		f.ValueSelector = strings.TrimSpace(*in.ValueSelector)
+	}
+	if in.When != nil {
+		f.When = strings.TrimSpace(*in.When)
 	}
 	if in.Steps != nil {
 		steps := *in.Steps
@@ -751,6 +766,10 @@ type apiVersionRow struct {
 	Types       []changedigest.ChangeType `json:"types"`
 	// DetectedBy says what led to the version: schedule, agent or client.
 	DetectedBy changedigest.DetectedBy `json:"detected_by"`
+	// Value is what the watch's value selector read from the version
+	// (its number, availability, or why none was read); absent for a
+	// watch that reads none.
+	Value *changedigest.Value `json:"value,omitempty"`
 }
 
 func (s *Server) apiVersions(w http.ResponseWriter, r *http.Request) error {
@@ -781,7 +800,7 @@ func (s *Server) apiVersions(w http.ResponseWriter, r *http.Request) error {
 		rows[i] = apiVersionRow{Seq: v.Seq, FetchedAt: v.FetchedAt, Status: v.Status, ContentType: v.ContentType,
 			FinalURL: v.FinalURL, Kind: v.Kind, Title: v.Title, Size: v.Size, BodyHash: v.BodyHash,
 			Similarity: v.Similarity, Segments: len(v.Segments), Changes: len(v.Changes), Types: typesOf(v.Changes),
-			DetectedBy: wt.DetectedBy(v.Seq)}
+			DetectedBy: wt.DetectedBy(v.Seq), Value: v.Value}
 		if rows[i].Types == nil {
 			rows[i].Types = []changedigest.ChangeType{}
 		}

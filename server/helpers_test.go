@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/changedigest/changedigest"
+	"github.com/changedigest/changedigest/crawl"
 	"github.com/changedigest/changedigest/expand"
 	"github.com/changedigest/changedigest/notify"
 	"github.com/changedigest/changedigest/pet"
@@ -215,6 +216,7 @@ func (e *testEnv) addVersion(w *changedigest.Watch, body string) *changedigest.S
 		e.t.Fatal(err)
 	}
 	snap.FetchedAt, snap.Status = e.clock(), 200
+	snap.Value = crawl.ReadValue(w, []byte(body), in.Prev)
 	if _, err := e.store.AddVersion(ctx, w.ID, snap, []byte(body)); err != nil {
 		e.t.Fatal(err)
 	}

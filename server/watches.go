@@ -348,9 +348,13 @@ type watchForm struct {
 	Types           []string
 	OnlyInterests   bool
 	ShowNoise       bool
-	Browser         bool   // render the page in a browser
-	WaitFor         string // with Browser: the CSS selector to wait for
-	Steps           string // with Browser: one step a line ("click #accept")
+	// ValueSelector and When: the value read from each version and the
+	// condition on it (changedigest.ParseCondition).
+	ValueSelector string
+	When          string
+	Browser       bool   // render the page in a browser
+	WaitFor       string // with Browser: the CSS selector to wait for
+	Steps         string // with Browser: one step a line ("click #accept")
 	// Request options: Method GET or POST, Body with POST, Headers one
 	// "Name: value" a line, Cookies one "name=value" a line (secrets
 	// shown as their hints, which keep them when sent back), basic auth.
@@ -395,6 +399,7 @@ func formOf(w *changedigest.Watch) *watchForm {
 		f.Types = append(f.Types, string(t))
 	}
 	f.OnlyInterests, f.ShowNoise = w.OnlyInterests, w.ShowNoise
+	f.ValueSelector, f.When = w.ValueSelector, w.When
 	f.Method = "GET"
 	if o := w.Request; o != nil {
 		f.Method = cmp.Or(o.Method, "GET")
@@ -449,6 +454,7 @@ func readWatchForm(r *http.Request) *watchForm {
 		MinSignificance: strings.TrimSpace(r.FormValue("min_significance")),
 		Types:           formTypes(r),
 		OnlyInterests:   r.FormValue("only_interests") != "", ShowNoise: r.FormValue("show_noise") != "",
+		ValueSelector: strings.TrimSpace(r.FormValue("value_selector")), When: strings.TrimSpace(r.FormValue("when")),
 		Browser: r.FormValue("render") == "browser", WaitFor: strings.TrimSpace(r.FormValue("wait_for")),
 		Steps:  r.FormValue("steps"),
 		Method: r.FormValue("method"), Body: strings.ReplaceAll(r.FormValue("body"), "\r\n", "\n"),
@@ -553,6 +559,7 @@ func (f *watchForm) apply(w *changedigest.Watch, seal changedigest.Sealer) error
 		w.NotifyTypes = append(w.NotifyTypes, changedigest.ChangeType(t))
 	}
 	w.OnlyInterests, w.ShowNoise = f.OnlyInterests, f.ShowNoise
+	w.ValueSelector, w.When = f.ValueSelector, f.When
 	w.Render, w.WaitFor = changedigest.RenderFetch, f.WaitFor
 	if f.Browser {
 		w.Render = changedigest.RenderBrowser
@@ -573,6 +580,9 @@ func (f *watchForm) apply(w *changedigest.Watch, seal changedigest.Sealer) error
 		if err := segmenter.CheckZone(w.Zone); err != nil {
 			return err
 		}
+	}
+	if err := segmenter.CheckValueSelector(w.ValueSelector); err != nil {
+		return err
 	}
 	return sealSecrets(w, seal)
 }
@@ -768,6 +778,56 @@ type watchPage struct {
 	Latest   int
 	Interval string
 	Agent    *agentView
+	// Value is the watch's value and its series, for a watch that reads one.
+	Value *valueView
+}
+
+// valueView is a watch's value on its page: the newest version's value,
+// why it could not be read, the condition and the series as a chart.
+type valueView struct {
+	Selector string // "" for the page's offer
+	When     string
+	Current  string // the newest value, with its currency and availability
+	Error    string // why the newest version's value was not read
+	// Held says whether the newest version met the condition; Why says
+	// why not.
+	Held  bool
+	Why   string
+	Chart template.HTML
+}
+
+// valueViewOf builds the value panel of w from its versions, newest first.
+func valueViewOf(w *changedigest.Watch, versions []changedigest.Snapshot) *valueView {
+	if !w.ReadsValue() {
+		return nil
+	}
+	vv := &valueView{Selector: w.ValueSelector, When: w.When}
+	cond := w.Condition()
+	var points []render.ValuePoint
+	unit := ""
+	for i := range versions {
+		v := versions[i].Value
+		if v == nil {
+			continue
+		}
+		if i == 0 {
+			vv.Error = v.Error
+			vv.Held, vv.Why = cond.Holds(v)
+			vv.Current = v.String()
+		}
+		if v.Number != nil {
+			held, _ := cond.Holds(v)
+			points = append(points, render.ValuePoint{At: versions[i].FetchedAt, Value: *v.Number, Told: held && w.When != "" && i < len(versions)-1})
+			if unit == "" {
+				unit = v.Currency
+			}
+		}
+	}
+	if len(versions) > 0 && versions[0].Value == nil {
+		vv.Error = "no value was read from the newest version (it was stored before the watch read one)"
+	}
+	vv.Chart = render.ValueChart(points, unit)
+	return vv
 }
 
 // Oldest is the sequence number of the oldest stored version, 0 for none.
@@ -831,7 +891,7 @@ func (s *Server) handleWatch(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	p := &watchPage{WatchPage: wp, Watch: rowOf(wt), Timeline: rows, Agent: s.agentViewOf(wt)}
+	p := &watchPage{WatchPage: wp, Watch: rowOf(wt), Timeline: rows, Agent: s.agentViewOf(wt), Value: valueViewOf(wt, versions)}
 	if len(rows) > 0 {
 		p.Latest = rows[0].Seq
 	}

@@ -127,6 +127,8 @@ type Watch struct {
 	NotifyTypes     []changedigest.ChangeType `json:"notify_types,omitempty"`
 	OnlyInterests   bool                      `json:"only_interests,omitempty"`
 	ShowNoise       bool                      `json:"show_noise,omitempty"`
+	ValueSelector   string                    `json:"value_selector,omitempty"`
+	When            string                    `json:"when,omitempty"`
 	Render          changedigest.Render       `json:"render,omitempty"`
 	WaitFor         string                    `json:"wait_for,omitempty"`
 	Steps           []changedigest.Step       `json:"steps,omitempty"`
@@ -200,7 +202,8 @@ func ExportUser(ctx context.Context, st Target, u *changedigest.User, opt Option
 		xw := Watch{ID: w.ID, URL: w.URL, Title: w.Title, Zone: w.Zone, Category: w.Category, Tags: w.Tags,
 			Paused: w.Paused, KeepVersions: w.KeepVersions, KeepDays: w.KeepDays, IgnoreText: w.IgnoreText,
 			TriggerText: w.TriggerText, MinSignificance: w.MinSignificance, NotifyTypes: w.NotifyTypes,
-			OnlyInterests: w.OnlyInterests, ShowNoise: w.ShowNoise, Render: w.Render, WaitFor: w.WaitFor, Steps: w.Steps}
+			OnlyInterests: w.OnlyInterests, ShowNoise: w.ShowNoise, ValueSelector: w.ValueSelector, When: w.When,
+			Render: w.Render, WaitFor: w.WaitFor, Steps: w.Steps}
 		if w.Interval > 0 {
 			xw.Every = w.Interval.String()
 		}
@@ -392,7 +395,8 @@ func (xw *Watch) watch() (*changedigest.Watch, error) {
 	w := &changedigest.Watch{URL: xw.URL, Title: xw.Title, Zone: xw.Zone, Category: xw.Category, Tags: slices.Clone(xw.Tags),
 		Paused: xw.Paused, KeepVersions: xw.KeepVersions, KeepDays: xw.KeepDays, IgnoreText: xw.IgnoreText,
 		TriggerText: xw.TriggerText, MinSignificance: xw.MinSignificance, NotifyTypes: xw.NotifyTypes,
-		OnlyInterests: xw.OnlyInterests, ShowNoise: xw.ShowNoise, Render: xw.Render, WaitFor: xw.WaitFor, Steps: slices.Clone(xw.Steps)}
+		OnlyInterests: xw.OnlyInterests, ShowNoise: xw.ShowNoise, ValueSelector: xw.ValueSelector, When: xw.When,
+		Render: xw.Render, WaitFor: xw.WaitFor, Steps: slices.Clone(xw.Steps)}
 	if xw.Every != "" {
 		d, err := time.ParseDuration(xw.Every)
 		if err != nil {

@@ -52,7 +52,8 @@ func fill(t *testing.T, st *pet.Store) *changedigest.User {
 	ws := []*changedigest.Watch{
 		{URL: "https://example.org/news", Title: "News", Tags: []string{"news", "local"}, Interval: 30 * time.Minute,
 			IgnoreText: []string{"/\\d+ readers/"}, MinSignificance: 0.2, NotifyTypes: []changedigest.ChangeType{changedigest.ChangeContent}},
-		{URL: "https://example.org/shop", Zone: "#offers", Category: changedigest.CategoryAcademic, Paused: true, KeepVersions: 10},
+		{URL: "https://example.org/shop", Zone: "#offers", Category: changedigest.CategoryAcademic, Paused: true, KeepVersions: 10,
+			ValueSelector: ".price", When: "below 20"},
 		{URL: "https://example.org/app", Render: changedigest.RenderBrowser, WaitFor: ".ready",
 			Steps: []changedigest.Step{{Action: "click", Selector: "#accept"}}, OnlyInterests: true},
 	}
@@ -124,6 +125,9 @@ func TestExportImportRoundTrip(t *testing.T) {
 	src, dst := mustStore(t), mustStore(t)
 	fill(t, src)
 	doc := export(t, src, "ann", true)
+	if js := string(encode(t, doc)); !strings.Contains(js, `"value_selector": ".price"`) || !strings.Contains(js, `"when": "below 20"`) {
+		t.Errorf("the export lacks the shop watch's value selector and condition:\n%s", js)
+	}
 	parsed, err := userdata.Parse(bytes.NewReader(encode(t, doc)))
 	must(t, err)
 	rep, err := userdata.Import(ctx, dst, "bob", parsed)

@@ -46,7 +46,15 @@ func runHistory(ctx context.Context, e *env) error {
 		fmt.Fprintf(e.stdout, "last error (%s): %s\n", when(w.LastErrorAt), w.LastError)
 	}
 	tw := tabwriter.NewWriter(e.stdout, 2, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "SEQ\tFETCHED\tSTATUS\tBYTES\tSEGMENTS\tCHANGES\tTYPES")
+	head := "SEQ\tFETCHED\tSTATUS\tBYTES\tSEGMENTS\tCHANGES\tTYPES"
+	if w.ReadsValue() {
+		head += "\tVALUE"
+		if w.When != "" {
+			head += "\tWHEN " + strings.ToUpper(w.When)
+		}
+	}
+	fmt.Fprintln(tw, head)
+	cond := w.Condition()
 	before, n := 0, 0
 	for {
 		vs, err := store.Versions(ctx, w.ID, before, 1000)
@@ -63,8 +71,20 @@ func runHistory(ctx context.Context, e *env) error {
 					types = append(types, t)
 				}
 			}
-			fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%d\t%d\t%s\n", v.Seq, v.FetchedAt.Local().Format(time.DateTime), v.Status, v.Size,
+			fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%d\t%d\t%s", v.Seq, v.FetchedAt.Local().Format(time.DateTime), v.Status, v.Size,
 				len(v.Segments), len(v.Changes), orDash(strings.Join(types, ",")))
+			if w.ReadsValue() {
+				value := "-"
+				if v.Value != nil {
+					value = v.Value.String()
+				}
+				fmt.Fprintf(tw, "\t%s", value)
+				if w.When != "" {
+					met, _ := cond.Holds(v.Value)
+					fmt.Fprintf(tw, "\t%s", map[bool]string{true: "met", false: "-"}[met && len(v.Changes) > 0])
+				}
+			}
+			fmt.Fprintln(tw)
 			n++
 		}
 		if len(vs) < 1000 {

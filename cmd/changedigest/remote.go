@@ -351,6 +351,10 @@ func (m *Main) adminStoreRoutes(mux *http.ServeMux) {
 			answer(w, nil, err)
 			return
 		}
+		if err := segmenter.CheckValueSelector(x.ValueSelector); err != nil {
+			answer(w, nil, err)
+			return
+		}
 		if err := x.Validate(); err != nil {
 			answer(w, nil, err)
 			return
@@ -371,6 +375,10 @@ func (m *Main) adminStoreRoutes(mux *http.ServeMux) {
 			return
 		}
 		if err := segmenter.CheckZone(in.Zone); err != nil {
+			answer(w, nil, err)
+			return
+		}
+		if err := segmenter.CheckValueSelector(in.ValueSelector); err != nil {
 			answer(w, nil, err)
 			return
 		}

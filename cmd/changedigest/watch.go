@@ -118,6 +118,9 @@ func runWatchAdd(ctx context.Context, e *env) error {
 	if err := segmenter.CheckZone(w.Zone); err != nil {
 		return err
 	}
+	if err := segmenter.CheckValueSelector(w.ValueSelector); err != nil {
+		return err
+	}
 	if err := w.Request.Seal(sf.secrets()); err != nil {
 		return err
 	}
@@ -215,6 +218,8 @@ type filterFlags struct {
 	types           string
 	onlyInterests   bool
 	showNoise       bool
+	valueSelector   string
+	when            string
 }
 
 func (f *filterFlags) register(fs *flag.FlagSet) {
@@ -224,6 +229,8 @@ func (f *filterFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.types, "types", "", "change types to tell, comma-separated (content,structural,cosmetic,behavioural; empty: all)")
 	fs.BoolVar(&f.onlyInterests, "only-interests", false, "tell only changes that match my interests")
 	fs.BoolVar(&f.showNoise, "show-noise", false, "tell noise changes too")
+	fs.StringVar(&f.valueSelector, "value-selector", "", "read a value (a price, an availability) from each version: a CSS selector, an XPath expression (xpath:EXPR or /…) or a JSON path ($.price); \"\" with --when: the page's ld+json offer")
+	fs.StringVar(&f.when, "when", "", "tell a version only when its value meets this: 'below 20', 'above 100', 'drop 10%', 'rise 10%', 'change 5%', 'in stock', 'out of stock', 'appears TEXT', 'disappears TEXT'; \"\" to tell every version")
 }
 
 // apply sets the filters whose flags were given; Validate checks them.
@@ -247,6 +254,10 @@ func (f *filterFlags) apply(fs *flag.FlagSet, w *changedigest.Watch) {
 			w.OnlyInterests = f.onlyInterests
 		case "show-noise":
 			w.ShowNoise = f.showNoise
+		case "value-selector":
+			w.ValueSelector = f.valueSelector
+		case "when":
+			w.When = f.when
 		}
 	})
 }
@@ -276,6 +287,15 @@ func filterText(w *changedigest.Watch) string {
 	if w.OnlyInterests {
 		parts = append(parts, "only my interests")
 	}
+	if w.ValueSelector != "" {
+		parts = append(parts, fmt.Sprintf("value %q", w.ValueSelector))
+	}
+	if w.When != "" {
+		if w.ValueSelector == "" {
+			parts = append(parts, "value: the page's offer")
+		}
+		parts = append(parts, fmt.Sprintf("when %q", w.When))
+	}
 	if w.ShowNoise {
 		parts = append(parts, "noise shown")
 	} else {
@@ -288,7 +308,7 @@ func filterText(w *changedigest.Watch) string {
 // others stay.
 func runWatchFilter(ctx context.Context, e *env) error {
 	var sf storeFlags
-	fs := newFlagSet(e, "watch filter", "ID|URL [--zone Z] [--ignore T]… [--trigger T]… [--min-significance F] [--types T,…] [--only-interests] [--show-noise]")
+	fs := newFlagSet(e, "watch filter", "ID|URL [--zone Z] [--ignore T]… [--trigger T]… [--min-significance F] [--types T,…] [--only-interests] [--show-noise] [--value-selector SEL] [--when COND]")
 	sf.register(fs)
 	user := fs.String("user", "", "whose watch")
 	zone := fs.String("zone", "", "watch only this part: a CSS selector, a JSON path ($.a[0]) or a jq program (jq:.items[] | {name, price}); \"\" for the whole page")
@@ -311,6 +331,9 @@ func runWatchFilter(ctx context.Context, e *env) error {
 	defer store.Close()
 	w, err := findWatch(ctx, store, u, args[0])
 	if err != nil {
+		return err
+	}
+	if err := segmenter.CheckValueSelector(ff.valueSelector); err != nil {
 		return err
 	}
 	w, err = store.SetFilters(ctx, u.ID, w.ID, func(x *changedigest.Watch) {
