@@ -239,40 +239,47 @@ func (r remoteStore) Search(ctx context.Context, q pet.Query) (*pet.Results, err
 	return &res, nil
 }
 
+// answer writes v as JSON, or err as the admin socket's error.
+func answer(w http.ResponseWriter, v any, err error) {
+	if err != nil {
+		adminError(w, adminStatus(err), err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(v)
+}
+
+// decode reads the request's JSON body into v, answering 400 when it
+// cannot.
+func decode(w http.ResponseWriter, r *http.Request, v any) bool {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		adminError(w, http.StatusBadRequest, fmt.Errorf("a bad request of the command line: %w", err))
+		return false
+	}
+	return true
+}
+
+// ids reads the path's ids of names, answering 400 when one is not.
+func ids(w http.ResponseWriter, r *http.Request, names ...string) ([]int64, bool) {
+	var out []int64
+	for _, n := range names {
+		id, err := strconv.ParseInt(r.PathValue(n), 10, 64)
+		if err != nil || id <= 0 {
+			adminError(w, http.StatusBadRequest, fmt.Errorf("%s %q is not an id", n, r.PathValue(n)))
+			return nil, false
+		}
+		out = append(out, id)
+	}
+	return out, true
+}
+
 // adminStoreRoutes adds the admin socket's routes of users and watches,
 // answered from the service's cluster of one.
 func (m *Main) adminStoreRoutes(mux *http.ServeMux) {
 	st := m.clusterStore()
 	view := m.Store // this node's copy, which the reads answer from
-	answer := func(w http.ResponseWriter, v any, err error) {
-		if err != nil {
-			adminError(w, adminStatus(err), err)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(w).Encode(v)
-	}
-	decode := func(w http.ResponseWriter, r *http.Request, v any) bool {
-		dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(v); err != nil {
-			adminError(w, http.StatusBadRequest, fmt.Errorf("a bad request of the command line: %w", err))
-			return false
-		}
-		return true
-	}
-	ids := func(w http.ResponseWriter, r *http.Request, names ...string) ([]int64, bool) {
-		var out []int64
-		for _, n := range names {
-			id, err := strconv.ParseInt(r.PathValue(n), 10, 64)
-			if err != nil || id <= 0 {
-				adminError(w, http.StatusBadRequest, fmt.Errorf("%s %q is not an id", n, r.PathValue(n)))
-				return nil, false
-			}
-			out = append(out, id)
-		}
-		return out, true
-	}
 	mux.HandleFunc("POST /check", m.adminCheck)
 	m.adminChannelRoutes(mux)
 	mux.HandleFunc("GET /users", func(w http.ResponseWriter, r *http.Request) {
@@ -653,33 +660,6 @@ type channelResult struct {
 func (m *Main) adminChannelRoutes(mux *http.ServeMux) {
 	st := m.clusterStore()
 	view := m.Store
-	answer := func(w http.ResponseWriter, v any, err error) {
-		if err != nil {
-			adminError(w, adminStatus(err), err)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(w).Encode(v)
-	}
-	decode := func(w http.ResponseWriter, r *http.Request, v any) bool {
-		if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20)).Decode(v); err != nil {
-			adminError(w, http.StatusBadRequest, fmt.Errorf("a bad request of the command line: %w", err))
-			return false
-		}
-		return true
-	}
-	ids := func(w http.ResponseWriter, r *http.Request, names ...string) ([]int64, bool) {
-		var out []int64
-		for _, n := range names {
-			id, err := strconv.ParseInt(r.PathValue(n), 10, 64)
-			if err != nil || id <= 0 {
-				adminError(w, http.StatusBadRequest, fmt.Errorf("%s %q is not an id", n, r.PathValue(n)))
-				return nil, false
-			}
-			out = append(out, id)
-		}
-		return out, true
-	}
 	wire := func(c *changedigest.Channel) wireChannel { return wireChannel{Channel: *c, Secret: c.Secret} }
 	mux.HandleFunc("GET /users/{user}/channels", func(w http.ResponseWriter, r *http.Request) {
 		id, ok := ids(w, r, "user")
