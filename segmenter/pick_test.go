@@ -2,6 +2,9 @@ package segmenter
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/changedigest/changedigest"
@@ -55,4 +58,52 @@ func TestPickMissing(t *testing.T) {
 	if !errors.Is(err, ErrNoElement) || changedigest.ErrorCode(err) != changedigest.ENOTFOUND {
 		t.Fatalf("err = %v, want ErrNoElement, ENOTFOUND", err)
 	}
+}
+
+// TestPickEveryElement picks every element of a page below body: each
+// gets a selector that selects it alone (Pick checks it), and the
+// selector as a zone restricts detection to that element's text.
+func TestPickEveryElement(t *testing.T) {
+	body, err := os.ReadFile(filepath.Join("testdata", "pairs", "base.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := scan(nil, body, nil, step{})
+	var paths []string
+	for ei := range d.elems {
+		if p := d.path(int32(ei)); strings.Count(p, "|") >= 2 && !strings.HasPrefix(p, "html|head") {
+			paths = append(paths, p)
+		}
+	}
+	d.release()
+	if len(paths) < 10 {
+		t.Fatalf("only %d elements", len(paths))
+	}
+	s := New()
+	for _, p := range paths {
+		got, err := Pick(body, p)
+		if err != nil {
+			t.Errorf("Pick(%s): %v", p, err)
+			continue
+		}
+		if got.Path != p {
+			t.Errorf("Pick(%s) picked %s", p, got.Path)
+		}
+		if got.Text == "" {
+			continue
+		}
+		snap, err := s.Detect(Input{Body: body, Zone: got.Selector})
+		if err != nil {
+			t.Errorf("zone %q of %s: %v", got.Selector, p, err)
+			continue
+		}
+		var texts []string
+		for _, sg := range snap.Segments {
+			texts = append(texts, sg.Text)
+		}
+		if all := strings.Join(texts, " "); strings.Join(strings.Fields(all), " ") != strings.Join(strings.Fields(got.Text), " ") {
+			t.Errorf("zone %q of %s compares %q, want %q", got.Selector, p, all, got.Text)
+		}
+	}
+	t.Logf("%d elements picked", len(paths))
 }

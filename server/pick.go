@@ -48,7 +48,7 @@ const maxPickText = 2000
 
 // maxShotScan is how many of the newest versions are looked through for
 // one with a screenshot.
-const maxShotScan = 1000
+const maxShotScan = 100
 
 // newestShot returns the newest stored version of a watch with a
 // screenshot, 0 when none of the newest maxShotScan has one.
