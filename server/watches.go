@@ -683,6 +683,9 @@ func (s *Server) formError(w http.ResponseWriter, r *http.Request, nav, title st
 	switch changedigest.ErrorCode(err) {
 	case changedigest.EINVALID, changedigest.ECONFLICT:
 		f.Error = changedigest.ErrorMessage(err)
+		if f.ID != 0 && f.ShotSeq == 0 {
+			f.ShotSeq, _ = s.newestShot(r.Context(), f.ID) // the link to the picker only
+		}
 		return s.renderPage(w, r, http.StatusBadRequest, "watch-form", nav, title, f)
 	}
 	return err
