@@ -1,6 +1,8 @@
 package render
 
 import (
+	"cmp"
+	"slices"
 	"strings"
 
 	"github.com/changedigest/changedigest"
@@ -108,4 +110,30 @@ func (x boxes) find(path string, seg int) (changedigest.Box, bool) {
 	}
 	b, ok := x.bySeg[seg]
 	return b, ok && seg >= 0
+}
+
+// BoxesAt returns the boxes of sh that contain the point (x, y) of its
+// image, smallest first (deeper first among equal sizes), each path
+// once; the boxes of html and body, which hold every point, are left
+// out. They are the elements a click at that point may mean.
+func BoxesAt(sh *changedigest.Screenshot, x, y int) []changedigest.Box {
+	if sh == nil || x < 0 || y < 0 || x >= sh.Width || y >= sh.Height {
+		return nil
+	}
+	var out []changedigest.Box
+	seen := map[string]bool{}
+	for _, b := range sh.Boxes {
+		if x < b.X || y < b.Y || x >= b.X+b.W || y >= b.Y+b.H || strings.Count(b.Path, "|") < 2 || seen[b.Path] {
+			continue
+		}
+		seen[b.Path] = true
+		out = append(out, b)
+	}
+	slices.SortStableFunc(out, func(a, b changedigest.Box) int {
+		if c := cmp.Compare(a.W*a.H, b.W*b.H); c != 0 {
+			return c
+		}
+		return cmp.Compare(strings.Count(b.Path, "|"), strings.Count(a.Path, "|"))
+	})
+	return out
 }

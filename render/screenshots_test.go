@@ -86,3 +86,42 @@ func TestShotPairOutlines(t *testing.T) {
 		t.Errorf("without a screenshot before: %+v", q)
 	}
 }
+
+func TestBoxesAt(t *testing.T) {
+	sh := &changedigest.Screenshot{Width: 100, Height: 100, Boxes: []changedigest.Box{
+		{Segment: -1, Path: "html|body", X: 0, Y: 0, W: 100, H: 100},
+		{Segment: 0, Path: "html|body|main", X: 0, Y: 0, W: 100, H: 80},
+		{Segment: -1, Path: "html|body|main|div", X: 10, Y: 10, W: 50, H: 20},
+		{Segment: -1, Path: "html|body|main|div|p", X: 10, Y: 10, W: 50, H: 20},
+		{Segment: -1, Path: "html|body|main|div|p", X: 10, Y: 10, W: 50, H: 20},
+		{Segment: 1, Path: "html|body|footer", X: 0, Y: 80, W: 100, H: 20},
+	}}
+	paths := func(bs []changedigest.Box) string {
+		var p []string
+		for _, b := range bs {
+			p = append(p, b.Path)
+		}
+		return strings.Join(p, " ")
+	}
+	for _, tc := range []struct {
+		name string
+		x, y int
+		want string
+	}{
+		{"nested, deeper first", 20, 15, "html|body|main|div|p html|body|main|div html|body|main"},
+		{"one box", 70, 50, "html|body|main"},
+		{"edge is outside", 60, 15, "html|body|main"},
+		{"footer", 5, 90, "html|body|footer"},
+		{"outside the image", 100, 5, ""},
+		{"negative", -1, 5, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := paths(BoxesAt(sh, tc.x, tc.y)); got != tc.want {
+				t.Errorf("BoxesAt(%d, %d) = %q, want %q", tc.x, tc.y, got, tc.want)
+			}
+		})
+	}
+	if got := BoxesAt(nil, 1, 1); got != nil {
+		t.Errorf("BoxesAt(nil) = %v", got)
+	}
+}

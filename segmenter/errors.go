@@ -15,6 +15,9 @@ var (
 	ErrNotDocument = errors.New("segmenter: neither HTML nor a feed")
 	ErrTooLarge    = errors.New("segmenter: document too large")
 	ErrZone        = errors.New("segmenter: invalid zone selector")
+	// ErrNoElement: Pick found no element at the paths it was given (an
+	// ENOTFOUND error).
+	ErrNoElement = errors.New("segmenter: no such element")
 )
 
 // inputError is a user-facing input error: errors.Is matches its sentinel,

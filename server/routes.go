@@ -70,6 +70,8 @@ func (s *Server) Handler() http.Handler {
 				r.Post("/check", s.page(s.handleCheckWatch))
 				r.Post("/agent", s.page(s.handleSetAgent))
 				r.Get("/compare", s.page(s.handleCompare))
+				r.Get("/pick", s.page(s.handlePick))
+				r.Post("/pick", s.page(s.handleSetPickedZone))
 				r.Get("/versions/{seq}", s.page(s.handleVersion))
 				r.Get("/versions/{seq}/content", s.page(s.handleVersionContent))
 				r.Get("/versions/{seq}/source", s.page(s.handleVersionSource))

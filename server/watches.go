@@ -368,6 +368,9 @@ type watchForm struct {
 	AuthPassword string
 	AuthHint     string
 	Error        string
+	// ShotSeq is the newest version with a screenshot, to pick the zone
+	// on; 0 when none has (and for a new watch).
+	ShotSeq int
 }
 
 // Told reports whether changes of type t are told (a checkbox of the form).
@@ -680,6 +683,9 @@ func (s *Server) formError(w http.ResponseWriter, r *http.Request, nav, title st
 	switch changedigest.ErrorCode(err) {
 	case changedigest.EINVALID, changedigest.ECONFLICT:
 		f.Error = changedigest.ErrorMessage(err)
+		if f.ID != 0 && f.ShotSeq == 0 {
+			f.ShotSeq, _ = s.newestShot(r.Context(), f.ID) // the link to the picker only
+		}
 		return s.renderPage(w, r, http.StatusBadRequest, "watch-form", nav, title, f)
 	}
 	return err
@@ -690,7 +696,11 @@ func (s *Server) handleEditWatch(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return s.renderPage(w, r, http.StatusOK, "watch-form", "", "Edit "+wt.Name(), formOf(wt))
+	f := formOf(wt)
+	if f.ShotSeq, err = s.newestShot(r.Context(), wt.ID); err != nil {
+		return err
+	}
+	return s.renderPage(w, r, http.StatusOK, "watch-form", "", "Edit "+wt.Name(), f)
 }
 
 func (s *Server) handleUpdateWatch(w http.ResponseWriter, r *http.Request) error {
@@ -780,6 +790,9 @@ type watchPage struct {
 	Agent    *agentView
 	// Value is the watch's value and its series, for a watch that reads one.
 	Value *valueView
+	// ShotSeq is the newest version with a screenshot, to pick the zone
+	// on; 0 when none has.
+	ShotSeq int
 }
 
 // valueView is a watch's value on its page: the newest version's value,
@@ -895,6 +908,7 @@ func (s *Server) handleWatch(w http.ResponseWriter, r *http.Request) error {
 	if len(rows) > 0 {
 		p.Latest = rows[0].Seq
 	}
+	p.ShotSeq = newestShotOf(versions)
 	if wt.Interval > 0 {
 		p.Interval = "every " + formatInterval(wt.Interval)
 	} else {
