@@ -10,6 +10,7 @@ import (
 	"io"
 	"maps"
 	"mime"
+	"mime/multipart"
 	"net/http"
 	"net/url"
 	"slices"
@@ -540,19 +541,9 @@ func (s *Server) handleImportOPML(w http.ResponseWriter, r *http.Request) error 
 		}
 		return err
 	}
-	f, hdr, err := r.FormFile("opml")
-	if errors.Is(err, http.ErrMissingFile) {
-		return fail(changedigest.Errorf(changedigest.EINVALID, "choose an OPML file to import"))
-	} else if err != nil {
-		return fail(changedigest.Errorf(changedigest.EINVALID, "the upload could not be read: %v", err))
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, s.MaxUpload+1))
+	data, hdr, err := s.readUpload(r, "opml", "choose an OPML file to import", "the OPML file")
 	if err != nil {
-		return fail(changedigest.Errorf(changedigest.EINVALID, "the upload could not be read: %v", err))
-	}
-	if int64(len(data)) > s.MaxUpload {
-		return fail(changedigest.Errorf(changedigest.ETOOLARGE, "the OPML file is larger than %d bytes", s.MaxUpload))
+		return fail(err)
 	}
 	res, err := s.importOPML(r.Context(), u, data, hdr.Header.Get("Content-Type"))
 	if err != nil {
@@ -587,4 +578,25 @@ func (s *Server) apiImportOPML(w http.ResponseWriter, r *http.Request) error {
 	return writeJSON(w, http.StatusOK, map[string]any{"imported": len(res.Imported), "skipped": len(res.Skipped),
 		"already_watched": res.AlreadyWatched, "invalid": res.Invalid, "message": res.Summary(),
 		"watches": watches, "skipped_outlines": skipped})
+}
+
+// readUpload reads the file of form field, up to MaxUpload bytes. Errors:
+// EINVALID when none was sent (missing says what to choose) or it cannot
+// be read, ETOOLARGE when it is larger (what names it).
+func (s *Server) readUpload(r *http.Request, field, missing, what string) ([]byte, *multipart.FileHeader, error) {
+	f, hdr, err := r.FormFile(field)
+	if errors.Is(err, http.ErrMissingFile) {
+		return nil, nil, changedigest.Errorf(changedigest.EINVALID, "%s", missing)
+	} else if err != nil {
+		return nil, nil, changedigest.Errorf(changedigest.EINVALID, "the upload could not be read: %v", err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, s.MaxUpload+1))
+	if err != nil {
+		return nil, nil, changedigest.Errorf(changedigest.EINVALID, "the upload could not be read: %v", err)
+	}
+	if int64(len(data)) > s.MaxUpload {
+		return nil, nil, changedigest.Errorf(changedigest.ETOOLARGE, "%s is larger than %d bytes", what, s.MaxUpload)
+	}
+	return data, hdr, nil
 }

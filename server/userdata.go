@@ -2,9 +2,7 @@ package server
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
-	"io"
 	"mime"
 	"net/http"
 	"strings"
@@ -55,19 +53,9 @@ func (s *Server) handleImportSettings(w http.ResponseWriter, r *http.Request) er
 		}
 		return err
 	}
-	f, _, err := r.FormFile("settings")
-	if errors.Is(err, http.ErrMissingFile) {
-		return fail(changedigest.Errorf(changedigest.EINVALID, "choose a file of exported settings to import"))
-	} else if err != nil {
-		return fail(changedigest.Errorf(changedigest.EINVALID, "the upload could not be read: %v", err))
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, s.MaxUpload+1))
+	data, _, err := s.readUpload(r, "settings", "choose a file of exported settings to import", "the file")
 	if err != nil {
-		return fail(changedigest.Errorf(changedigest.EINVALID, "the upload could not be read: %v", err))
-	}
-	if int64(len(data)) > s.MaxUpload {
-		return fail(changedigest.Errorf(changedigest.ETOOLARGE, "the file is larger than %d bytes", s.MaxUpload))
+		return fail(err)
 	}
 	d, err := userdata.Parse(bytes.NewReader(data))
 	if err != nil {
