@@ -13,7 +13,6 @@ import (
 
 	"github.com/changedigest/changedigest/backup"
 	"github.com/changedigest/changedigest/pet"
-	"github.com/changedigest/changedigest/secret"
 )
 
 func init() {
@@ -301,7 +300,8 @@ func replaceStore(e *env, data, staging string, m backup.Manifest, stamp string)
 		}
 		fmt.Fprintf(e.stdout, "kept the store that was there aside as %s\n", filepath.Base(aside))
 	}
-	for _, name := range []string{"index.bleve", "nats", "positions.json", "local.json", "server.key", "tag-authority", secret.KeyFile, adminSocket} {
+	derived := []string{"index.bleve", "nats", "positions.json", "local.json", adminSocket}
+	for _, name := range append(derived, backup.Files[1:]...) { // and the small files the archive brings
 		if err := os.RemoveAll(filepath.Join(data, name)); err != nil {
 			return err
 		}
