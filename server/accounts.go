@@ -883,14 +883,25 @@ func describeAgent(ua string) string {
 	return clipTo(ua, 60)
 }
 
-// setPassword gives user id the password of hash and ends all its
-// sessions: whoever knew the old one is logged out.
+// setPassword is SetPassword in the server's store.
 func (s *Server) setPassword(ctx context.Context, id int64, hash []byte) error {
-	if _, err := s.Store.UpdateUser(ctx, id, func(x *changedigest.User) error {
+	return SetPassword(ctx, s.Store, id, hash)
+}
+
+// PasswordStore is where SetPassword writes: a store, or a cluster's.
+type PasswordStore interface {
+	UpdateUser(ctx context.Context, id int64, fn func(*changedigest.User) error) (*changedigest.User, error)
+	DeleteUserSessions(ctx context.Context, userID int64) error
+}
+
+// SetPassword gives user id the password of hash (HashPassword) and ends
+// all its sessions: whoever knew the old one is logged out.
+func SetPassword(ctx context.Context, st PasswordStore, id int64, hash []byte) error {
+	if _, err := st.UpdateUser(ctx, id, func(x *changedigest.User) error {
 		x.PasswordHash = hash
 		return nil
 	}); err != nil {
 		return err
 	}
-	return s.Store.DeleteUserSessions(ctx, id)
+	return st.DeleteUserSessions(ctx, id)
 }

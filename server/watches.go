@@ -570,6 +570,17 @@ func (f *watchForm) apply(w *changedigest.Watch, seal changedigest.Sealer) error
 	if w.Steps, err = parseSteps(f.Steps); err != nil {
 		return err
 	}
+	if err := CheckWatch(w); err != nil {
+		return err
+	}
+	return sealSecrets(w, seal)
+}
+
+// CheckWatch checks a watch's definition as every way of saving one
+// does (the web form, the API, the command line): its fields
+// (Watch.Validate), its browser steps and the selector they wait for,
+// its zone and its value selector. Errors: EINVALID naming the field.
+func CheckWatch(w *changedigest.Watch) error {
 	if err := w.Validate(); err != nil {
 		return err
 	}
@@ -579,15 +590,10 @@ func (f *watchForm) apply(w *changedigest.Watch, seal changedigest.Sealer) error
 	if err := browser.CheckSteps(w.Steps); err != nil {
 		return err
 	}
-	if w.Zone != "" {
-		if err := segmenter.CheckZone(w.Zone); err != nil {
-			return err
-		}
-	}
-	if err := segmenter.CheckValueSelector(w.ValueSelector); err != nil {
+	if err := segmenter.CheckZone(w.Zone); err != nil {
 		return err
 	}
-	return sealSecrets(w, seal)
+	return segmenter.CheckValueSelector(w.ValueSelector)
 }
 
 // sealSecrets seals the plain secrets of w's request options with seal.

@@ -16,7 +16,7 @@ import (
 	"github.com/changedigest/changedigest/cluster"
 	"github.com/changedigest/changedigest/crawl"
 	"github.com/changedigest/changedigest/pet"
-	"github.com/changedigest/changedigest/segmenter"
+	"github.com/changedigest/changedigest/server"
 )
 
 // The commands of accounts and watches beside a running service.
@@ -58,30 +58,14 @@ type cliStore interface {
 type localStore struct{ *pet.Store }
 
 func (s localStore) SetPassword(ctx context.Context, id int64, hash []byte) error {
-	return setPassword(ctx, s.Store, id, hash)
+	return server.SetPassword(ctx, s.Store, id, hash)
 }
 
 func (s localStore) SetFilters(ctx context.Context, userID, id int64, edit func(*changedigest.Watch)) (*changedigest.Watch, error) {
 	return s.UpdateWatch(ctx, userID, id, func(x *changedigest.Watch) error {
 		edit(x)
-		return x.Validate()
+		return server.CheckWatch(x)
 	})
-}
-
-// passwordStore is what setPassword writes: the store, or the cluster's.
-type passwordStore interface {
-	UpdateUser(ctx context.Context, id int64, fn func(*changedigest.User) error) (*changedigest.User, error)
-	DeleteUserSessions(ctx context.Context, userID int64) error
-}
-
-func setPassword(ctx context.Context, s passwordStore, id int64, hash []byte) error {
-	if _, err := s.UpdateUser(ctx, id, func(x *changedigest.User) error {
-		x.PasswordHash = hash
-		return nil
-	}); err != nil {
-		return err
-	}
-	return s.DeleteUserSessions(ctx, id)
 }
 
 // remoteStore is the running service's store, through its admin socket.
@@ -322,7 +306,7 @@ func (m *Main) adminStoreRoutes(mux *http.ServeMux) {
 			adminError(w, http.StatusBadRequest, errors.New("no password given"))
 			return
 		}
-		answer(w, struct{}{}, setPassword(r.Context(), st, id[0], in.Hash))
+		answer(w, struct{}{}, server.SetPassword(r.Context(), st, id[0], in.Hash))
 	})
 	mux.HandleFunc("GET /users/{user}/watches", func(w http.ResponseWriter, r *http.Request) {
 		id, ok := ids(w, r, "user")
@@ -354,15 +338,7 @@ func (m *Main) adminStoreRoutes(mux *http.ServeMux) {
 		x = changedigest.Watch{UserID: id[0], URL: given.URL, Zone: given.Zone, Category: given.Category, Interval: given.Interval,
 			Tags: given.Tags, Title: given.Title, Render: given.Render, WaitFor: given.WaitFor, Steps: given.Steps, Request: given.Request}
 		x.CopyFilters(&given)
-		if err := segmenter.CheckZone(x.Zone); err != nil {
-			answer(w, nil, err)
-			return
-		}
-		if err := segmenter.CheckValueSelector(x.ValueSelector); err != nil {
-			answer(w, nil, err)
-			return
-		}
-		if err := x.Validate(); err != nil {
+		if err := server.CheckWatch(&x); err != nil {
 			answer(w, nil, err)
 			return
 		}
@@ -381,18 +357,10 @@ func (m *Main) adminStoreRoutes(mux *http.ServeMux) {
 		if !decode(w, r, &in) {
 			return
 		}
-		if err := segmenter.CheckZone(in.Zone); err != nil {
-			answer(w, nil, err)
-			return
-		}
-		if err := segmenter.CheckValueSelector(in.ValueSelector); err != nil {
-			answer(w, nil, err)
-			return
-		}
 		x, err := st.UpdateWatch(r.Context(), id[0], id[1], func(x *changedigest.Watch) error {
 			x.CopyFilters(&in)
 			x.Zone = in.Zone
-			return x.Validate()
+			return server.CheckWatch(x)
 		})
 		if err == nil {
 			settle(r.Context(), func() bool {

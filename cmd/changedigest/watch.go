@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/changedigest/changedigest"
-	"github.com/changedigest/changedigest/browser"
 	"github.com/changedigest/changedigest/cluster"
 	"github.com/changedigest/changedigest/crawl"
 	"github.com/changedigest/changedigest/internal/prefault"
@@ -112,22 +111,10 @@ func runWatchAdd(ctx context.Context, e *env) error {
 	if w.Request, err = rf.options(e); err != nil {
 		return err
 	}
-	if err := w.Validate(); err != nil {
-		return err
-	}
-	if err := segmenter.CheckZone(w.Zone); err != nil {
-		return err
-	}
-	if err := segmenter.CheckValueSelector(w.ValueSelector); err != nil {
+	if err := server.CheckWatch(w); err != nil {
 		return err
 	}
 	if err := w.Request.Seal(sf.secrets()); err != nil {
-		return err
-	}
-	if err := browser.CheckWaitFor(w.WaitFor); err != nil {
-		return err
-	}
-	if err := browser.CheckSteps(w.Steps); err != nil {
 		return err
 	}
 	store, u, err := sf.openCLIAs(ctx, *user, e)
