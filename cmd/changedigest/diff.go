@@ -9,6 +9,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/changedigest/changedigest"
@@ -22,8 +23,9 @@ func init() {
 }
 
 func runDiff(ctx context.Context, e *env) error {
-	fs := newFlagSet(e, "diff", "OLD NEW [--json] [--zone SELECTOR]")
+	fs := newFlagSet(e, "diff", "OLD NEW [--json] [--zone SELECTOR] [--show-noise]")
 	asJSON := fs.Bool("json", false, "print the result as one JSON object")
+	showNoise := fs.Bool("show-noise", false, "list the changes of markup, styles and scripts that are noise (generated tokens, one edit repeated at many places); by default they are counted, not listed")
 	zone := fs.String("zone", "", "CSS `selector` restricting the comparison to part of a page; of JSON documents also a JSON path or a jq program (jq:…)")
 	allowPrivate := fs.Bool("allow-private", false, "allow fetching private, loopback and link-local addresses")
 	args, err := e.parse(fs, e.args)
@@ -49,15 +51,55 @@ func runDiff(ctx context.Context, e *env) error {
 	if err != nil {
 		return err
 	}
+	var folded *foldedNoise
+	if !*showNoise {
+		folded = foldNoise(d)
+	}
 	if d.Changes == nil {
 		d.Changes = []changedigest.Change{}
 	}
 	if *asJSON {
 		enc := json.NewEncoder(e.stdout)
 		enc.SetEscapeHTML(false)
-		return enc.Encode(d)
+		return enc.Encode(struct {
+			*changedigest.Diff
+			Noise *foldedNoise `json:"noise_folded,omitempty"`
+		}{d, folded})
 	}
-	return writeDiffReport(e.stdout, d, useColour(e.stdout))
+	return writeDiffReport(e.stdout, d, folded, useColour(e.stdout))
+}
+
+// foldedNoise counts the changes a diff leaves out of its list: noise
+// that shows no text a reader sees (generated tokens in attributes and
+// scripts, an edit repeated at many places), by reason.
+type foldedNoise struct {
+	Changes int            `json:"changes"`
+	Reasons map[string]int `json:"reasons"`
+}
+
+// foldNoise takes the changes of markup, styles and scripts that are
+// noise out of d and counts them; content changes that are noise (a
+// comment counter) stay listed with their reason. Nil when none.
+func foldNoise(d *changedigest.Diff) *foldedNoise {
+	var f *foldedNoise
+	kept := d.Changes[:0]
+	for _, c := range d.Changes {
+		if c.Noise == "" || c.Type == changedigest.ChangeContent {
+			kept = append(kept, c)
+			continue
+		}
+		if f == nil {
+			f = &foldedNoise{Reasons: map[string]int{}}
+		}
+		f.Changes++
+		reason := c.Noise
+		if i := strings.IndexByte(reason, ':'); i > 0 {
+			reason = reason[:i] // "repeated edit: as at …"
+		}
+		f.Reasons[reason]++
+	}
+	d.Changes = kept
+	return f
 }
 
 // readDocument reads a file of at most max bytes, or fetches a URL
@@ -123,11 +165,27 @@ const (
 // writeDiffReport prints a diff for people: a summary line, then each
 // change with its segment, type, operation, location and a word-level
 // difference of its texts.
-func writeDiffReport(w io.Writer, d *changedigest.Diff, colour bool) error {
+func writeDiffReport(w io.Writer, d *changedigest.Diff, folded *foldedNoise, colour bool) error {
 	bw := bufio.NewWriter(w)
 	fmt.Fprintf(bw, "%s: old %d segments (%d bytes), new %d segments (%d bytes), similarity %.3f\n",
 		d.Kind, d.Old.Segments, d.Old.Bytes, d.New.Segments, d.New.Bytes, d.Similarity)
+	if folded != nil {
+		reasons := make([]string, 0, len(folded.Reasons))
+		for r, n := range folded.Reasons {
+			reasons = append(reasons, fmt.Sprintf("%s %d", r, n))
+		}
+		slices.Sort(reasons)
+		what := "changes that are noise"
+		if folded.Changes == 1 {
+			what = "change that is noise"
+		}
+		fmt.Fprintf(bw, "%d %s not listed (%s; --show-noise lists them)\n", folded.Changes, what, strings.Join(reasons, ", "))
+	}
 	if len(d.Changes) == 0 {
+		if folded != nil {
+			fmt.Fprintln(bw, "no other changes")
+			return bw.Flush()
+		}
 		fmt.Fprintln(bw, "no changes")
 		return bw.Flush()
 	}
@@ -135,7 +193,16 @@ func writeDiffReport(w io.Writer, d *changedigest.Diff, colour bool) error {
 	if len(d.Changes) == 1 {
 		noun = "change"
 	}
-	fmt.Fprintf(bw, "%d %s in %d segments\n", len(d.Changes), noun, d.ChangedSegments)
+	segments := d.ChangedSegments
+	if folded != nil {
+		// the segments of the changes listed
+		seen := map[int]bool{}
+		for _, c := range d.Changes {
+			seen[c.Segment] = true
+		}
+		segments = len(seen)
+	}
+	fmt.Fprintf(bw, "%d %s in %d segments\n", len(d.Changes), noun, segments)
 	writeChanges(bw, d.Kind, d.Changes, colour)
 	return bw.Flush()
 }

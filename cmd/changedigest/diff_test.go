@@ -242,7 +242,8 @@ func TestDiffScriptsBounded(t *testing.T) {
 	dir := t.TempDir()
 	old := writeFile(t, dir, "old.html", []byte(page("cf70eb5b3f4a")))
 	newf := writeFile(t, dir, "new.html", []byte(page("50888b6d7194")))
-	code, out, errs := runCmd(t, "diff", old, newf)
+	// The build hash is a generated token (noise): listed on request.
+	code, out, errs := runCmd(t, "diff", "--show-noise", old, newf)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
@@ -257,7 +258,7 @@ func TestDiffScriptsBounded(t *testing.T) {
 			t.Errorf("a line of %d bytes: %.200s…", len(line), line)
 		}
 	}
-	code, out, errs = runCmd(t, "diff", "--json", old, newf)
+	code, out, errs = runCmd(t, "diff", "--json", "--show-noise", old, newf)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
@@ -272,5 +273,57 @@ func TestDiffScriptsBounded(t *testing.T) {
 		if len(c.OldText) > 240 || len(c.NewText) > 240 {
 			t.Errorf("%s: %d and %d bytes told", c.Where, len(c.OldText), len(c.NewText))
 		}
+	}
+}
+
+// Noise that shows no text (generated tokens in attributes, as a CDN's
+// e-mail obfuscation renews at every load) is counted, not listed, unless
+// asked for; a counter's content change stays listed.
+func TestDiffFoldsNoise(t *testing.T) {
+	page := func(keys []string, word string) string {
+		var b strings.Builder
+		b.WriteString(`<html><body><h1>Contact</h1><p>Write to us ` + word + ` by e-mail.</p><ul>`)
+		for i, k := range keys {
+			fmt.Fprintf(&b, `<li>Office %d: <a href="/cdn-cgi/l/email-protection#%s"><span data-cfemail="%s">[email protected]</span></a></li>`, i, k, k)
+		}
+		b.WriteString(`</ul></body></html>`)
+		return b.String()
+	}
+	dir := t.TempDir()
+	old := writeFile(t, dir, "old.html", []byte(page([]string{"4129242d31012633282f25336f222e2c", "97fff2fbe7d7f0e5fef9f3e5b9f4f8fa"}, "anytime")))
+	newf := writeFile(t, dir, "new.html", []byte(page([]string{"660e030a162601140f0802144805090b", "f69e939a86b691849f989284d895999b"}, "today")))
+
+	code, out, errs := runCmd(t, "diff", old, newf)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, want := range []string{"4 changes that are noise not listed (generated value 4; --show-noise lists them)", "1 change in 1 segments", "[-anytime-]{+today+}"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "cfemail") {
+		t.Errorf("noise listed:\n%s", out)
+	}
+
+	code, out, _ = runCmd(t, "diff", "--json", old, newf)
+	var folded struct {
+		changedigest.Diff
+		Noise struct {
+			Changes int            `json:"changes"`
+			Reasons map[string]int `json:"reasons"`
+		} `json:"noise_folded"`
+	}
+	if err := json.Unmarshal([]byte(out), &folded); code != 0 || err != nil {
+		t.Fatalf("exit %d, %v: %s", code, err, out)
+	}
+	if len(folded.Changes) != 1 || folded.Changes[0].Type != changedigest.ChangeContent || folded.Noise.Changes != 4 || folded.Noise.Reasons["generated value"] != 4 {
+		t.Errorf("changes %+v, folded %+v", folded.Changes, folded.Noise)
+	}
+
+	_, out, _ = runCmd(t, "diff", "--json", "--show-noise", old, newf)
+	var all changedigest.Diff
+	if err := json.Unmarshal([]byte(out), &all); err != nil || len(all.Changes) != 5 || strings.Contains(out, "noise_folded") {
+		t.Errorf("--show-noise: %v, %d changes: %s", err, len(all.Changes), out)
 	}
 }
