@@ -61,6 +61,7 @@ type tnode struct {
 	txt    *string
 	bag    []uint64 // sorted hashes of the visible words, for similarity
 	toks   []string // the word tokens of the visible text, for similarity
+	sketch []uint64 // of a script or style sheet's code, for similarity
 }
 
 const (
@@ -1107,6 +1108,36 @@ func inOrder(gi, gj []int, mo []int, i, j int) bool {
 // similarity (a 50 × 50 gap): past it they are paired by tag and order.
 const maxScored = 2500
 
+// maxScoredCode bounds the pairs of a gap scored when most of them are
+// scripts and style sheets, which are compared by sketches at a small
+// fixed cost: a page's head or body holds dozens of inline scripts.
+const maxScoredCode = 40000
+
+// costlyPairs counts the pairs of a gap's leftovers of the same tag that
+// are not both code, whose similarity costs more than a sketch's.
+func costlyPairs(O, N []*tnode, gi, gj []int) int {
+	tags := map[string][2]int{}
+	for _, i := range gi {
+		if !isCode(O[i]) {
+			t := tags[O[i].tag]
+			t[0]++
+			tags[O[i].tag] = t
+		}
+	}
+	for _, j := range gj {
+		if !isCode(N[j]) {
+			t := tags[N[j].tag]
+			t[1]++
+			tags[N[j].tag] = t
+		}
+	}
+	pairs := 0
+	for _, t := range tags {
+		pairs += t[0] * t[1]
+	}
+	return pairs
+}
+
 // minRenamedSim is the word similarity at which an element left over on
 // each side of a gap, with different tags, is taken for the same element
 // renamed: more than half of its words stay.
@@ -1124,13 +1155,14 @@ func (df *differ) alignSame(O, N []*tnode, gi, gj []int, mo, mn []int, via []uin
 	for k := 0; positional && k < n; k++ {
 		positional = sameKind(O[gi[k]], N[gj[k]])
 	}
-	if positional && (n == 1 || n*m > maxScored) {
+	scored := n*m <= maxScored || n*m <= maxScoredCode && costlyPairs(O, N, gi, gj) <= maxScored
+	if positional && (n == 1 && !isCode(O[gi[0]]) || !scored) {
 		for k := range gi {
 			match(gi[k], gj[k])
 		}
 		return
 	}
-	if n*m > maxScored {
+	if !scored {
 		// Too many to score: same tags in order.
 		tags := func(ns []*tnode, idx []int) []uint64 {
 			out := make([]uint64, len(idx))
@@ -1212,8 +1244,79 @@ func (df *differ) similarity(x, y *tnode) float64 {
 	if len(bx)+len(by) > 0 {
 		return 0.85*df.textSimilarity(x, y) + 0.15*as
 	}
+	if isCode(x) && isCode(y) {
+		// Scripts and style sheets are told apart by their code, not
+		// by their (often absent) attributes: a page's inline scripts
+		// all look alike from outside.
+		df.w.add(2 * sketchSize)
+		return 0.2*as + 0.8*sketchSimilarity(df.old.sketchOf(x), df.new.sketchOf(y))
+	}
 	ks := df.kidTagSimilarity(x, y)
 	return 0.5*as + 0.5*ks
+}
+
+// isCode reports whether n is a script or style element.
+func isCode(n *tnode) bool { return n.tag == "script" || n.tag == "style" }
+
+// sketchSize is the number of hashes kept of a code's tokens: the
+// smallest distinct ones (a bottom-k sketch, Broder 1997), whose overlap
+// estimates how much two codes share at a fixed cost per pair.
+const sketchSize = 64
+
+// sketchOf returns the sketch of a script or style sheet's code: the
+// sketchSize smallest distinct hashes of its runs of letters and digits,
+// sorted.
+func (sd *side) sketchOf(n *tnode) []uint64 {
+	if n.sketch != nil {
+		return n.sketch
+	}
+	code := sd.textRaw(n)
+	var hs []uint64
+	for i := 0; i < len(code); {
+		if !isCodeWordByte(code[i]) {
+			i++
+			continue
+		}
+		j := i + 1
+		for j < len(code) && isCodeWordByte(code[j]) {
+			j++
+		}
+		hs = append(hs, hashString(hashSeed, code[i:j]))
+		i = j
+	}
+	slices.Sort(hs)
+	hs = slices.Compact(hs)
+	n.sketch = append(make([]uint64, 0, min(len(hs), sketchSize)), hs[:min(len(hs), sketchSize)]...)
+	return n.sketch
+}
+
+func isCodeWordByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '$' || c >= 0x80
+}
+
+// sketchSimilarity estimates the Dice coefficient of the token sets two
+// sketches were made from: of the sketchSize smallest hashes of their
+// union, the share found in both (Jaccard), as Dice. Two empty codes are
+// the same.
+func sketchSimilarity(a, b []uint64) float64 {
+	if len(a)+len(b) == 0 {
+		return 1
+	}
+	union, both := 0, 0
+	for i, j := 0, 0; union < sketchSize && (i < len(a) || j < len(b)); union++ {
+		switch {
+		case j == len(b) || i < len(a) && a[i] < b[j]:
+			i++
+		case i == len(a) || b[j] < a[i]:
+			j++
+		default:
+			both++
+			i++
+			j++
+		}
+	}
+	jac := float64(both) / float64(union)
+	return 2 * jac / (1 + jac)
 }
 
 // textSimilarity compares the words of two nodes: in order, by the word

@@ -1,6 +1,7 @@
 package segmenter
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -57,4 +58,52 @@ func keysOf(m map[string]changedigest.Change) []string {
 		out = append(out, k)
 	}
 	return out
+}
+
+// TestScriptsMatchedByCode: inline scripts without attributes all look
+// alike from outside; of a page that adds one, removes one and edits
+// another, each is told as what happened to it, not compared with its
+// neighbour's code.
+func TestScriptsMatchedByCode(t *testing.T) {
+	codes := []string{
+		`self.__next_f.push([1,"0:{\"P\":null,\"b\":\"18-rGCaCdofm\",\"c\":[\"legal\",\"consumer-terms\"]}"])`,
+		`window.dataLayer=window.dataLayer||[];function gtag(){dataLayer.push(arguments)}gtag('js',new Date());`,
+		`document.documentElement.classList.add(localStorage.getItem('theme')||'light')`,
+		`self.__next_f.push([1,"2:[\"$\",\"html\",null,{\"lang\":\"en\",\"className\":\"anthropicsans\"}]"])`,
+		`(function(w,d){var s=d.createElement('script');s.src='/assets/app.js';d.head.appendChild(s)})(window,document)`,
+	}
+	page := func(cs []string) string {
+		var b strings.Builder
+		b.WriteString(`<html><head><title>Terms</title></head><body><main><h1>Terms of service</h1><p>These terms apply to every use of the service.</p></main>`)
+		for _, c := range cs {
+			b.WriteString(`<script>` + c + `</script>`)
+		}
+		b.WriteString(`</body></html>`)
+		return b.String()
+	}
+	added := `$RB=[];$RV=function(a){$RT=performance.now();for(var b=0;b<a.length;b+=2){var c=a[b]}}`
+	edited := strings.Replace(codes[4], "app.js", "app.2.js", 1)
+	new := []string{codes[0], added, codes[1], codes[2], edited} // codes[3] removed
+	d, err := New().Diff([]byte(page(codes)), []byte(page(new)), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, c := range d.Changes {
+		got = append(got, fmt.Sprintf("%s %s %q → %q", c.Type, c.Op, c.OldText, c.NewText))
+	}
+	ok := len(d.Changes) == 3
+	for _, c := range d.Changes {
+		switch c.Op {
+		case changedigest.OpInsert:
+			ok = ok && strings.Contains(c.NewText, "$RB=[]")
+		case changedigest.OpDelete:
+			ok = ok && strings.Contains(c.OldText, "anthropicsans")
+		case changedigest.OpUpdate:
+			ok = ok && len(c.OldText)+len(c.NewText) <= 6 && strings.Contains(c.NewText, "2") // app.js → app.2.js
+		}
+	}
+	if !ok {
+		t.Errorf("want the script added, the one removed and the one edited:\n%s", strings.Join(got, "\n"))
+	}
 }
