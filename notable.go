@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"unicode"
 )
 
 // Notable decides whether a change of a stored version is worth telling
@@ -18,7 +19,9 @@ import (
 //   - noise: a change marked noise is not told, unless the watch shows noise;
 //   - change types: only the watch's NotifyTypes, or when it lists none
 //     DefaultNotifyTypes (the text: what a reader of a page calls a
-//     change; markup, moves, styles and scripts are told when asked for);
+//     change), and text a reader sees moved to another place (a
+//     structural move of words, MovedText); markup, styles and scripts
+//     are told when asked for;
 //   - minimum significance: not when the version's significance is below
 //     the watch's MinSignificance (versions stored before significance was
 //     scored, with 0, pass);
@@ -41,7 +44,7 @@ func Notable(w *Watch, s *Snapshot, c *Change, interest bool) (ok bool, why stri
 	if w == nil {
 		return true, ""
 	}
-	if !hasType(w.ToldTypes(), c.Type) {
+	if !hasType(w.ToldTypes(), c.Type) && !(len(w.NotifyTypes) == 0 && c.MovedText()) {
 		if len(w.NotifyTypes) == 0 {
 			return false, fmt.Sprintf("%s changes are not told unless the watch asks for them (text changes are)", c.Type)
 		}
@@ -90,6 +93,16 @@ func Notable(w *Watch, s *Snapshot, c *Change, interest bool) (ok bool, why stri
 		}
 	}
 	return true, ""
+}
+
+// MovedText reports whether c moves text a reader sees (words, not
+// markup alone) to another place of the page: the page reads otherwise,
+// though no word of it changed.
+func (c *Change) MovedText() bool {
+	if c.Type != ChangeStructural || c.Op != OpMove || strings.HasPrefix(c.NewText, "<") {
+		return false
+	}
+	return strings.IndexFunc(c.NewText, func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }) >= 0
 }
 
 // DefaultNotifyTypes are the change types told for a watch that names

@@ -769,6 +769,11 @@ func (df *differ) kids(o, n *tnode, blk *blockPair) {
 			if y.isText() {
 				df.raw++
 				blk.mark(x, y)
+			} else if x.hasWords() && df.readsInPlace(x, y) {
+				// Off the run of kept children, yet between the same
+				// words as before: the markup around it was rebuilt,
+				// the page reads as it did.
+				df.emit(changedigest.ChangeStructural, changedigest.OpMove, x, y, df.old.describe(x), df.new.describe(y))
 			} else {
 				df.emit(changedigest.ChangeStructural, changedigest.OpMove, x, y, df.old.label(x), df.new.label(y))
 			}
@@ -800,6 +805,37 @@ func (df *differ) kids(o, n *tnode, blk *blockPair) {
 		df.full = true
 	}
 }
+
+// readsInPlace reports whether a moved node x (old) and y (new) stand
+// between the same words in the reading order: the last words before
+// each and the first words after each are the same. Its words then read
+// where they did; only the markup around them was rebuilt.
+func (df *differ) readsInPlace(x, y *tnode) bool {
+	return df.old.wordsNear(x, -1) == df.new.wordsNear(y, -1) && df.old.wordsNear(x, 1) == df.new.wordsNear(y, 1)
+}
+
+// wordsNear returns the text next to n in the reading order of its
+// treelet, before it (step -1) or after it (+1): its nearest nodeNear
+// letters, spaces left out (a word or three; as many letters of a
+// script written without spaces).
+func (sd *side) wordsNear(n *tnode, step int) string {
+	for c := n; c.parent != nil; c = c.parent {
+		ks := c.parent.kids
+		for k := slices.Index(ks, c) + step; k >= 0 && k < len(ks); k += step {
+			if !ks[k].hasWords() {
+				continue
+			}
+			r := []rune(strings.Join(strings.Fields(sd.textOf(ks[k])), ""))
+			if step < 0 {
+				return string(r[max(0, len(r)-nodeNear):])
+			}
+			return string(r[:min(nodeNear, len(r))])
+		}
+	}
+	return ""
+}
+
+const nodeNear = 16
 
 // ambiguousLeftovers reports whether some tag has unmatched children on
 // both sides and more than one on either: then matching them by content
@@ -1499,7 +1535,11 @@ func (df *differ) finish() {
 			x := df.del[l[0]]
 			byH[y.h] = l[1:]
 			movedDel[l[0]] = true
-			df.emit(changedigest.ChangeStructural, changedigest.OpMove, x, y, df.old.label(x), df.new.label(y))
+			if x.hasWords() && df.readsInPlace(x, y) {
+				df.emit(changedigest.ChangeStructural, changedigest.OpMove, x, y, df.old.describe(x), df.new.describe(y))
+			} else {
+				df.emit(changedigest.ChangeStructural, changedigest.OpMove, x, y, df.old.label(x), df.new.label(y))
+			}
 			continue
 		}
 		ins = append(ins, y)

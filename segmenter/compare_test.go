@@ -2,10 +2,12 @@ package segmenter
 
 import (
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/changedigest/changedigest"
+	"github.com/changedigest/changedigest/internal/testenv"
 )
 
 // TestNestedBlockTextReportedOnce: when a block's own text and a block
@@ -157,5 +159,42 @@ func TestMovedLineKeepsItsWords(t *testing.T) {
 	}
 	if !told {
 		t.Errorf("the move is not told with the words of a line: %+v", d.Changes)
+	}
+}
+
+// TestMoveInPlace: words that now read elsewhere are told as moved text;
+// words whose wrapping markup was rebuilt, standing between the same
+// words as before, as markup moved (a privacy policy whose editor
+// re-nested a paragraph's spans).
+func TestMoveInPlace(t *testing.T) {
+	s := New()
+	old := `<html><body><h1>Languages</h1><ul><li>France</li><li>Germany</li><li>United Kingdom</li><li>Italy</li></ul></body></html>`
+	new := `<html><body><h1>Languages</h1><ul><li>United Kingdom</li><li>France</li><li>Germany</li><li>Italy</li></ul></body></html>`
+	d, err := s.Diff([]byte(old), []byte(new), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Changes) != 1 || !d.Changes[0].MovedText() || d.Changes[0].NewText != "United Kingdom" {
+		t.Errorf("changes %+v, want United Kingdom moved", d.Changes)
+	}
+
+	dir := testenv.Corpus(t, "versions", "doubao-privacy-zh")
+	a := mustRead(t, filepath.Join(dir, "0002_2024-03-04T123033_345628b1bf.html"))
+	b := mustRead(t, filepath.Join(dir, "0003_2024-03-05T123034_ba615eb252.html"))
+	d, err = s.Diff(a, b, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var markup int
+	for _, c := range d.Changes {
+		if c.MovedText() {
+			t.Errorf("text told as moved where it reads as before: %s %q", c.Path, c.NewText)
+		}
+		if c.Op == changedigest.OpMove && !c.MovedText() {
+			markup++
+		}
+	}
+	if markup == 0 {
+		t.Errorf("no markup moved among %d changes", len(d.Changes))
 	}
 }
