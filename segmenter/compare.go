@@ -428,6 +428,11 @@ type differ struct {
 	// markup holds inserted and deleted elements whose words the page
 	// still has (or had): a link unwrapped, text wrapped in a new element
 	markup map[*tnode]bool
+	// moved holds the children moved among their siblings (off the run
+	// of kept children), on both sides
+	moved map[*tnode]bool
+	// stayed: false for the inserted and deleted subtrees (readsInPlace)
+	stayed map[*tnode]bool
 	// groups are the compared treelets with the token ranges they were
 	// built from, for the text pass
 	groups []*textGroup
@@ -762,6 +767,16 @@ func (df *differ) kids(o, n *tnode, blk *blockPair) {
 			}
 		}
 	}
+	kept := make([]bool, len(N)) // on the run
+	for k, j := range js {
+		kept[j] = inRun[k]
+		if !inRun[k] {
+			if df.moved == nil {
+				df.moved = map[*tnode]bool{}
+			}
+			df.moved[N[j]], df.moved[O[mn[j]]] = true, true
+		}
+	}
 	for k, j := range js {
 		y := N[j]
 		x := O[mn[j]]
@@ -769,7 +784,7 @@ func (df *differ) kids(o, n *tnode, blk *blockPair) {
 			if y.isText() {
 				df.raw++
 				blk.mark(x, y)
-			} else if x.hasWords() && df.readsInPlace(x, y) {
+			} else if x.hasWords() && keptNeighbours(O, N, mo, kept, mn[j], j) {
 				// Off the run of kept children, yet between the same
 				// words as before: the markup around it was rebuilt,
 				// the page reads as it did.
@@ -806,19 +821,83 @@ func (df *differ) kids(o, n *tnode, blk *blockPair) {
 	}
 }
 
-// readsInPlace reports whether a moved node x (old) and y (new) stand
-// between the same words in the reading order: the last words before
-// each and the first words after each are the same. Its words then read
-// where they did; only the markup around them was rebuilt.
-func (df *differ) readsInPlace(x, y *tnode) bool {
-	return df.old.wordsNear(x, -1) == df.new.wordsNear(y, -1) && df.old.wordsNear(x, 1) == df.new.wordsNear(y, 1)
+// keptNeighbours reports whether old child i, matched with new child j
+// off the run of kept children, has the same neighbours with words on
+// both sides as before, themselves kept in place: the nearest child with
+// words before it (and after it) is matched with the nearest one before
+// (and after) its match, and on the run (kept, by new index), or there
+// is none on either side. Its words then read where they did: only the
+// markup around them was rebuilt.
+func keptNeighbours(O, N []*tnode, mo []int, kept []bool, i, j int) bool {
+	near := func(ns []*tnode, k, step int) int {
+		for k += step; k >= 0 && k < len(ns); k += step {
+			if ns[k].hasWords() {
+				return k
+			}
+		}
+		return -1
+	}
+	for _, step := range []int{-1, 1} {
+		a, b := near(O, i, step), near(N, j, step)
+		if (a < 0) != (b < 0) || a >= 0 && (mo[a] != b || !kept[b]) {
+			return false
+		}
+	}
+	return true
 }
 
-// wordsNear returns the text next to n in the reading order of its
-// treelet, before it (step -1) or after it (+1): its nearest nodeNear
-// letters, spaces left out (a word or three; as many letters of a
+// readsInPlace reports whether a node moved to another parent, x (old)
+// and y (new), stands between the same words in the reading order as
+// before, next to nodes that did not move: the text before each and
+// after each is the same, and none of it was inserted, deleted or moved
+// (markup wrapped around it or taken away aside).
+// Its words then read where they did; only the markup around them was
+// rebuilt.
+func (df *differ) readsInPlace(x, y *tnode) bool {
+	if df.stayed == nil {
+		df.stayed = map[*tnode]bool{}
+		for _, ns := range [][]*tnode{df.del, df.ins} {
+			for _, n := range ns {
+				// an element unwrapped or wrapped around words the
+				// page keeps moved no words
+				df.stayed[n] = df.markup[n]
+			}
+		}
+	}
+	for _, step := range []int{-1, 1} {
+		a, ta := df.old.wordsNear(x, step)
+		b, tb := df.new.wordsNear(y, step)
+		// the letters next to it alike, as far as the shorter goes (the
+		// node next to it on one side may be a part of the other's)
+		n := min(len(ta), len(tb))
+		if step < 0 {
+			ta, tb = ta[len(ta)-n:], tb[len(tb)-n:]
+		} else {
+			ta, tb = ta[:n], tb[:n]
+		}
+		if (n == 0) != (a == nil && b == nil) || string(ta) != string(tb) || !df.stays(a) || !df.stays(b) {
+			return false
+		}
+	}
+	return true
+}
+
+// stays reports whether neither n nor an ancestor of n was inserted,
+// deleted or moved (nil: no node, which stays).
+func (df *differ) stays(n *tnode) bool {
+	for ; n != nil; n = n.parent {
+		if st, ok := df.stayed[n]; ok && !st || df.moved[n] {
+			return false
+		}
+	}
+	return true
+}
+
+// wordsNear returns the node with words next to n in the reading order
+// of its treelet, before it (step -1) or after it (+1), and its nearest
+// nodeNear letters, spaces left out (a few words; as many letters of a
 // script written without spaces).
-func (sd *side) wordsNear(n *tnode, step int) string {
+func (sd *side) wordsNear(n *tnode, step int) (*tnode, []rune) {
 	for c := n; c.parent != nil; c = c.parent {
 		ks := c.parent.kids
 		for k := slices.Index(ks, c) + step; k >= 0 && k < len(ks); k += step {
@@ -827,15 +906,17 @@ func (sd *side) wordsNear(n *tnode, step int) string {
 			}
 			r := []rune(strings.Join(strings.Fields(sd.textOf(ks[k])), ""))
 			if step < 0 {
-				return string(r[max(0, len(r)-nodeNear):])
+				return ks[k], r[max(0, len(r)-nodeNear):]
 			}
-			return string(r[:min(nodeNear, len(r))])
+			return ks[k], r[:min(nodeNear, len(r))]
 		}
 	}
-	return ""
+	return nil, nil
 }
 
-const nodeNear = 16
+// nodeNear is the number of letters of the text next to a moved node
+// that readsInPlace compares.
+const nodeNear = 48
 
 // ambiguousLeftovers reports whether some tag has unmatched children on
 // both sides and more than one on either: then matching them by content
