@@ -99,7 +99,7 @@ func Notable(w *Watch, s *Snapshot, c *Change, interest bool) (ok bool, why stri
 // markup alone) to another place of the page: the page reads otherwise,
 // though no word of it changed.
 func (c *Change) MovedText() bool {
-	if c.Type != ChangeStructural || c.Op != OpMove || strings.HasPrefix(c.NewText, "<") {
+	if c.Type != ChangeStructural && c.Type != ChangeContent || c.Op != OpMove || strings.HasPrefix(c.NewText, "<") {
 		return false
 	}
 	return strings.IndexFunc(c.NewText, func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }) >= 0

@@ -784,10 +784,10 @@ func (df *differ) kids(o, n *tnode, blk *blockPair) {
 			if y.isText() {
 				df.raw++
 				blk.mark(x, y)
-			} else if x.hasWords() && keptNeighbours(O, N, mo, kept, mn[j], j) {
-				// Off the run of kept children, yet between the same
-				// words as before: the markup around it was rebuilt,
-				// the page reads as it did.
+			} else if x.hasWords() && (wordsSame() || keptNeighbours(O, N, mo, kept, mn[j], j)) {
+				// Off the run of kept children, yet the parent reads
+				// as before, or it stands between the same words: the
+				// markup around it was rebuilt (or equal texts swapped).
 				df.emit(changedigest.ChangeStructural, changedigest.OpMove, x, y, df.old.describe(x), df.new.describe(y))
 			} else {
 				df.emit(changedigest.ChangeStructural, changedigest.OpMove, x, y, df.old.label(x), df.new.label(y))
@@ -818,6 +818,21 @@ func (df *differ) kids(o, n *tnode, blk *blockPair) {
 	}
 	if df.raw > maxChanges {
 		df.full = true
+	}
+}
+
+// textMoves types the moves of text a reader sees as content changes:
+// words that now read at another place of the page (a story moved up a
+// list) are a change of the text, told with their words, where markup
+// moved around words that read as before is structural (its start tag
+// told: readsInPlace, keptNeighbours). A document's title moved into
+// the body (as pages that stream their head do) is markup: no reader
+// sees it there.
+func textMoves(cs []changedigest.Change) {
+	for i := range cs {
+		if c := &cs[i]; c.Type == changedigest.ChangeStructural && c.MovedText() && !strings.HasSuffix(c.Path, "|title") {
+			c.Type = changedigest.ChangeContent
+		}
 	}
 }
 

@@ -174,7 +174,7 @@ func TestMoveInPlace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(d.Changes) != 1 || !d.Changes[0].MovedText() || d.Changes[0].NewText != "United Kingdom" {
+	if len(d.Changes) != 1 || !d.Changes[0].MovedText() || d.Changes[0].Type != changedigest.ChangeContent || d.Changes[0].NewText != "United Kingdom" {
 		t.Errorf("changes %+v, want United Kingdom moved", d.Changes)
 	}
 

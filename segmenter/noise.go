@@ -755,8 +755,11 @@ func volatileCandidate(c changedigest.Change) bool { return c.Noise == "" && sma
 func location(c changedigest.Change) string { return string(c.Type) + " " + c.Path }
 
 // smallEdit reports whether a change only edits numbers, dates and
-// relative times, or is not a content change at all.
+// relative times, only moves words, or is not a content change at all.
 func smallEdit(c *changedigest.Change) bool {
+	if c.Op == changedigest.OpMove {
+		return true // the same words in another order
+	}
 	if c.Type != changedigest.ChangeContent {
 		return c.Op == changedigest.OpUpdate
 	}

@@ -139,6 +139,19 @@ func TestMarkVolatile(t *testing.T) {
 	if cs[1].Noise != "" {
 		t.Errorf("a real edit at a volatile location must be told, got noise %q", cs[1].Noise)
 	}
+	// A list reordered at every check (a "most read" box): its moves
+	// are noise there too, an edit of its words is not.
+	move := changedigest.Change{Type: changedigest.ChangeContent, Op: changedigest.OpMove, Path: "body|aside|ol|li",
+		OldText: "Storm closes bridge", NewText: "Storm closes bridge"}
+	var shuffled [][]changedigest.Change
+	for range 19 {
+		shuffled = append(shuffled, []changedigest.Change{move})
+	}
+	ms := []changedigest.Change{move, {Type: changedigest.ChangeContent, Op: changedigest.OpUpdate, Path: "body|aside|ol|li", OldText: "Storm closes bridge", NewText: "Storm closes bridge for a week"}}
+	markVolatile(ms, shuffled)
+	if !strings.HasPrefix(ms[0].Noise, "volatile location") || ms[1].Noise != "" {
+		t.Errorf("moves at every check: noise %q; an edit there: noise %q", ms[0].Noise, ms[1].Noise)
+	}
 	// A location that calmed down is told again.
 	calm := make([][]changedigest.Change, 19)
 	for i := 0; i < 4; i++ {

@@ -207,6 +207,7 @@ func (s *Segmenter) detect(w *work, in Input) (snap *changedigest.Snapshot, err 
 	in.lazy()
 	snap, err = detect(in)
 	if err == nil {
+		textMoves(snap.Changes)
 		err = classifySnapshot(w, snap, in) // noise and significance (noise.go)
 	}
 	if err == nil {
@@ -292,6 +293,7 @@ func (s *Segmenter) diff(w *work, old, new []byte, zone string) (d *changedigest
 	}
 	d, err = diff()
 	if err == nil {
+		textMoves(d.Changes)
 		classify(w, d, old, new, prints) // noise and significance (noise.go)
 		s.narrowMarkup(w, d.Changes)
 		d.Changes = s.narrowScripts(w, d.Changes)
