@@ -53,7 +53,7 @@ func headline(v *EventView) (string, string) {
 }
 
 // tellingScore ranks changes for the headline: new items and blocks
-// first, then by the words they change.
+// first, then by the words they change; text moved after text changed.
 func tellingScore(c ChangeView) int {
 	// Words of three letters or more tell; numbers, codes and marks less.
 	score := 0
@@ -75,7 +75,11 @@ func tellingScore(c ChangeView) int {
 		}
 	}
 	score = min(score, 400)
-	if c.Type == changedigest.ChangeContent {
+	switch {
+	case c.Type == changedigest.ChangeContent && c.Op == changedigest.OpMove:
+		// Words that read elsewhere tell less than words that changed.
+		score += 300 + min(len(wordsIn(sideText(c.Pieces, "eq"))), 100)
+	case c.Type == changedigest.ChangeContent:
 		score += 1000
 	}
 	if c.Op == changedigest.OpInsert {

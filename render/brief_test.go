@@ -51,6 +51,12 @@ func TestHeadline(t *testing.T) {
 	ja := ChangeView{Type: changedigest.ChangeContent, Op: changedigest.OpUpdate, Where: "in the footer",
 		Pieces: []Piece{{Op: "del", Text: "News and Updates（英語）でご確認いただけます"}, {Op: "ins", Text: "ニュースとアップデートでご確認いただけます"}}}
 	names := ChangeView{Type: changedigest.ChangeContent, Op: changedigest.OpInsert, Where: "in the footer", Pieces: []Piece{{Op: "ins", Text: "English 한국어"}}}
+	// The year at the foot of the page changed while the menu moved:
+	// the edit tells more than the words that read elsewhere.
+	year := ChangeView{Type: changedigest.ChangeContent, Op: changedigest.OpUpdate, Where: "in the footer",
+		Pieces: []Piece{{Op: "eq", Text: "Civitai "}, {Op: "del", Text: "2025"}, {Op: "ins", Text: "2026"}}}
+	menu := ChangeView{Type: changedigest.ChangeContent, Op: changedigest.OpMove,
+		Pieces: []Piece{{Op: "eq", Text: "Models Images Articles Users Collections Bounties Tools"}}}
 	cases := []struct {
 		name     string
 		v        EventView
@@ -67,6 +73,8 @@ func TestHeadline(t *testing.T) {
 				item("General election date announced", changedigest.OpInsert, "General election date announced The vote is in May.", "election")},
 			General: []ChangeView{edit}},
 			"General election date announced +2 more", "★ election: Riverside Daily: General election date announced +2 more", "election"},
+		{"an edit before a move", EventView{WatchName: "Terms", General: []ChangeView{menu, year}},
+			"Civitai 2025 → 2026 +1 more", "Terms: Civitai 2025 → 2026 +1 more", ""},
 		{"a sentence without spaces", EventView{WatchName: "Guidelines", General: []ChangeView{names, ja}},
 			changeHeadline(ja) + " +1 more", "Guidelines: " + changeHeadline(ja) + " +1 more", ""},
 	}
