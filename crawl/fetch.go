@@ -296,6 +296,13 @@ func (f *Fetcher) Fetch(ctx context.Context, req Request) (*Response, error) {
 		LastModified: resp.Header.Get("Last-Modified"),
 		FinalURL:     resp.Request.URL.String(),
 	}
+	if resp.StatusCode != http.StatusNotModified && sameSecond(res.LastModified, resp.Header.Get("Date"), f.now()) {
+		// Modified in the second it was served: a change later in that
+		// second has the same Last-Modified, so If-Modified-Since could
+		// not see it (a weak validator, RFC 9110 8.8.2.2). The next
+		// check asks without it.
+		res.LastModified = ""
+	}
 	name = resp.Request.URL.Redacted()
 
 	switch {
@@ -504,4 +511,21 @@ func parseRetryAfter(v string, now time.Time) time.Time {
 		return t
 	}
 	return time.Time{}
+}
+
+// sameSecond reports whether the Last-Modified time lm lies within a
+// second of the response's Date (or of now when the answer has none).
+func sameSecond(lm, date string, now time.Time) bool {
+	if lm == "" {
+		return false
+	}
+	t, err := http.ParseTime(lm)
+	if err != nil {
+		return false
+	}
+	if d, err := http.ParseTime(date); err == nil {
+		now = d
+	}
+	diff := now.Sub(t)
+	return diff < time.Second && diff > -time.Second
 }

@@ -774,3 +774,30 @@ func TestAllowList(t *testing.T) {
 		t.Errorf("unlisted loopback port: %v, want ErrPrivateAddress", err)
 	}
 }
+
+// A page modified in the second it was served (a file written while it
+// is read, a page stamped with the time it was made) has a
+// Last-Modified that cannot tell a change later in that second: it is
+// not kept as a validator, so the next check is not answered 304 for a
+// page that changed. Python's http.server answers If-Modified-Since by
+// whole seconds like this.
+func TestFetchLastModifiedSameSecond(t *testing.T) {
+	now := time.Now().UTC()
+	srv := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Date", now.Format(http.TimeFormat))
+		switch r.URL.Path {
+		case "/fresh":
+			w.Header().Set("Last-Modified", now.Format(http.TimeFormat))
+		case "/old":
+			w.Header().Set("Last-Modified", now.Add(-time.Hour).Format(http.TimeFormat))
+		}
+		fmt.Fprint(w, "<p>hello</p>")
+	})
+	f := testFetcher(t)
+	if got := mustFetch(t, f, Request{URL: srv.URL + "/fresh"}); got.LastModified != "" {
+		t.Errorf("Last-Modified of the second served kept: %q", got.LastModified)
+	}
+	if got := mustFetch(t, f, Request{URL: srv.URL + "/old"}); got.LastModified == "" {
+		t.Error("Last-Modified an hour before the answer dropped")
+	}
+}
