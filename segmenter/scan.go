@@ -365,9 +365,14 @@ func scan(w *work, body []byte, ancestors []step, first step) *doc {
 	d := docPool.Get().(*doc)
 	d.w = w
 	d.body = body
-	// Rough sizes: one token per ~25 bytes, one element per ~60.
-	d.toks = reuse(d.toks, len(body)/25+8)
-	d.elems = reuse(d.elems, len(body)/60+8+len(ancestors))
+	// Rough sizes: one token per ~25 bytes, one element per ~60, and, as
+	// every tag starts with '<', no more elements than three in four of
+	// those (most have an end tag) and no more tokens than two for each
+	// (a tag and the text after it), so that a page of many small
+	// elements is not grown to its size by doubling.
+	lt := bytes.Count(body, []byte{'<'})
+	d.toks = reuse(d.toks, max(len(body)/25, 2*lt)+8)
+	d.elems = reuse(d.elems, max(len(body)/60, lt*3/4)+8+len(ancestors))
 	d.attrs = reuse(d.attrs, len(body)/80+8)
 	d.norm = reuse(d.norm, len(body)/2+64)
 	d.indexed = false
