@@ -6,7 +6,6 @@
 package textdiff
 
 import (
-	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -48,7 +47,14 @@ const MaxEdits = 1000
 // apostrophes), runs of whitespace, and single other characters. Joining
 // the tokens gives s back.
 func Words(s string) []string {
-	var out []string
+	if s == "" {
+		return nil
+	}
+	n := 0
+	for i := 0; i < len(s); i = TokenEnd(s, i) {
+		n++
+	}
+	out := make([]string, 0, n)
 	for i := 0; i < len(s); {
 		j := TokenEnd(s, i)
 		out = append(out, s[i:j])
@@ -57,10 +63,53 @@ func Words(s string) []string {
 	return out
 }
 
+// asciiClass is the class of each ASCII byte for TokenEnd: a word
+// character, whitespace, or neither.
+var asciiClass = func() (c [utf8.RuneSelf]uint8) {
+	for r := rune(0); r < utf8.RuneSelf; r++ {
+		switch {
+		case isWord(r):
+			c[r] = cWord
+		case unicode.IsSpace(r):
+			c[r] = cSpace
+		}
+	}
+	return c
+}()
+
+const (
+	cOther uint8 = iota
+	cWord
+	cSpace
+)
+
 // TokenEnd returns the end of the token of Words that starts at byte i of
 // s (i < len(s)), for reading the tokens of a long text one at a time:
 // s[i:TokenEnd(s, i)] is the token.
 func TokenEnd(s string, i int) int {
+	if c := s[i]; c < utf8.RuneSelf {
+		switch asciiClass[c] {
+		case cOther:
+			return i + 1
+		case cWord:
+			// a run of ASCII letters and digits, then the general rules
+			j := i + 1
+			for j < len(s) && s[j] < utf8.RuneSelf && asciiClass[s[j]] == cWord {
+				j++
+			}
+			if j == len(s) || s[j] < utf8.RuneSelf && s[j] != '\'' && s[j] != '.' && s[j] != ',' {
+				return j
+			}
+		case cSpace:
+			j := i + 1
+			for j < len(s) && s[j] < utf8.RuneSelf && asciiClass[s[j]] == cSpace {
+				j++
+			}
+			if j == len(s) || s[j] < utf8.RuneSelf {
+				return j
+			}
+		}
+	}
 	r, n := utf8.DecodeRuneInString(s[i:])
 	j := i + n
 	switch {
@@ -250,9 +299,12 @@ func (bu *Budget) myers(a, b []string) []span {
 	if m == 0 {
 		return []span{{op: Delete, n: n}}
 	}
-	var trace [][]int
+	// The frontiers of all steps, one after the other: the frontier
+	// before step d has 2d+3 entries and starts at d²+2d, the sum of
+	// those before it.
+	var trace []int
 	found := bu.forward(a, b, func(d int, frontier []int) {
-		trace = append(trace, slices.Clone(frontier))
+		trace = append(trace, frontier...)
 	})
 	if found < 0 {
 		return []span{{op: Delete, n: n}, {op: Insert, n: m}}
@@ -261,7 +313,7 @@ func (bu *Budget) myers(a, b []string) []span {
 	var rev []span
 	x, y := n, m
 	for d := found; d > 0; d-- {
-		vp := trace[d] // V before step d, indexed k+d+1
+		vp := trace[d*d+2*d:] // V before step d, indexed k+d+1
 		k := x - y
 		get := func(k int) int { return vp[k+d+1] }
 		var pk int
@@ -307,7 +359,7 @@ func Similarity(a, b string) float64 {
 
 // Similarity is Similarity drawing on bu.
 func (bu *Budget) Similarity(a, b string) float64 {
-	wa, wb := nonSpace(Words(a)), nonSpace(Words(b))
+	wa, wb := nonSpaceWords(a), nonSpaceWords(b)
 	if len(wa)+len(wb) == 0 {
 		return 1
 	}
@@ -399,12 +451,23 @@ func Affixes(a, b []string) (p, s int) {
 	return p, s
 }
 
-func nonSpace(toks []string) []string {
-	out := toks[:0:0]
-	for _, t := range toks {
-		if !IsSpace(t) {
-			out = append(out, t)
+// nonSpaceWords is the tokens of Words(s) that are not whitespace.
+func nonSpaceWords(s string) []string {
+	n := 0
+	for i := 0; i < len(s); {
+		j := TokenEnd(s, i)
+		if !IsSpace(s[i:j]) {
+			n++
 		}
+		i = j
+	}
+	out := make([]string, 0, n)
+	for i := 0; i < len(s); {
+		j := TokenEnd(s, i)
+		if !IsSpace(s[i:j]) {
+			out = append(out, s[i:j])
+		}
+		i = j
 	}
 	return out
 }
