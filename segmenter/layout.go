@@ -1,10 +1,12 @@
 package segmenter
 
 import (
+	"cmp"
 	"crypto/md5"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -231,9 +233,9 @@ func (s *Segmenter) align(d *doc, bs []bound, regions []region) []int32 {
 	// made when a boundary is not found among the candidates next to the
 	// previous guess, so that a lost boundary costs lookups, not a scan
 	// of every element of its kind, four times.
-	var byCascade, byFull, byLoose map[uint64][]int32
+	var byCascade, byFull, byLoose *keyIndex
 	index := func() {
-		byCascade, byFull, byLoose = map[uint64][]int32{}, map[uint64][]int32{}, map[uint64][]int32{}
+		byCascade, byFull, byLoose = &keyIndex{}, &keyIndex{}, &keyIndex{}
 		d.w.add(len(d.elems))
 		for i := d.phantoms; i < len(d.elems); i++ {
 			e := &d.elems[i]
@@ -241,10 +243,13 @@ func (s *Segmenter) align(d *doc, bs []bound, regions []region) []int32 {
 				continue
 			}
 			ei := int32(i)
-			byCascade[casc(ei)] = append(byCascade[casc(ei)], ei)
-			byFull[e.full] = append(byFull[e.full], ei)
-			byLoose[e.loose] = append(byLoose[e.loose], ei)
+			byCascade.add(casc(ei), ei)
+			byFull.add(e.full, ei)
+			byLoose.add(e.loose, ei)
 		}
+		byCascade.sort()
+		byFull.sort()
+		byLoose.sort()
 	}
 	// first is the first element of list (in page order) from the one
 	// after token prev on, then from the start, that ok accepts.
@@ -292,15 +297,15 @@ func (s *Segmenter) align(d *doc, bs []bound, regions []region) []int32 {
 				index()
 			}
 			sameKind := func(ei int32) bool { return d.elems[ei].kind == b.kind && ok(ei) }
-			best = first(byCascade[b.cascade], prev, func(ei int32) bool { return d.elems[ei].full == b.full && sameKind(ei) })
+			best = first(byCascade.get(b.cascade), prev, func(ei int32) bool { return d.elems[ei].full == b.full && sameKind(ei) })
 			if best < 0 {
-				best = first(byCascade[b.cascade], prev, sameKind)
+				best = first(byCascade.get(b.cascade), prev, sameKind)
 			}
 			if best < 0 {
-				best = first(byFull[b.full], prev, sameKind)
+				best = first(byFull.get(b.full), prev, sameKind)
 			}
 			if best < 0 {
-				best = first(byLoose[b.loose], prev, func(ei int32) bool {
+				best = first(byLoose.get(b.loose), prev, func(ei int32) bool {
 					e := &d.elems[ei]
 					return e.id1 > e.id0 && sameKind(ei)
 				})
@@ -315,6 +320,52 @@ func (s *Segmenter) align(d *doc, bs []bound, regions []region) []int32 {
 	}
 	keepInOrder(bs, match, d)
 	return match
+}
+
+// keyIndex holds elements by a key: the elements of each key in the
+// order they were added (page order), found by binary search rather
+// than in a map of lists, which for a page of many elements costs an
+// allocation per key.
+type keyIndex struct {
+	ents []keyEnt // while adding
+	keys []uint64 // sorted
+	eis  []int32
+}
+
+type keyEnt struct {
+	k  uint64
+	ei int32
+}
+
+func (x *keyIndex) add(k uint64, ei int32) {
+	x.ents = append(x.ents, keyEnt{k, ei})
+}
+
+// sort orders the entries by key, and those of a key by element, which
+// is the order they were added in (page order).
+func (x *keyIndex) sort() {
+	slices.SortFunc(x.ents, func(a, b keyEnt) int {
+		if c := cmp.Compare(a.k, b.k); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.ei, b.ei)
+	})
+	x.keys = make([]uint64, len(x.ents))
+	x.eis = make([]int32, len(x.ents))
+	for i, e := range x.ents {
+		x.keys[i], x.eis[i] = e.k, e.ei
+	}
+	x.ents = nil
+}
+
+// get returns the elements of key k, in the order they were added.
+func (x *keyIndex) get(k uint64) []int32 {
+	a, _ := slices.BinarySearch(x.keys, k)
+	b := a
+	for b < len(x.keys) && x.keys[b] == k {
+		b++
+	}
+	return x.eis[a:b:b]
 }
 
 // alignCands are the elements of d a layout's boundaries may fall on.
