@@ -37,30 +37,45 @@ type attrKV struct{ k, v string }
 // node; texts, attributes and the other hashes are worked out when the
 // matching looks at a node, which for a small edit is a handful of nodes.
 type tnode struct {
-	tag     string // "" for a text, "#root" for the root of a treelet
-	visible bool   // a text shown to readers
-	kids    []*tnode
-	parent  *tnode
-	d       *doc  // the scan the node comes from
-	elem    int32 // element in d (-1: text or root)
-	encl    int32 // a text's enclosing element in d
-	tokA    int   // token range in d
-	tokB    int
-	seg     int // segment index
+	tag    string // "" for a text, "#root" for the root of a treelet
+	kids   []*tnode
+	parent *tnode
+	d      *doc  // the scan the node comes from
+	elem   int32 // element in d (-1: text or root)
+	encl   int32 // a text's enclosing element in d
+	tokA   int   // token range in d
+	tokB   int
+	seg    int // segment index
 
 	h       uint64 // the whole subtree (Goel's bottom-up hash)
+	visible bool   // a text shown to readers
 	behav   bool   // holds script, iframe, object, embed or applet elements
 	textful bool   // holds visible text
 
-	lazy   uint8 // which of the fields below are computed
-	text   string
-	attrs  []attrKV
+	lazy   uint8  // which of the fields below (and in more) are computed
 	hc, pc uint64 // without presentation (rolling hash value and power)
 	ht, pt uint64 // visible words
 	nwords int    // visible words
-	txt    *string
+	more   *tnodeMore
+}
+
+// tnodeMore holds the texts and lists of a node, worked out for the few
+// nodes whose text or attributes are compared or told, apart from the
+// node so that a treelet of many nodes stays small.
+type tnodeMore struct {
+	text   string
+	attrs  []attrKV
+	txt    string // the visible text (when hasTxt)
+	hasTxt bool
 	bag    []uint64 // sorted hashes of the visible words, for similarity
 	toks   []string // the word tokens of the visible text, for similarity
+}
+
+func (n *tnode) m() *tnodeMore {
+	if n.more == nil {
+		n.more = &tnodeMore{}
+	}
+	return n.more
 }
 
 const (
@@ -77,10 +92,13 @@ func (n *tnode) textStr() string {
 	if n.lazy&lazyText == 0 {
 		n.lazy |= lazyText
 		if n.isText() {
-			n.text = n.d.textOf(n.tokA)
+			n.m().text = n.d.textOf(n.tokA)
 		}
 	}
-	return n.text
+	if n.more == nil {
+		return ""
+	}
+	return n.more.text
 }
 
 // attrList is an element's attributes, sorted by name.
@@ -91,14 +109,18 @@ func (n *tnode) attrList() []attrKV {
 			d := n.d
 			e := &d.elems[n.elem]
 			if e.nattr > 0 {
-				n.attrs = make([]attrKV, e.nattr)
+				attrs := make([]attrKV, e.nattr)
 				for k, a := range d.attrs[e.attr0 : e.attr0+e.nattr] {
-					n.attrs[k] = attrKV{string(d.norm[a.k0:a.k1]), string(d.norm[a.v0:a.v1])}
+					attrs[k] = attrKV{string(d.norm[a.k0:a.k1]), string(d.norm[a.v0:a.v1])}
 				}
+				n.m().attrs = attrs
 			}
 		}
 	}
-	return n.attrs
+	if n.more == nil {
+		return nil
+	}
+	return n.more.attrs
 }
 
 // cosmetic returns the hash of the subtree without presentation:
@@ -205,8 +227,8 @@ func (sd *side) segOf(off int) int {
 }
 
 func (sd *side) textOf(n *tnode) string {
-	if n.txt != nil {
-		return *n.txt
+	if n.more != nil && n.more.hasTxt {
+		return n.more.txt
 	}
 	var t string
 	switch {
@@ -228,7 +250,8 @@ func (sd *side) textOf(n *tnode) string {
 		}
 		t = sb.String()
 	}
-	n.txt = &t
+	m := n.m()
+	m.txt, m.hasTxt = t, true
 	return t
 }
 
@@ -911,19 +934,29 @@ func (df *differ) added(y *tnode, blk *blockPair) {
 // matchBy pairs unmatched children with equal keys, in order of appearance.
 func (df *differ) matchBy(O, N []*tnode, mo, mn []int, via []uint8, how uint8, key func(*tnode) (uint64, bool)) {
 	df.w.add(len(O) + len(N))
-	var byKey map[uint64][]int
-	for i, x := range O {
+	// The unmatched old children by key, in order, as chains: head[k] is
+	// the first, next[i] the one after i (-1: none). Children matched
+	// since are skipped when met.
+	var head map[uint64]int
+	var next []int
+	for i := len(O) - 1; i >= 0; i-- {
 		if mo[i] >= 0 {
 			continue
 		}
-		if k, ok := key(x); ok {
-			if byKey == nil {
-				byKey = map[uint64][]int{}
+		if k, ok := key(O[i]); ok {
+			if head == nil {
+				head = map[uint64]int{}
+				next = make([]int, len(O))
 			}
-			byKey[k] = append(byKey[k], i)
+			if h, ok := head[k]; ok {
+				next[i] = h
+			} else {
+				next[i] = -1
+			}
+			head[k] = i
 		}
 	}
-	if byKey == nil {
+	if head == nil {
 		return
 	}
 	for j, y := range N {
@@ -934,19 +967,23 @@ func (df *differ) matchBy(O, N []*tnode, mo, mn []int, via []uint8, how uint8, k
 		if !ok {
 			continue
 		}
-		l := byKey[k]
-		for len(l) > 0 && mo[l[0]] >= 0 {
-			l = l[1:]
-		}
-		if len(l) == 0 {
+		i, ok := head[k]
+		if !ok {
 			continue
 		}
-		if O[l[0]].tag != y.tag {
-			byKey[k] = l
+		for i >= 0 && mo[i] >= 0 {
+			i = next[i]
+		}
+		if i < 0 {
+			head[k] = -1
 			continue
 		}
-		mo[l[0]], mn[j], via[j] = j, l[0], how
-		byKey[k] = l[1:]
+		head[k] = i
+		if O[i].tag != y.tag {
+			continue
+		}
+		mo[i], mn[j], via[j] = j, i, how
+		head[k] = next[i]
 	}
 }
 
@@ -1240,26 +1277,26 @@ const shortText = 100
 // wordsOf returns the word tokens of a node's visible text (as
 // textdiff.Similarity reads them: whitespace left out).
 func (sd *side) wordsOf(n *tnode) []string {
-	if n.toks == nil {
+	if m := n.m(); m.toks == nil {
 		t := sd.textOf(n)
-		n.toks = make([]string, 0, len(t)/6+1)
+		m.toks = make([]string, 0, len(t)/6+1)
 		for i := 0; i < len(t); {
 			j := textdiff.TokenEnd(t, i)
 			if !textdiff.IsSpace(t[i:j]) {
-				n.toks = append(n.toks, t[i:j])
+				m.toks = append(m.toks, t[i:j])
 			}
 			i = j
 		}
 	}
-	return n.toks
+	return n.more.toks
 }
 
 // bagOf returns the sorted hashes of a node's visible words.
 func (sd *side) bagOf(n *tnode) []uint64 {
-	if n.bag == nil {
-		n.bag = wordBag(sd.textOf(n), []uint64{})
+	if m := n.m(); m.bag == nil {
+		m.bag = wordBag(sd.textOf(n), []uint64{})
 	}
-	return n.bag
+	return n.more.bag
 }
 
 func wordBag(t string, out []uint64) []uint64 {
@@ -1626,15 +1663,23 @@ func lcsDP(a, b []uint64, off int) [][2]int {
 // lcsGreedy matches values in order with a look-up table; used when the
 // lists are too long for the quadratic table.
 func lcsGreedy(a, b []uint64, off int) [][2]int {
-	pos := map[uint64][]int{}
-	for j, x := range b {
-		pos[x] = append(pos[x], j)
+	// The positions in b of each value, in order, as chains: head[x] is
+	// the first not taken yet, next[j] the one after j (-1: none).
+	head := make(map[uint64]int32, len(b))
+	next := make([]int32, len(b))
+	for j := len(b) - 1; j >= 0; j-- {
+		if h, ok := head[b[j]]; ok {
+			next[j] = h
+		} else {
+			next[j] = -1
+		}
+		head[b[j]] = int32(j)
 	}
 	var cand [][2]int
 	for i, x := range a {
-		if l := pos[x]; len(l) > 0 {
-			cand = append(cand, [2]int{i, l[0]})
-			pos[x] = l[1:]
+		if j, ok := head[x]; ok && j >= 0 {
+			cand = append(cand, [2]int{i, int(j)})
+			head[x] = next[j]
 		}
 	}
 	seq := make([]int, len(cand))
