@@ -714,6 +714,31 @@ func bagDiff(a, b []string) (del, ins []string) {
 	return del, ins
 }
 
+// bagDiffSize is len(del)+len(ins) of bagDiff(a, b).
+func bagDiffSize(a, b []string) int {
+	n := make(map[string]int, len(a))
+	for _, t := range a {
+		if t != " " {
+			n[t]++
+		}
+	}
+	size := 0
+	for _, t := range b {
+		if t == " " {
+			continue
+		}
+		if n[t] > 0 {
+			n[t]--
+		} else {
+			size++
+		}
+	}
+	for _, k := range n {
+		size += k
+	}
+	return size
+}
+
 // ---------------------------------------------------------------- volatile locations
 
 // markVolatile marks changes at locations that changed in most of the
@@ -823,7 +848,7 @@ func significance(o, n changedigest.TextPrint, changes []changedigest.Change, it
 			weight = 0.25 // menus and footers matter less than the page's own text
 		}
 		if (c.Op == changedigest.OpInsert || c.Op == changedigest.OpDelete) && !boilerPath(c.Path) &&
-			(c.Type == changedigest.ChangeContent && dataText.MatchString(c.OldText+c.NewText)) {
+			(c.Type == changedigest.ChangeContent && namesDownload(c.OldText+c.NewText)) {
 			floor = MediaSignificance // a download (a data set, a report) came or went
 		}
 		if c.Type != changedigest.ChangeContent {
@@ -835,8 +860,7 @@ func significance(o, n changedigest.TextPrint, changes []changedigest.Change, it
 				continue
 			}
 		}
-		del, ins := bagDiff(wordsOf(c.OldText), wordsOf(c.NewText))
-		changed += weight * float64(len(del)+len(ins))
+		changed += weight * float64(bagDiffSize(wordsOf(c.OldText), wordsOf(c.NewText)))
 	}
 	if notable == 0 {
 		return 0
@@ -875,7 +899,68 @@ var mediaRE = lazyregexp.New(`(?i)^\s*<(img|picture|video|audio|iframe|object|em
 // dataText names a download in the text of a link or a list item.
 var dataText = lazyregexp.New(`(?i)\b(csv|tsv|xlsx?|json|zip|pdf|geojson|shapefile|kml|dataset|datasets|data set|data sets|download)\b`)
 
-func mediaMarkup(s string) bool { return mediaRE.MatchString(s) }
+func mediaMarkup(s string) bool {
+	// The expression needs a tag at the start or an href: texts with
+	// neither are told without running it, which on a long text is slow.
+	if !strings.HasPrefix(strings.TrimLeft(s, "\t\n\f\r "), "<") && !hasFoldASCII(s, []string{`href="`}) {
+		return false
+	}
+	return mediaRE.MatchString(s)
+}
+
+// namesDownload reports whether dataText matches s. The expression needs
+// one of dataWords, in any case: a text with none of them is told without
+// running it, which on a long text is slow. (Its case folding also takes
+// ſ for s and the Kelvin sign for k, so a text holding either is always
+// given to it.)
+func namesDownload(s string) bool {
+	if !strings.Contains(s, "ſ") && !strings.Contains(s, "K") && !hasFoldASCII(s, dataWords) {
+		return false
+	}
+	return dataText.MatchString(s)
+}
+
+// dataWords are parts of the alternatives of dataText, one in each.
+var dataWords = []string{"csv", "tsv", "xls", "json", "zip", "pdf", "shapefile", "kml", "data", "download"}
+
+// hasFoldASCII reports whether s holds one of the words (lower-case
+// ASCII), ignoring the case of ASCII letters.
+func hasFoldASCII(s string, words []string) bool {
+	var first [256]bool
+	for _, w := range words {
+		first[w[0]] = true
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if !first[c] {
+			continue
+		}
+		for _, w := range words {
+			if w[0] == c && len(s)-i >= len(w) && equalFoldASCII(s[i:i+len(w)], w) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// equalFoldASCII reports whether s is w (lower-case ASCII) but for the
+// case of ASCII letters.
+func equalFoldASCII(s, w string) bool {
+	for i := 0; i < len(w); i++ {
+		c := s[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != w[i] {
+			return false
+		}
+	}
+	return true
+}
 
 // boilerPath reports whether a location lies in a menu, a sidebar or a footer.
 func boilerPath(p string) bool {
@@ -892,24 +977,43 @@ func boilerPath(p string) bool {
 // wordsOf returns the lower-cased words (runs of letters and digits) of s.
 func wordsOf(s string) []string {
 	s = strings.ToLower(s)
-	var out []string
+	n := 0
+	eachWordOf(s, func(string) { n++ })
+	if n == 0 {
+		return nil
+	}
+	out := make([]string, 0, n)
+	eachWordOf(s, func(w string) { out = append(out, w) })
+	return out
+}
+
+// eachWordOf calls f with each run of letters and digits of s.
+func eachWordOf(s string, f func(string)) {
 	start := -1
-	for i, r := range s {
-		if unicode.IsLetter(r) || unicode.IsDigit(r) {
+	for i := 0; i < len(s); {
+		c := s[i]
+		var word bool
+		size := 1
+		if c < utf8.RuneSelf {
+			word = 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
+		} else {
+			var r rune
+			r, size = utf8.DecodeRuneInString(s[i:])
+			word = unicode.IsLetter(r) || unicode.IsDigit(r)
+		}
+		if word {
 			if start < 0 {
 				start = i
 			}
-			continue
-		}
-		if start >= 0 {
-			out = append(out, s[start:i])
+		} else if start >= 0 {
+			f(s[start:i])
 			start = -1
 		}
+		i += size
 	}
 	if start >= 0 {
-		out = append(out, s[start:])
+		f(s[start:])
 	}
-	return out
 }
 
 // Simhash returns the 64-bit simhash of a text (Charikar; Manku et al.):
