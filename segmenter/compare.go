@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/changedigest/changedigest"
 	"github.com/changedigest/changedigest/internal/textdiff"
@@ -474,7 +475,7 @@ type rawChange struct {
 func (rc rawChange) weight() float64 {
 	w := float64(len(rc.old) + len(rc.new))
 	if rc.typ == changedigest.ChangeContent && rc.op == changedigest.OpUpdate {
-		w *= 1 - dice(wordBag(rc.old, nil), wordBag(rc.new, nil))
+		w *= 1 - diceTexts(rc.old, rc.new)
 	}
 	return max(w, 1)
 }
@@ -1300,11 +1301,31 @@ func (sd *side) bagOf(n *tnode) []uint64 {
 }
 
 func wordBag(t string, out []uint64) []uint64 {
+	n := 0
+	for range strings.FieldsSeq(t) {
+		n++
+	}
+	out = slices.Grow(out, n)
 	for w := range strings.FieldsSeq(t) {
 		out = append(out, hashString(hashSeed, w))
 	}
 	slices.Sort(out)
 	return out
+}
+
+// bagPool holds the bags diceTexts makes, for the next.
+var bagPool = sync.Pool{New: func() any { return new([]uint64) }}
+
+// diceTexts is dice of the word bags of two texts, made in reused
+// buffers.
+func diceTexts(a, b string) float64 {
+	pa, pb := bagPool.Get().(*[]uint64), bagPool.Get().(*[]uint64)
+	*pa = wordBag(a, (*pa)[:0])
+	*pb = wordBag(b, (*pb)[:0])
+	d := dice(*pa, *pb)
+	bagPool.Put(pa)
+	bagPool.Put(pb)
+	return d
 }
 
 // dice is 2·|a∩b|/(|a|+|b|) for sorted multisets; 1 when both are empty.
@@ -1573,7 +1594,7 @@ func window(bu *textdiff.Budget, a, b string, n int) (string, string) {
 func changedSpan(bu *textdiff.Budget, a, b string) (prefix, suffix int) {
 	// the word diff costs the square of the differences: only for texts
 	// that are mostly alike
-	if len(a)+len(b) <= 64<<10 && dice(wordBag(a, nil), wordBag(b, nil)) >= 0.8 {
+	if len(a)+len(b) <= 64<<10 && diceTexts(a, b) >= 0.8 {
 		edits := bu.WordDiff(a, b)
 		for _, e := range edits {
 			if e.Op != textdiff.Equal {

@@ -798,7 +798,7 @@ func (s *Segmenter) compareTexts(old, new []changedigest.Segment) ([]changediges
 		c.Path = new[at].Path
 	}
 	c.OldText, c.NewText = ot, nt
-	return s.present(nil, []changedigest.Change{c}), dice(wordBag(ot, nil), wordBag(nt, nil))
+	return s.present(nil, []changedigest.Change{c}), diceTexts(ot, nt)
 }
 
 // usableLayout decodes the previous version's layout and checks that it

@@ -313,7 +313,7 @@ func (df *differ) textPass(ctx int) {
 		textful := func(n *tnode) bool { return n != nil && (n.hasWords() || (n.isText() && n.visible)) }
 		switch {
 		case rc.typ == changedigest.ChangeContent && rc.op == changedigest.OpUpdate && rc.runs != nil && ctx >= 0 &&
-			dice(wordBag(rc.old, nil), wordBag(rc.new, nil)) < minBlockSim:
+			diceTexts(rc.old, rc.new) < minBlockSim:
 			// A block whose text changed for the most part: its words
 			// may have gone to or come from other elements (a text that
 			// lost its paragraphs to new <p> tags, blocks paired off by
