@@ -7,6 +7,7 @@ package textdiff
 
 import (
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 )
@@ -302,10 +303,15 @@ func (bu *Budget) myers(a, b []string) []span {
 	// The frontiers of all steps, one after the other: the frontier
 	// before step d has 2d+3 entries and starts at d²+2d, the sum of
 	// those before it.
-	var trace []int
+	sc := scratchPool.Get().(*scratch)
+	defer scratchPool.Put(sc)
+	trace := sc.trace[:0]
 	found := bu.forward(a, b, func(d int, frontier []int) {
-		trace = append(trace, frontier...)
+		for _, x := range frontier {
+			trace = append(trace, int32(x))
+		}
 	})
+	sc.trace = trace
 	if found < 0 {
 		return []span{{op: Delete, n: n}, {op: Insert, n: m}}
 	}
@@ -315,7 +321,7 @@ func (bu *Budget) myers(a, b []string) []span {
 	for d := found; d > 0; d-- {
 		vp := trace[d*d+2*d:] // V before step d, indexed k+d+1
 		k := x - y
-		get := func(k int) int { return vp[k+d+1] }
+		get := func(k int) int { return int(vp[k+d+1]) }
 		var pk int
 		if k == -d || (k != d && get(k-1) < get(k+1)) {
 			pk = k + 1 // came down: insertion
@@ -403,7 +409,13 @@ func (bu *Budget) forward(a, b []string, atStep func(d int, frontier []int)) int
 	n, m := len(a), len(b)
 	limit := min(n+m, MaxEdits)
 	off := limit + 1
-	v := make([]int, 2*limit+3)
+	sc := scratchPool.Get().(*scratch)
+	defer scratchPool.Put(sc)
+	if cap(sc.v) < 2*limit+3 {
+		sc.v = make([]int, 2*limit+3)
+	}
+	v := sc.v[:2*limit+3]
+	clear(v)
 	var work int64 // diagonals visited and tokens compared
 	if bu != nil {
 		defer func() { bu.left = max(0, bu.left-work) }()
@@ -438,6 +450,15 @@ func (bu *Budget) forward(a, b []string, atStep func(d int, frontier []int)) int
 	}
 	return -1
 }
+
+// scratch holds the buffers of a search, kept for the next one: its V
+// array and the trace of its frontiers.
+type scratch struct {
+	v     []int
+	trace []int32
+}
+
+var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
 
 // Affixes returns the lengths of the common prefix and suffix of a and b
 // (the suffix within what the prefix leaves).
