@@ -84,14 +84,37 @@ func feedTokenize(it *FeedItem) feedTokens {
 }
 
 func feedWordBag(s string) []string {
-	var out []string
-	for _, w := range textdiff.Words(s) {
-		if strings.IndexFunc(w, func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }) >= 0 {
+	// the tokens of textdiff.Words holding a letter or a digit, read
+	// twice (to count them, then to keep them) rather than listed
+	n := 0
+	for i := 0; i < len(s); {
+		j := textdiff.TokenEnd(s, i)
+		if feedIsWord(s[i:j]) {
+			n++
+		}
+		i = j
+	}
+	if n == 0 {
+		return nil
+	}
+	out := make([]string, 0, n)
+	for i := 0; i < len(s); {
+		j := textdiff.TokenEnd(s, i)
+		if w := s[i:j]; feedIsWord(w) {
 			out = append(out, strings.ToLower(w))
 		}
+		i = j
 	}
 	sort.Strings(out)
 	return out
+}
+
+// feedIsWord reports whether a token holds a letter or a digit.
+func feedIsWord(w string) bool {
+	if c := w[0]; 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' {
+		return true
+	}
+	return strings.IndexFunc(w, func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }) >= 0
 }
 
 // feedDice is 2·|A∩B|/(|A|+|B|) over two sorted word multisets; 1 when

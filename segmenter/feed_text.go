@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/xml"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"golang.org/x/net/html"
@@ -13,7 +14,48 @@ import (
 )
 
 // feedNormSpace collapses every run of white space to one space and trims.
-func feedNormSpace(s string) string { return strings.Join(strings.Fields(s), " ") }
+func feedNormSpace(s string) string {
+	// strings.Join(strings.Fields(s), " "), without the list of fields,
+	// and s itself when it has no space to collapse.
+	clean, space := true, true // space: after a space or at the start
+	for i := 0; i < len(s) && clean; {
+		sp, size := feedSpaceAt(s, i)
+		clean = !sp || s[i] == ' ' && !space
+		space = sp
+		i += size
+	}
+	if clean && !space {
+		return s
+	}
+	var sb strings.Builder
+	sb.Grow(len(s))
+	pending := false
+	for i := 0; i < len(s); {
+		sp, size := feedSpaceAt(s, i)
+		switch {
+		case sp:
+			pending = sb.Len() > 0
+		default:
+			if pending {
+				sb.WriteByte(' ')
+				pending = false
+			}
+			sb.WriteString(s[i : i+size])
+		}
+		i += size
+	}
+	return sb.String()
+}
+
+// feedSpaceAt reports whether the character at byte i of s is white
+// space (as strings.Fields counts it), and its size.
+func feedSpaceAt(s string, i int) (bool, int) {
+	if c := s[i]; c < utf8.RuneSelf {
+		return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r', 1
+	}
+	r, size := utf8.DecodeRuneInString(s[i:])
+	return unicode.IsSpace(r), size
+}
 
 // feedSkipText are elements whose content is not text a reader sees.
 var feedSkipText = map[atom.Atom]bool{
