@@ -52,8 +52,9 @@ type tnode struct {
 	visible bool   // a text shown to readers
 	behav   bool   // holds script, iframe, object, embed or applet elements
 	textful bool   // holds visible text
+	lazy    uint8  // which of the fields below (and in more) are computed
+	nkids   int32  // the children counted while the treelet is built
 
-	lazy   uint8  // which of the fields below (and in more) are computed
 	hc, pc uint64 // without presentation (rolling hash value and power)
 	ht, pt uint64 // visible words
 	nwords int    // visible words
@@ -322,7 +323,9 @@ type treePart struct {
 // build makes one treelet of the token ranges parts.
 func (sd *side) build(parts []treePart) *tnode {
 	root := &tnode{tag: "#root", elem: -1}
-	var all []*tnode
+	// The nodes of each part are made in one slab, in page order; their
+	// children are counted first and then given parts of one slice.
+	var slabs [][]tnode
 	for _, r := range parts {
 		d := r.d
 		// elements opened in the range have consecutive indices from e0
@@ -333,13 +336,17 @@ func (sd *side) build(parts []treePart) *tnode {
 				break
 			}
 		}
-		nodes := make([]*tnode, 0, 64)
-		cnt := 0
+		cnt, elems := 0, 0
 		for i := r.a; i < r.b; i++ {
-			if d.toks[i].kind != tEnd {
-				cnt++
+			switch d.toks[i].kind {
+			case tEnd:
+				continue
+			case tStart, tVoid:
+				elems++
 			}
+			cnt++
 		}
+		nodes := make([]*tnode, 0, elems)
 		slab := make([]tnode, cnt)
 		next := 0
 		alloc := func() *tnode {
@@ -376,12 +383,35 @@ func (sd *side) build(parts []treePart) *tnode {
 			}
 			n.d = d
 			n.seg = sd.segOf(d.base + int(t.off))
-			n.parent.kids = append(n.parent.kids, n)
-			all = append(all, n)
+			n.parent.nkids++
+		}
+		slabs = append(slabs, slab[:next])
+	}
+	total := int(root.nkids)
+	for _, slab := range slabs {
+		for i := range slab {
+			total += int(slab[i].nkids)
 		}
 	}
-	for i := len(all) - 1; i >= 0; i-- {
-		all[i].hash()
+	kids := make([]*tnode, total)
+	give := func(n *tnode) {
+		if k := int(n.nkids); k > 0 {
+			n.kids, kids = kids[:0:k], kids[k:]
+			n.nkids = 0
+		}
+	}
+	give(root)
+	for _, slab := range slabs {
+		for i := range slab {
+			n := &slab[i]
+			give(n)
+			n.parent.kids = append(n.parent.kids, n)
+		}
+	}
+	for k := len(slabs) - 1; k >= 0; k-- {
+		for i := len(slabs[k]) - 1; i >= 0; i-- {
+			slabs[k][i].hash()
+		}
 	}
 	root.hash()
 	return root
