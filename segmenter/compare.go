@@ -976,7 +976,13 @@ func (df *differ) matchBy(O, N []*tnode, mo, mn []int, via []uint8, how uint8, k
 		}
 		if k, ok := key(O[i]); ok {
 			if head == nil {
-				head = map[uint64]int{}
+				free := 0
+				for _, m := range mo[:i+1] {
+					if m < 0 {
+						free++
+					}
+				}
+				head = make(map[uint64]int, free)
 				next = make([]int, len(O))
 			}
 			if h, ok := head[k]; ok {

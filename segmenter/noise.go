@@ -714,29 +714,51 @@ func bagDiff(a, b []string) (del, ins []string) {
 	return del, ins
 }
 
-// bagDiffSize is len(del)+len(ins) of bagDiff(a, b).
+// bagDiffSize is len(del)+len(ins) of bagDiff(a, b): the words of
+// both, less twice those they have in common.
 func bagDiffSize(a, b []string) int {
+	la, lb, common := 0, 0, 0
+	if len(a) <= 64 && len(b) <= 64 {
+		// a few words (most changes): paired without a map
+		var used uint64
+		for _, t := range a {
+			if t != " " {
+				la++
+			}
+		}
+		for _, t := range b {
+			if t == " " {
+				continue
+			}
+			lb++
+			for i, x := range a {
+				if used&(1<<i) == 0 && x == t {
+					used |= 1 << i
+					common++
+					break
+				}
+			}
+		}
+		return la + lb - 2*common
+	}
 	n := make(map[string]int, len(a))
 	for _, t := range a {
 		if t != " " {
 			n[t]++
+			la++
 		}
 	}
-	size := 0
 	for _, t := range b {
 		if t == " " {
 			continue
 		}
+		lb++
 		if n[t] > 0 {
 			n[t]--
-		} else {
-			size++
+			common++
 		}
 	}
-	for _, k := range n {
-		size += k
-	}
-	return size
+	return la + lb - 2*common
 }
 
 // ---------------------------------------------------------------- volatile locations
