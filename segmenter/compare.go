@@ -70,7 +70,8 @@ type tnodeMore struct {
 	txt    string // the visible text (when hasTxt)
 	hasTxt bool
 	bag    []uint64 // sorted hashes of the visible words, for similarity
-	toks   []string // the word tokens of the visible text, for similarity
+	toks   []int32  // the word tokens of the visible text, numbered by toksBy, for similarity
+	toksBy *wordNumbers
 }
 
 func (n *tnode) m() *tnodeMore {
@@ -484,6 +485,8 @@ type differ struct {
 	// groups are the compared treelets with the token ranges they were
 	// built from, for the text pass
 	groups []*textGroup
+	// words numbers the words of the texts compared by similarity
+	words *wordNumbers
 }
 
 type rawChange struct {
@@ -1298,12 +1301,12 @@ func (df *differ) textSimilarity(x, y *tnode) float64 {
 	df.w.add(len(bx) + len(by))
 	if len(bx) <= shortText && len(by) <= shortText && df.w.budget().Left() != 0 {
 		// textdiff.Similarity, with each node's words read once
-		tx, ty := df.old.wordsOf(x), df.new.wordsOf(y)
+		tx, ty := df.wordsOf(df.old, x), df.wordsOf(df.new, y)
 		if len(tx)+len(ty) == 0 {
 			return 1
 		}
 		df.w.add(len(tx) + len(ty))
-		return 2 * float64(df.w.budget().Common(tx, ty)) / float64(len(tx)+len(ty))
+		return 2 * float64(textdiff.CommonOf(df.w.budget(), tx, ty)) / float64(len(tx)+len(ty))
 	}
 	return dice(bx, by)
 }
@@ -1312,20 +1315,36 @@ func (df *differ) textSimilarity(x, y *tnode) float64 {
 const shortText = 100
 
 // wordsOf returns the word tokens of a node's visible text (as
-// textdiff.Similarity reads them: whitespace left out).
-func (sd *side) wordsOf(n *tnode) []string {
-	if m := n.m(); m.toks == nil {
+// textdiff.Similarity reads them: whitespace left out), each as its
+// number in df.words, which compare faster than the words.
+func (df *differ) wordsOf(sd *side, n *tnode) []int32 {
+	if df.words == nil {
+		df.words = &wordNumbers{m: map[string]int32{}}
+	}
+	if m := n.m(); m.toksBy != df.words {
 		t := sd.textOf(n)
-		m.toks = make([]string, 0, len(t)/6+1)
+		m.toks, m.toksBy = make([]int32, 0, len(t)/6+1), df.words
 		for i := 0; i < len(t); {
 			j := textdiff.TokenEnd(t, i)
-			if !textdiff.IsSpace(t[i:j]) {
-				m.toks = append(m.toks, t[i:j])
+			if w := t[i:j]; !textdiff.IsSpace(w) {
+				m.toks = append(m.toks, df.words.of(w))
 			}
 			i = j
 		}
 	}
 	return n.more.toks
+}
+
+// wordNumbers numbers words: the same word, the same number.
+type wordNumbers struct{ m map[string]int32 }
+
+func (wn *wordNumbers) of(w string) int32 {
+	id, ok := wn.m[w]
+	if !ok {
+		id = int32(len(wn.m))
+		wn.m[w] = id
+	}
+	return id
 }
 
 // bagOf returns the sorted hashes of a node's visible words.

@@ -306,7 +306,7 @@ func (bu *Budget) myers(a, b []string) []span {
 	sc := scratchPool.Get().(*scratch)
 	defer scratchPool.Put(sc)
 	trace := sc.trace[:0]
-	found := bu.forward(a, b, func(d int, frontier []int) {
+	found := forward(bu, a, b, func(d int, frontier []int) {
 		for _, x := range frontier {
 			trace = append(trace, int32(x))
 		}
@@ -379,9 +379,13 @@ func Common(a, b []string) int {
 }
 
 // Common is Common drawing on bu.
-func (bu *Budget) Common(a, b []string) int {
-	p, s := Affixes(a, b)
-	return p + s + bu.commonLen(a[p:len(a)-s], b[p:len(b)-s])
+func (bu *Budget) Common(a, b []string) int { return CommonOf(bu, a, b) }
+
+// CommonOf is Common drawing on bu, of sequences of any comparable
+// tokens: words numbered by the caller compare faster than strings.
+func CommonOf[T comparable](bu *Budget, a, b []T) int {
+	p, s := affixes(a, b)
+	return p + s + commonLen(bu, a[p:len(a)-s], b[p:len(b)-s])
 }
 
 // commonLen is the number of tokens myers keeps from a and b, found with
@@ -389,11 +393,11 @@ func (bu *Budget) Common(a, b []string) int {
 // deletions keeps (len(a)+len(b)-d)/2 tokens, so the count needs neither
 // the pass's trace (a copy of its frontier at every step) nor the script.
 // Past MaxEdits nothing is kept, as myers gives then.
-func (bu *Budget) commonLen(a, b []string) int {
+func commonLen[T comparable](bu *Budget, a, b []T) int {
 	if len(a) == 0 || len(b) == 0 {
 		return 0
 	}
-	if d := bu.forward(a, b, nil); d >= 0 {
+	if d := forward(bu, a, b, nil); d >= 0 {
 		return (len(a) + len(b) - d) / 2
 	}
 	return 0
@@ -405,7 +409,7 @@ func (bu *Budget) commonLen(a, b []string) int {
 // spends). Before step d, atStep (when not nil) is given the frontier the
 // step starts from, the furthest x on diagonals -d-1 to d+1 (to be
 // copied: it changes).
-func (bu *Budget) forward(a, b []string, atStep func(d int, frontier []int)) int {
+func forward[T comparable](bu *Budget, a, b []T, atStep func(d int, frontier []int)) int {
 	n, m := len(a), len(b)
 	limit := min(n+m, MaxEdits)
 	off := limit + 1
@@ -462,7 +466,9 @@ var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
 
 // Affixes returns the lengths of the common prefix and suffix of a and b
 // (the suffix within what the prefix leaves).
-func Affixes(a, b []string) (p, s int) {
+func Affixes(a, b []string) (p, s int) { return affixes(a, b) }
+
+func affixes[T comparable](a, b []T) (p, s int) {
 	for p < len(a) && p < len(b) && a[p] == b[p] {
 		p++
 	}
