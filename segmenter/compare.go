@@ -971,8 +971,8 @@ func (df *differ) matchBy(O, N []*tnode, mo, mn []int, via []uint8, how uint8, k
 	// The unmatched old children by key, in order, as chains: head[k] is
 	// the first, next[i] the one after i (-1: none). Children matched
 	// since are skipped when met.
-	var head map[uint64]int
-	var next []int
+	var head *hashTable
+	var next []int32
 	for i := len(O) - 1; i >= 0; i-- {
 		if mo[i] >= 0 {
 			continue
@@ -985,15 +985,15 @@ func (df *differ) matchBy(O, N []*tnode, mo, mn []int, via []uint8, how uint8, k
 						free++
 					}
 				}
-				head = make(map[uint64]int, free)
-				next = make([]int, len(O))
+				head = newHashTable(free)
+				next = make([]int32, len(O))
 			}
-			if h, ok := head[k]; ok {
+			if h, ok := head.get(k); ok {
 				next[i] = h
 			} else {
 				next[i] = -1
 			}
-			head[k] = i
+			head.put(k, int32(i))
 		}
 	}
 	if head == nil {
@@ -1007,23 +1007,24 @@ func (df *differ) matchBy(O, N []*tnode, mo, mn []int, via []uint8, how uint8, k
 		if !ok {
 			continue
 		}
-		i, ok := head[k]
+		h, ok := head.get(k)
 		if !ok {
 			continue
 		}
+		i := int(h)
 		for i >= 0 && mo[i] >= 0 {
-			i = next[i]
+			i = int(next[i])
 		}
 		if i < 0 {
-			head[k] = -1
+			head.put(k, -1)
 			continue
 		}
-		head[k] = i
+		head.put(k, int32(i))
 		if O[i].tag != y.tag {
 			continue
 		}
 		mo[i], mn[j], via[j] = j, i, how
-		head[k] = next[i]
+		head.put(k, next[i])
 	}
 }
 
@@ -1741,21 +1742,21 @@ func lcsDP(a, b []uint64, off int) [][2]int {
 func lcsGreedy(a, b []uint64, off int) [][2]int {
 	// The positions in b of each value, in order, as chains: head[x] is
 	// the first not taken yet, next[j] the one after j (-1: none).
-	head := make(map[uint64]int32, len(b))
+	head := newHashTable(len(b))
 	next := make([]int32, len(b))
 	for j := len(b) - 1; j >= 0; j-- {
-		if h, ok := head[b[j]]; ok {
+		if h, ok := head.get(b[j]); ok {
 			next[j] = h
 		} else {
 			next[j] = -1
 		}
-		head[b[j]] = int32(j)
+		head.put(b[j], int32(j))
 	}
 	var cand [][2]int
 	for i, x := range a {
-		if j, ok := head[x]; ok && j >= 0 {
+		if j, ok := head.get(x); ok && j >= 0 {
 			cand = append(cand, [2]int{i, int(j)})
-			head[x] = next[j]
+			head.put(x, next[j])
 		}
 	}
 	seq := make([]int, len(cand))
