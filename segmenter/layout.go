@@ -344,18 +344,52 @@ func (x *keyIndex) add(k uint64, ei int32) {
 // sort orders the entries by key, and those of a key by element, which
 // is the order they were added in (page order).
 func (x *keyIndex) sort() {
-	slices.SortFunc(x.ents, func(a, b keyEnt) int {
-		if c := cmp.Compare(a.k, b.k); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.ei, b.ei)
-	})
+	if len(x.ents) < 256 {
+		slices.SortFunc(x.ents, func(a, b keyEnt) int {
+			if c := cmp.Compare(a.k, b.k); c != 0 {
+				return c
+			}
+			return cmp.Compare(a.ei, b.ei)
+		})
+	} else {
+		radixSortKeys(x.ents)
+	}
 	x.keys = make([]uint64, len(x.ents))
 	x.eis = make([]int32, len(x.ents))
 	for i, e := range x.ents {
 		x.keys[i], x.eis[i] = e.k, e.ei
 	}
 	x.ents = nil
+}
+
+// radixSortKeys sorts entries by key, stably (a least significant digit
+// radix sort: for the hundreds of thousands of elements of a large page,
+// much faster than comparing).
+func radixSortKeys(a []keyEnt) {
+	const bits = 11
+	buf := make([]keyEnt, len(a))
+	var count [1 << bits]int
+	src, dst := a, buf
+	for shift := 0; shift < 64; shift += bits {
+		clear(count[:])
+		for _, e := range src {
+			count[e.k>>shift&(1<<bits-1)]++
+		}
+		sum := 0
+		for d, c := range count {
+			count[d] = sum
+			sum += c
+		}
+		for _, e := range src {
+			d := e.k >> shift & (1<<bits - 1)
+			dst[count[d]] = e
+			count[d]++
+		}
+		src, dst = dst, src
+	}
+	if &src[0] != &a[0] {
+		copy(a, src)
+	}
 }
 
 // get returns the elements of key k, in the order they were added.
