@@ -365,14 +365,14 @@ func scan(w *work, body []byte, ancestors []step, first step) *doc {
 	d := docPool.Get().(*doc)
 	d.w = w
 	d.body = body
-	// Rough sizes: one token per ~25 bytes, one element per ~60, and, as
-	// every tag starts with '<', no more elements than three in four of
-	// those (most have an end tag) and no more tokens than two for each
-	// (a tag and the text after it), so that a page of many small
-	// elements is not grown to its size by doubling.
-	lt := bytes.Count(body, []byte{'<'})
-	d.toks = reuse(d.toks, max(len(body)/25, 2*lt)+8)
-	d.elems = reuse(d.elems, max(len(body)/60, lt*3/4)+8+len(ancestors))
+	// Rough sizes: one token per ~25 bytes, one element per ~60, and,
+	// from the page's tags, an element for each start tag (a few more
+	// are implied) and up to a start and an end token for each and a
+	// text after each tag, so that a page of many small elements is not
+	// grown to its size by doubling.
+	tags, starts := countTags(body)
+	d.toks = reuse(d.toks, max(len(body)/25, 2*starts+tags)+8)
+	d.elems = reuse(d.elems, max(len(body)/60, starts+starts/16)+8+len(ancestors))
 	d.attrs = reuse(d.attrs, len(body)/80+8)
 	d.norm = reuse(d.norm, len(body)/2+64)
 	d.indexed = false
@@ -397,6 +397,24 @@ func scan(w *work, body []byte, ancestors []step, first step) *doc {
 }
 
 var docPool = sync.Pool{New: func() any { return new(doc) }}
+
+// countTags counts the '<' of body and those that open a start tag (a
+// letter follows).
+func countTags(body []byte) (tags, starts int) {
+	for i := 0; ; i++ {
+		k := bytes.IndexByte(body[i:], '<')
+		if k < 0 {
+			return tags, starts
+		}
+		i += k
+		tags++
+		if i+1 < len(body) {
+			if c := body[i+1] | 0x20; 'a' <= c && c <= 'z' {
+				starts++
+			}
+		}
+	}
+}
 
 // reuse returns b emptied, with room for n elements.
 func reuse[T any](b []T, n int) []T {
@@ -1234,7 +1252,17 @@ func (d *doc) size(a, b int) int {
 // visibleText returns the text a reader sees in tokens [a, b): words joined
 // by single spaces, block-level tags breaking words apart.
 func (d *doc) visibleText(a, b int) string {
+	size := 0
+	for i := a; i < b && i < len(d.toks); i++ {
+		if t := &d.toks[i]; t.kind == tText && t.flags&fVisible != 0 {
+			size += len(d.textBytes(i)) + 1
+		}
+	}
+	if size == 0 {
+		return ""
+	}
 	var sb strings.Builder
+	sb.Grow(size)
 	d.appendVisible(&sb, a, b)
 	return sb.String()
 }
