@@ -235,7 +235,11 @@ func (s *Segmenter) align(d *doc, bs []bound, regions []region) []int32 {
 	// of every element of its kind, four times.
 	var byCascade, byFull, byLoose *keyIndex
 	index := func() {
-		byCascade, byFull, byLoose = &keyIndex{}, &keyIndex{}, &keyIndex{}
+		n := 0
+		for _, l := range c.kinds {
+			n += len(l)
+		}
+		byCascade, byFull, byLoose = newKeyIndex(n), newKeyIndex(n), newKeyIndex(n)
 		d.w.add(len(d.elems))
 		for i := d.phantoms; i < len(d.elems); i++ {
 			e := &d.elems[i]
@@ -336,6 +340,9 @@ type keyEnt struct {
 	k  uint64
 	ei int32
 }
+
+// newKeyIndex returns an index for n elements.
+func newKeyIndex(n int) *keyIndex { return &keyIndex{ents: make([]keyEnt, 0, n)} }
 
 func (x *keyIndex) add(k uint64, ei int32) {
 	x.ents = append(x.ents, keyEnt{k, ei})
