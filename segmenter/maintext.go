@@ -87,16 +87,25 @@ type textBlock struct {
 func textBlocks(d *doc) []textBlock {
 	// The texts of the blocks are written one after the other into sb
 	// and each is a part of it (a builder never changes what it holds),
-	// not a string of its own; there are at most as many blocks as
-	// breaks, and one more.
-	breaks := 1
+	// not a string of its own; the blocks are counted first.
+	n, size, text := 0, 0, false
 	for i := range d.toks {
-		if t := &d.toks[i]; t.kind != tText && t.flags&fBreak != 0 {
-			breaks++
+		switch t := &d.toks[i]; {
+		case t.kind != tText:
+			if t.flags&fBreak != 0 && text {
+				n, text = n+1, false
+			}
+		case t.flags&fVisible != 0:
+			text = true
+			size += len(d.textBytes(i)) + 1
 		}
 	}
-	blocks := make([]textBlock, 0, breaks)
+	if text {
+		n++
+	}
+	blocks := make([]textBlock, 0, n)
 	var sb strings.Builder
+	sb.Grow(size)
 	start := 0 // where the block's text starts in sb
 	words, chars, links := 0, 0, 0
 	boiler := false
