@@ -290,6 +290,16 @@ type span struct {
 // myers finds a shortest edit script between a and b (Myers 1986),
 // keeping the V array of every step to trace the path back.
 func (bu *Budget) myers(a, b []string) []span {
+	if len(a) > 0 && len(b) > 0 && len(a)+len(b) >= numberFrom {
+		nb := number(a, b)
+		defer nb.release()
+		return myersOf(bu, nb.a, nb.b)
+	}
+	return myersOf(bu, a, b)
+}
+
+// myersOf is myers of any comparable tokens.
+func myersOf[T comparable](bu *Budget, a, b []T) []span {
 	n, m := len(a), len(b)
 	if n == 0 && m == 0 {
 		return nil
@@ -379,7 +389,59 @@ func Common(a, b []string) int {
 }
 
 // Common is Common drawing on bu.
-func (bu *Budget) Common(a, b []string) int { return CommonOf(bu, a, b) }
+func (bu *Budget) Common(a, b []string) int {
+	p, s := affixes(a, b)
+	ma, mb := a[p:len(a)-s], b[p:len(b)-s]
+	if len(ma) > 0 && len(mb) > 0 && len(ma)+len(mb) >= numberFrom {
+		nb := number(ma, mb)
+		defer nb.release()
+		return p + s + commonLen(bu, nb.a, nb.b)
+	}
+	return p + s + commonLen(bu, ma, mb)
+}
+
+// numberFrom is the number of tokens from which the searches compare
+// them by number (see number).
+const numberFrom = 32
+
+// numbering is the tokens of two sequences as numbers: the same token,
+// the same number. The searches compare numbers much faster than
+// strings, which pays for numbering them when the texts are long.
+type numbering struct {
+	ids  map[string]int32
+	a, b []int32
+}
+
+var numberingPool = sync.Pool{New: func() any { return &numbering{ids: map[string]int32{}} }}
+
+func number(a, b []string) *numbering {
+	nb := numberingPool.Get().(*numbering)
+	of := func(out []int32, toks []string) []int32 {
+		for _, t := range toks {
+			id, ok := nb.ids[t]
+			if !ok {
+				id = int32(len(nb.ids))
+				nb.ids[t] = id
+			}
+			out = append(out, id)
+		}
+		return out
+	}
+	nb.a = of(nb.a[:0], a)
+	nb.b = of(nb.b[:0], b)
+	return nb
+}
+
+// release returns nb to the pool, emptied (a map grown large is dropped
+// rather than kept: clearing it would cost every later use its size).
+func (nb *numbering) release() {
+	if len(nb.ids) > 1<<12 {
+		nb.ids = map[string]int32{}
+	} else {
+		clear(nb.ids)
+	}
+	numberingPool.Put(nb)
+}
 
 // CommonOf is Common drawing on bu, of sequences of any comparable
 // tokens: words numbered by the caller compare faster than strings.
