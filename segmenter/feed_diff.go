@@ -484,7 +484,7 @@ func feedChange(bu *textdiff.Budget, op changedigest.Op, oi, ni *FeedItem, o, n 
 		c.OldText = oi.SearchText()
 	default:
 		c.Segment, c.Path, c.Title, c.Link = n, ni.Key, ni.Title, ni.Link
-		if feedNormSpace(oi.Title) == feedNormSpace(ni.Title) && feedNormSpace(oi.Text) == feedNormSpace(ni.Text) {
+		if feedSameNormSpace(oi.Title, ni.Title) && feedSameNormSpace(oi.Text, ni.Text) {
 			c.Type = changedigest.ChangeStructural
 		}
 		c.OldText, c.NewText = feedExcerpts(bu, oi, ni)

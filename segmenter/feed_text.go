@@ -47,6 +47,47 @@ func feedNormSpace(s string) string {
 	return sb.String()
 }
 
+// feedSameNormSpace reports whether feedNormSpace(a) == feedNormSpace(b),
+// comparing the words of both as it reads them.
+func feedSameNormSpace(a, b string) bool {
+	if a == b {
+		return true
+	}
+	i, j := 0, 0
+	for {
+		a0, a1 := feedNextField(a, i)
+		b0, b1 := feedNextField(b, j)
+		if a0 < 0 || b0 < 0 {
+			return a0 < 0 && b0 < 0
+		}
+		if a[a0:a1] != b[b0:b1] {
+			return false
+		}
+		i, j = a1, b1
+	}
+}
+
+// feedNextField returns the next run of non-space characters of s from
+// byte i on (-1, -1: none).
+func feedNextField(s string, i int) (int, int) {
+	start := -1
+	for i < len(s) {
+		sp, size := feedSpaceAt(s, i)
+		if sp {
+			if start >= 0 {
+				return start, i
+			}
+		} else if start < 0 {
+			start = i
+		}
+		i += size
+	}
+	if start >= 0 {
+		return start, len(s)
+	}
+	return -1, -1
+}
+
 // feedSpaceAt reports whether the character at byte i of s is white
 // space (as strings.Fields counts it), and its size.
 func feedSpaceAt(s string, i int) (bool, int) {
