@@ -290,7 +290,7 @@ type span struct {
 // myers finds a shortest edit script between a and b (Myers 1986),
 // keeping the V array of every step to trace the path back.
 func (bu *Budget) myers(a, b []string) []span {
-	if len(a) > 0 && len(b) > 0 && len(a)+len(b) >= numberFrom {
+	if len(a) > 0 && len(b) > 0 && numbered(len(a)+len(b)) {
 		nb := number(a, b)
 		defer nb.release()
 		return myersOf(bu, nb.a, nb.b)
@@ -392,7 +392,7 @@ func Common(a, b []string) int {
 func (bu *Budget) Common(a, b []string) int {
 	p, s := affixes(a, b)
 	ma, mb := a[p:len(a)-s], b[p:len(b)-s]
-	if len(ma) > 0 && len(mb) > 0 && len(ma)+len(mb) >= numberFrom {
+	if len(ma) > 0 && len(mb) > 0 && numbered(len(ma)+len(mb)) {
 		nb := number(ma, mb)
 		defer nb.release()
 		return p + s + commonLen(bu, nb.a, nb.b)
@@ -400,9 +400,11 @@ func (bu *Budget) Common(a, b []string) int {
 	return p + s + commonLen(bu, ma, mb)
 }
 
-// numberFrom is the number of tokens from which the searches compare
-// them by number (see number).
-const numberFrom = 32
+// numbered reports whether a search of n tokens compares them by number
+// (see number): from a few dozen on, up to a size past which the search
+// gives up (at MaxEdits) after comparing fewer tokens than numbering
+// them all would cost.
+func numbered(n int) bool { return n >= 32 && n <= 8*MaxEdits }
 
 // numbering is the tokens of two sequences as numbers: the same token,
 // the same number. The searches compare numbers much faster than
