@@ -147,6 +147,9 @@ func isWord(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) || u
 
 // IsSpace reports whether a token from Words is whitespace.
 func IsSpace(tok string) bool {
+	if tok != "" && tok[0] < utf8.RuneSelf {
+		return asciiClass[tok[0]] == cSpace
+	}
 	r, _ := utf8.DecodeRuneInString(tok)
 	return tok != "" && unicode.IsSpace(r)
 }
@@ -180,7 +183,37 @@ func (bu *Budget) Left() int64 {
 
 // WordDiff is WordDiff drawing on bu.
 func (bu *Budget) WordDiff(old, new string) []Edit {
-	return bu.Diff(Words(old), Words(new))
+	tb := tokenBufs.Get().(*tokenBuf)
+	defer tb.release()
+	tb.a, tb.b = appendWords(tb.a[:0], old, false), appendWords(tb.b[:0], new, false)
+	return bu.Diff(tb.a, tb.b)
+}
+
+// tokenBuf holds the tokens of two texts while they are compared, for
+// the next comparison.
+type tokenBuf struct{ a, b []string }
+
+var tokenBufs = sync.Pool{New: func() any { return new(tokenBuf) }}
+
+// release empties tb (so that it holds on to no text) and returns it to
+// the pool.
+func (tb *tokenBuf) release() {
+	clear(tb.a)
+	clear(tb.b)
+	tokenBufs.Put(tb)
+}
+
+// appendWords appends the tokens of Words(s) to out, less the
+// whitespace ones when nonSpace is set.
+func appendWords(out []string, s string, nonSpace bool) []string {
+	for i := 0; i < len(s); {
+		j := TokenEnd(s, i)
+		if !nonSpace || !IsSpace(s[i:j]) {
+			out = append(out, s[i:j])
+		}
+		i = j
+	}
+	return out
 }
 
 // Diff returns an edit script turning a into b, with adjacent tokens of the
@@ -375,7 +408,10 @@ func Similarity(a, b string) float64 {
 
 // Similarity is Similarity drawing on bu.
 func (bu *Budget) Similarity(a, b string) float64 {
-	wa, wb := nonSpaceWords(a), nonSpaceWords(b)
+	tb := tokenBufs.Get().(*tokenBuf)
+	defer tb.release()
+	tb.a, tb.b = appendWords(tb.a[:0], a, true), appendWords(tb.b[:0], b, true)
+	wa, wb := tb.a, tb.b
 	if len(wa)+len(wb) == 0 {
 		return 1
 	}
@@ -540,27 +576,6 @@ func affixes[T comparable](a, b []T) (p, s int) {
 		s++
 	}
 	return p, s
-}
-
-// nonSpaceWords is the tokens of Words(s) that are not whitespace.
-func nonSpaceWords(s string) []string {
-	n := 0
-	for i := 0; i < len(s); {
-		j := TokenEnd(s, i)
-		if !IsSpace(s[i:j]) {
-			n++
-		}
-		i = j
-	}
-	out := make([]string, 0, n)
-	for i := 0; i < len(s); {
-		j := TokenEnd(s, i)
-		if !IsSpace(s[i:j]) {
-			out = append(out, s[i:j])
-		}
-		i = j
-	}
-	return out
 }
 
 // Readable regroups an edit script for people: where most words of a
