@@ -968,6 +968,10 @@ func (df *differ) added(y *tnode, blk *blockPair) {
 // matchBy pairs unmatched children with equal keys, in order of appearance.
 func (df *differ) matchBy(O, N []*tnode, mo, mn []int, via []uint8, how uint8, key func(*tnode) (uint64, bool)) {
 	df.w.add(len(O) + len(N))
+	if len(O)+len(N) >= sortedFrom {
+		matchSorted(O, N, mo, mn, via, how, key)
+		return
+	}
 	// The unmatched old children by key, in order, as chains: head[k] is
 	// the first, next[i] the one after i (-1: none). Children matched
 	// since are skipped when met.
@@ -1026,6 +1030,78 @@ func (df *differ) matchBy(O, N []*tnode, mo, mn []int, via []uint8, how uint8, k
 		mo[i], mn[j], via[j] = j, i, how
 		head.put(k, next[i])
 	}
+}
+
+// sortedFrom is the number of children from which matchBy and lcsGreedy
+// sort them by key rather than look them up in a hash table: the table
+// of a few thousand keys no longer fits in the processor's caches, and
+// a lookup there costs more than sorting does.
+const sortedFrom = 1 << 12
+
+// matchSorted is matchBy by sorting. The pairs of a key depend only on
+// the children of that key (each new child in turn takes the first old
+// one left, when their tags agree), so the keys can be taken one after
+// the other: both sides sorted by key, then read together.
+func matchSorted(O, N []*tnode, mo, mn []int, via []uint8, how uint8, key func(*tnode) (uint64, bool)) {
+	var os, ns []keyEnt
+	for i, x := range O {
+		if mo[i] < 0 {
+			if k, ok := key(x); ok {
+				os = append(os, keyEnt{k, int32(i)})
+			}
+		}
+	}
+	if len(os) == 0 {
+		return
+	}
+	for j, y := range N {
+		if mn[j] < 0 {
+			if k, ok := key(y); ok {
+				ns = append(ns, keyEnt{k, int32(j)})
+			}
+		}
+	}
+	sortKeyEnts(os)
+	sortKeyEnts(ns)
+	p := 0
+	for q := 0; q < len(ns); {
+		k := ns[q].k
+		for p < len(os) && os[p].k < k {
+			p++
+		}
+		end := p
+		for end < len(os) && os[end].k == k {
+			end++
+		}
+		h := p // the first old child of the key left
+		for ; q < len(ns) && ns[q].k == k; q++ {
+			if h == end {
+				continue
+			}
+			i, j := int(os[h].ei), int(ns[q].ei)
+			if O[i].tag != N[j].tag {
+				continue
+			}
+			mo[i], mn[j], via[j] = j, i, how
+			h++
+		}
+		p = end
+	}
+}
+
+// sortKeyEnts sorts entries by key and, among those of a key, by element.
+func sortKeyEnts(a []keyEnt) {
+	if len(a) < 256 {
+		slices.SortFunc(a, func(x, y keyEnt) int {
+			if c := cmp.Compare(x.k, y.k); c != 0 {
+				return c
+			}
+			return cmp.Compare(x.ei, y.ei)
+		})
+		return
+	}
+	// added in order of element, which the stable radix sort keeps
+	radixSortKeys(a)
 }
 
 // matchGaps pairs the children left between consecutive in-order matches:
@@ -1740,6 +1816,29 @@ func lcsDP(a, b []uint64, off int) [][2]int {
 // lcsGreedy matches values in order with a look-up table; used when the
 // lists are too long for the quadratic table.
 func lcsGreedy(a, b []uint64, off int) [][2]int {
+	var cand [][2]int
+	if len(a)+len(b) >= sortedFrom {
+		cand = greedyPairsSorted(a, b)
+	} else {
+		cand = greedyPairs(a, b)
+	}
+	seq := make([]int, len(cand))
+	for k, c := range cand {
+		seq[k] = c[1]
+	}
+	keep := lisMask(seq)
+	var out [][2]int
+	for k, c := range cand {
+		if keep[k] {
+			out = append(out, [2]int{off + c[0], off + c[1]})
+		}
+	}
+	return out
+}
+
+// greedyPairs pairs each element of a, in order, with the first element
+// of b of the same value not paired yet.
+func greedyPairs(a, b []uint64) [][2]int {
 	// The positions in b of each value, in order, as chains: head[x] is
 	// the first not taken yet, next[j] the one after j (-1: none).
 	head := newHashTable(len(b))
@@ -1759,18 +1858,43 @@ func lcsGreedy(a, b []uint64, off int) [][2]int {
 			head.put(x, next[j])
 		}
 	}
-	seq := make([]int, len(cand))
-	for k, c := range cand {
-		seq[k] = c[1]
+	return cand
+}
+
+// greedyPairsSorted is greedyPairs by sorting: the k-th element of a
+// value in a is paired with the k-th of that value in b.
+func greedyPairsSorted(a, b []uint64) [][2]int {
+	as, bs := make([]keyEnt, len(a)), make([]keyEnt, len(b))
+	for i, x := range a {
+		as[i] = keyEnt{x, int32(i)}
 	}
-	keep := lisMask(seq)
-	var out [][2]int
-	for k, c := range cand {
-		if keep[k] {
-			out = append(out, [2]int{off + c[0], off + c[1]})
+	for j, x := range b {
+		bs[j] = keyEnt{x, int32(j)}
+	}
+	sortKeyEnts(as)
+	sortKeyEnts(bs)
+	pair := make([]int32, len(a)) // the element of b paired with i, +1
+	n := 0
+	for p, q := 0, 0; p < len(as) && q < len(bs); {
+		switch {
+		case as[p].k < bs[q].k:
+			p++
+		case as[p].k > bs[q].k:
+			q++
+		default:
+			pair[as[p].ei] = bs[q].ei + 1
+			n++
+			p++
+			q++
 		}
 	}
-	return out
+	cand := make([][2]int, 0, n)
+	for i, j := range pair {
+		if j > 0 {
+			cand = append(cand, [2]int{i, int(j - 1)})
+		}
+	}
+	return cand
 }
 
 // maxWeighedRun bounds the matched children whose moves are found by
