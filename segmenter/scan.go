@@ -309,6 +309,7 @@ type scanner struct {
 	kvBuf      []byte // what kv's spans index: the raw tag, or kvCopy
 	kvCopy     []byte
 	name       []byte // scratch for a lower-cased name
+	tagCache   [64]tagCacheEnt
 	z          htmltoken.Tokenizer
 }
 
@@ -817,8 +818,32 @@ func spaceAt(b []byte, end bool) bool {
 	return unicode.IsSpace(r) || r == '\u200b' || r == '\ufeff'
 }
 
+// tagCacheEnt is a tag name (up to 15 bytes) with its info and key.
+type tagCacheEnt struct {
+	n    uint8
+	name [15]byte
+	info tagInfo
+	key  uint32
+}
+
+// tagOf returns the info and key of a tag name (tagInfos, tagKeyOf),
+// from a small cache of the names met: a page names a few tags over and
+// over.
+func (s *scanner) tagOf(tag []byte) (tagInfo, uint32) {
+	if len(tag) == 0 || len(tag) > 15 {
+		return tagInfos[string(tag)], tagKeyOf(tag)
+	}
+	c := &s.tagCache[(len(tag)*31+int(tag[0])*7+int(tag[len(tag)-1]))&(len(s.tagCache)-1)]
+	if int(c.n) == len(tag) && string(c.name[:c.n]) == string(tag) {
+		return c.info, c.key
+	}
+	c.n = uint8(copy(c.name[:], tag))
+	c.info, c.key = tagInfos[string(tag)], tagKeyOf(tag)
+	return c.info, c.key
+}
+
 func (s *scanner) startTag(tag []byte, selfClosing bool, off, end int) {
-	info := tagInfos[string(tag)]
+	info, tagKey := s.tagOf(tag)
 	void := info&tiVoid != 0 || (selfClosing && s.foreign > 0)
 	if !void {
 		s.impliedClose(tag, info, off)
@@ -885,7 +910,7 @@ func (s *scanner) startTag(tag []byte, selfClosing bool, off, end int) {
 		fl |= fBreak
 	}
 	d.toks = append(d.toks, tok{kind: kind, flags: fl, elem: ei, off: int32(off), end: int32(end), norm: normStart})
-	e := elem{tagKey: tagKeyOf(tag), info: info, flags: fl0, parent: parent, tok: ti, endTok: ti, tag0: normStart + 1, tag1: tag1,
+	e := elem{tagKey: tagKey, info: info, flags: fl0, parent: parent, tok: ti, endTok: ti, tag0: normStart + 1, tag1: tag1,
 		id0: id0, id1: id1, attr0: a0, nattr: int32(len(d.attrs)) - a0}
 	if !void && info&tiCloseKind != 0 {
 		e.ck = closeKinds[string(tag)]
@@ -1092,11 +1117,10 @@ func (s *scanner) closeAll(at int) {
 }
 
 func (s *scanner) endTag(tag []byte, off, end int) {
-	info := tagInfos[string(tag)]
+	info, key := s.tagOf(tag)
 	if info&tiVoid != 0 {
 		return
 	}
-	key := tagKeyOf(tag)
 	// What the end tag may not close across: a table closes across its
 	// rows and cells, a row or cell across nothing but its table, an
 	// inline element across no block, anything else across no cell.
