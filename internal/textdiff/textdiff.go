@@ -6,6 +6,7 @@
 package textdiff
 
 import (
+	"slices"
 	"strings"
 	"sync"
 	"unicode"
@@ -206,6 +207,18 @@ func (tb *tokenBuf) release() {
 // appendWords appends the tokens of Words(s) to out, less the
 // whitespace ones when nonSpace is set.
 func appendWords(out []string, s string, nonSpace bool) []string {
+	if cap(out)-len(out) < len(s)/2+1 {
+		// perhaps too short: grow it once, for the tokens counted
+		n := 0
+		for i := 0; i < len(s); {
+			j := TokenEnd(s, i)
+			if !nonSpace || !IsSpace(s[i:j]) {
+				n++
+			}
+			i = j
+		}
+		out = slices.Grow(out, n)
+	}
 	for i := 0; i < len(s); {
 		j := TokenEnd(s, i)
 		if !nonSpace || !IsSpace(s[i:j]) {
