@@ -2,6 +2,7 @@ package segmenter
 
 import (
 	"fmt"
+	"hash/maphash"
 	"math"
 	"math/bits"
 	"net/url"
@@ -741,24 +742,73 @@ func bagDiffSize(a, b []string) int {
 		}
 		return la + lb - 2*common
 	}
-	n := make(map[string]int, len(a))
-	for _, t := range a {
-		if t != " " {
-			n[t]++
-			la++
+	// many words: by their hashes, sorted (a map of hundreds of
+	// thousands of words costs a cache miss a word); words of the same
+	// hash are compared, so that a collision counts nothing in common
+	ae, be := bagHashes(a), bagHashes(b)
+	la, lb = len(ae), len(be)
+	for p, q := 0, 0; p < len(ae) && q < len(be); {
+		switch {
+		case ae[p].k < be[q].k:
+			p++
+		case ae[p].k > be[q].k:
+			q++
+		default:
+			pe, qe := p, q
+			for pe < len(ae) && ae[pe].k == ae[p].k {
+				pe++
+			}
+			for qe < len(be) && be[qe].k == be[q].k {
+				qe++
+			}
+			common += commonWords(a, b, ae[p:pe], be[q:qe])
+			p, q = pe, qe
 		}
 	}
-	for _, t := range b {
-		if t == " " {
-			continue
+	return la + lb - 2*common
+}
+
+var bagSeed = maphash.MakeSeed()
+
+// bagHashes returns the hashes of the words of ws (spaces left out) with
+// their positions, sorted.
+func bagHashes(ws []string) []keyEnt {
+	out := make([]keyEnt, 0, len(ws))
+	for i, t := range ws {
+		if t != " " {
+			out = append(out, keyEnt{maphash.String(bagSeed, t), int32(i)})
 		}
-		lb++
-		if n[t] > 0 {
+	}
+	sortKeyEnts(out)
+	return out
+}
+
+// commonWords is the size of the intersection of the multisets of words
+// of a and b at positions x and y (words of one hash).
+func commonWords(a, b []string, x, y []keyEnt) int {
+	w := a[x[0].ei]
+	same := true
+	for _, e := range x {
+		same = same && a[e.ei] == w
+	}
+	for _, e := range y {
+		same = same && b[e.ei] == w
+	}
+	if same {
+		return min(len(x), len(y))
+	}
+	n := map[string]int{}
+	for _, e := range x {
+		n[a[e.ei]]++
+	}
+	common := 0
+	for _, e := range y {
+		if t := b[e.ei]; n[t] > 0 {
 			n[t]--
 			common++
 		}
 	}
-	return la + lb - 2*common
+	return common
 }
 
 // ---------------------------------------------------------------- volatile locations
