@@ -219,7 +219,12 @@ type side struct {
 }
 
 func (sd *side) segOf(off int) int {
-	k := sort.SearchInts(sd.starts, off+1) - 1
+	return sd.segAt(sort.SearchInts(sd.starts, off+1))
+}
+
+// segAt is the segment index of an offset after n segment starts.
+func (sd *side) segAt(n int) int {
+	k := n - 1
 	if k < 0 || k >= len(sd.idx) {
 		if len(sd.idx) == 0 {
 			return 0
@@ -327,6 +332,19 @@ func (sd *side) build(parts []treePart) *tnode {
 	// The nodes of each part are made in one slab, in page order; their
 	// children are counted first and then given parts of one slice.
 	var slabs [][]tnode
+	// segOf of offsets mostly ascending: the starts up to the last one
+	// are counted on from there
+	starts, last := 0, -1
+	segOf := func(off int) int {
+		if off < last {
+			starts = sort.SearchInts(sd.starts, off+1)
+		}
+		for starts < len(sd.starts) && sd.starts[starts] <= off {
+			starts++
+		}
+		last = off
+		return sd.segAt(starts)
+	}
 	for _, r := range parts {
 		d := r.d
 		// elements opened in the range have consecutive indices from e0
@@ -383,7 +401,7 @@ func (sd *side) build(parts []treePart) *tnode {
 				continue
 			}
 			n.d = d
-			n.seg = sd.segOf(d.base + int(t.off))
+			n.seg = segOf(d.base + int(t.off))
 			n.parent.nkids++
 		}
 		slabs = append(slabs, slab[:next])
