@@ -392,15 +392,15 @@ func groups(prevN int, cur *pageVersion) []group {
 // compareVersions compares the groups of segments that changed and
 // returns the changes and the similarity of the two versions.
 func (s *Segmenter) compareVersions(prev *prevSide, cur *pageVersion, flags []bool) ([]changedigest.Change, float64) {
-	curHashes := map[string]bool{}
+	curHashes := make(map[string]bool, len(cur.segs))
 	for _, sg := range cur.segs {
 		curHashes[sg.hash] = true
 	}
-	prevHashes := map[string]bool{}
+	prevHashes := make(map[string]bool, prev.n())
 	for i := 0; i < prev.n(); i++ {
 		prevHashes[prev.hash(i)] = true
 	}
-	newSide := &side{}
+	newSide := &side{starts: make([]int, 0, len(cur.segs)), idx: make([]int, 0, len(cur.segs))}
 	for j, sg := range cur.segs {
 		newSide.starts = append(newSide.starts, sg.start)
 		newSide.idx = append(newSide.idx, j)
