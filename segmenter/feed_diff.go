@@ -427,7 +427,20 @@ func feedCompare(w *work, old, new *Feed) ([]changedigest.Change, float64) {
 		}
 	}
 	entered, left := feedOutside(new, old, newTo), feedOutside(old, new, oldTo)
-	changes := []changedigest.Change{}
+	// at most a change for each new item (but those outside the window)
+	// and each old item gone
+	most := 0
+	for n, o := range newTo {
+		if o >= 0 || !entered(n) {
+			most++
+		}
+	}
+	for o, n := range oldTo {
+		if n < 0 && !left(o) {
+			most++
+		}
+	}
+	changes := make([]changedigest.Change, 0, most)
 	sum, total := 0.0, len(old.Items)+len(new.Items)
 	for n := range new.Items {
 		w.add(1)
