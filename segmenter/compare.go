@@ -44,20 +44,20 @@ type tnode struct {
 	d      *doc  // the scan the node comes from
 	elem   int32 // element in d (-1: text or root)
 	encl   int32 // a text's enclosing element in d
-	tokA   int   // token range in d
-	tokB   int
-	seg    int // segment index
+	tokA   int32 // token range in d
+	tokB   int32
+	seg    int32 // segment index
 
-	h       uint64 // the whole subtree (Goel's bottom-up hash)
-	visible bool   // a text shown to readers
-	behav   bool   // holds script, iframe, object, embed or applet elements
-	textful bool   // holds visible text
-	lazy    uint8  // which of the fields below (and in more) are computed
-	nkids   int32  // the children counted while the treelet is built
+	visible bool  // a text shown to readers
+	behav   bool  // holds script, iframe, object, embed or applet elements
+	textful bool  // holds visible text
+	lazy    uint8 // which of the fields below (and in more) are computed
+	nkids   int32 // the children counted while the treelet is built
+	nwords  int32 // visible words
 
+	h      uint64 // the whole subtree (Goel's bottom-up hash)
 	hc, pc uint64 // without presentation (rolling hash value and power)
 	ht, pt uint64 // visible words
-	nwords int    // visible words
 	more   *tnodeMore
 }
 
@@ -95,7 +95,7 @@ func (n *tnode) textStr() string {
 	if n.lazy&lazyText == 0 {
 		n.lazy |= lazyText
 		if n.isText() {
-			n.m().text = n.d.textOf(n.tokA)
+			n.m().text = n.d.textOf(int(n.tokA))
 		}
 	}
 	if n.more == nil {
@@ -136,7 +136,7 @@ func (n *tnode) cosmetic() (uint64, uint64) {
 	n.lazy |= lazyCosmetic
 	n.hc, n.pc = 0, 1
 	if n.isText() {
-		n.hc, n.pc = rollWords(n.hc, n.pc, n.d.textBytes(n.tokA))
+		n.hc, n.pc = rollWords(n.hc, n.pc, n.d.textBytes(int(n.tokA)))
 		return n.hc, n.pc
 	}
 	pres := presentationTags[n.tag]
@@ -183,24 +183,24 @@ func rollWords(h, p uint64, text []byte) (uint64, uint64) {
 // words returns the hash of the subtree's visible words and their count.
 func (n *tnode) words() (uint64, uint64, int) {
 	if n.lazy&lazyWords != 0 {
-		return n.ht, n.pt, n.nwords
+		return n.ht, n.pt, int(n.nwords)
 	}
 	n.lazy |= lazyWords
 	n.ht, n.pt, n.nwords = 0, 1, 0
 	if n.isText() {
 		if n.visible {
-			t := n.d.textBytes(n.tokA)
+			t := n.d.textBytes(int(n.tokA))
 			n.ht, n.pt = rollWords(n.ht, n.pt, t)
-			n.nwords = bytes.Count(t, []byte{' '}) + 1
+			n.nwords = int32(bytes.Count(t, []byte{' '}) + 1)
 		}
-		return n.ht, n.pt, n.nwords
+		return n.ht, n.pt, int(n.nwords)
 	}
 	for _, k := range n.kids {
 		kt, kp, kn := k.words()
 		n.ht, n.pt = roll(n.ht, n.pt, kt, kp)
-		n.nwords += kn
+		n.nwords += int32(kn)
 	}
-	return n.ht, n.pt, n.nwords
+	return n.ht, n.pt, int(n.nwords)
 }
 
 func (n *tnode) hasWords() bool { return n.textful }
@@ -245,7 +245,7 @@ func (sd *side) textOf(n *tnode) string {
 			t = n.textStr()
 		}
 	case n.d != nil:
-		t = n.d.visibleText(n.tokA, n.tokB)
+		t = n.d.visibleText(int(n.tokA), int(n.tokB))
 	default:
 		var sb strings.Builder
 		for _, k := range n.kids {
@@ -270,7 +270,7 @@ func (sd *side) textOf(n *tnode) string {
 func (sd *side) ownRuns(n *tnode) (runs []string, spans [][2]int) {
 	if n.d == nil || len(n.kids) == 0 {
 		if n.d != nil {
-			spans = [][2]int{{n.tokA, n.tokB}}
+			spans = [][2]int{{int(n.tokA), int(n.tokB)}}
 		}
 		return []string{sd.textOf(n)}, spans
 	}
@@ -281,7 +281,7 @@ func (sd *side) ownRuns(n *tnode) (runs []string, spans [][2]int) {
 			switch {
 			case k.isText():
 			case blockElements[k.tag] && k.d == n.d:
-				cuts = append(cuts, [2]int{k.tokA, k.tokB})
+				cuts = append(cuts, [2]int{int(k.tokA), int(k.tokB)})
 			default:
 				find(k)
 			}
@@ -290,13 +290,13 @@ func (sd *side) ownRuns(n *tnode) (runs []string, spans [][2]int) {
 	find(n)
 	runs = make([]string, 0, len(cuts)+1)
 	spans = make([][2]int, 0, len(cuts)+1)
-	a := n.tokA
+	a := int(n.tokA)
 	for _, c := range cuts {
 		runs = append(runs, n.d.visibleText(a, c[0]))
 		spans = append(spans, [2]int{a, c[0]})
 		a = c[1]
 	}
-	return append(runs, n.d.visibleText(a, n.tokB)), append(spans, [2]int{a, n.tokB})
+	return append(runs, n.d.visibleText(a, int(n.tokB))), append(spans, [2]int{a, int(n.tokB)})
 }
 
 func (sd *side) path(n *tnode) string {
@@ -317,7 +317,7 @@ func (sd *side) describe(n *tnode) string {
 	if n.elem < 0 || n.d == nil {
 		return ""
 	}
-	return string(n.d.normOf(n.tokA, n.tokA+1))
+	return string(n.d.normOf(int(n.tokA), int(n.tokA)+1))
 }
 
 // treePart is a token range of a scanned document.
@@ -387,7 +387,7 @@ func (sd *side) build(parts []treePart) *tnode {
 			case tStart, tVoid:
 				e := &d.elems[t.elem]
 				n = alloc()
-				*n = tnode{tag: d.tagOf(t.elem), elem: t.elem, tokA: i, tokB: min(int(e.endTok)+1, r.b), parent: parentOf(e.parent)}
+				*n = tnode{tag: d.tagOf(t.elem), elem: t.elem, tokA: int32(i), tokB: int32(min(int(e.endTok)+1, r.b)), parent: parentOf(e.parent)}
 				for k := int(t.elem - e0); len(nodes) <= k; {
 					nodes = append(nodes, nil)
 				}
@@ -396,12 +396,12 @@ func (sd *side) build(parts []treePart) *tnode {
 				}
 			case tText:
 				n = alloc()
-				*n = tnode{elem: -1, encl: t.elem, tokA: i, tokB: i + 1, visible: t.flags&fVisible != 0, parent: parentOf(t.elem)}
+				*n = tnode{elem: -1, encl: t.elem, tokA: int32(i), tokB: int32(i + 1), visible: t.flags&fVisible != 0, parent: parentOf(t.elem)}
 			default:
 				continue
 			}
 			n.d = d
-			n.seg = segOf(d.base + int(t.off))
+			n.seg = int32(segOf(d.base + int(t.off)))
 			n.parent.nkids++
 		}
 		slabs = append(slabs, slab[:next])
@@ -457,11 +457,11 @@ func roll(v1, p1, v2, p2 uint64) (uint64, uint64) { return v1*p2 + v2, p1 * p2 }
 func (n *tnode) hash() {
 	switch {
 	case n.isText():
-		n.h = maphash.Bytes(treeSeed, n.d.textBytes(n.tokA)) ^ 1
+		n.h = maphash.Bytes(treeSeed, n.d.textBytes(int(n.tokA))) ^ 1
 		n.textful = n.visible
 		return
 	case n.elem >= 0:
-		n.h = maphash.Bytes(treeSeed, n.d.normOf(n.tokA, n.tokA+1))
+		n.h = maphash.Bytes(treeSeed, n.d.normOf(int(n.tokA), int(n.tokA)+1))
 	default:
 		n.h = hashSeed
 	}
@@ -767,7 +767,7 @@ func (df *differ) kids(o, n *tnode, blk *blockPair) {
 		for _, k := range x.kids { // and the same shape
 			h = hashString(h, k.tag)
 		}
-		return mix(h, uint64(x.tokB-x.tokA)), true
+		return mix(h, uint64(int(x.tokB)-int(x.tokA))), true
 	})
 	df.matchBy(O, N, mo, mn, via, viaID, func(x *tnode) (uint64, bool) {
 		if x.isText() || x.d.elems[x.elem].id1 == x.d.elems[x.elem].id0 {
@@ -1621,7 +1621,7 @@ func (df *differ) finish() {
 		if !b.changed {
 			continue
 		}
-		df.w.add(b.o.tokB - b.o.tokA + b.n.tokB - b.n.tokA)
+		df.w.add(int(b.o.tokB) - int(b.o.tokA) + int(b.n.tokB) - int(b.n.tokA))
 		if b.n.tag == "#root" {
 			for _, p := range b.loose {
 				x, y := p[0], p[1]
@@ -1643,7 +1643,7 @@ func (df *differ) finish() {
 		nruns, nspans := df.new.ownRuns(b.n)
 		if len(oruns) != len(nruns) {
 			oruns, nruns = []string{df.old.textOf(b.o)}, []string{df.new.textOf(b.n)}
-			ospans, nspans = [][2]int{{b.o.tokA, b.o.tokB}}, [][2]int{{b.n.tokA, b.n.tokB}}
+			ospans, nspans = [][2]int{{int(b.o.tokA), int(b.o.tokB)}}, [][2]int{{int(b.n.tokA), int(b.n.tokB)}}
 		}
 		for i := range oruns {
 			ot, nt := oruns[i], nruns[i]

@@ -579,12 +579,12 @@ func (s *Segmenter) compareVersions(prev *prevSide, cur *pageVersion, flags []bo
 			}
 		}
 		if rc.n != nil {
-			c.Segment, c.Path = rc.n.seg, newSide.path(rc.n)
+			c.Segment, c.Path = int(rc.n.seg), newSide.path(rc.n)
 			if c.Path == "" && c.Segment < len(cur.segs) {
 				c.Path = segmentPath(cur.d, cur.segs[c.Segment])
 			}
 		} else {
-			c.Segment, c.Path = rc.o.seg, oldSide.path(rc.o)
+			c.Segment, c.Path = int(rc.o.seg), oldSide.path(rc.o)
 			if c.Path == "" {
 				c.Path = prev.path(c.Segment)
 			}

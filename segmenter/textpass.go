@@ -164,7 +164,7 @@ func (gt *groupText) nodeTokens(n *tnode) (int, int, bool) {
 	if n == nil || n.d == nil {
 		return 0, 0, false
 	}
-	return gt.tokens(n.d, n.tokA, n.tokB)
+	return gt.tokens(n.d, int(n.tokA), int(n.tokB))
 }
 
 // besideChange reports whether a token next to [i, j) is not kept by the
@@ -660,12 +660,12 @@ func (df *differ) containerPass(oldDoc func() *doc, newDoc *doc) {
 			if ei < 0 {
 				ei = n.encl
 			}
-			return n.tokA, n.tokB, ei
+			return int(n.tokA), int(n.tokB), ei
 		}
-		if n.tokA >= len(n.d.toks) {
+		if int(n.tokA) >= len(n.d.toks) {
 			return 0, 0, -1
 		}
-		t := n.d.toks[n.tokA]
+		t := n.d.toks[int(n.tokA)]
 		off := int32(n.d.base) + t.off
 		k := sort.Search(len(d.toks), func(i int) bool { return d.toks[i].off >= off })
 		for ; k < len(d.toks) && d.toks[k].off == off; k++ {
