@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math/bits"
 	"slices"
 	"sort"
 	"strconv"
@@ -369,35 +370,57 @@ func (x *keyIndex) sort() {
 	x.ents = nil
 }
 
-// radixSortKeys sorts entries by key, stably (a least significant digit
-// radix sort: for the hundreds of thousands of elements of a large page,
-// much faster than comparing).
+// radixSortKeys sorts entries by key and, among those of a key, by
+// element: into buckets by the top bits of their keys (hashes, spread
+// evenly), then each bucket on its own, which for the hundreds of
+// thousands of elements of a large page is much faster than comparing.
 func radixSortKeys(a []keyEnt) {
-	const bits = 11
+	if len(a) < 2 {
+		return
+	}
+	nb := max(8, min(16, bits.Len(uint(len(a)))-1))
+	shift := uint(64 - nb)
+	start := make([]int, 1<<nb+1)
+	for _, e := range a {
+		start[e.k>>shift+1]++
+	}
+	for d := 1; d < len(start); d++ {
+		start[d] += start[d-1]
+	}
 	buf := make([]keyEnt, len(a))
-	var count [1 << bits]int
-	src, dst := a, buf
-	for shift := 0; shift < 64; shift += bits {
-		clear(count[:])
-		for _, e := range src {
-			count[e.k>>shift&(1<<bits-1)]++
-		}
-		sum := 0
-		for d, c := range count {
-			count[d] = sum
-			sum += c
-		}
-		for _, e := range src {
-			d := e.k >> shift & (1<<bits - 1)
-			dst[count[d]] = e
-			count[d]++
-		}
-		src, dst = dst, src
+	next := slices.Clone(start[:len(start)-1])
+	for _, e := range a {
+		d := e.k >> shift
+		buf[next[d]] = e
+		next[d]++
 	}
-	if &src[0] != &a[0] {
-		copy(a, src)
+	for d := 0; d+1 < len(start); d++ {
+		if b := buf[start[d]:start[d+1]]; len(b) > 1 {
+			sortKeyEntsCmp(b)
+		}
 	}
+	copy(a, buf)
 }
+
+// sortKeyEntsCmp sorts entries by key and element, comparing them.
+func sortKeyEntsCmp(a []keyEnt) {
+	if len(a) <= 12 {
+		for i := 1; i < len(a); i++ {
+			for j := i; j > 0 && keyEntLess(a[j], a[j-1]); j-- {
+				a[j], a[j-1] = a[j-1], a[j]
+			}
+		}
+		return
+	}
+	slices.SortFunc(a, func(x, y keyEnt) int {
+		if c := cmp.Compare(x.k, y.k); c != 0 {
+			return c
+		}
+		return cmp.Compare(x.ei, y.ei)
+	})
+}
+
+func keyEntLess(x, y keyEnt) bool { return x.k < y.k || x.k == y.k && x.ei < y.ei }
 
 // get returns the elements of key k, in the order they were added.
 func (x *keyIndex) get(k uint64) []int32 {
