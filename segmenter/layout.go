@@ -335,6 +335,10 @@ type keyIndex struct {
 	ents []keyEnt // while adding
 	keys []uint64 // sorted
 	eis  []int32
+	// buckets of a large index: the keys whose top bits (key>>shift)
+	// are d are keys[start[d]:start[d+1]]
+	start []int
+	shift uint
 }
 
 type keyEnt struct {
@@ -360,7 +364,7 @@ func (x *keyIndex) sort() {
 			return cmp.Compare(a.ei, b.ei)
 		})
 	} else {
-		radixSortKeys(x.ents)
+		x.start, x.shift = radixSortKeys(x.ents)
 	}
 	x.keys = make([]uint64, len(x.ents))
 	x.eis = make([]int32, len(x.ents))
@@ -374,9 +378,11 @@ func (x *keyIndex) sort() {
 // element: into buckets by the top bits of their keys (hashes, spread
 // evenly), then each bucket on its own, which for the hundreds of
 // thousands of elements of a large page is much faster than comparing.
-func radixSortKeys(a []keyEnt) {
+// It returns where the buckets start (and one past the last) and the
+// shift of a key that gives its bucket.
+func radixSortKeys(a []keyEnt) ([]int, uint) {
 	if len(a) < 2 {
-		return
+		return nil, 0
 	}
 	nb := max(8, min(16, bits.Len(uint(len(a)))-1))
 	shift := uint(64 - nb)
@@ -400,6 +406,7 @@ func radixSortKeys(a []keyEnt) {
 		}
 	}
 	copy(a, buf)
+	return start, shift
 }
 
 // sortKeyEntsCmp sorts entries by key and element, comparing them.
@@ -424,7 +431,14 @@ func keyEntLess(x, y keyEnt) bool { return x.k < y.k || x.k == y.k && x.ei < y.e
 
 // get returns the elements of key k, in the order they were added.
 func (x *keyIndex) get(k uint64) []int32 {
-	a, _ := slices.BinarySearch(x.keys, k)
+	lo := 0
+	keys := x.keys
+	if x.start != nil {
+		d := k >> x.shift
+		lo, keys = x.start[d], keys[:x.start[d+1]]
+	}
+	a, _ := slices.BinarySearch(keys[lo:], k)
+	a += lo
 	b := a
 	for b < len(x.keys) && x.keys[b] == k {
 		b++
