@@ -368,11 +368,11 @@ func scan(w *work, body []byte, ancestors []step, first step) *doc {
 	d.body = body
 	// Rough sizes: one token per ~25 bytes, one element per ~60, and,
 	// from the page's tags, an element for each start tag (a few more
-	// are implied) and up to a start and an end token for each and a
-	// text after each tag, so that a page of many small elements is not
+	// are implied) and up to a start and an end token for each and the
+	// texts between tags, so that a page of many small elements is not
 	// grown to its size by doubling.
-	tags, starts := countTags(body)
-	d.toks = reuse(d.toks, max(len(body)/25, 2*starts+tags)+8)
+	starts, texts := countTags(body)
+	d.toks = reuse(d.toks, max(len(body)/25, 2*starts+texts)+8)
 	d.elems = reuse(d.elems, max(len(body)/60, starts+starts/16)+8+len(ancestors))
 	d.attrs = reuse(d.attrs, len(body)/80+8)
 	d.norm = reuse(d.norm, len(body)/2+64)
@@ -399,16 +399,19 @@ func scan(w *work, body []byte, ancestors []step, first step) *doc {
 
 var docPool = sync.Pool{New: func() any { return new(doc) }}
 
-// countTags counts the '<' of body and those that open a start tag (a
-// letter follows).
-func countTags(body []byte) (tags, starts int) {
+// countTags counts the '<' of body that open a start tag (a letter
+// follows) and those after something else than a '>' (where a text may
+// end), and one for the end.
+func countTags(body []byte) (starts, texts int) {
 	for i := 0; ; i++ {
 		k := bytes.IndexByte(body[i:], '<')
 		if k < 0 {
-			return tags, starts
+			return starts, texts + 1
 		}
 		i += k
-		tags++
+		if i == 0 || body[i-1] != '>' {
+			texts++
+		}
 		if i+1 < len(body) {
 			if c := body[i+1] | 0x20; 'a' <= c && c <= 'z' {
 				starts++
