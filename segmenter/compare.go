@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/changedigest/changedigest"
 	"github.com/changedigest/changedigest/internal/textdiff"
@@ -37,31 +38,48 @@ type attrKV struct{ k, v string }
 // node; texts, attributes and the other hashes are worked out when the
 // matching looks at a node, which for a small edit is a handful of nodes.
 type tnode struct {
-	tag     string // "" for a text, "#root" for the root of a treelet
-	visible bool   // a text shown to readers
-	kids    []*tnode
-	parent  *tnode
-	d       *doc  // the scan the node comes from
-	elem    int32 // element in d (-1: text or root)
-	encl    int32 // a text's enclosing element in d
-	tokA    int   // token range in d
-	tokB    int
-	seg     int // segment index
+	tag    string // "" for a text, "#root" for the root of a treelet
+	kids   []*tnode
+	parent *tnode
+	d      *doc  // the scan the node comes from
+	elem   int32 // element in d (-1: text or root)
+	encl   int32 // a text's enclosing element in d
+	tokA   int32 // token range in d
+	tokB   int32
+	seg    int32 // segment index
 
-	h       uint64 // the whole subtree (Goel's bottom-up hash)
-	behav   bool   // holds script, iframe, object, embed or applet elements
-	textful bool   // holds visible text
+	visible bool  // a text shown to readers
+	behav   bool  // holds script, iframe, object, embed or applet elements
+	textful bool  // holds visible text
+	lazy    uint8 // which of the fields below (and in more) are computed
+	nkids   int32 // the children counted while the treelet is built
+	nwords  int32 // visible words
 
-	lazy   uint8 // which of the fields below are computed
-	text   string
-	attrs  []attrKV
+	h      uint64 // the whole subtree (Goel's bottom-up hash)
 	hc, pc uint64 // without presentation (rolling hash value and power)
 	ht, pt uint64 // visible words
-	nwords int    // visible words
-	txt    *string
+	more   *tnodeMore
+}
+
+// tnodeMore holds the texts and lists of a node, worked out for the few
+// nodes whose text or attributes are compared or told, apart from the
+// node so that a treelet of many nodes stays small.
+type tnodeMore struct {
+	text   string
+	attrs  []attrKV
+	txt    string // the visible text (when hasTxt)
+	hasTxt bool
 	bag    []uint64 // sorted hashes of the visible words, for similarity
-	toks   []string // the word tokens of the visible text, for similarity
+	toks   []int32  // the word tokens of the visible text, numbered by toksBy, for similarity
+	toksBy *wordNumbers
 	sketch []uint64 // of a script or style sheet's code, for similarity
+}
+
+func (n *tnode) m() *tnodeMore {
+	if n.more == nil {
+		n.more = &tnodeMore{}
+	}
+	return n.more
 }
 
 const (
@@ -78,10 +96,13 @@ func (n *tnode) textStr() string {
 	if n.lazy&lazyText == 0 {
 		n.lazy |= lazyText
 		if n.isText() {
-			n.text = n.d.textOf(n.tokA)
+			n.m().text = n.d.textOf(int(n.tokA))
 		}
 	}
-	return n.text
+	if n.more == nil {
+		return ""
+	}
+	return n.more.text
 }
 
 // attrList is an element's attributes, sorted by name.
@@ -92,14 +113,18 @@ func (n *tnode) attrList() []attrKV {
 			d := n.d
 			e := &d.elems[n.elem]
 			if e.nattr > 0 {
-				n.attrs = make([]attrKV, e.nattr)
+				attrs := make([]attrKV, e.nattr)
 				for k, a := range d.attrs[e.attr0 : e.attr0+e.nattr] {
-					n.attrs[k] = attrKV{string(d.norm[a.k0:a.k1]), string(d.norm[a.v0:a.v1])}
+					attrs[k] = attrKV{string(d.norm[a.k0:a.k1]), string(d.norm[a.v0:a.v1])}
 				}
+				n.m().attrs = attrs
 			}
 		}
 	}
-	return n.attrs
+	if n.more == nil {
+		return nil
+	}
+	return n.more.attrs
 }
 
 // cosmetic returns the hash of the subtree without presentation:
@@ -112,7 +137,7 @@ func (n *tnode) cosmetic() (uint64, uint64) {
 	n.lazy |= lazyCosmetic
 	n.hc, n.pc = 0, 1
 	if n.isText() {
-		n.hc, n.pc = rollWords(n.hc, n.pc, n.d.textBytes(n.tokA))
+		n.hc, n.pc = rollWords(n.hc, n.pc, n.d.textBytes(int(n.tokA)))
 		return n.hc, n.pc
 	}
 	pres := presentationTags[n.tag]
@@ -159,24 +184,24 @@ func rollWords(h, p uint64, text []byte) (uint64, uint64) {
 // words returns the hash of the subtree's visible words and their count.
 func (n *tnode) words() (uint64, uint64, int) {
 	if n.lazy&lazyWords != 0 {
-		return n.ht, n.pt, n.nwords
+		return n.ht, n.pt, int(n.nwords)
 	}
 	n.lazy |= lazyWords
 	n.ht, n.pt, n.nwords = 0, 1, 0
 	if n.isText() {
 		if n.visible {
-			t := n.d.textBytes(n.tokA)
+			t := n.d.textBytes(int(n.tokA))
 			n.ht, n.pt = rollWords(n.ht, n.pt, t)
-			n.nwords = bytes.Count(t, []byte{' '}) + 1
+			n.nwords = int32(bytes.Count(t, []byte{' '}) + 1)
 		}
-		return n.ht, n.pt, n.nwords
+		return n.ht, n.pt, int(n.nwords)
 	}
 	for _, k := range n.kids {
 		kt, kp, kn := k.words()
 		n.ht, n.pt = roll(n.ht, n.pt, kt, kp)
-		n.nwords += kn
+		n.nwords += int32(kn)
 	}
-	return n.ht, n.pt, n.nwords
+	return n.ht, n.pt, int(n.nwords)
 }
 
 func (n *tnode) hasWords() bool { return n.textful }
@@ -195,7 +220,12 @@ type side struct {
 }
 
 func (sd *side) segOf(off int) int {
-	k := sort.SearchInts(sd.starts, off+1) - 1
+	return sd.segAt(sort.SearchInts(sd.starts, off+1))
+}
+
+// segAt is the segment index of an offset after n segment starts.
+func (sd *side) segAt(n int) int {
+	k := n - 1
 	if k < 0 || k >= len(sd.idx) {
 		if len(sd.idx) == 0 {
 			return 0
@@ -206,8 +236,8 @@ func (sd *side) segOf(off int) int {
 }
 
 func (sd *side) textOf(n *tnode) string {
-	if n.txt != nil {
-		return *n.txt
+	if n.more != nil && n.more.hasTxt {
+		return n.more.txt
 	}
 	var t string
 	switch {
@@ -216,7 +246,7 @@ func (sd *side) textOf(n *tnode) string {
 			t = n.textStr()
 		}
 	case n.d != nil:
-		t = n.d.visibleText(n.tokA, n.tokB)
+		t = n.d.visibleText(int(n.tokA), int(n.tokB))
 	default:
 		var sb strings.Builder
 		for _, k := range n.kids {
@@ -229,7 +259,8 @@ func (sd *side) textOf(n *tnode) string {
 		}
 		t = sb.String()
 	}
-	n.txt = &t
+	m := n.m()
+	m.txt, m.hasTxt = t, true
 	return t
 }
 
@@ -240,7 +271,7 @@ func (sd *side) textOf(n *tnode) string {
 func (sd *side) ownRuns(n *tnode) (runs []string, spans [][2]int) {
 	if n.d == nil || len(n.kids) == 0 {
 		if n.d != nil {
-			spans = [][2]int{{n.tokA, n.tokB}}
+			spans = [][2]int{{int(n.tokA), int(n.tokB)}}
 		}
 		return []string{sd.textOf(n)}, spans
 	}
@@ -251,7 +282,7 @@ func (sd *side) ownRuns(n *tnode) (runs []string, spans [][2]int) {
 			switch {
 			case k.isText():
 			case blockElements[k.tag] && k.d == n.d:
-				cuts = append(cuts, [2]int{k.tokA, k.tokB})
+				cuts = append(cuts, [2]int{int(k.tokA), int(k.tokB)})
 			default:
 				find(k)
 			}
@@ -260,13 +291,13 @@ func (sd *side) ownRuns(n *tnode) (runs []string, spans [][2]int) {
 	find(n)
 	runs = make([]string, 0, len(cuts)+1)
 	spans = make([][2]int, 0, len(cuts)+1)
-	a := n.tokA
+	a := int(n.tokA)
 	for _, c := range cuts {
 		runs = append(runs, n.d.visibleText(a, c[0]))
 		spans = append(spans, [2]int{a, c[0]})
 		a = c[1]
 	}
-	return append(runs, n.d.visibleText(a, n.tokB)), append(spans, [2]int{a, n.tokB})
+	return append(runs, n.d.visibleText(a, int(n.tokB))), append(spans, [2]int{a, int(n.tokB)})
 }
 
 func (sd *side) path(n *tnode) string {
@@ -287,7 +318,7 @@ func (sd *side) describe(n *tnode) string {
 	if n.elem < 0 || n.d == nil {
 		return ""
 	}
-	return string(n.d.normOf(n.tokA, n.tokA+1))
+	return string(n.d.normOf(int(n.tokA), int(n.tokA)+1))
 }
 
 // treePart is a token range of a scanned document.
@@ -299,7 +330,22 @@ type treePart struct {
 // build makes one treelet of the token ranges parts.
 func (sd *side) build(parts []treePart) *tnode {
 	root := &tnode{tag: "#root", elem: -1}
-	var all []*tnode
+	// The nodes of each part are made in one slab, in page order; their
+	// children are counted first and then given parts of one slice.
+	var slabs [][]tnode
+	// segOf of offsets mostly ascending: the starts up to the last one
+	// are counted on from there
+	starts, last := 0, -1
+	segOf := func(off int) int {
+		if off < last {
+			starts = sort.SearchInts(sd.starts, off+1)
+		}
+		for starts < len(sd.starts) && sd.starts[starts] <= off {
+			starts++
+		}
+		last = off
+		return sd.segAt(starts)
+	}
 	for _, r := range parts {
 		d := r.d
 		// elements opened in the range have consecutive indices from e0
@@ -310,13 +356,17 @@ func (sd *side) build(parts []treePart) *tnode {
 				break
 			}
 		}
-		nodes := make([]*tnode, 0, 64)
-		cnt := 0
+		cnt, elems := 0, 0
 		for i := r.a; i < r.b; i++ {
-			if d.toks[i].kind != tEnd {
-				cnt++
+			switch d.toks[i].kind {
+			case tEnd:
+				continue
+			case tStart, tVoid:
+				elems++
 			}
+			cnt++
 		}
+		nodes := make([]*tnode, 0, elems)
 		slab := make([]tnode, cnt)
 		next := 0
 		alloc := func() *tnode {
@@ -338,7 +388,7 @@ func (sd *side) build(parts []treePart) *tnode {
 			case tStart, tVoid:
 				e := &d.elems[t.elem]
 				n = alloc()
-				*n = tnode{tag: d.tagOf(t.elem), elem: t.elem, tokA: i, tokB: min(int(e.endTok)+1, r.b), parent: parentOf(e.parent)}
+				*n = tnode{tag: d.tagOf(t.elem), elem: t.elem, tokA: int32(i), tokB: int32(min(int(e.endTok)+1, r.b)), parent: parentOf(e.parent)}
 				for k := int(t.elem - e0); len(nodes) <= k; {
 					nodes = append(nodes, nil)
 				}
@@ -347,18 +397,41 @@ func (sd *side) build(parts []treePart) *tnode {
 				}
 			case tText:
 				n = alloc()
-				*n = tnode{elem: -1, encl: t.elem, tokA: i, tokB: i + 1, visible: t.flags&fVisible != 0, parent: parentOf(t.elem)}
+				*n = tnode{elem: -1, encl: t.elem, tokA: int32(i), tokB: int32(i + 1), visible: t.flags&fVisible != 0, parent: parentOf(t.elem)}
 			default:
 				continue
 			}
 			n.d = d
-			n.seg = sd.segOf(d.base + int(t.off))
-			n.parent.kids = append(n.parent.kids, n)
-			all = append(all, n)
+			n.seg = int32(segOf(d.base + int(t.off)))
+			n.parent.nkids++
+		}
+		slabs = append(slabs, slab[:next])
+	}
+	total := int(root.nkids)
+	for _, slab := range slabs {
+		for i := range slab {
+			total += int(slab[i].nkids)
 		}
 	}
-	for i := len(all) - 1; i >= 0; i-- {
-		all[i].hash()
+	kids := make([]*tnode, total)
+	give := func(n *tnode) {
+		if k := int(n.nkids); k > 0 {
+			n.kids, kids = kids[:0:k], kids[k:]
+			n.nkids = 0
+		}
+	}
+	give(root)
+	for _, slab := range slabs {
+		for i := range slab {
+			n := &slab[i]
+			give(n)
+			n.parent.kids = append(n.parent.kids, n)
+		}
+	}
+	for k := len(slabs) - 1; k >= 0; k-- {
+		for i := len(slabs[k]) - 1; i >= 0; i-- {
+			slabs[k][i].hash()
+		}
 	}
 	root.hash()
 	return root
@@ -385,11 +458,11 @@ func roll(v1, p1, v2, p2 uint64) (uint64, uint64) { return v1*p2 + v2, p1 * p2 }
 func (n *tnode) hash() {
 	switch {
 	case n.isText():
-		n.h = maphash.Bytes(treeSeed, n.d.textBytes(n.tokA)) ^ 1
+		n.h = maphash.Bytes(treeSeed, n.d.textBytes(int(n.tokA))) ^ 1
 		n.textful = n.visible
 		return
 	case n.elem >= 0:
-		n.h = maphash.Bytes(treeSeed, n.d.normOf(n.tokA, n.tokA+1))
+		n.h = maphash.Bytes(treeSeed, n.d.normOf(int(n.tokA), int(n.tokA)+1))
 	default:
 		n.h = hashSeed
 	}
@@ -436,6 +509,8 @@ type differ struct {
 	// groups are the compared treelets with the token ranges they were
 	// built from, for the text pass
 	groups []*textGroup
+	// words numbers the words of the texts compared by similarity
+	words *wordNumbers
 }
 
 type rawChange struct {
@@ -457,7 +532,7 @@ type rawChange struct {
 func (rc rawChange) weight() float64 {
 	w := float64(len(rc.old) + len(rc.new))
 	if rc.typ == changedigest.ChangeContent && rc.op == changedigest.OpUpdate {
-		w *= 1 - dice(wordBag(rc.old, nil), wordBag(rc.new, nil))
+		w *= 1 - diceTexts(rc.old, rc.new)
 	}
 	return max(w, 1)
 }
@@ -698,7 +773,7 @@ func (df *differ) kids(o, n *tnode, blk *blockPair) {
 		for _, k := range x.kids { // and the same shape
 			h = hashString(h, k.tag)
 		}
-		return mix(h, uint64(x.tokB-x.tokA)), true
+		return mix(h, uint64(int(x.tokB)-int(x.tokA))), true
 	})
 	df.matchBy(O, N, mo, mn, via, viaID, func(x *tnode) (uint64, bool) {
 		if x.isText() || x.d.elems[x.elem].id1 == x.d.elems[x.elem].id0 {
@@ -1044,19 +1119,39 @@ func (df *differ) added(y *tnode, blk *blockPair) {
 // matchBy pairs unmatched children with equal keys, in order of appearance.
 func (df *differ) matchBy(O, N []*tnode, mo, mn []int, via []uint8, how uint8, key func(*tnode) (uint64, bool)) {
 	df.w.add(len(O) + len(N))
-	var byKey map[uint64][]int
-	for i, x := range O {
+	if len(O)+len(N) >= sortedFrom {
+		matchSorted(O, N, mo, mn, via, how, key)
+		return
+	}
+	// The unmatched old children by key, in order, as chains: head[k] is
+	// the first, next[i] the one after i (-1: none). Children matched
+	// since are skipped when met.
+	var head *hashTable
+	var next []int32
+	for i := len(O) - 1; i >= 0; i-- {
 		if mo[i] >= 0 {
 			continue
 		}
-		if k, ok := key(x); ok {
-			if byKey == nil {
-				byKey = map[uint64][]int{}
+		if k, ok := key(O[i]); ok {
+			if head == nil {
+				free := 0
+				for _, m := range mo[:i+1] {
+					if m < 0 {
+						free++
+					}
+				}
+				head = newHashTable(free)
+				next = make([]int32, len(O))
 			}
-			byKey[k] = append(byKey[k], i)
+			if h, ok := head.get(k); ok {
+				next[i] = h
+			} else {
+				next[i] = -1
+			}
+			head.put(k, int32(i))
 		}
 	}
-	if byKey == nil {
+	if head == nil {
 		return
 	}
 	for j, y := range N {
@@ -1067,20 +1162,97 @@ func (df *differ) matchBy(O, N []*tnode, mo, mn []int, via []uint8, how uint8, k
 		if !ok {
 			continue
 		}
-		l := byKey[k]
-		for len(l) > 0 && mo[l[0]] >= 0 {
-			l = l[1:]
-		}
-		if len(l) == 0 {
+		h, ok := head.get(k)
+		if !ok {
 			continue
 		}
-		if O[l[0]].tag != y.tag {
-			byKey[k] = l
+		i := int(h)
+		for i >= 0 && mo[i] >= 0 {
+			i = int(next[i])
+		}
+		if i < 0 {
+			head.put(k, -1)
 			continue
 		}
-		mo[l[0]], mn[j], via[j] = j, l[0], how
-		byKey[k] = l[1:]
+		head.put(k, int32(i))
+		if O[i].tag != y.tag {
+			continue
+		}
+		mo[i], mn[j], via[j] = j, i, how
+		head.put(k, next[i])
 	}
+}
+
+// sortedFrom is the number of children from which matchBy and lcsGreedy
+// sort them by key rather than look them up in a hash table: the table
+// of a few thousand keys no longer fits in the processor's caches, and
+// a lookup there costs more than sorting does.
+const sortedFrom = 1 << 12
+
+// matchSorted is matchBy by sorting. The pairs of a key depend only on
+// the children of that key (each new child in turn takes the first old
+// one left, when their tags agree), so the keys can be taken one after
+// the other: both sides sorted by key, then read together.
+func matchSorted(O, N []*tnode, mo, mn []int, via []uint8, how uint8, key func(*tnode) (uint64, bool)) {
+	var os, ns []keyEnt
+	for i, x := range O {
+		if mo[i] < 0 {
+			if k, ok := key(x); ok {
+				os = append(os, keyEnt{k, int32(i)})
+			}
+		}
+	}
+	if len(os) == 0 {
+		return
+	}
+	for j, y := range N {
+		if mn[j] < 0 {
+			if k, ok := key(y); ok {
+				ns = append(ns, keyEnt{k, int32(j)})
+			}
+		}
+	}
+	sortKeyEnts(os)
+	sortKeyEnts(ns)
+	p := 0
+	for q := 0; q < len(ns); {
+		k := ns[q].k
+		for p < len(os) && os[p].k < k {
+			p++
+		}
+		end := p
+		for end < len(os) && os[end].k == k {
+			end++
+		}
+		h := p // the first old child of the key left
+		for ; q < len(ns) && ns[q].k == k; q++ {
+			if h == end {
+				continue
+			}
+			i, j := int(os[h].ei), int(ns[q].ei)
+			if O[i].tag != N[j].tag {
+				continue
+			}
+			mo[i], mn[j], via[j] = j, i, how
+			h++
+		}
+		p = end
+	}
+}
+
+// sortKeyEnts sorts entries by key and, among those of a key, by element.
+func sortKeyEnts(a []keyEnt) {
+	if len(a) < 256 {
+		slices.SortFunc(a, func(x, y keyEnt) int {
+			if c := cmp.Compare(x.k, y.k); c != 0 {
+				return c
+			}
+			return cmp.Compare(x.ei, y.ei)
+		})
+		return
+	}
+	// added in order of element, which the stable radix sort keeps
+	radixSortKeys(a)
 }
 
 // matchGaps pairs the children left between consecutive in-order matches:
@@ -1399,8 +1571,8 @@ const sketchSize = 64
 // sketchSize smallest distinct hashes of its runs of letters and digits,
 // sorted.
 func (sd *side) sketchOf(n *tnode) []uint64 {
-	if n.sketch != nil {
-		return n.sketch
+	if n.more != nil && n.more.sketch != nil {
+		return n.more.sketch
 	}
 	code := sd.textRaw(n)
 	var hs []uint64
@@ -1418,8 +1590,9 @@ func (sd *side) sketchOf(n *tnode) []uint64 {
 	}
 	slices.Sort(hs)
 	hs = slices.Compact(hs)
-	n.sketch = append(make([]uint64, 0, min(len(hs), sketchSize)), hs[:min(len(hs), sketchSize)]...)
-	return n.sketch
+	m := n.m()
+	m.sketch = append(make([]uint64, 0, min(len(hs), sketchSize)), hs[:min(len(hs), sketchSize)]...)
+	return m.sketch
 }
 
 func isCodeWordByte(c byte) bool {
@@ -1459,12 +1632,12 @@ func (df *differ) textSimilarity(x, y *tnode) float64 {
 	df.w.add(len(bx) + len(by))
 	if len(bx) <= shortText && len(by) <= shortText && df.w.budget().Left() != 0 {
 		// textdiff.Similarity, with each node's words read once
-		tx, ty := df.old.wordsOf(x), df.new.wordsOf(y)
+		tx, ty := df.wordsOf(df.old, x), df.wordsOf(df.new, y)
 		if len(tx)+len(ty) == 0 {
 			return 1
 		}
 		df.w.add(len(tx) + len(ty))
-		return 2 * float64(df.w.budget().Common(tx, ty)) / float64(len(tx)+len(ty))
+		return 2 * float64(textdiff.CommonOf(df.w.budget(), tx, ty)) / float64(len(tx)+len(ty))
 	}
 	return dice(bx, by)
 }
@@ -1473,36 +1646,72 @@ func (df *differ) textSimilarity(x, y *tnode) float64 {
 const shortText = 100
 
 // wordsOf returns the word tokens of a node's visible text (as
-// textdiff.Similarity reads them: whitespace left out).
-func (sd *side) wordsOf(n *tnode) []string {
-	if n.toks == nil {
+// textdiff.Similarity reads them: whitespace left out), each as its
+// number in df.words, which compare faster than the words.
+func (df *differ) wordsOf(sd *side, n *tnode) []int32 {
+	if df.words == nil {
+		df.words = &wordNumbers{m: map[string]int32{}}
+	}
+	if m := n.m(); m.toksBy != df.words {
 		t := sd.textOf(n)
-		n.toks = make([]string, 0, len(t)/6+1)
+		m.toks, m.toksBy = make([]int32, 0, len(t)/6+1), df.words
 		for i := 0; i < len(t); {
 			j := textdiff.TokenEnd(t, i)
-			if !textdiff.IsSpace(t[i:j]) {
-				n.toks = append(n.toks, t[i:j])
+			if w := t[i:j]; !textdiff.IsSpace(w) {
+				m.toks = append(m.toks, df.words.of(w))
 			}
 			i = j
 		}
 	}
-	return n.toks
+	return n.more.toks
+}
+
+// wordNumbers numbers words: the same word, the same number.
+type wordNumbers struct{ m map[string]int32 }
+
+func (wn *wordNumbers) of(w string) int32 {
+	id, ok := wn.m[w]
+	if !ok {
+		id = int32(len(wn.m))
+		wn.m[w] = id
+	}
+	return id
 }
 
 // bagOf returns the sorted hashes of a node's visible words.
 func (sd *side) bagOf(n *tnode) []uint64 {
-	if n.bag == nil {
-		n.bag = wordBag(sd.textOf(n), []uint64{})
+	if m := n.m(); m.bag == nil {
+		m.bag = wordBag(sd.textOf(n), []uint64{})
 	}
-	return n.bag
+	return n.more.bag
 }
 
 func wordBag(t string, out []uint64) []uint64 {
+	n := 0
+	for range strings.FieldsSeq(t) {
+		n++
+	}
+	out = slices.Grow(out, n)
 	for w := range strings.FieldsSeq(t) {
 		out = append(out, hashString(hashSeed, w))
 	}
 	slices.Sort(out)
 	return out
+}
+
+// bagPool holds the bags diceTexts makes, for the next.
+var bagPool = sync.Pool{New: func() any { return new([]uint64) }}
+
+// diceTexts is dice of the word bags of two texts, made in reused
+// buffers.
+func diceTexts(a, b string) float64 {
+	pa, pb := bagPool.Get().(*[]uint64), bagPool.Get().(*[]uint64)
+	*pa = wordBag(a, (*pa)[:0])
+	*pb = wordBag(b, (*pb)[:0])
+	d := dice(*pa, *pb)
+	bagPool.Put(pa)
+	bagPool.Put(pb)
+	return d
 }
 
 // dice is 2·|a∩b|/(|a|+|b|) for sorted multisets; 1 when both are empty.
@@ -1652,7 +1861,7 @@ func (df *differ) finish() {
 		if !b.changed {
 			continue
 		}
-		df.w.add(b.o.tokB - b.o.tokA + b.n.tokB - b.n.tokA)
+		df.w.add(int(b.o.tokB) - int(b.o.tokA) + int(b.n.tokB) - int(b.n.tokA))
 		if b.n.tag == "#root" {
 			for _, p := range b.loose {
 				x, y := p[0], p[1]
@@ -1674,7 +1883,7 @@ func (df *differ) finish() {
 		nruns, nspans := df.new.ownRuns(b.n)
 		if len(oruns) != len(nruns) {
 			oruns, nruns = []string{df.old.textOf(b.o)}, []string{df.new.textOf(b.n)}
-			ospans, nspans = [][2]int{{b.o.tokA, b.o.tokB}}, [][2]int{{b.n.tokA, b.n.tokB}}
+			ospans, nspans = [][2]int{{int(b.o.tokA), int(b.o.tokB)}}, [][2]int{{int(b.n.tokA), int(b.n.tokB)}}
 		}
 		for i := range oruns {
 			ot, nt := oruns[i], nruns[i]
@@ -1775,7 +1984,7 @@ func window(bu *textdiff.Budget, a, b string, n int) (string, string) {
 func changedSpan(bu *textdiff.Budget, a, b string) (prefix, suffix int) {
 	// the word diff costs the square of the differences: only for texts
 	// that are mostly alike
-	if len(a)+len(b) <= 64<<10 && dice(wordBag(a, nil), wordBag(b, nil)) >= 0.8 {
+	if len(a)+len(b) <= 64<<10 && diceTexts(a, b) >= 0.8 {
 		edits := bu.WordDiff(a, b)
 		for _, e := range edits {
 			if e.Op != textdiff.Equal {
@@ -1865,16 +2074,11 @@ func lcsDP(a, b []uint64, off int) [][2]int {
 // lcsGreedy matches values in order with a look-up table; used when the
 // lists are too long for the quadratic table.
 func lcsGreedy(a, b []uint64, off int) [][2]int {
-	pos := map[uint64][]int{}
-	for j, x := range b {
-		pos[x] = append(pos[x], j)
-	}
 	var cand [][2]int
-	for i, x := range a {
-		if l := pos[x]; len(l) > 0 {
-			cand = append(cand, [2]int{i, l[0]})
-			pos[x] = l[1:]
-		}
+	if len(a)+len(b) >= sortedFrom {
+		cand = greedyPairsSorted(a, b)
+	} else {
+		cand = greedyPairs(a, b)
 	}
 	seq := make([]int, len(cand))
 	for k, c := range cand {
@@ -1888,6 +2092,67 @@ func lcsGreedy(a, b []uint64, off int) [][2]int {
 		}
 	}
 	return out
+}
+
+// greedyPairs pairs each element of a, in order, with the first element
+// of b of the same value not paired yet.
+func greedyPairs(a, b []uint64) [][2]int {
+	// The positions in b of each value, in order, as chains: head[x] is
+	// the first not taken yet, next[j] the one after j (-1: none).
+	head := newHashTable(len(b))
+	next := make([]int32, len(b))
+	for j := len(b) - 1; j >= 0; j-- {
+		if h, ok := head.get(b[j]); ok {
+			next[j] = h
+		} else {
+			next[j] = -1
+		}
+		head.put(b[j], int32(j))
+	}
+	var cand [][2]int
+	for i, x := range a {
+		if j, ok := head.get(x); ok && j >= 0 {
+			cand = append(cand, [2]int{i, int(j)})
+			head.put(x, next[j])
+		}
+	}
+	return cand
+}
+
+// greedyPairsSorted is greedyPairs by sorting: the k-th element of a
+// value in a is paired with the k-th of that value in b.
+func greedyPairsSorted(a, b []uint64) [][2]int {
+	as, bs := make([]keyEnt, len(a)), make([]keyEnt, len(b))
+	for i, x := range a {
+		as[i] = keyEnt{x, int32(i)}
+	}
+	for j, x := range b {
+		bs[j] = keyEnt{x, int32(j)}
+	}
+	sortKeyEnts(as)
+	sortKeyEnts(bs)
+	pair := make([]int32, len(a)) // the element of b paired with i, +1
+	n := 0
+	for p, q := 0, 0; p < len(as) && q < len(bs); {
+		switch {
+		case as[p].k < bs[q].k:
+			p++
+		case as[p].k > bs[q].k:
+			q++
+		default:
+			pair[as[p].ei] = bs[q].ei + 1
+			n++
+			p++
+			q++
+		}
+	}
+	cand := make([][2]int, 0, n)
+	for i, j := range pair {
+		if j > 0 {
+			cand = append(cand, [2]int{i, int(j - 1)})
+		}
+	}
+	return cand
 }
 
 // maxWeighedRun bounds the matched children whose moves are found by

@@ -392,15 +392,15 @@ func groups(prevN int, cur *pageVersion) []group {
 // compareVersions compares the groups of segments that changed and
 // returns the changes and the similarity of the two versions.
 func (s *Segmenter) compareVersions(prev *prevSide, cur *pageVersion, flags []bool) ([]changedigest.Change, float64) {
-	curHashes := map[string]bool{}
+	curHashes := make(map[string]bool, len(cur.segs))
 	for _, sg := range cur.segs {
 		curHashes[sg.hash] = true
 	}
-	prevHashes := map[string]bool{}
+	prevHashes := make(map[string]bool, prev.n())
 	for i := 0; i < prev.n(); i++ {
 		prevHashes[prev.hash(i)] = true
 	}
-	newSide := &side{}
+	newSide := &side{starts: make([]int, 0, len(cur.segs)), idx: make([]int, 0, len(cur.segs))}
 	for j, sg := range cur.segs {
 		newSide.starts = append(newSide.starts, sg.start)
 		newSide.idx = append(newSide.idx, j)
@@ -579,12 +579,12 @@ func (s *Segmenter) compareVersions(prev *prevSide, cur *pageVersion, flags []bo
 			}
 		}
 		if rc.n != nil {
-			c.Segment, c.Path = rc.n.seg, newSide.path(rc.n)
+			c.Segment, c.Path = int(rc.n.seg), newSide.path(rc.n)
 			if c.Path == "" && c.Segment < len(cur.segs) {
 				c.Path = segmentPath(cur.d, cur.segs[c.Segment])
 			}
 		} else {
-			c.Segment, c.Path = rc.o.seg, oldSide.path(rc.o)
+			c.Segment, c.Path = int(rc.o.seg), oldSide.path(rc.o)
 			if c.Path == "" {
 				c.Path = prev.path(c.Segment)
 			}
@@ -798,7 +798,7 @@ func (s *Segmenter) compareTexts(old, new []changedigest.Segment) ([]changediges
 		c.Path = new[at].Path
 	}
 	c.OldText, c.NewText = ot, nt
-	return s.present(nil, []changedigest.Change{c}), dice(wordBag(ot, nil), wordBag(nt, nil))
+	return s.present(nil, []changedigest.Change{c}), diceTexts(ot, nt)
 }
 
 // usableLayout decodes the previous version's layout and checks that it

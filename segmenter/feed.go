@@ -7,9 +7,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -97,13 +99,74 @@ type FeedItem struct {
 // item's signature. Timestamps, GUIDs and the item's position are not part
 // of it, so a rebuilt feed or a reordered one gives the same hashes.
 func (it *FeedItem) Hash() string {
-	h := md5.New()
-	h.Write([]byte(feedNormSpace(it.Title)))
-	h.Write([]byte{0})
-	h.Write([]byte(it.Link))
-	h.Write([]byte{0})
-	h.Write([]byte(feedNormSpace(it.Text)))
-	return hex.EncodeToString(h.Sum(nil))
+	w := feedHashWriter{h: md5.New(), buf: feedHashBufs.Get().(*[]byte)}
+	w.normSpace(it.Title)
+	w.write(0)
+	w.writeString(it.Link)
+	w.write(0)
+	w.normSpace(it.Text)
+	w.flush()
+	feedHashBufs.Put(w.buf)
+	return hex.EncodeToString(w.h.Sum(nil))
+}
+
+// feedHashWriter feeds a hash through a buffer, so that an item's texts
+// are hashed as feedNormSpace gives them without being copied whole.
+type feedHashWriter struct {
+	h   hash.Hash
+	buf *[]byte
+}
+
+var feedHashBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+
+func (w *feedHashWriter) write(c byte) {
+	if len(*w.buf) == cap(*w.buf) {
+		w.flush()
+	}
+	*w.buf = append(*w.buf, c)
+}
+
+func (w *feedHashWriter) writeString(s string) {
+	for len(s) > 0 {
+		if len(*w.buf) == cap(*w.buf) {
+			w.flush()
+		}
+		n := min(len(s), cap(*w.buf)-len(*w.buf))
+		*w.buf = append(*w.buf, s[:n]...)
+		s = s[n:]
+	}
+}
+
+func (w *feedHashWriter) flush() {
+	w.h.Write(*w.buf)
+	*w.buf = (*w.buf)[:0]
+}
+
+// normSpace writes feedNormSpace(s): its runs of non-space characters,
+// one space between two.
+func (w *feedHashWriter) normSpace(s string) {
+	started := false
+	run := -1 // start of the run being read
+	for i := 0; i < len(s); {
+		sp, size := feedSpaceAt(s, i)
+		switch {
+		case sp && run >= 0:
+			if started {
+				w.write(' ')
+			}
+			w.writeString(s[run:i])
+			started, run = true, -1
+		case !sp && run < 0:
+			run = i
+		}
+		i += size
+	}
+	if run >= 0 {
+		if started {
+			w.write(' ')
+		}
+		w.writeString(s[run:])
+	}
 }
 
 // SearchText is the item's title and text, for search and interest matching.

@@ -84,14 +84,37 @@ func feedTokenize(it *FeedItem) feedTokens {
 }
 
 func feedWordBag(s string) []string {
-	var out []string
-	for _, w := range textdiff.Words(s) {
-		if strings.IndexFunc(w, func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }) >= 0 {
+	// the tokens of textdiff.Words holding a letter or a digit, read
+	// twice (to count them, then to keep them) rather than listed
+	n := 0
+	for i := 0; i < len(s); {
+		j := textdiff.TokenEnd(s, i)
+		if feedIsWord(s[i:j]) {
+			n++
+		}
+		i = j
+	}
+	if n == 0 {
+		return nil
+	}
+	out := make([]string, 0, n)
+	for i := 0; i < len(s); {
+		j := textdiff.TokenEnd(s, i)
+		if w := s[i:j]; feedIsWord(w) {
 			out = append(out, strings.ToLower(w))
 		}
+		i = j
 	}
 	sort.Strings(out)
 	return out
+}
+
+// feedIsWord reports whether a token holds a letter or a digit.
+func feedIsWord(w string) bool {
+	if c := w[0]; 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' {
+		return true
+	}
+	return strings.IndexFunc(w, func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }) >= 0
 }
 
 // feedDice is 2·|A∩B|/(|A|+|B|) over two sorted word multisets; 1 when
@@ -404,7 +427,20 @@ func feedCompare(w *work, old, new *Feed) ([]changedigest.Change, float64) {
 		}
 	}
 	entered, left := feedOutside(new, old, newTo), feedOutside(old, new, oldTo)
-	changes := []changedigest.Change{}
+	// at most a change for each new item (but those outside the window)
+	// and each old item gone
+	most := 0
+	for n, o := range newTo {
+		if o >= 0 || !entered(n) {
+			most++
+		}
+	}
+	for o, n := range oldTo {
+		if n < 0 && !left(o) {
+			most++
+		}
+	}
+	changes := make([]changedigest.Change, 0, most)
 	sum, total := 0.0, len(old.Items)+len(new.Items)
 	for n := range new.Items {
 		w.add(1)
@@ -461,7 +497,7 @@ func feedChange(bu *textdiff.Budget, op changedigest.Op, oi, ni *FeedItem, o, n 
 		c.OldText = oi.SearchText()
 	default:
 		c.Segment, c.Path, c.Title, c.Link = n, ni.Key, ni.Title, ni.Link
-		if feedNormSpace(oi.Title) == feedNormSpace(ni.Title) && feedNormSpace(oi.Text) == feedNormSpace(ni.Text) {
+		if feedSameNormSpace(oi.Title, ni.Title) && feedSameNormSpace(oi.Text, ni.Text) {
 			c.Type = changedigest.ChangeStructural
 		}
 		c.OldText, c.NewText = feedExcerpts(bu, oi, ni)

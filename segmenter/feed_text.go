@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/xml"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"golang.org/x/net/html"
@@ -13,7 +14,89 @@ import (
 )
 
 // feedNormSpace collapses every run of white space to one space and trims.
-func feedNormSpace(s string) string { return strings.Join(strings.Fields(s), " ") }
+func feedNormSpace(s string) string {
+	// strings.Join(strings.Fields(s), " "), without the list of fields,
+	// and s itself when it has no space to collapse.
+	clean, space := true, true // space: after a space or at the start
+	for i := 0; i < len(s) && clean; {
+		sp, size := feedSpaceAt(s, i)
+		clean = !sp || s[i] == ' ' && !space
+		space = sp
+		i += size
+	}
+	if clean && !space {
+		return s
+	}
+	var sb strings.Builder
+	sb.Grow(len(s))
+	pending := false
+	for i := 0; i < len(s); {
+		sp, size := feedSpaceAt(s, i)
+		switch {
+		case sp:
+			pending = sb.Len() > 0
+		default:
+			if pending {
+				sb.WriteByte(' ')
+				pending = false
+			}
+			sb.WriteString(s[i : i+size])
+		}
+		i += size
+	}
+	return sb.String()
+}
+
+// feedSameNormSpace reports whether feedNormSpace(a) == feedNormSpace(b),
+// comparing the words of both as it reads them.
+func feedSameNormSpace(a, b string) bool {
+	if a == b {
+		return true
+	}
+	i, j := 0, 0
+	for {
+		a0, a1 := feedNextField(a, i)
+		b0, b1 := feedNextField(b, j)
+		if a0 < 0 || b0 < 0 {
+			return a0 < 0 && b0 < 0
+		}
+		if a[a0:a1] != b[b0:b1] {
+			return false
+		}
+		i, j = a1, b1
+	}
+}
+
+// feedNextField returns the next run of non-space characters of s from
+// byte i on (-1, -1: none).
+func feedNextField(s string, i int) (int, int) {
+	start := -1
+	for i < len(s) {
+		sp, size := feedSpaceAt(s, i)
+		if sp {
+			if start >= 0 {
+				return start, i
+			}
+		} else if start < 0 {
+			start = i
+		}
+		i += size
+	}
+	if start >= 0 {
+		return start, len(s)
+	}
+	return -1, -1
+}
+
+// feedSpaceAt reports whether the character at byte i of s is white
+// space (as strings.Fields counts it), and its size.
+func feedSpaceAt(s string, i int) (bool, int) {
+	if c := s[i]; c < utf8.RuneSelf {
+		return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r', 1
+	}
+	r, size := utf8.DecodeRuneInString(s[i:])
+	return unicode.IsSpace(r), size
+}
 
 // feedSkipText are elements whose content is not text a reader sees.
 var feedSkipText = map[atom.Atom]bool{

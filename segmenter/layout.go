@@ -1,10 +1,13 @@
 package segmenter
 
 import (
+	"cmp"
 	"crypto/md5"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math/bits"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -231,9 +234,13 @@ func (s *Segmenter) align(d *doc, bs []bound, regions []region) []int32 {
 	// made when a boundary is not found among the candidates next to the
 	// previous guess, so that a lost boundary costs lookups, not a scan
 	// of every element of its kind, four times.
-	var byCascade, byFull, byLoose map[uint64][]int32
+	var byCascade, byFull, byLoose *keyIndex
 	index := func() {
-		byCascade, byFull, byLoose = map[uint64][]int32{}, map[uint64][]int32{}, map[uint64][]int32{}
+		n := 0
+		for _, l := range c.kinds {
+			n += len(l)
+		}
+		byCascade, byFull, byLoose = newKeyIndex(n), newKeyIndex(n), newKeyIndex(n)
 		d.w.add(len(d.elems))
 		for i := d.phantoms; i < len(d.elems); i++ {
 			e := &d.elems[i]
@@ -241,10 +248,13 @@ func (s *Segmenter) align(d *doc, bs []bound, regions []region) []int32 {
 				continue
 			}
 			ei := int32(i)
-			byCascade[casc(ei)] = append(byCascade[casc(ei)], ei)
-			byFull[e.full] = append(byFull[e.full], ei)
-			byLoose[e.loose] = append(byLoose[e.loose], ei)
+			byCascade.add(casc(ei), ei)
+			byFull.add(e.full, ei)
+			byLoose.add(e.loose, ei)
 		}
+		byCascade.sort()
+		byFull.sort()
+		byLoose.sort()
 	}
 	// first is the first element of list (in page order) from the one
 	// after token prev on, then from the start, that ok accepts.
@@ -292,15 +302,15 @@ func (s *Segmenter) align(d *doc, bs []bound, regions []region) []int32 {
 				index()
 			}
 			sameKind := func(ei int32) bool { return d.elems[ei].kind == b.kind && ok(ei) }
-			best = first(byCascade[b.cascade], prev, func(ei int32) bool { return d.elems[ei].full == b.full && sameKind(ei) })
+			best = first(byCascade.get(b.cascade), prev, func(ei int32) bool { return d.elems[ei].full == b.full && sameKind(ei) })
 			if best < 0 {
-				best = first(byCascade[b.cascade], prev, sameKind)
+				best = first(byCascade.get(b.cascade), prev, sameKind)
 			}
 			if best < 0 {
-				best = first(byFull[b.full], prev, sameKind)
+				best = first(byFull.get(b.full), prev, sameKind)
 			}
 			if best < 0 {
-				best = first(byLoose[b.loose], prev, func(ei int32) bool {
+				best = first(byLoose.get(b.loose), prev, func(ei int32) bool {
 					e := &d.elems[ei]
 					return e.id1 > e.id0 && sameKind(ei)
 				})
@@ -315,6 +325,125 @@ func (s *Segmenter) align(d *doc, bs []bound, regions []region) []int32 {
 	}
 	keepInOrder(bs, match, d)
 	return match
+}
+
+// keyIndex holds elements by a key: the elements of each key in the
+// order they were added (page order), found by binary search rather
+// than in a map of lists, which for a page of many elements costs an
+// allocation per key.
+type keyIndex struct {
+	ents []keyEnt // while adding
+	keys []uint64 // sorted
+	eis  []int32
+	// buckets of a large index: the keys whose top bits (key>>shift)
+	// are d are keys[start[d]:start[d+1]]
+	start []int
+	shift uint
+}
+
+type keyEnt struct {
+	k  uint64
+	ei int32
+}
+
+// newKeyIndex returns an index for n elements.
+func newKeyIndex(n int) *keyIndex { return &keyIndex{ents: make([]keyEnt, 0, n)} }
+
+func (x *keyIndex) add(k uint64, ei int32) {
+	x.ents = append(x.ents, keyEnt{k, ei})
+}
+
+// sort orders the entries by key, and those of a key by element, which
+// is the order they were added in (page order).
+func (x *keyIndex) sort() {
+	if len(x.ents) < 256 {
+		slices.SortFunc(x.ents, func(a, b keyEnt) int {
+			if c := cmp.Compare(a.k, b.k); c != 0 {
+				return c
+			}
+			return cmp.Compare(a.ei, b.ei)
+		})
+	} else {
+		x.start, x.shift = radixSortKeys(x.ents)
+	}
+	x.keys = make([]uint64, len(x.ents))
+	x.eis = make([]int32, len(x.ents))
+	for i, e := range x.ents {
+		x.keys[i], x.eis[i] = e.k, e.ei
+	}
+	x.ents = nil
+}
+
+// radixSortKeys sorts entries by key and, among those of a key, by
+// element: into buckets by the top bits of their keys (hashes, spread
+// evenly), then each bucket on its own, which for the hundreds of
+// thousands of elements of a large page is much faster than comparing.
+// It returns where the buckets start (and one past the last) and the
+// shift of a key that gives its bucket.
+func radixSortKeys(a []keyEnt) ([]int, uint) {
+	if len(a) < 2 {
+		return nil, 0
+	}
+	nb := max(8, min(16, bits.Len(uint(len(a)))-1))
+	shift := uint(64 - nb)
+	start := make([]int, 1<<nb+1)
+	for _, e := range a {
+		start[e.k>>shift+1]++
+	}
+	for d := 1; d < len(start); d++ {
+		start[d] += start[d-1]
+	}
+	buf := make([]keyEnt, len(a))
+	next := slices.Clone(start[:len(start)-1])
+	for _, e := range a {
+		d := e.k >> shift
+		buf[next[d]] = e
+		next[d]++
+	}
+	for d := 0; d+1 < len(start); d++ {
+		if b := buf[start[d]:start[d+1]]; len(b) > 1 {
+			sortKeyEntsCmp(b)
+		}
+	}
+	copy(a, buf)
+	return start, shift
+}
+
+// sortKeyEntsCmp sorts entries by key and element, comparing them.
+func sortKeyEntsCmp(a []keyEnt) {
+	if len(a) <= 12 {
+		for i := 1; i < len(a); i++ {
+			for j := i; j > 0 && keyEntLess(a[j], a[j-1]); j-- {
+				a[j], a[j-1] = a[j-1], a[j]
+			}
+		}
+		return
+	}
+	slices.SortFunc(a, func(x, y keyEnt) int {
+		if c := cmp.Compare(x.k, y.k); c != 0 {
+			return c
+		}
+		return cmp.Compare(x.ei, y.ei)
+	})
+}
+
+func keyEntLess(x, y keyEnt) bool { return x.k < y.k || x.k == y.k && x.ei < y.ei }
+
+// get returns the elements of key k, in the order they were added.
+func (x *keyIndex) get(k uint64) []int32 {
+	lo := 0
+	keys := x.keys
+	if x.start != nil {
+		d := k >> x.shift
+		lo, keys = x.start[d], keys[:x.start[d+1]]
+	}
+	a, _ := slices.BinarySearch(keys[lo:], k)
+	a += lo
+	b := a
+	for b < len(x.keys) && x.keys[b] == k {
+		b++
+	}
+	return x.eis[a:b:b]
 }
 
 // alignCands are the elements of d a layout's boundaries may fall on.

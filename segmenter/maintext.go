@@ -1,6 +1,7 @@
 package segmenter
 
 import (
+	"bytes"
 	"github.com/changedigest/changedigest"
 	"strings"
 )
@@ -84,21 +85,41 @@ type textBlock struct {
 }
 
 func textBlocks(d *doc) []textBlock {
-	var blocks []textBlock
+	// The texts of the blocks are written one after the other into sb
+	// and each is a part of it (a builder never changes what it holds),
+	// not a string of its own; the blocks are counted first.
+	n, size, text := 0, 0, false
+	for i := range d.toks {
+		switch t := &d.toks[i]; {
+		case t.kind != tText:
+			if t.flags&fBreak != 0 && text {
+				n, text = n+1, false
+			}
+		case t.flags&fVisible != 0:
+			text = true
+			size += len(d.textBytes(i)) + 1
+		}
+	}
+	if text {
+		n++
+	}
+	blocks := make([]textBlock, 0, n)
 	var sb strings.Builder
+	sb.Grow(size)
+	start := 0 // where the block's text starts in sb
 	words, chars, links := 0, 0, 0
 	boiler := false
 	flush := func() {
 		if words > 0 {
 			blocks = append(blocks, textBlock{
-				text:        sb.String(),
+				text:        sb.String()[start:],
 				words:       words,
 				textDensity: density(words, chars, DefaultLineWidth),
 				linkDensity: float64(links) / float64(words),
 				boiler:      boiler,
 			})
 		}
-		sb.Reset()
+		start = sb.Len()
 		words, chars, links = 0, 0, 0
 		boiler = false
 	}
@@ -112,11 +133,11 @@ func textBlocks(d *doc) []textBlock {
 			}
 		case t.flags&fVisible != 0:
 			b := d.textBytes(i)
-			if sb.Len() > 0 {
+			if sb.Len() > start {
 				sb.WriteByte(' ')
 			}
 			sb.Write(b)
-			w := 1 + strings.Count(string(b), " ")
+			w := 1 + bytes.Count(b, []byte{' '})
 			words += w
 			chars += len(b) + 1
 			if t.flags&fLink != 0 {

@@ -2,6 +2,7 @@ package segmenter
 
 import (
 	"fmt"
+	"hash/maphash"
 	"math"
 	"math/bits"
 	"net/url"
@@ -714,6 +715,102 @@ func bagDiff(a, b []string) (del, ins []string) {
 	return del, ins
 }
 
+// bagDiffSize is len(del)+len(ins) of bagDiff(a, b): the words of
+// both, less twice those they have in common.
+func bagDiffSize(a, b []string) int {
+	la, lb, common := 0, 0, 0
+	if len(a) <= 64 && len(b) <= 64 {
+		// a few words (most changes): paired without a map
+		var used uint64
+		for _, t := range a {
+			if t != " " {
+				la++
+			}
+		}
+		for _, t := range b {
+			if t == " " {
+				continue
+			}
+			lb++
+			for i, x := range a {
+				if used&(1<<i) == 0 && x == t {
+					used |= 1 << i
+					common++
+					break
+				}
+			}
+		}
+		return la + lb - 2*common
+	}
+	// many words: by their hashes, sorted (a map of hundreds of
+	// thousands of words costs a cache miss a word); words of the same
+	// hash are compared, so that a collision counts nothing in common
+	ae, be := bagHashes(a), bagHashes(b)
+	la, lb = len(ae), len(be)
+	for p, q := 0, 0; p < len(ae) && q < len(be); {
+		switch {
+		case ae[p].k < be[q].k:
+			p++
+		case ae[p].k > be[q].k:
+			q++
+		default:
+			pe, qe := p, q
+			for pe < len(ae) && ae[pe].k == ae[p].k {
+				pe++
+			}
+			for qe < len(be) && be[qe].k == be[q].k {
+				qe++
+			}
+			common += commonWords(a, b, ae[p:pe], be[q:qe])
+			p, q = pe, qe
+		}
+	}
+	return la + lb - 2*common
+}
+
+var bagSeed = maphash.MakeSeed()
+
+// bagHashes returns the hashes of the words of ws (spaces left out) with
+// their positions, sorted.
+func bagHashes(ws []string) []keyEnt {
+	out := make([]keyEnt, 0, len(ws))
+	for i, t := range ws {
+		if t != " " {
+			out = append(out, keyEnt{maphash.String(bagSeed, t), int32(i)})
+		}
+	}
+	sortKeyEnts(out)
+	return out
+}
+
+// commonWords is the size of the intersection of the multisets of words
+// of a and b at positions x and y (words of one hash).
+func commonWords(a, b []string, x, y []keyEnt) int {
+	w := a[x[0].ei]
+	same := true
+	for _, e := range x {
+		same = same && a[e.ei] == w
+	}
+	for _, e := range y {
+		same = same && b[e.ei] == w
+	}
+	if same {
+		return min(len(x), len(y))
+	}
+	n := map[string]int{}
+	for _, e := range x {
+		n[a[e.ei]]++
+	}
+	common := 0
+	for _, e := range y {
+		if t := b[e.ei]; n[t] > 0 {
+			n[t]--
+			common++
+		}
+	}
+	return common
+}
+
 // ---------------------------------------------------------------- volatile locations
 
 // markVolatile marks changes at locations that changed in most of the
@@ -826,7 +923,7 @@ func significance(o, n changedigest.TextPrint, changes []changedigest.Change, it
 			weight = 0.25 // menus and footers matter less than the page's own text
 		}
 		if (c.Op == changedigest.OpInsert || c.Op == changedigest.OpDelete) && !boilerPath(c.Path) &&
-			(c.Type == changedigest.ChangeContent && dataText.MatchString(c.OldText+c.NewText)) {
+			(c.Type == changedigest.ChangeContent && namesDownload(c.OldText+c.NewText)) {
 			floor = MediaSignificance // a download (a data set, a report) came or went
 		}
 		if c.Type != changedigest.ChangeContent {
@@ -838,8 +935,7 @@ func significance(o, n changedigest.TextPrint, changes []changedigest.Change, it
 				continue
 			}
 		}
-		del, ins := bagDiff(wordsOf(c.OldText), wordsOf(c.NewText))
-		changed += weight * float64(len(del)+len(ins))
+		changed += weight * float64(bagDiffSize(wordsOf(c.OldText), wordsOf(c.NewText)))
 	}
 	if notable == 0 {
 		return 0
@@ -878,7 +974,68 @@ var mediaRE = lazyregexp.New(`(?i)^\s*<(img|picture|video|audio|iframe|object|em
 // dataText names a download in the text of a link or a list item.
 var dataText = lazyregexp.New(`(?i)\b(csv|tsv|xlsx?|json|zip|pdf|geojson|shapefile|kml|dataset|datasets|data set|data sets|download)\b`)
 
-func mediaMarkup(s string) bool { return mediaRE.MatchString(s) }
+func mediaMarkup(s string) bool {
+	// The expression needs a tag at the start or an href: texts with
+	// neither are told without running it, which on a long text is slow.
+	if !strings.HasPrefix(strings.TrimLeft(s, "\t\n\f\r "), "<") && !hasFoldASCII(s, []string{`href="`}) {
+		return false
+	}
+	return mediaRE.MatchString(s)
+}
+
+// namesDownload reports whether dataText matches s. The expression needs
+// one of dataWords, in any case: a text with none of them is told without
+// running it, which on a long text is slow. (Its case folding also takes
+// ſ for s and the Kelvin sign for k, so a text holding either is always
+// given to it.)
+func namesDownload(s string) bool {
+	if !strings.Contains(s, "ſ") && !strings.Contains(s, "K") && !hasFoldASCII(s, dataWords) {
+		return false
+	}
+	return dataText.MatchString(s)
+}
+
+// dataWords are parts of the alternatives of dataText, one in each.
+var dataWords = []string{"csv", "tsv", "xls", "json", "zip", "pdf", "shapefile", "kml", "data", "download"}
+
+// hasFoldASCII reports whether s holds one of the words (lower-case
+// ASCII), ignoring the case of ASCII letters.
+func hasFoldASCII(s string, words []string) bool {
+	var first [256]bool
+	for _, w := range words {
+		first[w[0]] = true
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if !first[c] {
+			continue
+		}
+		for _, w := range words {
+			if w[0] == c && len(s)-i >= len(w) && equalFoldASCII(s[i:i+len(w)], w) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// equalFoldASCII reports whether s is w (lower-case ASCII) but for the
+// case of ASCII letters.
+func equalFoldASCII(s, w string) bool {
+	for i := 0; i < len(w); i++ {
+		c := s[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != w[i] {
+			return false
+		}
+	}
+	return true
+}
 
 // boilerPath reports whether a location lies in a menu, a sidebar or a footer.
 func boilerPath(p string) bool {
@@ -895,24 +1052,43 @@ func boilerPath(p string) bool {
 // wordsOf returns the lower-cased words (runs of letters and digits) of s.
 func wordsOf(s string) []string {
 	s = strings.ToLower(s)
-	var out []string
+	n := 0
+	eachWordOf(s, func(string) { n++ })
+	if n == 0 {
+		return nil
+	}
+	out := make([]string, 0, n)
+	eachWordOf(s, func(w string) { out = append(out, w) })
+	return out
+}
+
+// eachWordOf calls f with each run of letters and digits of s.
+func eachWordOf(s string, f func(string)) {
 	start := -1
-	for i, r := range s {
-		if unicode.IsLetter(r) || unicode.IsDigit(r) {
+	for i := 0; i < len(s); {
+		c := s[i]
+		var word bool
+		size := 1
+		if c < utf8.RuneSelf {
+			word = 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
+		} else {
+			var r rune
+			r, size = utf8.DecodeRuneInString(s[i:])
+			word = unicode.IsLetter(r) || unicode.IsDigit(r)
+		}
+		if word {
 			if start < 0 {
 				start = i
 			}
-			continue
-		}
-		if start >= 0 {
-			out = append(out, s[start:i])
+		} else if start >= 0 {
+			f(s[start:i])
 			start = -1
 		}
+		i += size
 	}
 	if start >= 0 {
-		out = append(out, s[start:])
+		f(s[start:])
 	}
-	return out
 }
 
 // Simhash returns the 64-bit simhash of a text (Charikar; Manku et al.):

@@ -75,11 +75,11 @@ func (df *differ) reconcile() {
 	// page; text found far away is a block moved or a story that left
 	// while another came, which a reader sees as such.
 	span := func(n *tnode) (int, int, bool) {
-		if n == nil || n.d == nil || n.tokA >= len(n.d.toks) || n.tokB <= n.tokA {
+		if n == nil || n.d == nil || int(n.tokA) >= len(n.d.toks) || int(n.tokB) <= int(n.tokA) {
 			return 0, 0, false
 		}
-		e := min(n.tokB, len(n.d.toks)) - 1
-		return n.d.base + int(n.d.toks[n.tokA].off), n.d.base + int(n.d.toks[e].end), true
+		e := min(int(n.tokB), len(n.d.toks)) - 1
+		return n.d.base + int(n.d.toks[int(n.tokA)].off), n.d.base + int(n.d.toks[e].end), true
 	}
 	near := func(k, l int) bool {
 		if k == l {
@@ -237,7 +237,7 @@ func joinPieces(ps []piece) (string, []piece) {
 		if a.seg != b.seg {
 			return a.seg < b.seg
 		}
-		return a.tokA < b.tokA
+		return int(a.tokA) < int(b.tokA)
 	})
 	// A piece inside another (a link deleted from a paragraph whose whole
 	// text is reported) is already in its text.
@@ -245,7 +245,7 @@ func joinPieces(ps []piece) (string, []piece) {
 	for _, p := range ps {
 		if n := len(kept); n > 0 {
 			q := kept[n-1].node
-			if q.d != nil && q.d == p.node.d && q.tokA <= p.node.tokA && p.node.tokB <= q.tokB {
+			if q.d != nil && q.d == p.node.d && int(q.tokA) <= int(p.node.tokA) && int(p.node.tokB) <= int(q.tokB) {
 				continue
 			}
 		}

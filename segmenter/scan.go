@@ -309,6 +309,7 @@ type scanner struct {
 	kvBuf      []byte // what kv's spans index: the raw tag, or kvCopy
 	kvCopy     []byte
 	name       []byte // scratch for a lower-cased name
+	tagCache   [64]tagCacheEnt
 	z          htmltoken.Tokenizer
 }
 
@@ -365,9 +366,14 @@ func scan(w *work, body []byte, ancestors []step, first step) *doc {
 	d := docPool.Get().(*doc)
 	d.w = w
 	d.body = body
-	// Rough sizes: one token per ~25 bytes, one element per ~60.
-	d.toks = reuse(d.toks, len(body)/25+8)
-	d.elems = reuse(d.elems, len(body)/60+8+len(ancestors))
+	// Rough sizes: one token per ~25 bytes, one element per ~60, and,
+	// from the page's tags, an element for each start tag (a few more
+	// are implied) and up to a start and an end token for each and the
+	// texts between tags, so that a page of many small elements is not
+	// grown to its size by doubling.
+	starts, texts := countTags(body)
+	d.toks = reuse(d.toks, max(len(body)/25, 2*starts+texts)+8)
+	d.elems = reuse(d.elems, max(len(body)/60, starts+starts/16)+8+len(ancestors))
 	d.attrs = reuse(d.attrs, len(body)/80+8)
 	d.norm = reuse(d.norm, len(body)/2+64)
 	d.indexed = false
@@ -392,6 +398,27 @@ func scan(w *work, body []byte, ancestors []step, first step) *doc {
 }
 
 var docPool = sync.Pool{New: func() any { return new(doc) }}
+
+// countTags counts the '<' of body that open a start tag (a letter
+// follows) and those after something else than a '>' (where a text may
+// end), and one for the end.
+func countTags(body []byte) (starts, texts int) {
+	for i := 0; ; i++ {
+		k := bytes.IndexByte(body[i:], '<')
+		if k < 0 {
+			return starts, texts + 1
+		}
+		i += k
+		if i == 0 || body[i-1] != '>' {
+			texts++
+		}
+		if i+1 < len(body) {
+			if c := body[i+1] | 0x20; 'a' <= c && c <= 'z' {
+				starts++
+			}
+		}
+	}
+}
 
 // reuse returns b emptied, with room for n elements.
 func reuse[T any](b []T, n int) []T {
@@ -794,8 +821,32 @@ func spaceAt(b []byte, end bool) bool {
 	return unicode.IsSpace(r) || r == '\u200b' || r == '\ufeff'
 }
 
+// tagCacheEnt is a tag name (up to 15 bytes) with its info and key.
+type tagCacheEnt struct {
+	n    uint8
+	name [15]byte
+	info tagInfo
+	key  uint32
+}
+
+// tagOf returns the info and key of a tag name (tagInfos, tagKeyOf),
+// from a small cache of the names met: a page names a few tags over and
+// over.
+func (s *scanner) tagOf(tag []byte) (tagInfo, uint32) {
+	if len(tag) == 0 || len(tag) > 15 {
+		return tagInfos[string(tag)], tagKeyOf(tag)
+	}
+	c := &s.tagCache[(len(tag)*31+int(tag[0])*7+int(tag[len(tag)-1]))&(len(s.tagCache)-1)]
+	if int(c.n) == len(tag) && string(c.name[:c.n]) == string(tag) {
+		return c.info, c.key
+	}
+	c.n = uint8(copy(c.name[:], tag))
+	c.info, c.key = tagInfos[string(tag)], tagKeyOf(tag)
+	return c.info, c.key
+}
+
 func (s *scanner) startTag(tag []byte, selfClosing bool, off, end int) {
-	info := tagInfos[string(tag)]
+	info, tagKey := s.tagOf(tag)
 	void := info&tiVoid != 0 || (selfClosing && s.foreign > 0)
 	if !void {
 		s.impliedClose(tag, info, off)
@@ -862,7 +913,7 @@ func (s *scanner) startTag(tag []byte, selfClosing bool, off, end int) {
 		fl |= fBreak
 	}
 	d.toks = append(d.toks, tok{kind: kind, flags: fl, elem: ei, off: int32(off), end: int32(end), norm: normStart})
-	e := elem{tagKey: tagKeyOf(tag), info: info, flags: fl0, parent: parent, tok: ti, endTok: ti, tag0: normStart + 1, tag1: tag1,
+	e := elem{tagKey: tagKey, info: info, flags: fl0, parent: parent, tok: ti, endTok: ti, tag0: normStart + 1, tag1: tag1,
 		id0: id0, id1: id1, attr0: a0, nattr: int32(len(d.attrs)) - a0}
 	if !void && info&tiCloseKind != 0 {
 		e.ck = closeKinds[string(tag)]
@@ -1069,11 +1120,10 @@ func (s *scanner) closeAll(at int) {
 }
 
 func (s *scanner) endTag(tag []byte, off, end int) {
-	info := tagInfos[string(tag)]
+	info, key := s.tagOf(tag)
 	if info&tiVoid != 0 {
 		return
 	}
-	key := tagKeyOf(tag)
 	// What the end tag may not close across: a table closes across its
 	// rows and cells, a row or cell across nothing but its table, an
 	// inline element across no block, anything else across no cell.
@@ -1229,7 +1279,17 @@ func (d *doc) size(a, b int) int {
 // visibleText returns the text a reader sees in tokens [a, b): words joined
 // by single spaces, block-level tags breaking words apart.
 func (d *doc) visibleText(a, b int) string {
+	size := 0
+	for i := a; i < b && i < len(d.toks); i++ {
+		if t := &d.toks[i]; t.kind == tText && t.flags&fVisible != 0 {
+			size += len(d.textBytes(i)) + 1
+		}
+	}
+	if size == 0 {
+		return ""
+	}
 	var sb strings.Builder
+	sb.Grow(size)
 	d.appendVisible(&sb, a, b)
 	return sb.String()
 }

@@ -25,6 +25,10 @@ type hybridState struct {
 	s      *Segmenter
 	d      *doc
 	bounds []int32
+	// stack holds the units of the elements being visited, those of each
+	// after those of its parent, so that a deep page does not make a
+	// slice for each level
+	stack []unit
 }
 
 // region is a part of a page detection is restricted to: the whole page
@@ -49,9 +53,12 @@ func (s *Segmenter) hybrid(d *doc, r region) []int32 {
 	return h.merge(r)
 }
 
+// units returns the children [a, b) of an element as units, on the
+// stack (popped with pop).
 func (h *hybridState) units(a, b int) []unit {
 	d := h.d
-	var us []unit
+	start := len(h.stack)
+	us := h.stack
 	for i := a; i < b; {
 		t := &d.toks[i]
 		switch t.kind {
@@ -69,8 +76,12 @@ func (h *hybridState) units(a, b int) []unit {
 			i++
 		}
 	}
-	return us
+	h.stack = us
+	return us[start:len(us):len(us)]
 }
+
+// pop takes units us, the last returned, off the stack.
+func (h *hybridState) pop(us []unit) { h.stack = h.stack[:len(h.stack)-len(us)] }
 
 func (h *hybridState) big(u unit) bool {
 	return u.elem >= 0 && h.d.toks[u.a].kind == tStart && h.d.size(u.a, u.b) >= h.s.Delta
@@ -79,6 +90,7 @@ func (h *hybridState) big(u unit) bool {
 // visit segments the children [a, b) of element e (-1: the document).
 func (h *hybridState) visit(e int32, a, b int) {
 	us := h.units(a, b)
+	defer h.pop(us)
 	h.d.w.add(len(us))
 	anyBig := false
 	for _, u := range us {

@@ -164,7 +164,7 @@ func (gt *groupText) nodeTokens(n *tnode) (int, int, bool) {
 	if n == nil || n.d == nil {
 		return 0, 0, false
 	}
-	return gt.tokens(n.d, n.tokA, n.tokB)
+	return gt.tokens(n.d, int(n.tokA), int(n.tokB))
 }
 
 // besideChange reports whether a token next to [i, j) is not kept by the
@@ -313,7 +313,7 @@ func (df *differ) textPass(ctx int) {
 		textful := func(n *tnode) bool { return n != nil && (n.hasWords() || (n.isText() && n.visible)) }
 		switch {
 		case rc.typ == changedigest.ChangeContent && rc.op == changedigest.OpUpdate && rc.runs != nil && ctx >= 0 &&
-			dice(wordBag(rc.old, nil), wordBag(rc.new, nil)) < minBlockSim:
+			diceTexts(rc.old, rc.new) < minBlockSim:
 			// A block whose text changed for the most part: its words
 			// may have gone to or come from other elements (a text that
 			// lost its paragraphs to new <p> tags, blocks paired off by
@@ -660,12 +660,12 @@ func (df *differ) containerPass(oldDoc func() *doc, newDoc *doc) {
 			if ei < 0 {
 				ei = n.encl
 			}
-			return n.tokA, n.tokB, ei
+			return int(n.tokA), int(n.tokB), ei
 		}
-		if n.tokA >= len(n.d.toks) {
+		if int(n.tokA) >= len(n.d.toks) {
 			return 0, 0, -1
 		}
-		t := n.d.toks[n.tokA]
+		t := n.d.toks[int(n.tokA)]
 		off := int32(n.d.base) + t.off
 		k := sort.Search(len(d.toks), func(i int) bool { return d.toks[i].off >= off })
 		for ; k < len(d.toks) && d.toks[k].off == off; k++ {

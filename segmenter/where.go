@@ -27,7 +27,7 @@ type places struct {
 
 // placeOf names where node n is (a text, or an element) in its page.
 func (p *places) placeOf(n *tnode) string {
-	if n == nil || n.d != p.d || n.tokA < 0 || n.tokA >= len(p.d.toks) {
+	if n == nil || n.d != p.d || int(n.tokA) < 0 || int(n.tokA) >= len(p.d.toks) {
 		return ""
 	}
 	d := p.d
@@ -52,7 +52,7 @@ func (p *places) placeOf(n *tnode) string {
 			return "in the " + name
 		}
 	}
-	if h := p.headingBefore(n.tokA); h >= 0 && p.headingBefore(min(n.tokB, len(d.toks)-1)) == h {
+	if h := p.headingBefore(int(n.tokA)); h >= 0 && p.headingBefore(min(int(n.tokB), len(d.toks)-1)) == h {
 		// (A change that holds a heading of its own, a story or a
 		// section, is not said to be under the one before it.)
 		e := &d.elems[h]
@@ -167,11 +167,11 @@ const headingScan = 256
 // the block's text does not start with an h2 to h6, or is only the
 // heading. The h1 names the page.
 func (p *places) ownHeading(n *tnode) (title, link string) {
-	if n == nil || n.elem < 0 || n.d != p.d || n.tokA < 0 || n.tokB > len(p.d.toks) {
+	if n == nil || n.elem < 0 || n.d != p.d || int(n.tokA) < 0 || int(n.tokB) > len(p.d.toks) {
 		return "", ""
 	}
 	d := p.d
-	for i := n.tokA; i < n.tokB && i < n.tokA+headingScan; i++ {
+	for i := int(n.tokA); i < int(n.tokB) && i < int(n.tokA)+headingScan; i++ {
 		t := &d.toks[i]
 		if t.kind == tText && t.flags&fVisible != 0 {
 			return "", "" // text before any heading
@@ -183,11 +183,11 @@ func (p *places) ownHeading(n *tnode) (title, link string) {
 		if e.info&tiHeading == 0 {
 			continue
 		}
-		if d.tagOf(t.elem) == "h1" || int(e.endTok) >= n.tokB {
+		if d.tagOf(t.elem) == "h1" || int(e.endTok) >= int(n.tokB) {
 			return "", ""
 		}
 		title = strings.Join(strings.Fields(d.visibleText(int(e.tok), int(e.endTok))), " ")
-		if title == "" || strings.TrimSpace(d.visibleText(int(e.endTok), n.tokB)) == "" {
+		if title == "" || strings.TrimSpace(d.visibleText(int(e.endTok), int(n.tokB))) == "" {
 			return "", ""
 		}
 		for j := int(e.tok); j < int(e.endTok); j++ {

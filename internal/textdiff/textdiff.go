@@ -8,6 +8,7 @@ package textdiff
 import (
 	"slices"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 )
@@ -48,7 +49,14 @@ const MaxEdits = 1000
 // apostrophes), runs of whitespace, and single other characters. Joining
 // the tokens gives s back.
 func Words(s string) []string {
-	var out []string
+	if s == "" {
+		return nil
+	}
+	n := 0
+	for i := 0; i < len(s); i = TokenEnd(s, i) {
+		n++
+	}
+	out := make([]string, 0, n)
 	for i := 0; i < len(s); {
 		j := TokenEnd(s, i)
 		out = append(out, s[i:j])
@@ -57,10 +65,53 @@ func Words(s string) []string {
 	return out
 }
 
+// asciiClass is the class of each ASCII byte for TokenEnd: a word
+// character, whitespace, or neither.
+var asciiClass = func() (c [utf8.RuneSelf]uint8) {
+	for r := rune(0); r < utf8.RuneSelf; r++ {
+		switch {
+		case isWord(r):
+			c[r] = cWord
+		case unicode.IsSpace(r):
+			c[r] = cSpace
+		}
+	}
+	return c
+}()
+
+const (
+	cOther uint8 = iota
+	cWord
+	cSpace
+)
+
 // TokenEnd returns the end of the token of Words that starts at byte i of
 // s (i < len(s)), for reading the tokens of a long text one at a time:
 // s[i:TokenEnd(s, i)] is the token.
 func TokenEnd(s string, i int) int {
+	if c := s[i]; c < utf8.RuneSelf {
+		switch asciiClass[c] {
+		case cOther:
+			return i + 1
+		case cWord:
+			// a run of ASCII letters and digits, then the general rules
+			j := i + 1
+			for j < len(s) && s[j] < utf8.RuneSelf && asciiClass[s[j]] == cWord {
+				j++
+			}
+			if j == len(s) || s[j] < utf8.RuneSelf && s[j] != '\'' && s[j] != '.' && s[j] != ',' {
+				return j
+			}
+		case cSpace:
+			j := i + 1
+			for j < len(s) && s[j] < utf8.RuneSelf && asciiClass[s[j]] == cSpace {
+				j++
+			}
+			if j == len(s) || s[j] < utf8.RuneSelf {
+				return j
+			}
+		}
+	}
 	r, n := utf8.DecodeRuneInString(s[i:])
 	j := i + n
 	switch {
@@ -97,6 +148,9 @@ func isWord(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) || u
 
 // IsSpace reports whether a token from Words is whitespace.
 func IsSpace(tok string) bool {
+	if tok != "" && tok[0] < utf8.RuneSelf {
+		return asciiClass[tok[0]] == cSpace
+	}
 	r, _ := utf8.DecodeRuneInString(tok)
 	return tok != "" && unicode.IsSpace(r)
 }
@@ -130,7 +184,49 @@ func (bu *Budget) Left() int64 {
 
 // WordDiff is WordDiff drawing on bu.
 func (bu *Budget) WordDiff(old, new string) []Edit {
-	return bu.Diff(Words(old), Words(new))
+	tb := tokenBufs.Get().(*tokenBuf)
+	defer tb.release()
+	tb.a, tb.b = appendWords(tb.a[:0], old, false), appendWords(tb.b[:0], new, false)
+	return bu.Diff(tb.a, tb.b)
+}
+
+// tokenBuf holds the tokens of two texts while they are compared, for
+// the next comparison.
+type tokenBuf struct{ a, b []string }
+
+var tokenBufs = sync.Pool{New: func() any { return new(tokenBuf) }}
+
+// release empties tb (so that it holds on to no text) and returns it to
+// the pool.
+func (tb *tokenBuf) release() {
+	clear(tb.a)
+	clear(tb.b)
+	tokenBufs.Put(tb)
+}
+
+// appendWords appends the tokens of Words(s) to out, less the
+// whitespace ones when nonSpace is set.
+func appendWords(out []string, s string, nonSpace bool) []string {
+	if cap(out)-len(out) < len(s)/2+1 {
+		// perhaps too short: grow it once, for the tokens counted
+		n := 0
+		for i := 0; i < len(s); {
+			j := TokenEnd(s, i)
+			if !nonSpace || !IsSpace(s[i:j]) {
+				n++
+			}
+			i = j
+		}
+		out = slices.Grow(out, n)
+	}
+	for i := 0; i < len(s); {
+		j := TokenEnd(s, i)
+		if !nonSpace || !IsSpace(s[i:j]) {
+			out = append(out, s[i:j])
+		}
+		i = j
+	}
+	return out
 }
 
 // Diff returns an edit script turning a into b, with adjacent tokens of the
@@ -240,6 +336,16 @@ type span struct {
 // myers finds a shortest edit script between a and b (Myers 1986),
 // keeping the V array of every step to trace the path back.
 func (bu *Budget) myers(a, b []string) []span {
+	if len(a) > 0 && len(b) > 0 && numbered(len(a)+len(b)) {
+		nb := number(a, b)
+		defer nb.release()
+		return myersOf(bu, nb.a, nb.b)
+	}
+	return myersOf(bu, a, b)
+}
+
+// myersOf is myers of any comparable tokens.
+func myersOf[T comparable](bu *Budget, a, b []T) []span {
 	n, m := len(a), len(b)
 	if n == 0 && m == 0 {
 		return nil
@@ -250,10 +356,18 @@ func (bu *Budget) myers(a, b []string) []span {
 	if m == 0 {
 		return []span{{op: Delete, n: n}}
 	}
-	var trace [][]int
-	found := bu.forward(a, b, func(d int, frontier []int) {
-		trace = append(trace, slices.Clone(frontier))
+	// The frontiers of all steps, one after the other: the frontier
+	// before step d has 2d+3 entries and starts at d²+2d, the sum of
+	// those before it.
+	sc := scratchPool.Get().(*scratch)
+	defer scratchPool.Put(sc)
+	trace := sc.trace[:0]
+	found := forward(bu, a, b, func(d int, frontier []int) {
+		for _, x := range frontier {
+			trace = append(trace, int32(x))
+		}
 	})
+	sc.trace = trace
 	if found < 0 {
 		return []span{{op: Delete, n: n}, {op: Insert, n: m}}
 	}
@@ -261,9 +375,9 @@ func (bu *Budget) myers(a, b []string) []span {
 	var rev []span
 	x, y := n, m
 	for d := found; d > 0; d-- {
-		vp := trace[d] // V before step d, indexed k+d+1
+		vp := trace[d*d+2*d:] // V before step d, indexed k+d+1
 		k := x - y
-		get := func(k int) int { return vp[k+d+1] }
+		get := func(k int) int { return int(vp[k+d+1]) }
 		var pk int
 		if k == -d || (k != d && get(k-1) < get(k+1)) {
 			pk = k + 1 // came down: insertion
@@ -307,7 +421,10 @@ func Similarity(a, b string) float64 {
 
 // Similarity is Similarity drawing on bu.
 func (bu *Budget) Similarity(a, b string) float64 {
-	wa, wb := nonSpace(Words(a)), nonSpace(Words(b))
+	tb := tokenBufs.Get().(*tokenBuf)
+	defer tb.release()
+	tb.a, tb.b = appendWords(tb.a[:0], a, true), appendWords(tb.b[:0], b, true)
+	wa, wb := tb.a, tb.b
 	if len(wa)+len(wb) == 0 {
 		return 1
 	}
@@ -322,8 +439,66 @@ func Common(a, b []string) int {
 
 // Common is Common drawing on bu.
 func (bu *Budget) Common(a, b []string) int {
-	p, s := Affixes(a, b)
-	return p + s + bu.commonLen(a[p:len(a)-s], b[p:len(b)-s])
+	p, s := affixes(a, b)
+	ma, mb := a[p:len(a)-s], b[p:len(b)-s]
+	if len(ma) > 0 && len(mb) > 0 && numbered(len(ma)+len(mb)) {
+		nb := number(ma, mb)
+		defer nb.release()
+		return p + s + commonLen(bu, nb.a, nb.b)
+	}
+	return p + s + commonLen(bu, ma, mb)
+}
+
+// numbered reports whether a search of n tokens compares them by number
+// (see number): from a few dozen on, up to a size past which the search
+// gives up (at MaxEdits) after comparing fewer tokens than numbering
+// them all would cost.
+func numbered(n int) bool { return n >= 32 && n <= 8*MaxEdits }
+
+// numbering is the tokens of two sequences as numbers: the same token,
+// the same number. The searches compare numbers much faster than
+// strings, which pays for numbering them when the texts are long.
+type numbering struct {
+	ids  map[string]int32
+	a, b []int32
+}
+
+var numberingPool = sync.Pool{New: func() any { return &numbering{ids: map[string]int32{}} }}
+
+func number(a, b []string) *numbering {
+	nb := numberingPool.Get().(*numbering)
+	of := func(out []int32, toks []string) []int32 {
+		for _, t := range toks {
+			id, ok := nb.ids[t]
+			if !ok {
+				id = int32(len(nb.ids))
+				nb.ids[t] = id
+			}
+			out = append(out, id)
+		}
+		return out
+	}
+	nb.a = of(nb.a[:0], a)
+	nb.b = of(nb.b[:0], b)
+	return nb
+}
+
+// release returns nb to the pool, emptied (a map grown large is dropped
+// rather than kept: clearing it would cost every later use its size).
+func (nb *numbering) release() {
+	if len(nb.ids) > 1<<12 {
+		nb.ids = map[string]int32{}
+	} else {
+		clear(nb.ids)
+	}
+	numberingPool.Put(nb)
+}
+
+// CommonOf is Common drawing on bu, of sequences of any comparable
+// tokens: words numbered by the caller compare faster than strings.
+func CommonOf[T comparable](bu *Budget, a, b []T) int {
+	p, s := affixes(a, b)
+	return p + s + commonLen(bu, a[p:len(a)-s], b[p:len(b)-s])
 }
 
 // commonLen is the number of tokens myers keeps from a and b, found with
@@ -331,11 +506,11 @@ func (bu *Budget) Common(a, b []string) int {
 // deletions keeps (len(a)+len(b)-d)/2 tokens, so the count needs neither
 // the pass's trace (a copy of its frontier at every step) nor the script.
 // Past MaxEdits nothing is kept, as myers gives then.
-func (bu *Budget) commonLen(a, b []string) int {
+func commonLen[T comparable](bu *Budget, a, b []T) int {
 	if len(a) == 0 || len(b) == 0 {
 		return 0
 	}
-	if d := bu.forward(a, b, nil); d >= 0 {
+	if d := forward(bu, a, b, nil); d >= 0 {
 		return (len(a) + len(b) - d) / 2
 	}
 	return 0
@@ -347,11 +522,17 @@ func (bu *Budget) commonLen(a, b []string) int {
 // spends). Before step d, atStep (when not nil) is given the frontier the
 // step starts from, the furthest x on diagonals -d-1 to d+1 (to be
 // copied: it changes).
-func (bu *Budget) forward(a, b []string, atStep func(d int, frontier []int)) int {
+func forward[T comparable](bu *Budget, a, b []T, atStep func(d int, frontier []int)) int {
 	n, m := len(a), len(b)
 	limit := min(n+m, MaxEdits)
 	off := limit + 1
-	v := make([]int, 2*limit+3)
+	sc := scratchPool.Get().(*scratch)
+	defer scratchPool.Put(sc)
+	if cap(sc.v) < 2*limit+3 {
+		sc.v = make([]int, 2*limit+3)
+	}
+	v := sc.v[:2*limit+3]
+	clear(v)
 	var work int64 // diagonals visited and tokens compared
 	if bu != nil {
 		defer func() { bu.left = max(0, bu.left-work) }()
@@ -387,9 +568,20 @@ func (bu *Budget) forward(a, b []string, atStep func(d int, frontier []int)) int
 	return -1
 }
 
+// scratch holds the buffers of a search, kept for the next one: its V
+// array and the trace of its frontiers.
+type scratch struct {
+	v     []int
+	trace []int32
+}
+
+var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
+
 // Affixes returns the lengths of the common prefix and suffix of a and b
 // (the suffix within what the prefix leaves).
-func Affixes(a, b []string) (p, s int) {
+func Affixes(a, b []string) (p, s int) { return affixes(a, b) }
+
+func affixes[T comparable](a, b []T) (p, s int) {
 	for p < len(a) && p < len(b) && a[p] == b[p] {
 		p++
 	}
@@ -397,16 +589,6 @@ func Affixes(a, b []string) (p, s int) {
 		s++
 	}
 	return p, s
-}
-
-func nonSpace(toks []string) []string {
-	out := toks[:0:0]
-	for _, t := range toks {
-		if !IsSpace(t) {
-			out = append(out, t)
-		}
-	}
-	return out
 }
 
 // Readable regroups an edit script for people: where most words of a

@@ -188,7 +188,7 @@ func TestCommonLen(t *testing.T) {
 	}
 	for range 2000 {
 		a, b := text(rng.IntN(40)), text(rng.IntN(40))
-		if got, want := (*Budget)(nil).commonLen(a, b), kept(a, b); got != want {
+		if got, want := commonLen((*Budget)(nil), a, b), kept(a, b); got != want {
 			t.Fatalf("commonLen(%q, %q) = %d, myers keeps %d", a, b, got, want)
 		}
 	}
@@ -197,7 +197,7 @@ func TestCommonLen(t *testing.T) {
 		a[i], b[i] = fmt.Sprint("a", i), fmt.Sprint("b", i)
 	}
 	a[400] = b[0]
-	if got, want := (*Budget)(nil).commonLen(a, b), kept(a, b); got != want || got != 0 {
+	if got, want := commonLen((*Budget)(nil), a, b), kept(a, b); got != want || got != 0 {
 		t.Errorf("past MaxEdits: commonLen %d, myers keeps %d, want 0", got, want)
 	}
 }
