@@ -859,6 +859,8 @@ func (df *differ) kids(o, n *tnode, blk *blockPair) {
 			if y.isText() {
 				df.raw++
 				blk.mark(x, y)
+			} else if isMetadata(x) && x.h == y.h {
+				// The order of a page's metadata tells nothing.
 			} else if x.hasWords() && (wordsSame() || keptNeighbours(O, N, mo, kept, mn[j], j)) {
 				// Off the run of kept children, yet the parent reads
 				// as before, or it stands between the same words: the
@@ -894,6 +896,25 @@ func (df *differ) kids(o, n *tnode, blk *blockPair) {
 	if df.raw > maxChanges {
 		df.full = true
 	}
+}
+
+// isMetadata reports whether n is an element of the page's metadata
+// (meta, base, title, a link other than a style sheet), whose place in
+// the document and order among the others change nothing a reader or a
+// browser sees.
+func isMetadata(n *tnode) bool {
+	switch n.tag {
+	case "meta", "base", "title":
+		return true
+	case "link":
+		for _, a := range n.attrList() {
+			if a.k == "rel" && strings.Contains(strings.ToLower(a.v), "stylesheet") {
+				return false
+			}
+		}
+		return true
+	}
+	return false
 }
 
 // textMoves types the moves of text a reader sees as content changes:
@@ -1829,17 +1850,22 @@ func (df *differ) finish() {
 	// inserted in another.
 	byH := map[uint64][]int{}
 	for i, x := range df.del {
-		if x.hasWords() || len(x.kids) > 1 {
+		if x.hasWords() || len(x.kids) > 1 || isMetadata(x) {
 			byH[x.h] = append(byH[x.h], i)
 		}
 	}
 	movedDel := make([]bool, len(df.del))
 	var ins []*tnode
 	for _, y := range df.ins {
-		if l := byH[y.h]; len(l) > 0 && (y.hasWords() || len(y.kids) > 1) {
+		if l := byH[y.h]; len(l) > 0 && (y.hasWords() || len(y.kids) > 1 || isMetadata(y)) {
 			x := df.del[l[0]]
 			byH[y.h] = l[1:]
 			movedDel[l[0]] = true
+			if isMetadata(x) {
+				// The same metadata elsewhere (a page that streams its
+				// head puts its meta tags in the body): no change.
+				continue
+			}
 			if x.hasWords() && df.readsInPlace(x, y) {
 				df.emit(changedigest.ChangeStructural, changedigest.OpMove, x, y, df.old.describe(x), df.new.describe(y))
 			} else {

@@ -28,10 +28,11 @@ import (
 // reader wants, and typed so.
 
 // maxScriptChange bounds the bytes of old or new text a script change
-// keeps; maxDataChanges the values told of one JSON script; maxJSON the
+// keeps, maxWholeScript those of a script added or removed whole; maxDataChanges the values told of one JSON script; maxJSON the
 // bytes of a script read as JSON.
 const (
 	maxScriptChange = 240
+	maxWholeScript  = 120
 	maxDataChanges  = 20
 	maxJSON         = 4 << 20
 	scriptContext   = 8 // pieces kept on each side
@@ -42,6 +43,7 @@ const (
 // removed one by its start and length. It runs after the noise marking,
 // which reads whole scripts, and may give more changes than it was given.
 func (s *Segmenter) narrowScripts(w *work, cs []changedigest.Change) []changedigest.Change {
+	cs = joinStreamed(cs)
 	var out []changedigest.Change
 	for i, c := range cs {
 		tagO, codeO := splitStartTag(c.OldText)
@@ -63,11 +65,15 @@ func (s *Segmenter) narrowScripts(w *work, cs []changedigest.Change) []changedig
 		}
 		w.add(1 + (len(c.OldText)+len(c.NewText))/64)
 		name := scriptName(tag)
+		if c.Where == streamedName || streamedCode(codeN) || streamedCode(codeO) {
+			name = streamedName
+		}
 		c.Where = name
 		if c.Op != changedigest.OpUpdate {
-			// Added or taken out whole: its start tag says which, its
-			// first bytes what it is, its length how much.
-			out = append(out, clipScript(c))
+			// Added or taken out whole: its start tag says which (its
+			// nonce, new at every load, left out), its first bytes what
+			// it is, its length how much.
+			out = append(out, clipWhole(c))
 			continue
 		}
 		if tagO == tagN && codeO != codeN {
@@ -106,6 +112,110 @@ func (s *Segmenter) narrowScripts(w *work, cs []changedigest.Change) []changedig
 	return out
 }
 
+// Streamed page data: a page built by a framework that streams it (the
+// React server components of Next.js) carries its data in many inline
+// scripts, each pushing a piece of one stream. Where the pieces are cut
+// moves with the content, so a small edit changes several of them: they
+// are compared as the one stream they are.
+var streamedPrefixes = []string{"self.__next_f.push(", "(self.__next_f=self.__next_f||[]).push("}
+
+const streamedName = "in the page's streamed data"
+
+func streamedCode(code string) bool {
+	for _, p := range streamedPrefixes {
+		if strings.HasPrefix(code, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// streamedPiece is the piece of the stream a streamed data script
+// pushes: the string of `push([1,"…"])`; "" for the pushes that carry
+// none (`push([0])`, the stream's start).
+func streamedPiece(code string) string {
+	for _, p := range streamedPrefixes {
+		if rest, ok := strings.CutPrefix(code, p); ok {
+			if rest, ok = strings.CutPrefix(rest, `[1,"`); ok {
+				rest = strings.TrimRight(rest, "; \n")
+				if piece, ok := strings.CutSuffix(rest, `"])`); ok {
+					return piece
+				}
+				return rest
+			}
+		}
+	}
+	return ""
+}
+
+// joinStreamed replaces the changes of a page's streamed data scripts,
+// when there are two or more, by one update of the whole stream's
+// changed pieces: the pieces of the scripts updated or removed, joined,
+// against those of the scripts updated or added, in order, so that where
+// the stream was cut does not count. It
+// is noise when each of them was.
+func joinStreamed(cs []changedigest.Change) []changedigest.Change {
+	var at []int
+	for i, c := range cs {
+		if c.Type != changedigest.ChangeBehavioural || c.Truncated || c.Before != "" || c.After != "" {
+			continue
+		}
+		tagO, codeO := splitStartTag(c.OldText)
+		tagN, codeN := splitStartTag(c.NewText)
+		switch c.Op {
+		case changedigest.OpUpdate:
+			if strings.HasPrefix(tagO, "<script") && strings.HasPrefix(tagN, "<script") && (streamedCode(codeO) || streamedCode(codeN)) {
+				at = append(at, i)
+			}
+		case changedigest.OpInsert:
+			if strings.HasPrefix(tagN, "<script") && streamedCode(codeN) {
+				at = append(at, i)
+			}
+		case changedigest.OpDelete:
+			if strings.HasPrefix(tagO, "<script") && streamedCode(codeO) {
+				at = append(at, i)
+			}
+		}
+	}
+	if len(at) < 2 {
+		return cs
+	}
+	var old, new strings.Builder
+	noise := true
+	for _, i := range at {
+		c := cs[i]
+		if _, code := splitStartTag(c.OldText); c.Op != changedigest.OpInsert {
+			old.WriteString(streamedPiece(code))
+		}
+		if _, code := splitStartTag(c.NewText); c.Op != changedigest.OpDelete {
+			new.WriteString(streamedPiece(code))
+		}
+		noise = noise && c.Noise != ""
+	}
+	joined := cs[at[0]]
+	joined.Op = changedigest.OpUpdate
+	joined.OldText = "<script>" + old.String()
+	joined.NewText = "<script>" + new.String()
+	joined.Where = streamedName
+	if !noise {
+		joined.Noise = ""
+	}
+	out := make([]changedigest.Change, 0, len(cs)-len(at)+1)
+	k := 0
+	for i, c := range cs {
+		switch {
+		case k < len(at) && at[k] == i:
+			if k == 0 {
+				out = append(out, joined)
+			}
+			k++
+		default:
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
 // codeTag reports whether a start tag opens a script, a style sheet or
 // an embedded object, whose text is code rather than words.
 func codeTag(tag string) bool {
@@ -115,6 +225,29 @@ func codeTag(tag string) bool {
 		}
 	}
 	return false
+}
+
+// clipWhole tells a script or style sheet added or removed whole by its
+// start tag without nonce and integrity and the first bytes of its
+// source, up to maxWholeScript bytes, the lengths given when cut.
+func clipWhole(c changedigest.Change) changedigest.Change {
+	short := func(s string) string {
+		tag, code := splitStartTag(s)
+		if tag == "" {
+			return s
+		}
+		if code == "" {
+			return withoutNonce(tag)
+		}
+		return withoutNonce(tag) + " " + code
+	}
+	oldLen, newLen := len(c.OldText), len(c.NewText)
+	c.OldText, c.NewText = short(c.OldText), short(c.NewText)
+	if len(c.OldText) > maxWholeScript || len(c.NewText) > maxWholeScript {
+		c.Truncated, c.OldLen, c.NewLen = true, oldLen, newLen
+		c.OldText, c.NewText = clip(c.OldText, maxWholeScript), clip(c.NewText, maxWholeScript)
+	}
+	return c
 }
 
 // clipScript cuts a script change's texts to maxScriptChange bytes,

@@ -107,3 +107,59 @@ func TestScriptsMatchedByCode(t *testing.T) {
 		t.Errorf("want the script added, the one removed and the one edited:\n%s", strings.Join(got, "\n"))
 	}
 }
+
+// TestStreamedPageData: a page that streams its data (Next.js pushes it
+// in many inline scripts, cut where the stream was flushed) and its
+// metadata (meta and link tags moved from the head into the body): one
+// sentence of the data changed is told once, in the page's streamed
+// data, and metadata that moved is no change; a script added whole is
+// told by its start tag without its nonce and its first bytes.
+func TestStreamedPageData(t *testing.T) {
+	meta := `<meta name="description" content="Terms of the service"><link rel="icon" href="/favicon.ico">`
+	page := func(head, body string, chunks []string, extra string) string {
+		var b strings.Builder
+		b.WriteString(`<html><head><title>Terms</title>` + head + `</head><body><main><h1>Terms</h1><p>These terms apply.</p></main>` + body)
+		for _, c := range chunks {
+			b.WriteString(`<script nonce="MTM5ZjgxZDgtNDdh">self.__next_f.push([1,"` + c + `"])</script>`)
+		}
+		b.WriteString(extra + `</body></html>`)
+		return b.String()
+	}
+	stream := strings.Repeat(`5:[\"$\",\"p\",null,{\"children\":\"These terms apply to every use.\"}]\n`, 40)
+	cut := func(s string, at ...int) []string {
+		var out []string
+		last := 0
+		for _, a := range at {
+			out = append(out, s[last:a])
+			last = a
+		}
+		return append(out, s[last:])
+	}
+	edited := strings.Replace(stream, "every use", "each use", 1)
+	old := page(meta, "", cut(stream, 600, 1400, 2200), "")
+	new := page("", meta, cut(edited, 900, 1700, 2500), `<script nonce="OTk5OTk5">$RC("B:1","S:1");`+strings.Repeat("void 0;", 40)+`</script>`)
+	d, err := New().Diff([]byte(old), []byte(new), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var streamed, added int
+	for _, c := range d.Changes {
+		switch {
+		case strings.HasPrefix(c.Where, streamedName):
+			streamed++
+			if !strings.Contains(c.OldText+c.NewText, "every") || !strings.Contains(c.NewText, "each") {
+				t.Errorf("streamed data: %q → %q", c.OldText, c.NewText)
+			}
+		case c.Op == changedigest.OpInsert && c.Type == changedigest.ChangeBehavioural:
+			added++
+			if strings.Contains(c.NewText, "nonce") || len(c.NewText) > maxWholeScript || !c.Truncated || !strings.HasPrefix(c.NewText, `<script> $RC(`) {
+				t.Errorf("script added: %q (truncated %v)", c.NewText, c.Truncated)
+			}
+		default:
+			t.Errorf("%s %s %s: %q → %q", c.Type, c.Op, c.Path, c.OldText, c.NewText)
+		}
+	}
+	if streamed != 1 || added != 1 {
+		t.Errorf("%d changes of the streamed data, %d scripts added; want 1 and 1", streamed, added)
+	}
+}
