@@ -411,6 +411,14 @@ func assetBase(p string) string {
 	for _, ext := range []string{".gzip", ".gz", ".br"} {
 		p = strings.TrimSuffix(p, ext)
 	}
+	if ext := path.Ext(p); ext != "" {
+		// "app.DKIAYdjR.js": the content hash a bundler puts between the
+		// name and the extension, of any letters
+		stem := p[:len(p)-len(ext)]
+		if i := strings.LastIndexByte(stem, '.'); i >= 0 && i > strings.LastIndexByte(stem, '/') && bundleHash(stem[i+1:]) {
+			p = stem[:i+1] + "#" + ext
+		}
+	}
 	var sb strings.Builder
 	for _, t := range tokens(p) {
 		if random(t) {
@@ -419,6 +427,30 @@ func assetBase(p string) string {
 		sb.WriteString(t)
 	}
 	return sb.String()
+}
+
+// bundleHash reports whether s looks like the content hash a bundler
+// names files with: 6 to 16 letters, digits, '_' or '-' (base64url),
+// mixing at least two of lower case, upper case and digits.
+func bundleHash(s string) bool {
+	if len(s) < 6 || len(s) > 16 {
+		return false
+	}
+	var lower, upper, digit bool
+	for _, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z':
+			lower = true
+		case r >= 'A' && r <= 'Z':
+			upper = true
+		case r >= '0' && r <= '9':
+			digit = true
+		case r == '_' || r == '-':
+		default:
+			return false
+		}
+	}
+	return lower && upper || lower && digit || upper && digit
 }
 
 func union(a, b url.Values) map[string]bool {
