@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"hash/maphash"
+	"math/bits"
 	"slices"
 	"sort"
 	"strings"
@@ -953,10 +954,39 @@ func changesAtLeast(w *work, O, N []*tnode) int {
 // old and new children that show all their texts, and the numbers of
 // those that hide some.
 func changesFromKeys(ko, kn []uint64, ho, hn int) int {
-	slices.Sort(ko)
-	slices.Sort(kn)
+	sortHashes(ko)
+	sortHashes(kn)
 	same := common(ko, kn)
 	return max(0, len(ko)-same-hn, len(kn)-same-ho)
+}
+
+// sortHashes sorts hashes (spread evenly over their range): many of them
+// first by their top bits into buckets, each then sorted on its own.
+func sortHashes(a []uint64) {
+	if len(a) < sortedFrom {
+		slices.Sort(a)
+		return
+	}
+	nb := min(16, bits.Len(uint(len(a)))-1)
+	shift := uint(64 - nb)
+	start := make([]int, 1<<nb+1)
+	for _, k := range a {
+		start[k>>shift+1]++
+	}
+	for d := 1; d < len(start); d++ {
+		start[d] += start[d-1]
+	}
+	buf := make([]uint64, len(a))
+	next := slices.Clone(start[:len(start)-1])
+	for _, k := range a {
+		d := k >> shift
+		buf[next[d]] = k
+		next[d]++
+	}
+	for d := 0; d+1 < len(start); d++ {
+		slices.Sort(buf[start[d]:start[d+1]])
+	}
+	copy(a, buf)
 }
 
 // textMoves types the moves of text a reader sees as content changes:

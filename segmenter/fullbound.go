@@ -1,7 +1,5 @@
 package segmenter
 
-import "slices"
-
 // Knowing before a treelet is built that its comparison will pass
 // maxChanges: the group is then told as its old and new text
 // (compareVersions) without building and matching nodes that would be
@@ -100,11 +98,15 @@ func shapeOf(w *work, parts []treePart) *shape {
 
 // kids returns the children of node x in order.
 func (sh *shape) kids(x int32) []int32 {
-	var ks []int32
+	n := 0
 	for k := sh.nodes[x].first; k >= 0; k = sh.nodes[k].next {
-		ks = append(ks, k)
+		n++
 	}
-	slices.Reverse(ks)
+	ks := make([]int32, n)
+	for k := sh.nodes[x].first; k >= 0; k = sh.nodes[k].next {
+		n--
+		ks[n] = k
+	}
 	return ks
 }
 
@@ -115,6 +117,21 @@ func (sh *shape) tag(x int32) string {
 		return ""
 	}
 	return sh.parts[n.part].d.tagOf(n.elem)
+}
+
+// sameTag reports whether node x of sh and node y of sh2 have the same
+// tag (texts count as one tag), as their tag strings would tell.
+func (sh *shape) sameTag(x int32, sh2 *shape, y int32) bool {
+	nx, ny := &sh.nodes[x], &sh2.nodes[y]
+	if nx.elem < 0 || ny.elem < 0 {
+		return nx.elem < 0 && ny.elem < 0
+	}
+	dx, dy := sh.parts[nx.part].d, sh2.parts[ny.part].d
+	ex, ey := &dx.elems[nx.elem], &dy.elems[ny.elem]
+	if ex.tagKey&(1<<31) == 0 && ey.tagKey&(1<<31) == 0 {
+		return ex.tagKey == ey.tagKey // atoms
+	}
+	return dx.tagOf(nx.elem) == dy.tagOf(ny.elem)
 }
 
 // surelyFull reports whether comparing the treelets build makes of
@@ -137,9 +154,8 @@ func surelyFull(w *work, raw int, oparts, nparts []treePart) bool {
 		return false // not children enough for that
 	}
 	o, n := shapeOf(w, oparts), shapeOf(w, nparts)
-	x, y := int32(0), int32(0)
+	O, N := o.kids(0), n.kids(0)
 	for {
-		O, N := o.kids(x), n.kids(y)
 		w.add(len(O) + len(N))
 		if raw+max(len(O), len(N)) > maxChanges && raw+shapeChangesAtLeast(o, n, O, N) > maxChanges {
 			return true
@@ -161,11 +177,11 @@ func surelyFull(w *work, raw int, oparts, nparts []treePart) bool {
 		}
 		for i := range ka {
 			w.add(1)
-			if o.tag(ka[i]) != n.tag(kb[i]) {
+			if !o.sameTag(ka[i], n, kb[i]) {
 				return false
 			}
 		}
-		x, y = a, b
+		O, N = ka, kb
 	}
 }
 
