@@ -51,6 +51,12 @@ func feedXMLScan(body []byte, each func(start, end int, open []string)) {
 		feedFastScan(b, newFeedScanState(each))
 		return
 	}
+	feedXMLDecode(b, each)
+}
+
+// feedXMLDecode is feedXMLScan of b (as feedScanBytes leaves it) with
+// encoding/xml.
+func feedXMLDecode(b []byte, each func(start, end int, open []string)) {
 	d := xml.NewDecoder(bytes.NewReader(b))
 	d.Strict = false
 	d.CharsetReader = feedIdentityCharset
@@ -394,7 +400,15 @@ func feedItemRanges(body []byte) [][2]int {
 		return out
 	}
 	var out [][2]int
-	feedXMLScan(body, func(start, end int, _ []string) { out = append(out, [2]int{start, end}) })
+	each := func(start, end int, _ []string) { out = append(out, [2]int{start, end}) }
+	// the byte scan reports items as it goes: they are dropped when it
+	// hands the feed over to encoding/xml
+	b := feedScanBytes(body)
+	if feedFastScan(b, newFeedScanState(each)) {
+		return out
+	}
+	out = nil
+	feedXMLDecode(b, each)
 	return out
 }
 
