@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"hash/maphash"
+	"math/bits"
 	"slices"
 	"sort"
 	"strings"
@@ -87,6 +88,9 @@ const (
 	lazyAttrs
 	lazyCosmetic
 	lazyWords
+	// hiddenText: the subtree holds a text readers do not see (set
+	// with lazyWords)
+	hiddenText
 )
 
 func (n *tnode) isText() bool { return n.tag == "" }
@@ -193,6 +197,8 @@ func (n *tnode) words() (uint64, uint64, int) {
 			t := n.d.textBytes(int(n.tokA))
 			n.ht, n.pt = rollWords(n.ht, n.pt, t)
 			n.nwords = int32(bytes.Count(t, []byte{' '}) + 1)
+		} else {
+			n.lazy |= hiddenText
 		}
 		return n.ht, n.pt, int(n.nwords)
 	}
@@ -200,8 +206,15 @@ func (n *tnode) words() (uint64, uint64, int) {
 		kt, kp, kn := k.words()
 		n.ht, n.pt = roll(n.ht, n.pt, kt, kp)
 		n.nwords += int32(kn)
+		n.lazy |= k.lazy & hiddenText
 	}
 	return n.ht, n.pt, int(n.nwords)
+}
+
+// allShown reports whether every text in n's subtree is visible.
+func (n *tnode) allShown() bool {
+	n.words()
+	return n.lazy&hiddenText == 0
 }
 
 func (n *tnode) hasWords() bool { return n.textful }
@@ -727,6 +740,12 @@ func (df *differ) kids(o, n *tnode, blk *blockPair) {
 		return
 	}
 	O, N := o.kids, n.kids
+	if df.raw+max(len(O), len(N)) > maxChanges && df.raw+changesAtLeast(df.w, O, N) > maxChanges {
+		// Matching these children would pass maxChanges: the
+		// comparison ends full whatever the matching finds.
+		df.full = true
+		return
+	}
 	df.w.add(len(O) + len(N))
 	mo := make([]int, len(O))
 	mn := make([]int, len(N))
@@ -860,7 +879,9 @@ func (df *differ) kids(o, n *tnode, blk *blockPair) {
 				df.raw++
 				blk.mark(x, y)
 			} else if isMetadata(x) && x.h == y.h {
-				// The order of a page's metadata tells nothing.
+				// The order of a page's metadata tells nothing (counted
+				// as the move it is, for the bound on changes).
+				df.raw++
 			} else if x.hasWords() && (wordsSame() || keptNeighbours(O, N, mo, kept, mn[j], j)) {
 				// Off the run of kept children, yet the parent reads
 				// as before, or it stands between the same words: the
@@ -915,6 +936,80 @@ func isMetadata(n *tnode) bool {
 		return true
 	}
 	return false
+}
+
+// changesAtLeast is a lower bound on the changes that matching and
+// comparing children O with children N counts (raw), found from their
+// visible words alone.
+//
+// A matched pair whose subtrees show all their texts and read different
+// words counts at least one change: a pair of texts counts its update; a
+// pair off the run of kept children counts its move; a renamed element,
+// a script, a style sheet or a pair that differs only in formatting
+// counts one; and children of two elements that are all matched in
+// order, with no move, read different words only if a pair of them
+// does (equal subtrees read the same words when all their texts show).
+// Every old child that shows all its texts is then unmatched (one
+// change), matched with a child of the same words (at most as many as
+// the two sides have words in common), matched with a child that hides
+// some text (at most as many as there are), or counts a change of its
+// own; the same holds of the new children.
+func changesAtLeast(w *work, O, N []*tnode) int {
+	w.add(len(O) + len(N))
+	keys := func(ns []*tnode) (shown []uint64, hidden int) {
+		shown = make([]uint64, 0, len(ns))
+		for _, x := range ns {
+			if !x.allShown() {
+				hidden++
+				continue
+			}
+			h, p, _ := x.words()
+			shown = append(shown, mix(h, p))
+		}
+		return shown, hidden
+	}
+	ko, ho := keys(O)
+	kn, hn := keys(N)
+	return changesFromKeys(ko, kn, ho, hn)
+}
+
+// changesFromKeys is changesAtLeast from the keys of the words of the
+// old and new children that show all their texts, and the numbers of
+// those that hide some.
+func changesFromKeys(ko, kn []uint64, ho, hn int) int {
+	sortHashes(ko)
+	sortHashes(kn)
+	same := common(ko, kn)
+	return max(0, len(ko)-same-hn, len(kn)-same-ho)
+}
+
+// sortHashes sorts hashes (spread evenly over their range): many of them
+// first by their top bits into buckets, each then sorted on its own.
+func sortHashes(a []uint64) {
+	if len(a) < sortedFrom {
+		slices.Sort(a)
+		return
+	}
+	nb := min(16, bits.Len(uint(len(a)))-1)
+	shift := uint(64 - nb)
+	start := make([]int, 1<<nb+1)
+	for _, k := range a {
+		start[k>>shift+1]++
+	}
+	for d := 1; d < len(start); d++ {
+		start[d] += start[d-1]
+	}
+	buf := make([]uint64, len(a))
+	next := slices.Clone(start[:len(start)-1])
+	for _, k := range a {
+		d := k >> shift
+		buf[next[d]] = k
+		next[d]++
+	}
+	for d := 0; d+1 < len(start); d++ {
+		slices.Sort(buf[start[d]:start[d+1]])
+	}
+	copy(a, buf)
 }
 
 // textMoves types the moves of text a reader sees as content changes:

@@ -507,7 +507,6 @@ func (s *Segmenter) compareVersions(prev *prevSide, cur *pageVersion, flags []bo
 			continue
 		}
 		oparts := prev.parts(g.o0, g.o1)
-		or := oldSide.build(oparts)
 		var nparts []treePart
 		for j := g.n0; j < g.n1; j++ {
 			sg := cur.segs[j]
@@ -517,6 +516,12 @@ func (s *Segmenter) compareVersions(prev *prevSide, cur *pageVersion, flags []bo
 			}
 			nparts = append(nparts, treePart{d: cur.d, a: sg.a, b: sg.b})
 		}
+		if surelyFull(df.w, df.raw, oparts, nparts) {
+			// the comparison would pass maxChanges: not worth building
+			df.full = true
+			break
+		}
+		or := oldSide.build(oparts)
 		nr := newSide.build(nparts)
 		df.compare(or, nr)
 		df.groups = append(df.groups, &textGroup{or: or, nr: nr, oparts: oparts, nparts: nparts})
