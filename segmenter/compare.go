@@ -920,12 +920,13 @@ func (df *differ) kids(o, n *tnode, blk *blockPair) {
 }
 
 // isMetadata reports whether n is an element of the page's metadata
-// (meta, base, title, a link other than a style sheet), whose place in
-// the document and order among the others change nothing a reader or a
-// browser sees.
+// (meta, base, a link other than a style sheet), whose place in the
+// document and order among the others change nothing a reader or a
+// browser sees. The title, whose words are read as the page's, is told
+// when it moves (as markup: textMoves).
 func isMetadata(n *tnode) bool {
 	switch n.tag {
-	case "meta", "base", "title":
+	case "meta", "base":
 		return true
 	case "link":
 		for _, a := range n.attrList() {
