@@ -334,6 +334,18 @@ func (sd *side) describe(n *tnode) string {
 	return string(n.d.normOf(int(n.tokA), int(n.tokA)+1))
 }
 
+// firstOpened is the element the first start tag of tokens [a, b) opens
+// (the elements opened in the range have consecutive indices from it),
+// or the number of elements when none opens there.
+func (d *doc) firstOpened(a, b int) int32 {
+	for i := a; i < b; i++ {
+		if k := d.toks[i].kind; k == tStart || k == tVoid {
+			return d.toks[i].elem
+		}
+	}
+	return int32(len(d.elems))
+}
+
 // treePart is a token range of a scanned document.
 type treePart struct {
 	d    *doc
@@ -362,13 +374,7 @@ func (sd *side) build(parts []treePart) *tnode {
 	for _, r := range parts {
 		d := r.d
 		// elements opened in the range have consecutive indices from e0
-		e0 := int32(len(d.elems))
-		for i := r.a; i < r.b; i++ {
-			if k := d.toks[i].kind; k == tStart || k == tVoid {
-				e0 = d.toks[i].elem
-				break
-			}
-		}
+		e0 := d.firstOpened(r.a, r.b)
 		cnt, elems := 0, 0
 		for i := r.a; i < r.b; i++ {
 			switch d.toks[i].kind {

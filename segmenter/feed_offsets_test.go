@@ -1,8 +1,6 @@
 package segmenter
 
 import (
-	"bytes"
-	"encoding/xml"
 	"fmt"
 	"math/rand"
 	"os"
@@ -24,23 +22,8 @@ func feedScanItems(body []byte, fast bool) (items []string, ok bool) {
 		feedFastScan(b, newFeedScanState(each))
 		return items, true
 	}
-	d := xml.NewDecoder(bytes.NewReader(b))
-	d.Strict = false
-	d.CharsetReader = feedIdentityCharset
-	st := newFeedScanState(each)
-	for {
-		off := int(d.InputOffset())
-		tok, err := d.RawToken()
-		if err != nil {
-			return items, true
-		}
-		switch t := tok.(type) {
-		case xml.StartElement:
-			st.start(t.Name, off)
-		case xml.EndElement:
-			st.end(t.Name, int(d.InputOffset()))
-		}
-	}
+	feedXMLDecode(b, each)
+	return items, true
 }
 
 // TestFeedFastScan checks that the byte scan of feeds reports the items

@@ -49,13 +49,7 @@ func shapeOf(w *work, parts []treePart) *shape {
 		// as build: elements opened in the range have consecutive
 		// indices from e0, and a node whose parent was not opened in
 		// the range is a child of the root
-		e0 := int32(len(d.elems))
-		for i := r.a; i < r.b; i++ {
-			if k := d.toks[i].kind; k == tStart || k == tVoid {
-				e0 = d.toks[i].elem
-				break
-			}
-		}
+		e0 := d.firstOpened(r.a, r.b)
 		var opened []int32 // node of element e0+k, +1 (0: none)
 		parentOf := func(ei int32) int32 {
 			if k := int(ei - e0); ei >= e0 && k < len(opened) && opened[k] != 0 {
