@@ -1,6 +1,7 @@
 package render
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -41,8 +42,12 @@ func headline(v *EventView) (string, string) {
 		}
 	}
 	c := all[best]
-	h := changeHeadline(c)
-	if more := len(all) - 1 + v.Omitted; more > 0 {
+	h, shown := changeHeadline(c), 1
+	if len(v.Profile) == 0 {
+		// A match to the interests is the title's own; others are not added to it.
+		h, shown = withShortOnes(all, best, h)
+	}
+	if more := len(all) - shown + v.Omitted; more > 0 {
 		h += " +" + strconv.Itoa(more) + " more"
 	}
 	lead := ""
@@ -50,6 +55,68 @@ func headline(v *EventView) (string, string) {
 		lead = c.Interests[0]
 	}
 	return h, lead
+}
+
+// Short headlines are named together: a table that gained a column and
+// lost two tells them all ("‘FF 119’; removed: ‘FF 91 ESR’, ‘FF 103’")
+// where one alone ("‘FF 119’") says little.
+const (
+	shortHeadline = 4 // words of a headline short enough to take company
+	titleQuotes   = 9 // words the headlines of a title quote at most
+	titleParts    = 3 // changes a title names at most
+)
+
+// withShortOnes adds to h, the short headline of all[best], the
+// headlines of the next most telling short changes of text, and returns
+// how many changes the result names. A value repeated in many places (a
+// table's "No"), a move and an item (whose title is a headline of its
+// own) name nothing new and are left to "+N more".
+func withShortOnes(all []ChangeView, best int, h string) (string, int) {
+	words := len(wordsIn(h))
+	if words > shortHeadline || all[best].Item != nil {
+		return h, 1
+	}
+	seen := map[string]int{}
+	for _, c := range all {
+		seen[PiecesText(c.Pieces)]++
+	}
+	order := make([]int, 0, len(all))
+	for i, c := range all {
+		if i != best && c.Type == changedigest.ChangeContent && c.Op != changedigest.OpMove && c.Item == nil && seen[PiecesText(c.Pieces)] == 1 {
+			order = append(order, i)
+		}
+	}
+	scores := make(map[int]int, len(order))
+	for _, i := range order {
+		scores[i] = tellingScore(all[i])
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return scores[b] - scores[a] })
+	parts := []string{h}
+	for _, i := range order {
+		if len(parts) == titleParts {
+			break
+		}
+		p := changeHeadline(all[i])
+		n := len(wordsIn(p))
+		if n == 0 || n > shortHeadline || words+n > titleQuotes || slices.Contains(parts, p) {
+			continue
+		}
+		parts = append(parts, p)
+		words += n
+	}
+	// "removed: ‘a’; removed: ‘b’" reads "removed: ‘a’, ‘b’".
+	var b strings.Builder
+	for i, p := range parts {
+		if i > 0 {
+			if r, ok := strings.CutPrefix(p, "removed: "); ok && strings.HasPrefix(parts[i-1], "removed: ") {
+				b.WriteString(", " + r)
+				continue
+			}
+			b.WriteString("; ")
+		}
+		b.WriteString(p)
+	}
+	return b.String(), len(parts)
 }
 
 // tellingScore ranks changes for the headline: new items and blocks

@@ -57,6 +57,17 @@ func TestHeadline(t *testing.T) {
 		Pieces: []Piece{{Op: "eq", Text: "Civitai "}, {Op: "del", Text: "2025"}, {Op: "ins", Text: "2026"}}}
 	menu := ChangeView{Type: changedigest.ChangeContent, Op: changedigest.OpMove,
 		Pieces: []Piece{{Op: "eq", Text: "Models Images Articles Users Collections Bounties Tools"}}}
+	// A table gained a column and lost two: the column headers tell,
+	// the cells repeated in every row ("No") do not.
+	cell := func(op changedigest.Op, text string) ChangeView {
+		side := "ins"
+		if op == changedigest.OpDelete {
+			side = "del"
+		}
+		return ChangeView{Type: changedigest.ChangeContent, Op: op, Pieces: []Piece{{Op: side, Text: text}}}
+	}
+	table := []ChangeView{cell(changedigest.OpDelete, "FF 91 ESR"), cell(changedigest.OpDelete, "FF 103"), cell(changedigest.OpInsert, "FF 119"),
+		cell(changedigest.OpDelete, "No"), cell(changedigest.OpDelete, "No"), cell(changedigest.OpDelete, "Yes"), cell(changedigest.OpDelete, "Yes"), menu}
 	cases := []struct {
 		name     string
 		v        EventView
@@ -75,6 +86,8 @@ func TestHeadline(t *testing.T) {
 			"General election date announced +2 more", "★ election: Riverside Daily: General election date announced +2 more", "election"},
 		{"an edit before a move", EventView{WatchName: "Terms", General: []ChangeView{menu, year}},
 			"Civitai 2025 → 2026 +1 more", "Terms: Civitai 2025 → 2026 +1 more", ""},
+		{"short ones together", EventView{WatchName: "Compatibility", General: table},
+			"‘FF 119’; removed: ‘FF 91 ESR’, ‘FF 103’ +5 more", "Compatibility: ‘FF 119’; removed: ‘FF 91 ESR’, ‘FF 103’ +5 more", ""},
 		{"a sentence without spaces", EventView{WatchName: "Guidelines", General: []ChangeView{names, ja}},
 			changeHeadline(ja) + " +1 more", "Guidelines: " + changeHeadline(ja) + " +1 more", ""},
 	}

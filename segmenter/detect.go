@@ -705,7 +705,7 @@ func (s *Segmenter) detectPage(w *work, in Input) (*changedigest.Snapshot, error
 	weight := d.weight
 	snap := &changedigest.Snapshot{
 		Kind:   changedigest.KindPage,
-		Title:  d.title,
+		Title:  d.pageName(),
 		Size:   len(in.Body),
 		Weight: &weight,
 	}

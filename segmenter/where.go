@@ -3,6 +3,8 @@ package segmenter
 import (
 	"strings"
 	"unicode/utf8"
+
+	"golang.org/x/net/html/atom"
 )
 
 // Places in people's words.
@@ -152,6 +154,44 @@ func clipPlace(s string) string {
 	}
 	r := []rune(s)
 	return strings.TrimSpace(string(r[:maxPlace-1])) + "…"
+}
+
+// pageName is what names the page: its title; without one, the title it
+// gives to links shared (og:title), its h1, or its first h2 or h3. A
+// fragment of a page served alone often has no title, and a watch named
+// by its address reads badly in a list of titles.
+func (d *doc) pageName() string {
+	if d.title != "" {
+		return d.title
+	}
+	best, rank := "", 4
+	for i := range d.elems {
+		e := &d.elems[i]
+		if e.tok < 0 {
+			continue
+		}
+		if e.info&tiHeading == 0 {
+			if rank > 0 && e.tagKey == uint32(atom.Meta) {
+				if p, _ := d.attr(e, "property"); p == "og:title" {
+					if c, _ := d.attr(e, "content"); strings.TrimSpace(c) != "" {
+						best, rank = c, 0
+					}
+				}
+			}
+			continue
+		}
+		r := int(d.tagOf(int32(i))[1] - '0')
+		if r >= rank || e.flags&eBoiler != 0 {
+			continue
+		}
+		if t := strings.Join(strings.Fields(d.visibleText(int(e.tok), int(e.endTok))), " "); t != "" {
+			best, rank = t, r
+		}
+	}
+	if utf8.RuneCountInString(best) > maxTitle {
+		best = string([]rune(best)[:maxTitle-1]) + "…"
+	}
+	return strings.Join(strings.Fields(best), " ")
 }
 
 // maxTitle bounds the characters of a heading taken as a change's title.

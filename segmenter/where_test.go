@@ -122,3 +122,26 @@ func only(t *testing.T, cs []changedigest.Change, op changedigest.Op) changedige
 	}
 	return found[0]
 }
+
+// TestPageName checks what names a page: its title, else og:title, else
+// its h1, else its first h2 or h3, never a heading of its footer or one
+// below h3.
+func TestPageName(t *testing.T) {
+	cases := []struct{ name, page, want string }{
+		{"title", `<html><head><title> Riverside
+ Daily </title><meta property="og:title" content="Shared"></head><body><h1>Front</h1></body></html>`, "Riverside Daily"},
+		{"og:title", `<html><head><meta property="og:title" content="Riverside Daily"></head><body><h1>Front</h1></body></html>`, "Riverside Daily"},
+		{"h1 after h2", `<body><h2>News</h2><p>a</p><h1>Riverside <b>Daily</b></h1></body>`, "Riverside Daily"},
+		{"first h2", `<body><footer><h2>Contact</h2></footer><div><h3>Terms</h3><h2>Terms of service</h2><h2>Privacy</h2></div></body>`, "Terms of service"},
+		{"no name", `<body><h4>(January 12, 2022 to January 11, 2026)</h4><p>text</p></body>`, ""},
+	}
+	for _, c := range cases {
+		snap, err := New().Detect(Input{Body: []byte(c.page)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if snap.Title != c.want {
+			t.Errorf("%s: %q, want %q", c.name, snap.Title, c.want)
+		}
+	}
+}
