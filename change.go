@@ -92,6 +92,11 @@ type Change struct {
 	Noise string `json:"noise,omitempty"`
 }
 
+// NoiseTypography is the Noise of a change of text that changes only
+// quotes, dashes, symbols or characters lost to "?": no news alone, but
+// shown with the other changes of a version that is told.
+const NoiseTypography = "typography only"
+
 // PlaceName returns the heading or the label that Where quotes, the
 // title of the item or section the change is in ("Opening hours" for
 // "under ‘Opening hours’"); "" for a place named by its kind ("in the

@@ -95,6 +95,31 @@ func Notable(w *Watch, s *Snapshot, c *Change, interest bool) (ok bool, why stri
 	return true, ""
 }
 
+// Told applies Notable to every change of version s of watch w, with
+// the one rule that reads a version whole: a change of typography only
+// (NoiseTypography) is no news alone, but in a version told anyway it is
+// part of the text a reader sees, and is told with the rest. interest
+// says whether change i matched the owner's interests. It returns, per
+// change, whether it is told and, when not, why.
+func Told(w *Watch, s *Snapshot, interest func(i int) bool) (told []bool, why []string) {
+	told, why = make([]bool, len(s.Changes)), make([]string, len(s.Changes))
+	news := false
+	for i := range s.Changes {
+		told[i], why[i] = Notable(w, s, &s.Changes[i], interest(i))
+		news = news || told[i]
+	}
+	if !news {
+		return told, why
+	}
+	for i, c := range s.Changes {
+		if !told[i] && c.Noise == NoiseTypography {
+			c.Noise = ""
+			told[i], why[i] = Notable(w, s, &c, interest(i))
+		}
+	}
+	return told, why
+}
+
 // MovedText reports whether c moves text a reader sees (words, not
 // markup alone) to another place of the page: the page reads otherwise,
 // though no word of it changed.

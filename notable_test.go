@@ -85,3 +85,19 @@ func TestWatchFiltersValidate(t *testing.T) {
 		t.Errorf("normalised filters: ignore %q, types %v; want [a /b+/] and every type, lower-cased", w.IgnoreText, w.NotifyTypes)
 	}
 }
+
+// TestToldTypography checks that a change of typography only is told
+// with the other changes of a version that is told, never alone.
+func TestToldTypography(t *testing.T) {
+	w := &Watch{ID: 1, URL: "https://example.org/"}
+	quotes := Change{Type: ChangeContent, Op: OpUpdate, OldText: "’", NewText: "???", Noise: NoiseTypography}
+	counter := Change{Type: ChangeContent, Op: OpUpdate, OldText: "42", NewText: "43", Noise: "counter or relative time"}
+	story := Change{Type: ChangeContent, Op: OpInsert, NewText: "Tennis courts reopen"}
+	none := func(int) bool { return false }
+	if told, why := Told(w, &Snapshot{Changes: []Change{quotes, counter}}, none); told[0] || told[1] || why[0] != "noise: typography only" {
+		t.Errorf("alone: told %v, why %q", told, why)
+	}
+	if told, _ := Told(w, &Snapshot{Changes: []Change{quotes, counter, story}}, none); !told[0] || told[1] || !told[2] {
+		t.Errorf("with a story: told %v, want the quotes and the story", told)
+	}
+}

@@ -489,7 +489,7 @@ func (n *Notifier) row(ctx context.Context, userID int64, ref *pet.Event) (*chan
 	return nil, nil
 }
 
-// Told keeps of each event the changes that changedigest.Notable lets
+// Told keeps of each event the changes that changedigest.Told lets
 // through (with their matches) and drops the events left with none: what
 // feeds, digests and e-mail tell. The track and the API keep every change.
 // The events' snapshots are copied, never changed.
@@ -501,15 +501,18 @@ func Told(evs []render.Event) []render.Event {
 		}
 		var keep []changedigest.Change
 		var ms [][]changedigest.Match
-		for i := range ev.Snapshot.Changes {
-			var m []changedigest.Match
+		match := func(i int) []changedigest.Match {
 			if i < len(ev.Matches) {
-				m = ev.Matches[i]
+				return ev.Matches[i]
 			}
-			if ok, _ := changedigest.Notable(ev.Watch, ev.Snapshot, &ev.Snapshot.Changes[i], len(m) > 0); ok {
+			return nil
+		}
+		told, _ := changedigest.Told(ev.Watch, ev.Snapshot, func(i int) bool { return len(match(i)) > 0 })
+		for i, ok := range told {
+			if ok {
 				keep = append(keep, ev.Snapshot.Changes[i])
 				if ev.Matches != nil {
-					ms = append(ms, m)
+					ms = append(ms, match(i))
 				}
 			}
 		}

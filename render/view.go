@@ -88,6 +88,8 @@ func (ev Event) Told() bool {
 		return false
 	}
 	for i := range ev.Snapshot.Changes {
+		// A version with a change told has one that Notable passes
+		// (changedigest.Told only adds to those).
 		if ok, _ := changedigest.Notable(ev.Watch, ev.Snapshot, &ev.Snapshot.Changes[i], len(ev.matches(i)) > 0); ok {
 			return true
 		}
@@ -336,10 +338,11 @@ func (e *Engine) View(ev Event, o ViewOptions) (EventView, error) {
 		v.WatchName = "watch " + strconv.FormatInt(w.ID, 10)
 	}
 	feed := w.Kind == changedigest.KindFeed || s.Kind == changedigest.KindFeed
+	told, whys := changedigest.Told(w, s, func(i int) bool { return len(ev.matches(i)) > 0 })
 	for i, c := range s.Changes {
 		cv := changeView(i, c, ev.matches(i), o, feed)
-		if ok, why := changedigest.Notable(w, s, &c, len(ev.matches(i)) > 0); !ok {
-			cv.Why = oneLine(why)
+		if !told[i] {
+			cv.Why = oneLine(whys[i])
 			v.Folded = append(v.Folded, cv)
 			continue
 		}

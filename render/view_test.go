@@ -306,3 +306,31 @@ func TestLimits(t *testing.T) {
 		t.Errorf("no “and 3 more interests” label:\n%s", buf.String())
 	}
 }
+
+// TestTypographyGoesAlong checks that a change of quotes alone makes
+// nothing to tell, and that in a version told anyway it is shown with
+// the rest, while other noise stays folded.
+func TestTypographyGoesAlong(t *testing.T) {
+	e := MustEngine(t)
+	w := &changedigest.Watch{ID: 1, URL: "https://example.org/", CreatedAt: time.Unix(0, 0)}
+	quotes := changedigest.Change{Type: changedigest.ChangeContent, Op: changedigest.OpUpdate, OldText: "’", NewText: "???",
+		Before: "Putin", After: "s new missile", Noise: changedigest.NoiseTypography}
+	counter := changedigest.Change{Type: changedigest.ChangeContent, Op: changedigest.OpUpdate, OldText: "42", NewText: "43",
+		After: " comments", Noise: "counter or relative time"}
+	story := changedigest.Change{Type: changedigest.ChangeContent, Op: changedigest.OpInsert, NewText: "Tennis courts reopen"}
+	view := func(cs ...changedigest.Change) EventView {
+		t.Helper()
+		v, err := e.View(Event{Watch: w, Snapshot: &changedigest.Snapshot{Seq: 2, FetchedAt: time.Unix(100, 0), Changes: cs}}, ViewOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	if v := view(quotes, counter); len(v.General)+len(v.Profile) != 0 || len(v.Folded) != 2 {
+		t.Errorf("quotes alone: %d told, %d folded; want none told", len(v.General)+len(v.Profile), len(v.Folded))
+	}
+	v := view(quotes, counter, story)
+	if len(v.General) != 2 || len(v.Folded) != 1 || v.Folded[0].Why != "noise: counter or relative time" {
+		t.Errorf("quotes with a story: %d told, %d folded; want the quotes and the story told, the counter folded", len(v.General), len(v.Folded))
+	}
+}

@@ -87,6 +87,7 @@ func classify(w *work, d *changedigest.Diff, old, new []byte, prints *[2]changed
 	markGenerated(d.Changes)
 	markRepeated(d.Changes)
 	markCounters(d.Changes)
+	markTypography(d.Changes)
 	var o, n changedigest.TextPrint
 	switch {
 	case d.Kind == changedigest.KindPage && prints != nil:
@@ -108,6 +109,7 @@ func classifySnapshot(w *work, snap *changedigest.Snapshot, in Input) error {
 	markGenerated(snap.Changes)
 	markRepeated(snap.Changes)
 	markCounters(snap.Changes)
+	markTypography(snap.Changes)
 	recent := in.Recent
 	if recent == nil && in.RecentFrom != nil && slices.ContainsFunc(snap.Changes, volatileCandidate) {
 		var err error
