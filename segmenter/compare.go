@@ -693,7 +693,7 @@ func (df *differ) attrs(o, n *tnode) {
 			add(class(na[j].k), na[j].k, "", na[j].v, false, true)
 			j++
 		default:
-			if oa[i].v != na[j].v {
+			if oa[i].v != na[j].v && (oa[i].k != "style" || cssForm(oa[i].v) != cssForm(na[j].v)) {
 				add(class(oa[i].k), oa[i].k, oa[i].v, na[j].v, true, true)
 			}
 			i++
@@ -706,6 +706,33 @@ func (df *differ) attrs(o, n *tnode) {
 			df.emit(types[c], changedigest.OpUpdate, o, n, olds[c].String(), news[c].String())
 		}
 	}
+}
+
+// cssForm is inline CSS without the white space that means nothing in
+// it: around ":", ";", ",", brackets, at the ends, and a last ";".
+// "color:red;margin:0 auto" and "color: red; margin: 0  auto;" style an
+// element alike.
+func cssForm(v string) string {
+	var b strings.Builder
+	b.Grow(len(v))
+	space := false
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		switch {
+		case isSpace(c):
+			space = b.Len() > 0
+			continue
+		case strings.IndexByte(":;,(){}", c) >= 0:
+			space = false
+		case space:
+			if p := b.String()[b.Len()-1]; strings.IndexByte(":;,(){}", p) < 0 {
+				b.WriteByte(' ')
+			}
+			space = false
+		}
+		b.WriteByte(c)
+	}
+	return strings.TrimSuffix(b.String(), ";")
 }
 
 func writeAttr(sb *strings.Builder, k, v string) {
@@ -941,6 +968,30 @@ func isMetadata(n *tnode) bool {
 			}
 		}
 		return true
+	}
+	return false
+}
+
+// isResourceHint reports whether n is a link that only tells the browser
+// what to fetch early (preload, modulepreload, prefetch, preconnect,
+// dns-prefetch, prerender): a page built anew lists its new bundles
+// there, and the scripts and style sheets that load them are told as
+// themselves.
+func isResourceHint(n *tnode) bool {
+	if n == nil || n.tag != "link" {
+		return false
+	}
+	for _, a := range n.attrList() {
+		if a.k != "rel" {
+			continue
+		}
+		for _, r := range strings.Fields(strings.ToLower(a.v)) {
+			switch r {
+			case "preload", "modulepreload", "prefetch", "preconnect", "dns-prefetch", "prerender":
+				return true
+			}
+		}
+		return false
 	}
 	return false
 }

@@ -569,6 +569,9 @@ func (s *Segmenter) compareVersions(prev *prevSide, cur *pageVersion, flags []bo
 	for _, rc := range df.out {
 		df.w.add(1)
 		c := changedigest.Change{Type: rc.typ, Op: rc.op, OldText: rc.old, NewText: rc.new, Before: rc.before, After: rc.after}
+		if rc.typ != changedigest.ChangeContent && (isResourceHint(rc.o) || isResourceHint(rc.n)) {
+			c.Noise = NoiseResourceHint
+		}
 		if n := rc.n; n != nil || rc.o != nil {
 			if n == nil {
 				n = rc.o

@@ -60,8 +60,9 @@ import (
 // Noise reasons (Change.Noise); a volatile location's reason carries the
 // counts, "changes at 19 of the last 20 checks".
 const (
-	NoiseGenerated = "generated value"
-	NoiseRepeated  = "repeated edit"
+	NoiseGenerated    = "generated value"
+	NoiseRepeated     = "repeated edit"
+	NoiseResourceHint = "resource hint" // a link that only says what to fetch early (isResourceHint)
 )
 
 // Learned volatility knobs.
