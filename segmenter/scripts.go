@@ -93,6 +93,7 @@ func (s *Segmenter) narrowScripts(w *work, cs []changedigest.Change) []changedig
 			out = append(out, clipScript(c))
 			continue
 		}
+		hs = withoutGenerated(hs)
 		for k, h := range hs {
 			if k == maxCodeHunks {
 				more := c
@@ -267,6 +268,9 @@ func clipScript(c changedigest.Change) changedigest.Change {
 const (
 	maxCodeHunks = 3
 	maxCodeDiff  = 64 << 10
+	maxPlaceDiff = 256 << 10 // the same for one place of a long script found by its lines
+	maxCodeLines = 4096      // lines of a long script's two versions compared line by line
+	maxRefined   = 1 << 20   // bytes of a long script's places compared piece by piece
 )
 
 // codeHunks splits the edit of a script's source into its changed places:
@@ -274,12 +278,133 @@ const (
 // by a diff drawn on bu, changed runs apart by fewer than scriptContext
 // equal pieces joined, each with up to scriptContext pieces on each side.
 // Nil when the texts share neither start nor end nor differ in words.
+// withoutGenerated leaves out of hs the places where only generated
+// tokens changed (a bundle's hash, a build number), when another place
+// changed more: that one says what the change is.
+func withoutGenerated(hs []hunk) []hunk {
+	if len(hs) < 2 {
+		return hs
+	}
+	var kept []hunk
+	for _, h := range hs {
+		if len(h.old) > maxCodeDiff || len(h.new) > maxCodeDiff || !sameTokensBut(h.old, h.new, numberOrRandom) {
+			kept = append(kept, h)
+		}
+	}
+	if len(kept) == 0 {
+		return hs
+	}
+	return kept
+}
+
+// lineHunks finds the places where the long texts o and n (between
+// before and after, which they share) differ line by line, and compares
+// each piece by piece; nil when a place is itself too long for that.
+// Lines end at a new line, or at "\n" written in a string literal, as a
+// streamed page's rows are.
+func lineHunks(bu *textdiff.Budget, before, o, n, after string) []hunk {
+	lo, ln := codeLines(o), codeLines(n)
+	if len(lo)+len(ln) > maxCodeLines {
+		return nil
+	}
+	runs := bu.Script(lo, ln)
+	var out []hunk
+	refined := 0
+	for i := 0; i < len(runs); i++ {
+		if runs[i].Op == textdiff.Equal {
+			continue
+		}
+		j := i
+		for j < len(runs) && runs[j].Op != textdiff.Equal {
+			j++
+		}
+		a0, b0 := runs[i].A, runs[i].B
+		a1, b1 := a0, b0
+		for _, r := range runs[i:j] {
+			if r.Op == textdiff.Delete {
+				a1 = r.A + r.N
+			} else {
+				b1 = r.B + r.N
+			}
+		}
+		ow, nw := strings.Join(lo[a0:a1], ""), strings.Join(ln[b0:b1], "")
+		lead := strings.Join(lo[max(0, a0-2):a0], "")
+		if a0 < 2 {
+			lead = before + lead
+		}
+		trail := strings.Join(lo[a1:min(len(lo), a1+2)], "")
+		if a1+2 > len(lo) {
+			trail += after
+		}
+		if refined+len(ow)+len(nw) > maxRefined || len(ow) > maxPlaceDiff || len(nw) > maxPlaceDiff {
+			// Past what is compared piece by piece, a place is told whole.
+			out = append(out, hunk{before: tailPieces(lead), old: ow, new: nw, after: headPieces(trail)})
+		} else {
+			refined += len(ow) + len(nw)
+			out = append(out, placeHunks(bu, lead+ow+trail, lead+nw+trail)...)
+		}
+		i = j - 1
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+// codeLines cuts code after each new line and each "\n" of a string
+// literal.
+func codeLines(s string) []string {
+	var out []string
+	start := 0
+	for i := 0; i < len(s); i++ {
+		switch {
+		case s[i] == '\n':
+			out = append(out, s[start:i+1])
+			start = i + 1
+		case s[i] == '\\' && i+1 < len(s):
+			if s[i+1] == 'n' {
+				out = append(out, s[start:i+2])
+				start = i + 2
+			}
+			i++
+		}
+	}
+	if start < len(s) {
+		out = append(out, s[start:])
+	}
+	return out
+}
+
 func codeHunks(bu *textdiff.Budget, old, new string) []hunk {
 	before, o, n, after, ok := sharedAffixes(old, new, false)
 	if !ok {
 		before, o, n, after = "", old, new, ""
 	}
-	if len(o) > maxCodeDiff || len(n) > maxCodeDiff {
+	return changedPlaces(bu, before, o, n, after, maxCodeDiff)
+}
+
+// placeHunks is codeHunks for one place of a long script found by its
+// lines, compared piece by piece up to maxPlaceDiff bytes.
+func placeHunks(bu *textdiff.Budget, old, new string) []hunk {
+	before, o, n, after, ok := sharedAffixes(old, new, false)
+	if !ok {
+		before, o, n, after = "", old, new, ""
+	}
+	if len(o) > maxPlaceDiff || len(n) > maxPlaceDiff {
+		return []hunk{{before: tailPieces(before), old: o, new: n, after: headPieces(after)}}
+	}
+	return changedPlaces(bu, before, o, n, after, maxPlaceDiff)
+}
+
+// changedPlaces compares o and n (between before and after) piece by
+// piece when neither is longer than limit bytes.
+func changedPlaces(bu *textdiff.Budget, before, o, n, after string, limit int) []hunk {
+	if len(o) > limit || len(n) > limit {
+		// Far apart changes of a long script (a page's streamed data):
+		// its lines say where, and each place is compared piece by piece.
+		if hs := lineHunks(bu, before, o, n, after); hs != nil {
+			return hs
+		}
 		return []hunk{{before: tailPieces(before), old: o, new: n, after: headPieces(after)}}
 	}
 	po, pn := pieces(o), pieces(n)

@@ -163,3 +163,70 @@ func TestStreamedPageData(t *testing.T) {
 		t.Errorf("%d changes of the streamed data, %d scripts added; want 1 and 1", streamed, added)
 	}
 }
+
+// TestScriptPlacesOfGeneratedTokens: of a script whose bundle hashes
+// changed beside an edit, the edit is told, not the hashes; a script
+// whose hashes alone changed is noise.
+func TestScriptPlacesOfGeneratedTokens(t *testing.T) {
+	page := func(hash, label string) string {
+		filler := strings.Repeat(`register("widget", {size: 3, colour: "blue"});`, 20)
+		return `<html><head><title>App</title><script>load("/static/chunks/` + hash + `.js");` + filler +
+			`menu.add("` + label + `");</script></head><body><p>Welcome.</p></body></html>`
+	}
+	d, err := New().Diff([]byte(page("50153e5fe01116e8", "Pricing")), []byte(page("1962982119ba7bb0", "Healthcare")), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var told []changedigest.Change
+	for _, c := range d.Changes {
+		if c.Type == changedigest.ChangeBehavioural && c.Noise == "" {
+			told = append(told, c)
+		}
+	}
+	if len(told) != 1 || !strings.Contains(told[0].NewText, "Healthcare") || strings.Contains(told[0].NewText, "1962982119ba7bb0") {
+		t.Errorf("told %+v, want the menu's edit alone", told)
+	}
+	d, err = New().Diff([]byte(page("50153e5fe01116e8", "Pricing")), []byte(page("1962982119ba7bb0", "Pricing")), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range d.Changes {
+		if c.Noise == "" {
+			t.Errorf("hashes alone told: %+v", c)
+		}
+	}
+}
+
+// TestLongScriptPlaces: in a script of many long lines (a page's
+// streamed data) changed at places far apart, each place is told by its
+// own words, not the first bytes of all that lies between them.
+func TestLongScriptPlaces(t *testing.T) {
+	line := func(i int, word string) string {
+		return fmt.Sprintf(`%d:{\"title\":\"%s\",\"text\":\"%s\"}\n`, i, word, strings.Repeat("filler words of a long row ", 400))
+	}
+	page := func(first, last string) string {
+		var b strings.Builder
+		b.WriteString(`<html><head><title>App</title></head><body><p>Welcome.</p><script>window.rows="`)
+		b.WriteString(line(0, first))
+		for i := 1; i < 30; i++ {
+			b.WriteString(line(i, "row"))
+		}
+		b.WriteString(line(30, last))
+		b.WriteString(`";</script></body></html>`)
+		return b.String()
+	}
+	d, err := New().Diff([]byte(page("Pricing", "Careers")), []byte(page("Healthcare", "Jobs")), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, c := range d.Changes {
+		if c.Type == changedigest.ChangeBehavioural {
+			got = append(got, c.OldText+" → "+c.NewText)
+		}
+	}
+	if len(got) != 2 || !strings.Contains(got[0], "Pricing") || !strings.Contains(got[0], "Healthcare") ||
+		!strings.Contains(got[1], "Careers") || !strings.Contains(got[1], "Jobs") {
+		t.Errorf("told %q, want the two places", got)
+	}
+}
