@@ -6,6 +6,8 @@
 package textdiff
 
 import (
+	"hash/maphash"
+	"math/bits"
 	"slices"
 	"strings"
 	"sync"
@@ -167,8 +169,9 @@ func WordDiff(old, new string) []Edit {
 // tokens its search visits; one that would spend more than the budget
 // has left gives up, as one past MaxEdits does: the middle part that
 // differs is one deletion and one insertion (Common keeps nothing of it),
-// and the budget is spent. A nil *Budget is unlimited. A Budget is not
-// safe for concurrent use.
+// and the budget is spent. A script whose tokens show it to be past
+// MaxEdits gives up at once, spending nothing. A nil *Budget is
+// unlimited. A Budget is not safe for concurrent use.
 type Budget struct{ left int64 }
 
 // NewBudget returns a budget of work token visits.
@@ -336,6 +339,9 @@ type span struct {
 // myers finds a shortest edit script between a and b (Myers 1986),
 // keeping the V array of every step to trace the path back.
 func (bu *Budget) myers(a, b []string) []span {
+	if len(a) > 0 && len(b) > 0 && pastMaxEdits(a, b) {
+		return []span{{op: Delete, n: len(a)}, {op: Insert, n: len(b)}}
+	}
 	if len(a) > 0 && len(b) > 0 && numbered(len(a)+len(b)) {
 		nb := number(a, b)
 		defer nb.release()
@@ -441,6 +447,9 @@ func Common(a, b []string) int {
 func (bu *Budget) Common(a, b []string) int {
 	p, s := affixes(a, b)
 	ma, mb := a[p:len(a)-s], b[p:len(b)-s]
+	if pastMaxEdits(ma, mb) {
+		return p + s
+	}
 	if len(ma) > 0 && len(mb) > 0 && numbered(len(ma)+len(mb)) {
 		nb := number(ma, mb)
 		defer nb.release()
@@ -567,6 +576,53 @@ func forward[T comparable](bu *Budget, a, b []T, atStep func(d int, frontier []i
 	}
 	return -1
 }
+
+// pastMaxEdits reports whether a and b surely differ by more than
+// MaxEdits insertions and deletions, on which the search gives up (after
+// spending its work, as much as a whole budget on long texts): an edit
+// script keeps at most the tokens the two have in common. They are
+// counted by buckets of their hashes, two tokens of a bucket taken for
+// the same, which can only count more than there are and so never tells
+// a pair past MaxEdits that is not.
+func pastMaxEdits(a, b []string) bool {
+	n, m := len(a), len(b)
+	if n+m <= MaxEdits {
+		return false
+	}
+	if n-m > MaxEdits || m-n > MaxEdits {
+		return true
+	}
+	// buckets about as many as the tokens, so that few words share one
+	size := min(maxBuckets, 1<<bits.Len(uint(n+m)))
+	bp := bucketPool.Get().(*[]int32)
+	defer bucketPool.Put(bp)
+	if len(*bp) < size {
+		*bp = make([]int32, maxBuckets)
+	}
+	count := (*bp)[:size]
+	clear(count)
+	mask := uint64(size - 1)
+	for _, t := range a {
+		count[maphash.String(tokenSeed, t)&mask]++
+	}
+	common := 0
+	for _, t := range b {
+		if c := &count[maphash.String(tokenSeed, t)&mask]; *c > 0 {
+			*c--
+			common++
+		}
+	}
+	return n+m-2*common > MaxEdits
+}
+
+// maxBuckets is the most buckets pastMaxEdits counts tokens in: more than
+// the distinct words of a long text.
+const maxBuckets = 1 << 16
+
+var (
+	tokenSeed  = maphash.MakeSeed()
+	bucketPool = sync.Pool{New: func() any { return new([]int32) }}
+)
 
 // scratch holds the buffers of a search, kept for the next one: its V
 // array and the trace of its frontiers.
