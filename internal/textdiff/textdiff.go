@@ -6,7 +6,6 @@
 package textdiff
 
 import (
-	"hash/maphash"
 	"math/bits"
 	"slices"
 	"strings"
@@ -601,13 +600,13 @@ func pastMaxEdits(a, b []string) bool {
 	}
 	count := (*bp)[:size]
 	clear(count)
-	mask := uint64(size - 1)
+	shift := 64 - bits.Len(uint(size-1))
 	for _, t := range a {
-		count[maphash.String(tokenSeed, t)&mask]++
+		count[tokenHash(t)>>shift]++
 	}
 	common := 0
 	for _, t := range b {
-		if c := &count[maphash.String(tokenSeed, t)&mask]; *c > 0 {
+		if c := &count[tokenHash(t)>>shift]; *c > 0 {
 			*c--
 			common++
 		}
@@ -615,14 +614,28 @@ func pastMaxEdits(a, b []string) bool {
 	return n+m-2*common > MaxEdits
 }
 
+// tokenHash is a quick hash of a token for pastMaxEdits, of its length
+// and up to four bytes at each end: tokens are short, and two that it
+// takes for the same only make the count of tokens in common larger.
+func tokenHash(t string) uint64 {
+	h := uint64(len(t))
+	if len(t) <= 8 {
+		for i := 0; i < len(t); i++ {
+			h = h<<8 | uint64(t[i])
+		}
+	} else {
+		e := len(t) - 4
+		h ^= uint64(t[0]) | uint64(t[1])<<8 | uint64(t[2])<<16 | uint64(t[3])<<24 |
+			uint64(t[e])<<32 | uint64(t[e+1])<<40 | uint64(t[e+2])<<48 | uint64(t[e+3])<<56
+	}
+	return (h ^ h>>29) * 0x9E3779B97F4A7C15
+}
+
 // maxBuckets is the most buckets pastMaxEdits counts tokens in: more than
 // the distinct words of a long text.
 const maxBuckets = 1 << 16
 
-var (
-	tokenSeed  = maphash.MakeSeed()
-	bucketPool = sync.Pool{New: func() any { return new([]int32) }}
-)
+var bucketPool = sync.Pool{New: func() any { return new([]int32) }}
 
 // scratch holds the buffers of a search, kept for the next one: its V
 // array and the trace of its frontiers.
