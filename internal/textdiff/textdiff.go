@@ -189,7 +189,7 @@ func (bu *Budget) WordDiff(old, new string) []Edit {
 	tb := tokenBufs.Get().(*tokenBuf)
 	defer tb.release()
 	tb.a, tb.b = appendWords(tb.a[:0], old, false), appendWords(tb.b[:0], new, false)
-	return bu.Diff(tb.a, tb.b)
+	return bu.diff(tb.a, tb.b, &source{text: old}, &source{text: new})
 }
 
 // tokenBuf holds the tokens of two texts while they are compared, for
@@ -239,34 +239,80 @@ func Diff(a, b []string) []Edit {
 }
 
 // Diff is Diff drawing on bu.
-func (bu *Budget) Diff(a, b []string) []Edit {
+func (bu *Budget) Diff(a, b []string) []Edit { return bu.diff(a, b, nil, nil) }
+
+// diff is Diff. When a and b are the whole tokens of texts, in order,
+// sa and sb are those texts, and the edits' texts are cut from them
+// rather than joined from the tokens: a long text's edits then cost no
+// copies.
+func (bu *Budget) diff(a, b []string, sa, sb *source) []Edit {
 	var edits []Edit
-	emit := func(op Op, toks []string) {
-		if len(toks) == 0 {
+	var last *source // where the last edit was cut from, if it was
+	lastEnd := 0     // and the offset it ends at
+	emit := func(op Op, toks []string, src *source, i, j int) {
+		if i == j {
 			return
 		}
-		s := strings.Join(toks, "")
+		if src == nil {
+			s := strings.Join(toks[i:j], "")
+			if n := len(edits); n > 0 && edits[n-1].Op == op {
+				edits[n-1].Text += s
+				return
+			}
+			edits = append(edits, Edit{Op: op, Text: s})
+			return
+		}
+		start, end := src.at(toks, i), src.at(toks, j)
 		if n := len(edits); n > 0 && edits[n-1].Op == op {
-			edits[n-1].Text += s
+			if last == src && lastEnd == start {
+				// the run goes on where the last one ended
+				prev := edits[n-1].Text
+				edits[n-1].Text = src.text[start-len(prev) : end]
+			} else {
+				edits[n-1].Text += src.text[start:end]
+				last = nil
+			}
+			lastEnd = end
 			return
 		}
-		edits = append(edits, Edit{Op: op, Text: s})
+		edits = append(edits, Edit{Op: op, Text: src.text[start:end]})
+		last, lastEnd = src, end
 	}
 	// Common prefix and suffix first: most versions differ in a small middle.
 	p, s := Affixes(a, b)
-	emit(Equal, a[:p])
+	emit(Equal, a, sa, 0, p)
 	for _, e := range bu.myers(a[p:len(a)-s], b[p:len(b)-s]) {
 		switch e.op {
 		case Equal:
-			emit(Equal, a[p+e.ai:p+e.ai+e.n])
+			emit(Equal, a, sa, p+e.ai, p+e.ai+e.n)
 		case Delete:
-			emit(Delete, a[p+e.ai:p+e.ai+e.n])
+			emit(Delete, a, sa, p+e.ai, p+e.ai+e.n)
 		case Insert:
-			emit(Insert, b[p+e.bi:p+e.bi+e.n])
+			emit(Insert, b, sb, p+e.bi, p+e.bi+e.n)
 		}
 	}
-	emit(Equal, a[len(a)-s:])
+	emit(Equal, a, sa, len(a)-s, len(a))
 	return reorder(edits)
+}
+
+// source is the text a sequence of tokens was read from, whole and in
+// order, with a cursor that finds the offset of a token: the tokens
+// asked for come in order, so finding them all costs one pass.
+type source struct {
+	text     string
+	tok, off int // the cursor: token tok starts at byte off
+}
+
+// at returns the offset in src.text of token i of toks (len(src.text) for
+// len(toks)).
+func (src *source) at(toks []string, i int) int {
+	if i < src.tok {
+		src.tok, src.off = 0, 0
+	}
+	for ; src.tok < i; src.tok++ {
+		src.off += len(toks[src.tok])
+	}
+	return src.off
 }
 
 // Run is a run of an index-level edit script: N tokens from A in the old

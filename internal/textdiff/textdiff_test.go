@@ -267,3 +267,27 @@ func TestPastMaxEdits(t *testing.T) {
 		t.Error("texts of no word in common not told past MaxEdits")
 	}
 }
+
+// TestWordDiffCutsAsDiffJoins checks that WordDiff, which cuts its edits'
+// texts from the texts compared, gives what Diff of their tokens joins.
+func TestWordDiffCutsAsDiffJoins(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	vocab := []string{"a", "b", "c", "don't", " ", "  ", "\n", ",", "3.14", "é"}
+	text := func(n int) string {
+		var sb strings.Builder
+		for range n {
+			sb.WriteString(vocab[rng.IntN(len(vocab))])
+		}
+		return sb.String()
+	}
+	for k := range 500 {
+		a, b := text(rng.IntN(60)), text(rng.IntN(60))
+		if k%3 == 0 {
+			b = a[:len(a)/2] + text(5) + a[len(a)/2:]
+		}
+		got, want := WordDiff(a, b), Diff(Words(a), Words(b))
+		if !slices.Equal(got, want) {
+			t.Fatalf("WordDiff(%q, %q) = %q, Diff of the words %q", a, b, got, want)
+		}
+	}
+}
