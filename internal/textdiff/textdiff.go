@@ -184,6 +184,12 @@ func (bu *Budget) Left() int64 {
 	return bu.left
 }
 
+// spent reports whether bu has no work left: a search of two sequences
+// that differ from their first tokens on (their common prefix and suffix
+// taken off) then gives up before its second step, and is given up at
+// once, without numbering or counting their tokens.
+func (bu *Budget) spent() bool { return bu != nil && bu.left == 0 }
+
 // WordDiff is WordDiff drawing on bu.
 func (bu *Budget) WordDiff(old, new string) []Edit {
 	tb := tokenBufs.Get().(*tokenBuf)
@@ -384,7 +390,7 @@ type span struct {
 // myers finds a shortest edit script between a and b (Myers 1986),
 // keeping the V array of every step to trace the path back.
 func (bu *Budget) myers(a, b []string) []span {
-	if len(a) > 0 && len(b) > 0 && pastMaxEdits(a, b) {
+	if len(a) > 0 && len(b) > 0 && (bu.spent() || pastMaxEdits(a, b)) {
 		return []span{{op: Delete, n: len(a)}, {op: Insert, n: len(b)}}
 	}
 	if len(a) > 0 && len(b) > 0 && numbered(len(a)+len(b)) {
@@ -492,7 +498,7 @@ func Common(a, b []string) int {
 func (bu *Budget) Common(a, b []string) int {
 	p, s := affixes(a, b)
 	ma, mb := a[p:len(a)-s], b[p:len(b)-s]
-	if pastMaxEdits(ma, mb) {
+	if bu.spent() || pastMaxEdits(ma, mb) {
 		return p + s
 	}
 	if len(ma) > 0 && len(mb) > 0 && numbered(len(ma)+len(mb)) {
