@@ -399,6 +399,23 @@ func (m *feedMatching) similarityPass() {
 	}
 }
 
+// feedSameHash reports whether two items have the same Hash, reading
+// their texts side by side up to their first difference rather than
+// hashing both whole. Texts holding a NUL byte, which Hash writes between
+// the fields, are hashed: only there could two items of other fields
+// give the same bytes to hash.
+func feedSameHash(a, b *FeedItem) bool {
+	if feedHasNUL(a) || feedHasNUL(b) {
+		return a.Hash() == b.Hash()
+	}
+	return a.Link == b.Link && feedSameNormSpace(a.Title, b.Title) && feedSameNormSpace(a.Text, b.Text)
+}
+
+// feedHasNUL reports whether a field Hash reads holds a NUL byte.
+func feedHasNUL(it *FeedItem) bool {
+	return strings.IndexByte(it.Title, 0) >= 0 || strings.IndexByte(it.Link, 0) >= 0 || strings.IndexByte(it.Text, 0) >= 0
+}
+
 func feedAbs(x int) int {
 	if x < 0 {
 		return -x
@@ -455,7 +472,7 @@ func feedCompare(w *work, old, new *Feed) ([]changedigest.Change, float64) {
 			continue
 		}
 		oi := &old.Items[o]
-		if oi.Hash() == ni.Hash() {
+		if feedSameHash(oi, ni) {
 			sum++
 			continue
 		}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -418,5 +419,33 @@ func TestDetectFeed(t *testing.T) {
 	// A body that is no feed is an input error.
 	if _, err := DetectFeed(Input{Body: []byte("<html></html>")}); !errors.Is(err, ErrNotFeed) || changedigest.ErrorCode(err) != changedigest.EINVALID {
 		t.Errorf("page body: %v", err)
+	}
+}
+
+// TestFeedSameHash checks feedSameHash against the items' hashes.
+func TestFeedSameHash(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	pieces := []string{"a", "b", " ", "\n", "\u00a0", "\x00", "é", "http://x/"}
+	field := func() string {
+		var sb strings.Builder
+		for range rng.IntN(5) {
+			sb.WriteString(pieces[rng.IntN(len(pieces))])
+		}
+		return sb.String()
+	}
+	item := func() FeedItem { return FeedItem{Title: field(), Link: field(), Text: field()} }
+	same := 0
+	for range 20000 {
+		a, b := item(), item()
+		want := a.Hash() == b.Hash()
+		if want {
+			same++
+		}
+		if got := feedSameHash(&a, &b); got != want {
+			t.Fatalf("feedSameHash(%+v, %+v) = %v, hashes equal %v", a, b, got, want)
+		}
+	}
+	if same == 0 {
+		t.Error("no pair of the same hash")
 	}
 }
