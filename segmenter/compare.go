@@ -71,6 +71,7 @@ type tnodeMore struct {
 	txt    string // the visible text (when hasTxt)
 	hasTxt bool
 	bag    []uint64 // sorted hashes of the visible words, for similarity
+	bagLen int32    // len(bag)+1 once counted (bagLen), 0 before
 	toks   []int32  // the word tokens of the visible text, numbered by toksBy, for similarity
 	toksBy *wordNumbers
 	sorted []int32  // toks sorted, for a quick bound on similarity
@@ -1668,10 +1669,9 @@ func (df *differ) similarity(x, y *tnode, need float64) float64 {
 	if x.isText() {
 		return df.textSimilarity(x, y, need)
 	}
-	bx, by := df.old.bagOf(x), df.new.bagOf(y)
 	as := attrSimilarity(x, y)
 	df.w.add(len(x.attrList()) + len(y.attrList()))
-	if len(bx)+len(by) > 0 {
+	if df.old.bagLen(x)+df.new.bagLen(y) > 0 {
 		// The text's share of need, a little less so that a text
 		// similarity under it surely gives a similarity under need.
 		return 0.85*df.textSimilarity(x, y, (need-0.15*as)/0.85-boundSlack) + 0.15*as
@@ -1764,9 +1764,9 @@ func sketchSimilarity(a, b []uint64) float64 {
 // diff: texts rewritten throughout are most of the pairs a list of them
 // scores, and the diff's cost is highest for them.
 func (df *differ) textSimilarity(x, y *tnode, need float64) float64 {
-	bx, by := df.old.bagOf(x), df.new.bagOf(y)
-	df.w.add(len(bx) + len(by))
-	if len(bx) <= shortText && len(by) <= shortText && df.w.budget().Left() != 0 {
+	lx, ly := df.old.bagLen(x), df.new.bagLen(y)
+	df.w.add(lx + ly)
+	if lx <= shortText && ly <= shortText && df.w.budget().Left() != 0 {
 		// textdiff.Similarity, with each node's words read once
 		tx, ty := df.wordsOf(df.old, x), df.wordsOf(df.new, y)
 		if len(tx)+len(ty) == 0 {
@@ -1781,7 +1781,7 @@ func (df *differ) textSimilarity(x, y *tnode, need float64) float64 {
 		}
 		return 2 * float64(textdiff.CommonOf(df.w.budget(), tx, ty)) / total
 	}
-	return dice(bx, by)
+	return dice(df.old.bagOf(x), df.new.bagOf(y))
 }
 
 // shortText is the number of words up to which texts are compared in order.
@@ -1828,6 +1828,23 @@ func (wn *wordNumbers) of(w string) int32 {
 		wn.m[w] = id
 	}
 	return id
+}
+
+// bagLen is len(sd.bagOf(n)), counted without making the bag: short
+// texts are compared by their words in order, and need no bag.
+func (sd *side) bagLen(n *tnode) int {
+	m := n.m()
+	if m.bag != nil {
+		return len(m.bag)
+	}
+	if m.bagLen == 0 {
+		k := 0
+		for range strings.FieldsSeq(sd.textOf(n)) {
+			k++
+		}
+		m.bagLen = int32(k) + 1
+	}
+	return int(m.bagLen) - 1
 }
 
 // bagOf returns the sorted hashes of a node's visible words.
