@@ -71,8 +71,10 @@ type tnodeMore struct {
 	txt    string // the visible text (when hasTxt)
 	hasTxt bool
 	bag    []uint64 // sorted hashes of the visible words, for similarity
+	bagLen int32    // len(bag)+1 once counted (bagLen), 0 before
 	toks   []int32  // the word tokens of the visible text, numbered by toksBy, for similarity
 	toksBy *wordNumbers
+	sorted []int32  // toks sorted, for a quick bound on similarity
 	sketch []uint64 // of a script or style sheet's code, for similarity
 }
 
@@ -1497,7 +1499,7 @@ func (df *differ) alignGap(O, N []*tnode, gi, gj []int, mo, mn []int, via []uint
 			if !inOrder(gi, gj, mo, i, j) {
 				continue
 			}
-			if sameWords(x, y) || (scored && df.textSimilarity(x, y) >= minRenamedSim) {
+			if sameWords(x, y) || (scored && df.textSimilarity(x, y, minRenamedSim) >= minRenamedSim) {
 				mo[i], mn[j], via[j] = j, i, viaSimilar
 				k = l + 1
 				break
@@ -1670,7 +1672,7 @@ func (df *differ) alignSame(O, N []*tnode, gi, gj []int, mo, mn []int, via []uin
 				sim[a][b] = -1
 				continue
 			}
-			sim[a][b] = df.similarity(x, y)
+			sim[a][b] = df.similarity(x, y, minSim)
 		}
 	}
 	for a := n - 1; a >= 0; a-- {
@@ -1711,16 +1713,19 @@ func (df *differ) alignSame(O, N []*tnode, gi, gj []int, mo, mn []int, via []uin
 
 // similarity of two nodes of the same tag, 0..1: the Dice coefficient of
 // their visible words, with a little weight on attributes; for nodes
-// without text, attributes and children's tags.
-func (df *differ) similarity(x, y *tnode) float64 {
+// without text, attributes and children's tags. A similarity under need
+// is of no use to the caller, so one that surely is may be given as any
+// value under need without working it out exactly.
+func (df *differ) similarity(x, y *tnode, need float64) float64 {
 	if x.isText() {
-		return df.textSimilarity(x, y)
+		return df.textSimilarity(x, y, need)
 	}
-	bx, by := df.old.bagOf(x), df.new.bagOf(y)
 	as := attrSimilarity(x, y)
 	df.w.add(len(x.attrList()) + len(y.attrList()))
-	if len(bx)+len(by) > 0 {
-		return 0.85*df.textSimilarity(x, y) + 0.15*as
+	if df.old.bagLen(x)+df.new.bagLen(y) > 0 {
+		// The text's share of need, a little less so that a text
+		// similarity under it surely gives a similarity under need.
+		return 0.85*df.textSimilarity(x, y, (need-0.15*as)/0.85-boundSlack) + 0.15*as
 	}
 	if isCode(x) && isCode(y) {
 		// Scripts and style sheets are told apart by their code, not
@@ -1732,6 +1737,10 @@ func (df *differ) similarity(x, y *tnode) float64 {
 	ks := df.kidTagSimilarity(x, y)
 	return 0.5*as + 0.5*ks
 }
+
+// boundSlack keeps the floating-point rounding of a weighted sum of
+// similarities from taking a bound that is just under a threshold over it.
+const boundSlack = 1e-9
 
 // isCode reports whether n is a script or style element.
 func isCode(n *tnode) bool { return n.tag == "script" || n.tag == "style" }
@@ -1800,20 +1809,30 @@ func sketchSimilarity(a, b []uint64) float64 {
 
 // textSimilarity compares the words of two nodes: in order, by the word
 // diff, for short texts; as bags of words (Dice) for long ones, where the
-// diff's cost grows with the square of the differences.
-func (df *differ) textSimilarity(x, y *tnode) float64 {
-	bx, by := df.old.bagOf(x), df.new.bagOf(y)
-	df.w.add(len(bx) + len(by))
-	if len(bx) <= shortText && len(by) <= shortText && df.w.budget().Left() != 0 {
+// diff's cost grows with the square of the differences. Two short texts
+// that share too few words to reach need (the words in common bound the
+// words the diff keeps) are given that bound, under need, without the
+// diff: texts rewritten throughout are most of the pairs a list of them
+// scores, and the diff's cost is highest for them.
+func (df *differ) textSimilarity(x, y *tnode, need float64) float64 {
+	lx, ly := df.old.bagLen(x), df.new.bagLen(y)
+	df.w.add(lx + ly)
+	if lx <= shortText && ly <= shortText && df.w.budget().Left() != 0 {
 		// textdiff.Similarity, with each node's words read once
 		tx, ty := df.wordsOf(df.old, x), df.wordsOf(df.new, y)
 		if len(tx)+len(ty) == 0 {
 			return 1
 		}
 		df.w.add(len(tx) + len(ty))
-		return 2 * float64(textdiff.CommonOf(df.w.budget(), tx, ty)) / float64(len(tx)+len(ty))
+		total := float64(len(tx) + len(ty))
+		if need > 0 {
+			if ub := 2 * float64(common(df.sortedWordsOf(df.old, x), df.sortedWordsOf(df.new, y))) / total; ub < need {
+				return ub
+			}
+		}
+		return 2 * float64(textdiff.CommonOf(df.w.budget(), tx, ty)) / total
 	}
-	return dice(bx, by)
+	return dice(df.old.bagOf(x), df.new.bagOf(y))
 }
 
 // shortText is the number of words up to which texts are compared in order.
@@ -1828,7 +1847,7 @@ func (df *differ) wordsOf(sd *side, n *tnode) []int32 {
 	}
 	if m := n.m(); m.toksBy != df.words {
 		t := sd.textOf(n)
-		m.toks, m.toksBy = make([]int32, 0, len(t)/6+1), df.words
+		m.toks, m.toksBy, m.sorted = make([]int32, 0, len(t)/6+1), df.words, nil
 		for i := 0; i < len(t); {
 			j := textdiff.TokenEnd(t, i)
 			if w := t[i:j]; !textdiff.IsSpace(w) {
@@ -1838,6 +1857,16 @@ func (df *differ) wordsOf(sd *side, n *tnode) []int32 {
 		}
 	}
 	return n.more.toks
+}
+
+// sortedWordsOf is wordsOf sorted: the multiset of the node's words.
+func (df *differ) sortedWordsOf(sd *side, n *tnode) []int32 {
+	toks := df.wordsOf(sd, n)
+	if m := n.more; m.sorted == nil {
+		m.sorted = slices.Clone(toks)
+		slices.Sort(m.sorted)
+	}
+	return n.more.sorted
 }
 
 // wordNumbers numbers words: the same word, the same number.
@@ -1850,6 +1879,23 @@ func (wn *wordNumbers) of(w string) int32 {
 		wn.m[w] = id
 	}
 	return id
+}
+
+// bagLen is len(sd.bagOf(n)), counted without making the bag: short
+// texts are compared by their words in order, and need no bag.
+func (sd *side) bagLen(n *tnode) int {
+	m := n.m()
+	if m.bag != nil {
+		return len(m.bag)
+	}
+	if m.bagLen == 0 {
+		k := 0
+		for range strings.FieldsSeq(sd.textOf(n)) {
+			k++
+		}
+		m.bagLen = int32(k) + 1
+	}
+	return int(m.bagLen) - 1
 }
 
 // bagOf returns the sorted hashes of a node's visible words.

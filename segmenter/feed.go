@@ -99,6 +99,12 @@ type FeedItem struct {
 // item's signature. Timestamps, GUIDs and the item's position are not part
 // of it, so a rebuilt feed or a reordered one gives the same hashes.
 func (it *FeedItem) Hash() string {
+	sum := it.hashSum()
+	return hex.EncodeToString(sum[:])
+}
+
+// hashSum is the MD5 Hash gives in hex.
+func (it *FeedItem) hashSum() [md5.Size]byte {
 	w := feedHashWriter{h: md5.New(), buf: feedHashBufs.Get().(*[]byte)}
 	w.normSpace(it.Title)
 	w.write(0)
@@ -107,7 +113,9 @@ func (it *FeedItem) Hash() string {
 	w.normSpace(it.Text)
 	w.flush()
 	feedHashBufs.Put(w.buf)
-	return hex.EncodeToString(w.h.Sum(nil))
+	var sum [md5.Size]byte
+	w.h.Sum(sum[:0])
+	return sum
 }
 
 // feedHashWriter feeds a hash through a buffer, so that an item's texts

@@ -237,32 +237,59 @@ func feedExactMatch(old, new []FeedItem) *feedMatching {
 		}
 	}
 	m.dated = datesTell(old) && datesTell(new)
-	byHash := map[string][]int{}
+	// The old items of each hash not yet paired, in order: a list
+	// through next from the first, so that a feed of thousands of items
+	// makes no list for each.
+	first := make(map[[md5.Size]byte]int32, len(old))
+	next := make([]int32, len(old))
+	var last map[[md5.Size]byte]int32 // the list's last item, past its first
 	for i := range old {
-		if m.oldTo[i] < 0 {
-			h := old[i].Hash()
-			byHash[h] = append(byHash[h], i)
+		next[i] = -1
+		if m.oldTo[i] >= 0 {
+			continue
 		}
+		h := old[i].hashSum()
+		f, ok := first[h]
+		if !ok {
+			first[h] = int32(i)
+			continue
+		}
+		if last == nil {
+			last = map[[md5.Size]byte]int32{}
+		}
+		l, ok := last[h]
+		if !ok {
+			l = f
+		}
+		next[l], last[h] = int32(i), int32(i)
 	}
 	for n := range new {
 		if m.newTo[n] >= 0 {
 			continue
 		}
-		h := new[n].Hash()
-		q := byHash[h]
+		h := new[n].hashSum()
+		o, ok := first[h]
+		if !ok {
+			continue
+		}
 		// the first of the same content not dated apart, among the
 		// next few (thousands of items alike would otherwise each be
 		// looked for among all the others)
-		for k, o := range q[:min(len(q), feedSameProbes)] {
-			if !m.otherDate(o, n) {
-				m.oldTo[o], m.newTo[n] = n, o
-				if k == 0 {
-					byHash[h] = q[1:]
-				} else {
-					byHash[h] = append(q[:k:k], q[k+1:]...)
+		prev := int32(-1)
+		for k := 0; o >= 0 && k < feedSameProbes; k++ {
+			if !m.otherDate(int(o), n) {
+				m.oldTo[o], m.newTo[n] = n, int(o)
+				switch {
+				case prev < 0 && next[o] < 0:
+					delete(first, h)
+				case prev < 0:
+					first[h] = next[o]
+				default:
+					next[prev] = next[o]
 				}
 				break
 			}
+			prev, o = o, next[o]
 		}
 	}
 	// The same title and publication date: the same story, however much
@@ -399,6 +426,23 @@ func (m *feedMatching) similarityPass() {
 	}
 }
 
+// feedSameHash reports whether two items have the same Hash, reading
+// their texts side by side up to their first difference rather than
+// hashing both whole. Texts holding a NUL byte, which Hash writes between
+// the fields, are hashed: only there could two items of other fields
+// give the same bytes to hash.
+func feedSameHash(a, b *FeedItem) bool {
+	if feedHasNUL(a) || feedHasNUL(b) {
+		return a.Hash() == b.Hash()
+	}
+	return a.Link == b.Link && feedSameNormSpace(a.Title, b.Title) && feedSameNormSpace(a.Text, b.Text)
+}
+
+// feedHasNUL reports whether a field Hash reads holds a NUL byte.
+func feedHasNUL(it *FeedItem) bool {
+	return strings.IndexByte(it.Title, 0) >= 0 || strings.IndexByte(it.Link, 0) >= 0 || strings.IndexByte(it.Text, 0) >= 0
+}
+
 func feedAbs(x int) int {
 	if x < 0 {
 		return -x
@@ -455,7 +499,7 @@ func feedCompare(w *work, old, new *Feed) ([]changedigest.Change, float64) {
 			continue
 		}
 		oi := &old.Items[o]
-		if oi.Hash() == ni.Hash() {
+		if feedSameHash(oi, ni) {
 			sum++
 			continue
 		}

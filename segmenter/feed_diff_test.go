@@ -4,8 +4,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/changedigest/changedigest"
 )
@@ -419,4 +422,142 @@ func TestDetectFeed(t *testing.T) {
 	if _, err := DetectFeed(Input{Body: []byte("<html></html>")}); !errors.Is(err, ErrNotFeed) || changedigest.ErrorCode(err) != changedigest.EINVALID {
 		t.Errorf("page body: %v", err)
 	}
+}
+
+// TestFeedSameHash checks feedSameHash against the items' hashes.
+func TestFeedSameHash(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	pieces := []string{"a", "b", " ", "\n", "\u00a0", "\x00", "é", "http://x/"}
+	field := func() string {
+		var sb strings.Builder
+		for range rng.IntN(5) {
+			sb.WriteString(pieces[rng.IntN(len(pieces))])
+		}
+		return sb.String()
+	}
+	item := func() FeedItem { return FeedItem{Title: field(), Link: field(), Text: field()} }
+	same := 0
+	for range 20000 {
+		a, b := item(), item()
+		want := a.Hash() == b.Hash()
+		if want {
+			same++
+		}
+		if got := feedSameHash(&a, &b); got != want {
+			t.Fatalf("feedSameHash(%+v, %+v) = %v, hashes equal %v", a, b, got, want)
+		}
+	}
+	if same == 0 {
+		t.Error("no pair of the same hash")
+	}
+}
+
+// TestFeedExactMatchByHash checks feedExactMatch against the same passes
+// with a plain list of the old items of each hash.
+func TestFeedExactMatchByHash(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	base := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+	for round := range 300 {
+		items := func(n int) []FeedItem {
+			out := make([]FeedItem, n)
+			for i := range out {
+				out[i] = FeedItem{Title: fmt.Sprintf("t%d", rng.IntN(1+round%4)), Text: fmt.Sprintf("x%d", rng.IntN(1+round%5)),
+					Published: base.Add(time.Duration(i*(round%3)) * 24 * time.Hour)}
+			}
+			return out
+		}
+		old, new := items(rng.IntN(150)), items(rng.IntN(150))
+		got, want := feedExactMatch(old, new).oldTo, feedExactMatchRef(old, new).oldTo
+		if !slices.Equal(got, want) {
+			t.Fatalf("round %d: pairs %v, want %v", round, got, want)
+		}
+	}
+}
+
+// feedExactMatchRef is feedExactMatch with a list of old items for
+// each hash, the reference of TestFeedExactMatchByHash.
+func feedExactMatchRef(old, new []FeedItem) *feedMatching {
+	m := &feedMatching{old: old, new: new, oldTo: make([]int, len(old)), newTo: make([]int, len(new))}
+	for i := range m.oldTo {
+		m.oldTo[i] = -1
+	}
+	for i := range m.newTo {
+		m.newTo[i] = -1
+	}
+	unique := func(items []FeedItem, to []int, field func(*FeedItem) string) map[string]int {
+		idx := map[string]int{}
+		for i := range items {
+			if to[i] >= 0 {
+				continue
+			}
+			v := field(&items[i])
+			if v == "" {
+				continue
+			}
+			if _, dup := idx[v]; dup {
+				idx[v] = -1
+			} else {
+				idx[v] = i
+			}
+		}
+		return idx
+	}
+	for _, field := range []func(*FeedItem) string{
+		func(it *FeedItem) string { return it.GUID },
+		func(it *FeedItem) string { return it.Link },
+	} {
+		oi, ni := unique(old, m.oldTo, field), unique(new, m.newTo, field)
+		for v, o := range oi {
+			if n, ok := ni[v]; ok && o >= 0 && n >= 0 {
+				m.oldTo[o], m.newTo[n] = n, o
+				m.idMatched = true
+			}
+		}
+	}
+	m.dated = datesTell(old) && datesTell(new)
+	byHash := map[string][]int{}
+	for i := range old {
+		if m.oldTo[i] < 0 {
+			h := old[i].Hash()
+			byHash[h] = append(byHash[h], i)
+		}
+	}
+	for n := range new {
+		if m.newTo[n] >= 0 {
+			continue
+		}
+		h := new[n].Hash()
+		q := byHash[h]
+		// the first of the same content not dated apart, among the
+		// next few (thousands of items alike would otherwise each be
+		// looked for among all the others)
+		for k, o := range q[:min(len(q), feedSameProbes)] {
+			if !m.otherDate(o, n) {
+				m.oldTo[o], m.newTo[n] = n, o
+				if k == 0 {
+					byHash[h] = q[1:]
+				} else {
+					byHash[h] = append(q[:k:k], q[k+1:]...)
+				}
+				break
+			}
+		}
+	}
+	// The same title and publication date: the same story, however much
+	// its text was rewritten (translated, cut to a line).
+	if m.dated {
+		key := func(it *FeedItem) string {
+			if it.Published.IsZero() || feedNormSpace(it.Title) == "" {
+				return ""
+			}
+			return it.Published.UTC().Format(time.RFC3339) + "\x00" + strings.ToLower(feedNormSpace(it.Title))
+		}
+		oi, ni := unique(old, m.oldTo, key), unique(new, m.newTo, key)
+		for v, o := range oi {
+			if n, ok := ni[v]; ok && o >= 0 && n >= 0 {
+				m.oldTo[o], m.newTo[n] = n, o
+			}
+		}
+	}
+	return m
 }

@@ -954,10 +954,11 @@ func significance(o, n changedigest.TextPrint, changes []changedigest.Change, it
 		}
 		notable++
 		weight := 1.0
-		if boilerPath(c.Path) {
+		boiler := boilerPath(c.Path)
+		if boiler {
 			weight = 0.25 // menus and footers matter less than the page's own text
 		}
-		if (c.Op == changedigest.OpInsert || c.Op == changedigest.OpDelete) && !boilerPath(c.Path) &&
+		if (c.Op == changedigest.OpInsert || c.Op == changedigest.OpDelete) && !boiler &&
 			(c.Type == changedigest.ChangeContent && namesDownload(c.OldText+c.NewText)) {
 			floor = MediaSignificance // a download (a data set, a report) came or went
 		}
@@ -1075,7 +1076,7 @@ func equalFoldASCII(s, w string) bool {
 // boilerPath reports whether a location lies in a menu, a sidebar or a footer.
 func boilerPath(p string) bool {
 	p = strings.ToLower(p)
-	for _, part := range strings.Split(p, "|") {
+	for part := range strings.SplitSeq(p, "|") {
 		if strings.HasPrefix(part, "nav") || strings.HasPrefix(part, "footer") || strings.HasPrefix(part, "aside") ||
 			strings.Contains(part, "-footer") || strings.Contains(part, "-nav") || strings.Contains(part, "sidebar") {
 			return true

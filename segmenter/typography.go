@@ -1,7 +1,6 @@
 package segmenter
 
 import (
-	"strings"
 	"unicode"
 	"unicode/utf8"
 
@@ -39,20 +38,59 @@ func markTypography(changes []changedigest.Change) {
 		if c.Noise != "" || c.Type != changedigest.ChangeContent || c.Op == changedigest.OpMove || c.OldText == c.NewText {
 			continue
 		}
-		if untypeset(c.OldText) == untypeset(c.NewText) {
+		if sameUntypeset(c.OldText, c.NewText) {
 			c.Noise = NoiseTypography
 		}
 	}
 }
 
-// untypeset is s without its typographic characters, its spaces
-// collapsed.
-func untypeset(s string) string {
-	s = strings.Map(func(r rune) rune {
-		if typographic(r) {
-			return ' '
+// sameUntypeset reports whether a and b read the same without their
+// typographic characters, their spaces collapsed, as untypeset gives them
+// (typography_test.go), compared as they are read rather than made: the
+// texts of a change can be a whole page's.
+func sameUntypeset(a, b string) bool {
+	ra, rb := untypesetReader{s: a}, untypesetReader{s: b}
+	for {
+		ca, oka := ra.next()
+		cb, okb := rb.next()
+		if ca != cb || oka != okb {
+			return false
 		}
-		return r
-	}, s)
-	return strings.Join(strings.Fields(s), " ")
+		if !oka {
+			return true
+		}
+	}
+}
+
+// untypesetReader reads the characters of a text as untypeset gives
+// them: its words (runs of characters neither spaces nor typographic),
+// one space between two.
+type untypesetReader struct {
+	s       string
+	i       int
+	started bool // a word was read
+	space   bool // a space is owed before the next word
+}
+
+// next returns the next character, false at the end.
+func (r *untypesetReader) next() (rune, bool) {
+	for r.i < len(r.s) {
+		c, n := rune(r.s[r.i]), 1
+		if c >= utf8.RuneSelf {
+			c, n = utf8.DecodeRuneInString(r.s[r.i:])
+		}
+		if typographic(c) || unicode.IsSpace(c) {
+			r.i += n
+			r.space = r.started
+			continue
+		}
+		if r.space {
+			r.space = false
+			return ' ', true
+		}
+		r.i += n
+		r.started = true
+		return c, true
+	}
+	return 0, false
 }

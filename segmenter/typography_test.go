@@ -1,6 +1,8 @@
 package segmenter
 
 import (
+	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/changedigest/changedigest"
@@ -44,5 +46,45 @@ func TestTypography(t *testing.T) {
 				t.Errorf("%q → %q: %s %q → %q noise %q, want typography %v", c.old, c.new, ch.Op, ch.OldText, ch.NewText, ch.Noise, c.noise)
 			}
 		}
+	}
+}
+
+// untypeset is s without its typographic characters, its spaces
+// collapsed: what sameUntypeset compares.
+func untypeset(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if typographic(r) {
+			return ' '
+		}
+		return r
+	}, s)
+	return strings.Join(strings.Fields(s), " ")
+}
+
+// TestSameUntypeset checks sameUntypeset against the texts untypeset
+// makes.
+func TestSameUntypeset(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	pieces := []string{"a", "b", "it", " ", "  ", "\n", "\u00a0", "'", "’", "?", "—", "©", "💡", "\xff", "\xe2\x80", "é", "5", "€", ".", "\ufffd"}
+	text := func() string {
+		var sb strings.Builder
+		for range rng.IntN(12) {
+			sb.WriteString(pieces[rng.IntN(len(pieces))])
+		}
+		return sb.String()
+	}
+	same := 0
+	for range 20000 {
+		a, b := text(), text()
+		want := untypeset(a) == untypeset(b)
+		if want {
+			same++
+		}
+		if got := sameUntypeset(a, b); got != want {
+			t.Fatalf("sameUntypeset(%q, %q) = %v, untypeset gives %q and %q", a, b, got, untypeset(a), untypeset(b))
+		}
+	}
+	if same == 0 {
+		t.Error("no pair read the same")
 	}
 }

@@ -6,6 +6,7 @@
 package textdiff
 
 import (
+	"math/bits"
 	"slices"
 	"strings"
 	"sync"
@@ -167,8 +168,9 @@ func WordDiff(old, new string) []Edit {
 // tokens its search visits; one that would spend more than the budget
 // has left gives up, as one past MaxEdits does: the middle part that
 // differs is one deletion and one insertion (Common keeps nothing of it),
-// and the budget is spent. A nil *Budget is unlimited. A Budget is not
-// safe for concurrent use.
+// and the budget is spent. A script whose tokens show it to be past
+// MaxEdits gives up at once, spending nothing. A nil *Budget is
+// unlimited. A Budget is not safe for concurrent use.
 type Budget struct{ left int64 }
 
 // NewBudget returns a budget of work token visits.
@@ -182,12 +184,18 @@ func (bu *Budget) Left() int64 {
 	return bu.left
 }
 
+// spent reports whether bu has no work left: a search of two sequences
+// that differ from their first tokens on (their common prefix and suffix
+// taken off) then gives up before its second step, and is given up at
+// once, without numbering or counting their tokens.
+func (bu *Budget) spent() bool { return bu != nil && bu.left == 0 }
+
 // WordDiff is WordDiff drawing on bu.
 func (bu *Budget) WordDiff(old, new string) []Edit {
 	tb := tokenBufs.Get().(*tokenBuf)
 	defer tb.release()
 	tb.a, tb.b = appendWords(tb.a[:0], old, false), appendWords(tb.b[:0], new, false)
-	return bu.Diff(tb.a, tb.b)
+	return bu.diff(tb.a, tb.b, &source{text: old}, &source{text: new})
 }
 
 // tokenBuf holds the tokens of two texts while they are compared, for
@@ -237,34 +245,80 @@ func Diff(a, b []string) []Edit {
 }
 
 // Diff is Diff drawing on bu.
-func (bu *Budget) Diff(a, b []string) []Edit {
+func (bu *Budget) Diff(a, b []string) []Edit { return bu.diff(a, b, nil, nil) }
+
+// diff is Diff. When a and b are the whole tokens of texts, in order,
+// sa and sb are those texts, and the edits' texts are cut from them
+// rather than joined from the tokens: a long text's edits then cost no
+// copies.
+func (bu *Budget) diff(a, b []string, sa, sb *source) []Edit {
 	var edits []Edit
-	emit := func(op Op, toks []string) {
-		if len(toks) == 0 {
+	var last *source // where the last edit was cut from, if it was
+	lastEnd := 0     // and the offset it ends at
+	emit := func(op Op, toks []string, src *source, i, j int) {
+		if i == j {
 			return
 		}
-		s := strings.Join(toks, "")
+		if src == nil {
+			s := strings.Join(toks[i:j], "")
+			if n := len(edits); n > 0 && edits[n-1].Op == op {
+				edits[n-1].Text += s
+				return
+			}
+			edits = append(edits, Edit{Op: op, Text: s})
+			return
+		}
+		start, end := src.at(toks, i), src.at(toks, j)
 		if n := len(edits); n > 0 && edits[n-1].Op == op {
-			edits[n-1].Text += s
+			if last == src && lastEnd == start {
+				// the run goes on where the last one ended
+				prev := edits[n-1].Text
+				edits[n-1].Text = src.text[start-len(prev) : end]
+			} else {
+				edits[n-1].Text += src.text[start:end]
+				last = nil
+			}
+			lastEnd = end
 			return
 		}
-		edits = append(edits, Edit{Op: op, Text: s})
+		edits = append(edits, Edit{Op: op, Text: src.text[start:end]})
+		last, lastEnd = src, end
 	}
 	// Common prefix and suffix first: most versions differ in a small middle.
 	p, s := Affixes(a, b)
-	emit(Equal, a[:p])
+	emit(Equal, a, sa, 0, p)
 	for _, e := range bu.myers(a[p:len(a)-s], b[p:len(b)-s]) {
 		switch e.op {
 		case Equal:
-			emit(Equal, a[p+e.ai:p+e.ai+e.n])
+			emit(Equal, a, sa, p+e.ai, p+e.ai+e.n)
 		case Delete:
-			emit(Delete, a[p+e.ai:p+e.ai+e.n])
+			emit(Delete, a, sa, p+e.ai, p+e.ai+e.n)
 		case Insert:
-			emit(Insert, b[p+e.bi:p+e.bi+e.n])
+			emit(Insert, b, sb, p+e.bi, p+e.bi+e.n)
 		}
 	}
-	emit(Equal, a[len(a)-s:])
+	emit(Equal, a, sa, len(a)-s, len(a))
 	return reorder(edits)
+}
+
+// source is the text a sequence of tokens was read from, whole and in
+// order, with a cursor that finds the offset of a token: the tokens
+// asked for come in order, so finding them all costs one pass.
+type source struct {
+	text     string
+	tok, off int // the cursor: token tok starts at byte off
+}
+
+// at returns the offset in src.text of token i of toks (len(src.text) for
+// len(toks)).
+func (src *source) at(toks []string, i int) int {
+	if i < src.tok {
+		src.tok, src.off = 0, 0
+	}
+	for ; src.tok < i; src.tok++ {
+		src.off += len(toks[src.tok])
+	}
+	return src.off
 }
 
 // Run is a run of an index-level edit script: N tokens from A in the old
@@ -336,6 +390,9 @@ type span struct {
 // myers finds a shortest edit script between a and b (Myers 1986),
 // keeping the V array of every step to trace the path back.
 func (bu *Budget) myers(a, b []string) []span {
+	if len(a) > 0 && len(b) > 0 && (bu.spent() || pastMaxEdits(a, b)) {
+		return []span{{op: Delete, n: len(a)}, {op: Insert, n: len(b)}}
+	}
 	if len(a) > 0 && len(b) > 0 && numbered(len(a)+len(b)) {
 		nb := number(a, b)
 		defer nb.release()
@@ -441,6 +498,9 @@ func Common(a, b []string) int {
 func (bu *Budget) Common(a, b []string) int {
 	p, s := affixes(a, b)
 	ma, mb := a[p:len(a)-s], b[p:len(b)-s]
+	if bu.spent() || pastMaxEdits(ma, mb) {
+		return p + s
+	}
 	if len(ma) > 0 && len(mb) > 0 && numbered(len(ma)+len(mb)) {
 		nb := number(ma, mb)
 		defer nb.release()
@@ -567,6 +627,67 @@ func forward[T comparable](bu *Budget, a, b []T, atStep func(d int, frontier []i
 	}
 	return -1
 }
+
+// pastMaxEdits reports whether a and b surely differ by more than
+// MaxEdits insertions and deletions, on which the search gives up (after
+// spending its work, as much as a whole budget on long texts): an edit
+// script keeps at most the tokens the two have in common. They are
+// counted by buckets of their hashes, two tokens of a bucket taken for
+// the same, which can only count more than there are and so never tells
+// a pair past MaxEdits that is not.
+func pastMaxEdits(a, b []string) bool {
+	n, m := len(a), len(b)
+	if n+m <= MaxEdits {
+		return false
+	}
+	if n-m > MaxEdits || m-n > MaxEdits {
+		return true
+	}
+	// buckets about as many as the tokens, so that few words share one
+	size := min(maxBuckets, 1<<bits.Len(uint(n+m)))
+	bp := bucketPool.Get().(*[]int32)
+	defer bucketPool.Put(bp)
+	if len(*bp) < size {
+		*bp = make([]int32, maxBuckets)
+	}
+	count := (*bp)[:size]
+	clear(count)
+	shift := 64 - bits.Len(uint(size-1))
+	for _, t := range a {
+		count[tokenHash(t)>>shift]++
+	}
+	common := 0
+	for _, t := range b {
+		if c := &count[tokenHash(t)>>shift]; *c > 0 {
+			*c--
+			common++
+		}
+	}
+	return n+m-2*common > MaxEdits
+}
+
+// tokenHash is a quick hash of a token for pastMaxEdits, of its length
+// and up to four bytes at each end: tokens are short, and two that it
+// takes for the same only make the count of tokens in common larger.
+func tokenHash(t string) uint64 {
+	h := uint64(len(t))
+	if len(t) <= 8 {
+		for i := 0; i < len(t); i++ {
+			h = h<<8 | uint64(t[i])
+		}
+	} else {
+		e := len(t) - 4
+		h ^= uint64(t[0]) | uint64(t[1])<<8 | uint64(t[2])<<16 | uint64(t[3])<<24 |
+			uint64(t[e])<<32 | uint64(t[e+1])<<40 | uint64(t[e+2])<<48 | uint64(t[e+3])<<56
+	}
+	return (h ^ h>>29) * 0x9E3779B97F4A7C15
+}
+
+// maxBuckets is the most buckets pastMaxEdits counts tokens in: more than
+// the distinct words of a long text.
+const maxBuckets = 1 << 16
+
+var bucketPool = sync.Pool{New: func() any { return new([]int32) }}
 
 // scratch holds the buffers of a search, kept for the next one: its V
 // array and the trace of its frontiers.

@@ -235,3 +235,59 @@ func TestBudget(t *testing.T) {
 		t.Fatalf("Common with nothing left: %d, want the shared start and end (%d)", NewBudget(0).Common(a, b), p+q)
 	}
 }
+
+// TestPastMaxEdits checks that pastMaxEdits tells only pairs the search
+// gives up on, and tells those of few words in common.
+func TestPastMaxEdits(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	words := func(n, vocab int, prefix string) []string {
+		out := make([]string, n)
+		for i := range out {
+			out[i] = fmt.Sprintf("%s%d", prefix, rng.IntN(vocab))
+		}
+		return out
+	}
+	for k := range 200 {
+		n, m := 400+rng.IntN(800), 400+rng.IntN(800)
+		a := words(n, 1+rng.IntN(50), "w")
+		b := slices.Clone(a[:min(n, m)])
+		for i := range b {
+			if rng.IntN(100) < k/2 {
+				b[i] = fmt.Sprintf("v%d", rng.IntN(50))
+			}
+		}
+		b = append(b, words(max(0, m-n), 50, "x")...)
+		past := pastMaxEdits(a, b)
+		if d := forward(nil, a, b, nil); past && d >= 0 {
+			t.Fatalf("pair %d: told past MaxEdits, but the search finds %d edits", k, d)
+		}
+	}
+	a := words(2000, 1000, "w")
+	if !pastMaxEdits(a, words(2000, 1000, "v")) {
+		t.Error("texts of no word in common not told past MaxEdits")
+	}
+}
+
+// TestWordDiffCutsAsDiffJoins checks that WordDiff, which cuts its edits'
+// texts from the texts compared, gives what Diff of their tokens joins.
+func TestWordDiffCutsAsDiffJoins(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	vocab := []string{"a", "b", "c", "don't", " ", "  ", "\n", ",", "3.14", "é"}
+	text := func(n int) string {
+		var sb strings.Builder
+		for range n {
+			sb.WriteString(vocab[rng.IntN(len(vocab))])
+		}
+		return sb.String()
+	}
+	for k := range 500 {
+		a, b := text(rng.IntN(60)), text(rng.IntN(60))
+		if k%3 == 0 {
+			b = a[:len(a)/2] + text(5) + a[len(a)/2:]
+		}
+		got, want := WordDiff(a, b), Diff(Words(a), Words(b))
+		if !slices.Equal(got, want) {
+			t.Fatalf("WordDiff(%q, %q) = %q, Diff of the words %q", a, b, got, want)
+		}
+	}
+}
