@@ -89,31 +89,6 @@ type Pipeline struct {
 	// OnVersion, when set, is called after a version is stored.
 	OnVersion func(w *changedigest.Watch, snap *changedigest.Snapshot)
 	Now       func() time.Time
-	// Compares bounds the comparisons running at once (nil: no bound).
-	// Fetches wait on the network and take no core; comparing takes a
-	// whole one, and a service whose checks take every core answers its
-	// readers late.
-	Compares Slots
-}
-
-// Slots is a bound on work running at once: NewSlots(n) lets n run.
-type Slots chan struct{}
-
-// NewSlots returns slots for n at once (at least one).
-func NewSlots(n int) Slots { return make(Slots, max(n, 1)) }
-
-// take waits for a free slot and returns the function that frees it; an
-// error when ctx ends first. Nil slots are always free.
-func (s Slots) take(ctx context.Context) (func(), error) {
-	if s == nil {
-		return func() {}, nil
-	}
-	select {
-	case s <- struct{}{}:
-		return func() { <-s }, nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
 }
 
 // NewPipeline returns a pipeline with a 5-row signature matrix.
@@ -190,12 +165,7 @@ func (p *Pipeline) Check(ctx context.Context, w *changedigest.Watch) (Outcome, e
 			}
 		}
 	}
-	free, err := p.Compares.take(ctx)
-	if err != nil {
-		return Outcome{}, fmt.Errorf("crawl: check of %s stopped while waiting to compare its versions: %w", w, err)
-	}
 	snap, err := p.Segmenter.DetectContext(ctx, in)
-	free()
 	if err != nil {
 		if ctx.Err() != nil {
 			return Outcome{}, fmt.Errorf("crawl: check of %s stopped while comparing its versions: %w", w, err)

@@ -16,7 +16,6 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
-	"runtime"
 	"runtime/debug"
 	"strings"
 	"sync"
@@ -349,9 +348,6 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 
 	fetcher, pipeline, pool := c.pipeline(store)
-	// Comparisons leave a core to the web server: readers polling feeds
-	// are answered while checks run.
-	pipeline.Compares = crawl.NewSlots(runtime.GOMAXPROCS(0) - 1)
 	pool.Logger = log.With("component", "browser")
 	m.Browser = pool
 	if m.Demo != nil {
