@@ -197,8 +197,18 @@ func feedMatch(w *work, old, new []FeedItem) []int {
 	return m.oldTo
 }
 
-// feedExactMatch runs the GUID, link and content passes.
+// feedExactMatch runs the GUID, link and content passes, then pairs
+// items by title and publication date.
 func feedExactMatch(old, new []FeedItem) *feedMatching {
+	m := feedIDMatch(old, new)
+	m.contentPass()
+	m.titleDatePass()
+	return m
+}
+
+// feedIDMatch starts a matching of old and new items by the GUIDs and
+// links that each side holds once.
+func feedIDMatch(old, new []FeedItem) *feedMatching {
 	m := &feedMatching{old: old, new: new, oldTo: make([]int, len(old)), newTo: make([]int, len(new))}
 	for i := range m.oldTo {
 		m.oldTo[i] = -1
@@ -206,29 +216,11 @@ func feedExactMatch(old, new []FeedItem) *feedMatching {
 	for i := range m.newTo {
 		m.newTo[i] = -1
 	}
-	unique := func(items []FeedItem, to []int, field func(*FeedItem) string) map[string]int {
-		idx := map[string]int{}
-		for i := range items {
-			if to[i] >= 0 {
-				continue
-			}
-			v := field(&items[i])
-			if v == "" {
-				continue
-			}
-			if _, dup := idx[v]; dup {
-				idx[v] = -1
-			} else {
-				idx[v] = i
-			}
-		}
-		return idx
-	}
 	for _, field := range []func(*FeedItem) string{
 		func(it *FeedItem) string { return it.GUID },
 		func(it *FeedItem) string { return it.Link },
 	} {
-		oi, ni := unique(old, m.oldTo, field), unique(new, m.newTo, field)
+		oi, ni := uniqueItems(old, m.oldTo, field), uniqueItems(new, m.newTo, field)
 		for v, o := range oi {
 			if n, ok := ni[v]; ok && o >= 0 && n >= 0 {
 				m.oldTo[o], m.newTo[n] = n, o
@@ -237,6 +229,33 @@ func feedExactMatch(old, new []FeedItem) *feedMatching {
 		}
 	}
 	m.dated = datesTell(old) && datesTell(new)
+	return m
+}
+
+// uniqueItems indexes the items not yet paired by a field's value, -1
+// for a value that more than one holds.
+func uniqueItems(items []FeedItem, to []int, field func(*FeedItem) string) map[string]int {
+	idx := map[string]int{}
+	for i := range items {
+		if to[i] >= 0 {
+			continue
+		}
+		v := field(&items[i])
+		if v == "" {
+			continue
+		}
+		if _, dup := idx[v]; dup {
+			idx[v] = -1
+		} else {
+			idx[v] = i
+		}
+	}
+	return idx
+}
+
+// contentPass pairs the items not yet paired whose content is the same.
+func (m *feedMatching) contentPass() {
+	old, new := m.old, m.new
 	// The old items of each hash not yet paired, in order: a list
 	// through next from the first, so that a feed of thousands of items
 	// makes no list for each.
@@ -292,23 +311,27 @@ func feedExactMatch(old, new []FeedItem) *feedMatching {
 			prev, o = o, next[o]
 		}
 	}
-	// The same title and publication date: the same story, however much
-	// its text was rewritten (translated, cut to a line).
-	if m.dated {
-		key := func(it *FeedItem) string {
-			if it.Published.IsZero() || feedNormSpace(it.Title) == "" {
-				return ""
-			}
-			return it.Published.UTC().Format(time.RFC3339) + "\x00" + strings.ToLower(feedNormSpace(it.Title))
+}
+
+// titleDatePass pairs the items not yet paired of the same title and
+// publication date: the same story, however much its text was rewritten
+// (translated, cut to a line).
+func (m *feedMatching) titleDatePass() {
+	if !m.dated {
+		return
+	}
+	key := func(it *FeedItem) string {
+		if it.Published.IsZero() || feedNormSpace(it.Title) == "" {
+			return ""
 		}
-		oi, ni := unique(old, m.oldTo, key), unique(new, m.newTo, key)
-		for v, o := range oi {
-			if n, ok := ni[v]; ok && o >= 0 && n >= 0 {
-				m.oldTo[o], m.newTo[n] = n, o
-			}
+		return it.Published.UTC().Format(time.RFC3339) + "\x00" + strings.ToLower(feedNormSpace(it.Title))
+	}
+	oi, ni := uniqueItems(m.old, m.oldTo, key), uniqueItems(m.new, m.newTo, key)
+	for v, o := range oi {
+		if n, ok := ni[v]; ok && o >= 0 && n >= 0 {
+			m.oldTo[o], m.newTo[n] = n, o
 		}
 	}
-	return m
 }
 
 // datesTell reports whether a version's items carry publication dates

@@ -475,46 +475,10 @@ func TestFeedExactMatchByHash(t *testing.T) {
 }
 
 // feedExactMatchRef is feedExactMatch with a list of old items for
-// each hash, the reference of TestFeedExactMatchByHash.
+// each hash in its content pass, the reference of
+// TestFeedExactMatchByHash.
 func feedExactMatchRef(old, new []FeedItem) *feedMatching {
-	m := &feedMatching{old: old, new: new, oldTo: make([]int, len(old)), newTo: make([]int, len(new))}
-	for i := range m.oldTo {
-		m.oldTo[i] = -1
-	}
-	for i := range m.newTo {
-		m.newTo[i] = -1
-	}
-	unique := func(items []FeedItem, to []int, field func(*FeedItem) string) map[string]int {
-		idx := map[string]int{}
-		for i := range items {
-			if to[i] >= 0 {
-				continue
-			}
-			v := field(&items[i])
-			if v == "" {
-				continue
-			}
-			if _, dup := idx[v]; dup {
-				idx[v] = -1
-			} else {
-				idx[v] = i
-			}
-		}
-		return idx
-	}
-	for _, field := range []func(*FeedItem) string{
-		func(it *FeedItem) string { return it.GUID },
-		func(it *FeedItem) string { return it.Link },
-	} {
-		oi, ni := unique(old, m.oldTo, field), unique(new, m.newTo, field)
-		for v, o := range oi {
-			if n, ok := ni[v]; ok && o >= 0 && n >= 0 {
-				m.oldTo[o], m.newTo[n] = n, o
-				m.idMatched = true
-			}
-		}
-	}
-	m.dated = datesTell(old) && datesTell(new)
+	m := feedIDMatch(old, new)
 	byHash := map[string][]int{}
 	for i := range old {
 		if m.oldTo[i] < 0 {
@@ -543,21 +507,6 @@ func feedExactMatchRef(old, new []FeedItem) *feedMatching {
 			}
 		}
 	}
-	// The same title and publication date: the same story, however much
-	// its text was rewritten (translated, cut to a line).
-	if m.dated {
-		key := func(it *FeedItem) string {
-			if it.Published.IsZero() || feedNormSpace(it.Title) == "" {
-				return ""
-			}
-			return it.Published.UTC().Format(time.RFC3339) + "\x00" + strings.ToLower(feedNormSpace(it.Title))
-		}
-		oi, ni := unique(old, m.oldTo, key), unique(new, m.newTo, key)
-		for v, o := range oi {
-			if n, ok := ni[v]; ok && o >= 0 && n >= 0 {
-				m.oldTo[o], m.newTo[n] = n, o
-			}
-		}
-	}
+	m.titleDatePass()
 	return m
 }
