@@ -748,12 +748,18 @@ func writeAttr(sb *strings.Builder, k, v string) {
 }
 
 func isStylesheet(n *tnode) bool {
+	return strings.Contains(strings.ToLower(n.attrValue("rel")), "stylesheet")
+}
+
+// attrValue returns the value of n's attribute named key ("" when it has
+// none).
+func (n *tnode) attrValue(key string) string {
 	for _, a := range n.attrList() {
-		if a.k == "rel" && strings.Contains(strings.ToLower(a.v), "stylesheet") {
-			return true
+		if a.k == key {
+			return a.v
 		}
 	}
-	return false
+	return ""
 }
 
 // How a pair of children was matched.
@@ -833,10 +839,8 @@ func (df *differ) kids(o, n *tnode, blk *blockPair) {
 		if x.isText() || x.d.elems[x.elem].id1 == x.d.elems[x.elem].id0 {
 			return 0, false
 		}
-		for _, a := range x.attrList() {
-			if a.k == "id" && a.v != "" {
-				return hashString(hashString(hashSeed, x.tag), a.v), true
-			}
+		if id := x.attrValue("id"); id != "" {
+			return hashString(hashString(hashSeed, x.tag), id), true
 		}
 		return 0, false
 	})
@@ -964,12 +968,7 @@ func isMetadata(n *tnode) bool {
 	case "meta", "base":
 		return true
 	case "link":
-		for _, a := range n.attrList() {
-			if a.k == "rel" && strings.Contains(strings.ToLower(a.v), "stylesheet") {
-				return false
-			}
-		}
-		return true
+		return !isStylesheet(n)
 	}
 	return false
 }
@@ -983,17 +982,11 @@ func isResourceHint(n *tnode) bool {
 	if n == nil || n.tag != "link" {
 		return false
 	}
-	for _, a := range n.attrList() {
-		if a.k != "rel" {
-			continue
+	for _, r := range strings.Fields(strings.ToLower(n.attrValue("rel"))) {
+		switch r {
+		case "preload", "modulepreload", "prefetch", "preconnect", "dns-prefetch", "prerender":
+			return true
 		}
-		for _, r := range strings.Fields(strings.ToLower(a.v)) {
-			switch r {
-			case "preload", "modulepreload", "prefetch", "preconnect", "dns-prefetch", "prerender":
-				return true
-			}
-		}
-		return false
 	}
 	return false
 }

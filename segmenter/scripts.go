@@ -273,11 +273,6 @@ const (
 	maxRefined   = 1 << 20   // bytes of a long script's places compared piece by piece
 )
 
-// codeHunks splits the edit of a script's source into its changed places:
-// pieces (runs of letters and digits, single other characters) compared
-// by a diff drawn on bu, changed runs apart by fewer than scriptContext
-// equal pieces joined, each with up to scriptContext pieces on each side.
-// Nil when the texts share neither start nor end nor differ in words.
 // withoutGenerated leaves out of hs the places where only generated
 // tokens changed (a bundle's hash, a build number), when another place
 // changed more: that one says what the change is.
@@ -299,7 +294,9 @@ func withoutGenerated(hs []hunk) []hunk {
 
 // lineHunks finds the places where the long texts o and n (between
 // before and after, which they share) differ line by line, and compares
-// each piece by piece; nil when a place is itself too long for that.
+// each piece by piece, within maxPlaceDiff a place and maxRefined in
+// all (past them a place is told whole); nil for texts of more than
+// maxCodeLines lines or no place found.
 // Lines end at a new line, or at "\n" written in a string literal, as a
 // streamed page's rows are.
 func lineHunks(bu *textdiff.Budget, before, o, n, after string) []hunk {
@@ -338,7 +335,7 @@ func lineHunks(bu *textdiff.Budget, before, o, n, after string) []hunk {
 		}
 		if refined+len(ow)+len(nw) > maxRefined || len(ow) > maxPlaceDiff || len(nw) > maxPlaceDiff {
 			// Past what is compared piece by piece, a place is told whole.
-			out = append(out, hunk{before: tailPieces(lead), old: ow, new: nw, after: headPieces(trail)})
+			out = append(out, wholeHunk(lead, ow, nw, trail))
 		} else {
 			refined += len(ow) + len(nw)
 			out = append(out, placeHunks(bu, lead+ow+trail, lead+nw+trail)...)
@@ -375,38 +372,53 @@ func codeLines(s string) []string {
 	return out
 }
 
+// codeHunks splits the edit of a script's source into its changed places:
+// pieces (runs of letters and digits, single other characters) compared
+// by a diff drawn on bu, changed runs apart by fewer than scriptContext
+// equal pieces joined, each with up to scriptContext pieces on each side.
+// Nil when the texts share neither start nor end nor differ in words.
 func codeHunks(bu *textdiff.Budget, old, new string) []hunk {
-	before, o, n, after, ok := sharedAffixes(old, new, false)
-	if !ok {
-		before, o, n, after = "", old, new, ""
-	}
-	return changedPlaces(bu, before, o, n, after, maxCodeDiff)
-}
-
-// placeHunks is codeHunks for one place of a long script found by its
-// lines, compared piece by piece up to maxPlaceDiff bytes.
-func placeHunks(bu *textdiff.Budget, old, new string) []hunk {
-	before, o, n, after, ok := sharedAffixes(old, new, false)
-	if !ok {
-		before, o, n, after = "", old, new, ""
-	}
-	if len(o) > maxPlaceDiff || len(n) > maxPlaceDiff {
-		return []hunk{{before: tailPieces(before), old: o, new: n, after: headPieces(after)}}
-	}
-	return changedPlaces(bu, before, o, n, after, maxPlaceDiff)
-}
-
-// changedPlaces compares o and n (between before and after) piece by
-// piece when neither is longer than limit bytes.
-func changedPlaces(bu *textdiff.Budget, before, o, n, after string, limit int) []hunk {
-	if len(o) > limit || len(n) > limit {
+	before, o, n, after := affixesOrNone(old, new)
+	if len(o) > maxCodeDiff || len(n) > maxCodeDiff {
 		// Far apart changes of a long script (a page's streamed data):
 		// its lines say where, and each place is compared piece by piece.
 		if hs := lineHunks(bu, before, o, n, after); hs != nil {
 			return hs
 		}
-		return []hunk{{before: tailPieces(before), old: o, new: n, after: headPieces(after)}}
+		return []hunk{wholeHunk(before, o, n, after)}
 	}
+	return changedPlaces(bu, before, o, n, after)
+}
+
+// placeHunks is codeHunks for one place of a long script found by its
+// lines, compared piece by piece up to maxPlaceDiff bytes.
+func placeHunks(bu *textdiff.Budget, old, new string) []hunk {
+	before, o, n, after := affixesOrNone(old, new)
+	if len(o) > maxPlaceDiff || len(n) > maxPlaceDiff {
+		return []hunk{wholeHunk(before, o, n, after)}
+	}
+	return changedPlaces(bu, before, o, n, after)
+}
+
+// affixesOrNone splits old and new into what they share at the start and
+// the end and what differs between; all differs when they share neither.
+func affixesOrNone(old, new string) (before, o, n, after string) {
+	before, o, n, after, ok := sharedAffixes(old, new, false)
+	if !ok {
+		return "", old, new, ""
+	}
+	return before, o, n, after
+}
+
+// wholeHunk tells o and n as one changed place, with the ends of before
+// and after around them.
+func wholeHunk(before, o, n, after string) hunk {
+	return hunk{before: tailPieces(before), old: o, new: n, after: headPieces(after)}
+}
+
+// changedPlaces compares o and n (between before and after) piece by
+// piece.
+func changedPlaces(bu *textdiff.Budget, before, o, n, after string) []hunk {
 	po, pn := pieces(o), pieces(n)
 	runs := bu.Script(po, pn)
 	// the changed places: [i, j) ranges of runs that are not Equal, short

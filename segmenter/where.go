@@ -184,18 +184,25 @@ func (d *doc) pageName() string {
 		if r >= rank || e.flags&eBoiler != 0 {
 			continue
 		}
-		if t := strings.Join(strings.Fields(d.visibleText(int(e.tok), int(e.endTok))), " "); t != "" {
+		if t := strings.TrimSpace(d.visibleText(int(e.tok), int(e.endTok))); t != "" {
 			best, rank = t, r
 		}
 	}
-	if utf8.RuneCountInString(best) > maxTitle {
-		best = string([]rune(best)[:maxTitle-1]) + "…"
-	}
-	return strings.Join(strings.Fields(best), " ")
+	return clipTitle(best)
 }
 
 // maxTitle bounds the characters of a heading taken as a change's title.
 const maxTitle = 200
+
+// clipTitle collapses the white space of s and cuts it to maxTitle
+// characters.
+func clipTitle(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if utf8.RuneCountInString(s) > maxTitle {
+		s = string([]rune(s)[:maxTitle-1]) + "…"
+	}
+	return s
+}
 
 // headingScan bounds the tokens looked at for the heading a block starts
 // with.
@@ -226,7 +233,7 @@ func (p *places) ownHeading(n *tnode) (title, link string) {
 		if d.tagOf(t.elem) == "h1" || int(e.endTok) >= int(n.tokB) {
 			return "", ""
 		}
-		title = strings.Join(strings.Fields(d.visibleText(int(e.tok), int(e.endTok))), " ")
+		title = clipTitle(d.visibleText(int(e.tok), int(e.endTok)))
 		if title == "" || strings.TrimSpace(d.visibleText(int(e.endTok), int(n.tokB))) == "" {
 			return "", ""
 		}
@@ -237,9 +244,6 @@ func (p *places) ownHeading(n *tnode) (title, link string) {
 				}
 				break
 			}
-		}
-		if utf8.RuneCountInString(title) > maxTitle {
-			title = string([]rune(title)[:maxTitle-1]) + "…"
 		}
 		return title, link
 	}
