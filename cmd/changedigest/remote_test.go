@@ -159,8 +159,11 @@ func TestReadsBesideService(t *testing.T) {
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
+		// The version is indexed, and its check counted on the watch
+		// (recorded after the version is stored).
 		code, o, _ := runCmd(t, "search", "harbour", "--data", data)
-		if code == 0 && strings.Contains(o, "1 hit") || time.Now().After(deadline) {
+		hc, h, _ := runCmd(t, "history", "1", "--data", data)
+		if code == 0 && strings.Contains(o, "1 hit") && hc == 0 && strings.Contains(h, "1 checks") || time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(50 * time.Millisecond)
